@@ -1,0 +1,1 @@
+"""jit package."""

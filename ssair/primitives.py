@@ -1,0 +1,135 @@
+"""The primitive table: every `op` a `Stmt` may carry, with its operand count, its
+Python semantics (used by the interpreter and by constant folding) and whether it is
+pure (free of side effects, so DCE/CSE may drop or merge it).
+
+Other stages keep their own tables keyed by the same names (derivative rules, type
+rules, LLVM lowering).  Stages that introduce new operations (the adjoint's tape
+operations) register them here with `register`.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One row of the table.
+
+    `nargs` is the exact positional operand count, or `(lo, None)` for variadic ops
+    (at least `lo`).  `impl` implements the op on Python values (None for ops the
+    interpreter handles itself, such as `call`).  `pure` ops have no side effects and
+    depend only on their operands; `foldable` ops may be evaluated at compile time
+    when all operands are constants.  `symbol` is the Python spelling, for docs.
+    """
+
+    name: str
+    nargs: Any
+    impl: Optional[Callable]
+    pure: bool = True
+    foldable: bool = True
+    symbol: str = ""
+
+    def arity_ok(self, n: int) -> bool:
+        if isinstance(self.nargs, tuple):
+            lo, hi = self.nargs
+            return n >= lo and (hi is None or n <= hi)
+        return n == self.nargs
+
+
+PRIMITIVES: dict = {}
+
+
+def register(name: str, nargs: Any, impl: Optional[Callable], *, pure: bool = True,
+             foldable: bool = True, symbol: str = "") -> Primitive:
+    """Add (or replace) a primitive in the table and return it."""
+    p = Primitive(name, nargs, impl, pure, foldable, symbol)
+    PRIMITIVES[name] = p
+    return p
+
+
+def primitive(name: str) -> Primitive:
+    """Look `name` up, failing with a message that names it."""
+    try:
+        return PRIMITIVES[name]
+    except KeyError:
+        raise KeyError(f"unknown primitive {name!r}") from None
+
+
+BINARY = {
+    "add": (operator.add, "+"), "sub": (operator.sub, "-"), "mul": (operator.mul, "*"),
+    "truediv": (operator.truediv, "/"), "floordiv": (operator.floordiv, "//"),
+    "mod": (operator.mod, "%"), "pow": (operator.pow, "**"), "matmul": (operator.matmul, "@"),
+    "lshift": (operator.lshift, "<<"), "rshift": (operator.rshift, ">>"),
+    "bitand": (operator.and_, "&"), "bitor": (operator.or_, "|"), "bitxor": (operator.xor, "^"),
+}
+UNARY = {
+    "neg": (operator.neg, "-"), "pos": (operator.pos, "+"), "invert": (operator.invert, "~"),
+    "not": (operator.not_, "not"), "truth": (operator.truth, "bool"),
+}
+COMPARE = {
+    "lt": (operator.lt, "<"), "le": (operator.le, "<="), "gt": (operator.gt, ">"),
+    "ge": (operator.ge, ">="), "eq": (operator.eq, "=="), "ne": (operator.ne, "!="),
+    "is": (operator.is_, "is"), "isnot": (operator.is_not, "is not"),
+    "in": (lambda a, b: a in b, "in"), "notin": (lambda a, b: a not in b, "not in"),
+}
+
+# Python's binary-operator spelling -> primitive name (lowering uses this).
+SYMBOL_TO_BINARY = {sym: name for name, (_, sym) in BINARY.items()}
+SYMBOL_TO_COMPARE = {sym: name for name, (_, sym) in COMPARE.items()}
+
+
+def _large_pow(a, b):
+    """`**` folding guard: refuse to fold huge integer powers at compile time."""
+    if isinstance(a, int) and isinstance(b, int) and abs(b) > 64 and abs(a) > 1:
+        raise OverflowError("not folded")
+    return operator.pow(a, b)
+
+
+def _getitem(obj, *idx):
+    return obj[idx[0] if len(idx) == 1 else tuple(idx)]
+
+
+def _setitem(obj, value, *idx):
+    obj[idx[0] if len(idx) == 1 else tuple(idx)] = value
+    return None
+
+
+def _unpack(seq, n):
+    t = tuple(seq)
+    if len(t) != n:
+        if len(t) < n:
+            raise ValueError(f"not enough values to unpack (expected {n}, got {len(t)})")
+        raise ValueError(f"too many values to unpack (expected {n})")
+    return t
+
+
+def _make_tuple(*xs):
+    return tuple(xs)
+
+
+def _make_list(*xs):
+    return list(xs)
+
+
+for _name, (_fn, _sym) in BINARY.items():
+    register(_name, 2, _large_pow if _name == "pow" else _fn, symbol=_sym)
+for _name, (_fn, _sym) in UNARY.items():
+    register(_name, 1, _fn, symbol=_sym)
+for _name, (_fn, _sym) in COMPARE.items():
+    register(_name, 2, _fn, symbol=_sym)
+
+register("tuple", (0, None), _make_tuple, symbol="(a, b)")
+register("list", (0, None), _make_list, foldable=False, symbol="[a, b]")
+register("getitem", (2, None), _getitem, symbol="a[i]")
+register("setitem", (3, None), _setitem, pure=False, foldable=False, symbol="a[i] = v")
+register("getattr", 2, getattr, symbol="a.name")
+register("unpack", 2, _unpack, symbol="a, b = t")
+# call(f, args...; kwargs): f is a Const callable or a Var holding one.  The
+# interpreter lowers and interprets user functions; anything else is called directly.
+register("call", (1, None), None, pure=False, foldable=False, symbol="f(x)")
+# make_closure(f, freevals...): a closure of the nested function f over the values.
+register("make_closure", (1, None), None, foldable=False, symbol="lambda")
+# copy(x): an identity; lowering and passes may use it to name a value.
+register("copy", 1, lambda x: x, symbol="x")
