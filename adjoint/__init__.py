@@ -1,1 +1,18 @@
-"""adjoint package."""
+"""adjoint: reverse-mode AD of SSA IR by the Zygote J transform (Innes 2018).
+
+    from adjoint import pullback, gradient
+    y, back = pullback(f, x, n)
+    back(1.0)            # (df/dx, None)
+
+Modules: `rules` (+ `rules_math`, `rules_numpy`) the derivative table; passes
+`merge_returns`, `branches`, `activity`, `instrument`, `stacks`, `reverse`;
+`transform` orchestration, cache and call runtime; `tape` the runtime tape and
+cotangent primitives; `api` the user functions.
+"""
+from . import tape  # noqa: F401
+from .rules import Pullback as RulePullback, rule  # noqa: F401
+from .transform import transform, clear_cache  # noqa: F401
+from .api import code_adjoint, gradient, hessian, jacobian, pullback  # noqa: F401
+
+__all__ = ["pullback", "gradient", "jacobian", "hessian", "code_adjoint", "rule",
+           "transform"]

@@ -249,7 +249,8 @@ class IR:
     def push(self, block: Block, op: str, *args, line=None, name=None, kwargs=None, type=None) -> Var:
         """Append `op(args...)` to `block` and return its value."""
         v = self.new_var()
-        block.stmts.append(Stmt(v, op, [as_operand(a) for a in args], dict(kwargs or {}), line, name, type))
+        kw = {k: as_operand(x) for k, x in (kwargs or {}).items()}
+        block.stmts.append(Stmt(v, op, [as_operand(a) for a in args], kw, line, name, type))
         return v
 
     def add_phi(self, block: Block, incoming: dict, line=None, name=None) -> Var:

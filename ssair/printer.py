@@ -76,8 +76,14 @@ def object_name(v: Any) -> str:
 
 
 def _public_module(mod: str) -> str:
-    """`numpy._core.multiarray` prints as `numpy`; `math` stays `math`."""
-    return "numpy" if mod.startswith("numpy") else mod
+    """The module path up to its first private part: `numpy._core.multiarray` prints
+    as `numpy`, `numpy.linalg._linalg` as `numpy.linalg`; `math` stays `math`."""
+    parts = []
+    for part in mod.split("."):
+        if part.startswith("_"):
+            break
+        parts.append(part)
+    return ".".join(parts) or mod
 
 
 def format_operand(a: Any) -> str:

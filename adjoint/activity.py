@@ -1,0 +1,198 @@
+"""Activity analysis: which values need an adjoint (and their statements a pullback).
+
+A value is *active* when it is *varied* (it may depend on a differentiable argument)
+and *useful* (it may reach the returned value).  Only active values get adjoint
+variables; only statements whose result is active get pullbacks, and only the alphas
+of those pullbacks are recorded.
+
+Varied (forward, to a fixpoint), given which arguments are differentiable (the
+caller decides from the runtime values: floats, float arrays, tuples and closures
+holding them; ints, bools, None and strings are not):
+  * constants are never varied;
+  * a phi is varied when an incoming value is;
+  * a statement is varied when an operand is, unless its rule is non-differentiable
+    (comparisons, `not`, bitwise ops, `//`, `len`, `int`, `range`, `floor`,
+    `np.zeros`, ...) or it reads a shape attribute (`a.shape`, `a.ndim`, ...).  So
+    values provably int/bool (int constants, `len`, comparisons, range counters and
+    integer arithmetic on those) are never varied; anything else is treated as
+    potentially differentiable, since types are unknown before inference;
+  * `a[i] = v` with a varied `v` makes `a` varied, and with it every value that may
+    alias the same array (phis and copies connected to `a`);
+  * a call of a user function with a varied operand may write into array operands,
+    so containers passed to it (`np.zeros(...)` results, lists) become varied.
+
+Useful (backward from the return value): the operands of a useful varied statement
+or phi are useful; `a[i] = v` with a useful `a` makes `v` useful; a user-function
+call is useful when its result or any operand is (it may mutate an operand).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ssair import IR, Const, Phi, Return, Var
+
+from .rules import lookup_callee, lookup_op
+
+SHAPE_ATTRS = frozenset({"shape", "ndim", "size", "dtype", "__len__"})
+CONTAINER_CALLS = ("zeros", "ones", "empty", "zeros_like", "ones_like", "empty_like",
+                   "full", "array", "copy")
+
+
+@dataclass
+class Activity:
+    """The result: `varied`, `useful` and `active` (their intersection) sets of Vars."""
+
+    varied: set = field(default_factory=set)
+    useful: set = field(default_factory=set)
+
+    @property
+    def active(self) -> set:
+        return self.varied & self.useful
+
+    def is_active(self, v) -> bool:
+        return isinstance(v, Var) and v in self.varied and v in self.useful
+
+
+def analyze(ir: IR, active_args: tuple) -> Activity:
+    """Activity of every value of `ir`; `active_args[k]` says whether argument k is
+    differentiable."""
+    act = Activity()
+    act.varied = {a.var for a, on in zip(ir.args, active_args) if on}
+    _varied(ir, act.varied)
+    act.useful = _useful(ir, act.varied)
+    return act
+
+
+def _vars(ops) -> list:
+    return [a for a in ops if isinstance(a, Var)]
+
+
+def stmt_kills_variation(s) -> bool:
+    """True when the statement's result never carries a cotangent."""
+    if s.op == "getattr":
+        name = s.args[1]
+        return isinstance(name, Const) and name.value in SHAPE_ATTRS
+    if s.op == "call":
+        f = s.args[0]
+        if isinstance(f, Const):
+            r = lookup_callee(f.value)
+            return r is not None and not r.varied
+        return False
+    r = lookup_op(s.op)
+    return r is not None and not r.varied
+
+
+def is_user_call(s) -> bool:
+    """A `call` whose callee is not known to have a rule (so it is transformed)."""
+    if s.op != "call":
+        return False
+    f = s.args[0]
+    return not (isinstance(f, Const) and lookup_callee(f.value) is not None)
+
+
+def _containers(ir: IR) -> set:
+    out = set()
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op == "list":
+                out.add(s.var)
+            if s.op == "call" and isinstance(s.args[0], Const):
+                name = getattr(s.args[0].value, "__name__", "")
+                if name in CONTAINER_CALLS:
+                    out.add(s.var)
+    return out
+
+
+def _alias_groups(ir: IR) -> dict:
+    """Var -> representative, joining phis and copies with their operands."""
+    parent: dict = {}
+
+    def find(v):
+        while parent.get(v, v) != v:
+            v = parent[v]
+        return v
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+    for b in ir.blocks:
+        for p in b.phis:
+            for v in _vars(p.operands()):
+                union(p.var, v)
+        for s in b.stmts:
+            if s.op == "copy" and isinstance(s.args[0], Var):
+                union(s.var, s.args[0])
+    return {v: find(v) for v in list(parent)}
+
+
+def _varied(ir: IR, varied: set) -> None:
+    groups = _alias_groups(ir)
+    containers = _containers(ir)
+    changed = True
+    while changed:
+        changed = False
+        new, mutated = set(), set()
+        for b in ir.blocks:
+            for d in b.definitions():
+                _varied_step(d, varied, containers, new, mutated)
+        roots = {groups.get(v, v) for v in mutated}
+        new |= mutated | {v for v, g in groups.items() if g in roots}
+        if not new <= varied:
+            varied |= new
+            changed = True
+
+
+def _varied_step(d, varied: set, containers: set, new: set, mutated: set) -> None:
+    """Add to `new` what `d` makes varied; arrays written with varied values (and
+    containers passed to user calls) go to `mutated`, which spreads to aliases."""
+    ops = _vars(d.operands())
+    if not any(v in varied for v in ops):
+        return
+    if isinstance(d, Phi):
+        new.add(d.var)
+        return
+    if d.op == "setitem":
+        if _is_var_in(d.args[1], varied) and isinstance(d.args[0], Var):
+            mutated.add(d.args[0])
+        return
+    if not stmt_kills_variation(d):
+        new.add(d.var)
+    if is_user_call(d):
+        mutated |= {v for v in ops if v in containers}
+
+
+def _is_var_in(a, s: set) -> bool:
+    return isinstance(a, Var) and a in s
+
+
+def _useful(ir: IR, varied: set) -> set:
+    useful = set()
+    for b in ir.blocks:
+        if isinstance(b.term, Return) and isinstance(b.term.value, Var):
+            useful.add(b.term.value)
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(ir.blocks):
+            for d in reversed(list(b.definitions())):
+                add = _useful_step(d, varied, useful)
+                if not add <= useful:
+                    useful |= add
+                    changed = True
+    return useful
+
+
+def _useful_step(d, varied: set, useful: set) -> set:
+    ops = _vars(d.operands())
+    if isinstance(d, Phi):
+        return set(ops) if d.var in useful and d.var in varied else set()
+    if d.op == "setitem":
+        return set(ops) if _is_var_in(d.args[0], useful) else set()
+    if is_user_call(d) and any(v in varied for v in ops):
+        if d.var in useful or any(v in useful for v in ops):
+            return set(ops) | {d.var}
+        return set()
+    if d.var in useful and d.var in varied:
+        return set(ops)
+    return set()

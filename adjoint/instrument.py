@@ -1,0 +1,177 @@
+"""Pass `instrument`: turn the primal into the forward IR's body and decide, for
+every active statement, its pullback and the values that pullback reads (alphas).
+
+Requires: `merge_returns`, `record_branches`, and an `Activity`.  Guarantees:
+  * a leading argument `%tape` is added (`meta["tape"]`);
+  * an active call of a user function, a closure or any callee without a static
+    rule, `%y = call(f, args..., k=v)`, becomes
+        %t  = jcall(f, %tape, ('k',), args..., v)
+        %y  = getitem(%t, 0)
+        %pb = getitem(%t, 1)
+    and `%pb` is its alpha (the callee's pullback data: its env, on the same tape);
+  * an array that is written (`a[i] = v`) somewhere in the function is copied with
+    `snapshot` before a pullback records it, so the adjoint sees the value the
+    primal read, not a later overwrite (`meta["mutated"]`);
+  * `meta["records"]` maps each block id to its `Record`s in statement order.
+A statement without a rule raises `TypeError` naming the primitive or callee and
+`file:line`.  Inactive statements are left untouched.  The input is not modified.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ssair import IR, Arg, Const, Stmt, Var
+
+from .activity import Activity, is_user_call
+from .rules import Rule, lookup_callee, lookup_op, missing_rule_error
+
+
+@dataclass
+class Record:
+    """One active statement's pullback.
+
+    `var` is the primal result, `kind` is `"rule"` (a `Pullback` call), `"jcall"`
+    (a transformed call), or a structural op name (`"getitem"`, `"tuple"`, ...).
+    `operands`/`kwargs` are the primal operands (for `jcall`: the callee, then the
+    positional and keyword values in jcall order).  `alpha` maps each primal value the
+    pullback reads to the forward value recorded for it (a snapshot, `%pb`, or the
+    value itself).  `result_alpha` is set when the pullback reads the result.
+    """
+
+    var: Var
+    kind: str
+    block: int
+    operands: list
+    kwargs: dict = field(default_factory=dict)
+    rule: Optional[Rule] = None
+    alpha: dict = field(default_factory=dict)
+    result_alpha: Optional[Var] = None
+    line: Optional[int] = None
+
+    def recorded(self) -> list:
+        """Forward values to record for this pullback, in a fixed order."""
+        out = list(dict.fromkeys(self.alpha.values()))
+        if self.result_alpha is not None and self.result_alpha not in out:
+            out.append(self.result_alpha)
+        return out
+
+
+def instrument(ir: IR, act: Activity) -> IR:
+    out = ir.copy()
+    tape = out.new_var()
+    out.args.insert(0, Arg(tape, "tape"))
+    out.nfree = 0
+    out.meta["tape"] = tape
+    mutated = _mutated(out, act)
+    out.meta["mutated"] = mutated
+    records = {}
+    for b in out.blocks:
+        stmts, recs = [], []
+        for s in b.stmts:
+            stmts += _instrument_stmt(out, b.id, s, act, tape, mutated, recs)
+        b.stmts = stmts
+        records[b.id] = recs
+    out.meta["records"] = records
+    return out
+
+
+def _mutated(ir: IR, act: Activity) -> set:
+    out = set()
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op == "setitem" and isinstance(s.args[0], Var):
+                out.add(s.args[0])
+    groups = {}
+    for b in ir.blocks:
+        for p in b.phis:
+            if p.var in out or any(v in out for v in p.operands()):
+                out.add(p.var)
+                out.update(v for v in p.operands() if isinstance(v, Var))
+    return out
+
+
+def where(ir: IR, line: Optional[int]) -> str:
+    return f" at {ir.file or '?'}:{line}" if line is not None else f" in {ir.name}"
+
+
+def _is_active_stmt(s: Stmt, act: Activity) -> bool:
+    if s.op == "setitem":
+        return act.is_active(s.args[0])
+    if is_user_call(s) and any(v in act.varied for v in s.operands() if isinstance(v, Var)):
+        return s.var in act.useful or any(v in act.useful for v in s.operands()
+                                          if isinstance(v, Var))
+    return act.is_active(s.var)
+
+
+def _instrument_stmt(ir, bid, s, act, tape, mutated, recs) -> list:
+    if not _is_active_stmt(s, act):
+        return [s]
+    if s.op == "call":
+        return _instrument_call(ir, bid, s, act, tape, mutated, recs)
+    rule = lookup_op(s.op)
+    if rule is None:
+        raise missing_rule_error(f"primitive {s.op}", where(ir, s.line))
+    if rule.emit is not None:
+        rec = Record(s.var, rule.emit, bid, list(s.args), rule=rule, line=s.line)
+        pos = rule.alphas(tuple(act.is_active(a) for a in s.args))
+        rec.alpha = {s.args[k]: s.args[k] for k in sorted(pos) if isinstance(s.args[k], Var)}
+        recs.append(rec)
+        return [s]
+    return _rule_record(ir, bid, s, rule, list(s.args), {}, mutated, recs)
+
+
+def _rule_record(ir, bid, s, rule, args, kwargs, mutated, recs) -> list:
+    rec = Record(s.var, "rule", bid, args, dict(kwargs), rule=rule, line=s.line)
+    before, after = [], []
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Var) and a not in rec.alpha:
+            rec.alpha[a] = _snap(ir, a, mutated, before, s.line)
+    if rule.pullback.uses_result:
+        rec.result_alpha = _snap(ir, s.var, mutated, after, s.line)
+    recs.append(rec)
+    return before + [s] + after
+
+
+def _snap(ir: IR, v: Var, mutated: set, into: list, line) -> Var:
+    if v not in mutated:
+        return v
+    c = ir.new_var()
+    into.append(Stmt(c, "snapshot", [v], line=line))
+    return c
+
+
+def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
+    f = s.args[0]
+    if isinstance(f, Const):
+        rule = lookup_callee(f.value)
+        if rule is not None and rule.pullback is not None:
+            return _rule_record(ir, bid, s, rule, list(s.args[1:]), s.kwargs, mutated, recs)
+        if rule is None and not _transformable(f.value):
+            raise missing_rule_error(f"callee {_name(f.value)}", where(ir, s.line))
+    return _jcall(ir, bid, s, tape, recs)
+
+
+def _transformable(f: Any) -> bool:
+    from ssair.interpreter import Closure, is_user_function
+    return isinstance(f, (IR, Closure)) or is_user_function(f) or isinstance(f, types.MethodType)
+
+
+def _name(f: Any) -> str:
+    from ssair.printer import object_name
+    return object_name(f)
+
+
+def _jcall(ir: IR, bid: int, s: Stmt, tape: Var, recs: list) -> list:
+    names = tuple(s.kwargs)
+    operands = [s.args[0], tape, Const(names)] + list(s.args[1:]) + list(s.kwargs.values())
+    t, pb = ir.new_var(), ir.new_var()
+    out = [Stmt(t, "jcall", operands, line=s.line),
+           Stmt(s.var, "getitem", [t, Const(0)], line=s.line, name=s.name),
+           Stmt(pb, "getitem", [t, Const(1)], line=s.line)]
+    rec = Record(s.var, "jcall", bid, [s.args[0]] + list(s.args[1:]) + list(s.kwargs.values()),
+                 line=s.line)
+    rec.alpha = {pb: pb}
+    recs.append(rec)
+    return out

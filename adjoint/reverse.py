@@ -1,0 +1,232 @@
+"""Pass `reverse`: build the adjoint IR from the finished forward IR.
+
+Requires: `emit_stacks` (records, pushes, env slots, dummy phis in `meta`) and the
+`Activity`.  Guarantees: an IR `name_adjoint(%reader, %env, %dy)` that returns a
+tuple with one cotangent per argument of the primal IR (captured values first), in
+which
+  * block 1 unpacks the env slots (`getitem(%env, k)`) and seeds the returned
+    value's adjoint with `%dy`;
+  * every primal block B gets an adjoint block A(B), laid out in reverse block order:
+    it pops B's pushed values (reverse order of the pushes) when B is in a cycle,
+    then runs the pullbacks of B's records in reverse statement order;
+  * when B has one predecessor P, A(B) routes B's phi adjoints to their operands
+    from P and jumps to A(P); with several, A(B) compares the recorded dummy phi with
+    each predecessor id (a chain of `eq` + `goto`) and jumps to an edge block
+    E(B, P) that routes the phis' adjoints along that edge, then to A(P); routing
+    reads every phi's adjoint before writing any (phis are parallel);
+  * A(entry) returns the arguments' adjoints.
+Adjoint variables (one per active primal value) are mutable while the code is
+built and put into SSA form by `ssair.ssabuild.SSABuilder`; a value's adjoint is
+reset to zero (None) after its definition's pullback has run, so each loop
+iteration's instance gets its own.  The adjoint IR's size is linear in the primal's.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ssair import IR, Branch, Const, Goto, Return, Var
+from ssair.ssabuild import SSABuilder
+
+from .activity import Activity
+from .instrument import Record, where
+
+NONE = Const(None)
+
+
+class _Ctx:
+    """State while building one adjoint IR."""
+
+    def __init__(self, fwd: IR, act: Activity, primal_args: list):
+        self.fwd = fwd
+        self.act = act
+        self.adj = IR(fwd.name.removesuffix("_forward") + "_adjoint", file=fwd.file,
+                      firstline=fwd.firstline)
+        self.reader = self.adj.add_arg("reader")
+        self.env = self.adj.add_arg("env")
+        self.dy = self.adj.add_arg("dy")
+        self.adj.next_id = max(self.adj.next_id, fwd.next_id)
+        self.primal_args = primal_args
+        self.ssa = SSABuilder(self.adj)
+        self.env_vals: dict = {}
+        self.local: dict = {}
+        self.cyclic = fwd.meta["cyclic"]
+
+    def emit(self, block, op: str, *args, line=None, kwargs=None) -> Var:
+        return self.adj.push(block, op, *args, line=line, kwargs=kwargs)
+
+    def alpha(self, v: Any, bid: int) -> Any:
+        """The adjoint-side operand holding forward value `v` for block `bid`."""
+        if not isinstance(v, Var):
+            return v
+        table = self.local if bid in self.cyclic else self.env_vals
+        if v not in table:
+            raise RuntimeError(f"adjoint: value {v} is not recorded for block #{bid}")
+        return table[v]
+
+    def read(self, v: Var, block) -> Any:
+        return self.ssa.read(v, block.id)
+
+    def add(self, v: Any, g: Any, block, line=None) -> None:
+        """adjoint(v) += g, when v is active."""
+        if not self.act.is_active(v) or g is None:
+            return
+        cur = self.read(v, block)
+        self.ssa.write(v, block.id, self.emit(block, "accum", cur, g, line=line))
+
+
+def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
+    ctx = _Ctx(fwd, act, primal_args)
+    entry = ctx.adj.add_block()
+    ids = {b.id: ctx.adj.add_block().id for b in reversed(fwd.blocks)}
+    ctx.adj.blocks = [entry]
+    for k, v in enumerate(fwd.meta["env"]):
+        ctx.env_vals[v] = ctx.emit(entry, "getitem", ctx.env, k)
+    ret = fwd.meta["ret"]
+    if isinstance(ret, Var):
+        ctx.ssa.write(ret, entry.id, ctx.dy)
+    entry.term = Goto(ids[fwd.meta["exit"]])
+    preds = fwd.predecessors()
+    for b in reversed(fwd.blocks):
+        _adjoint_block(ctx, b, ids, preds[b.id])
+    ctx.ssa.finish()
+    return ctx.adj
+
+
+def _adjoint_block(ctx: _Ctx, b, ids: dict, preds: list) -> None:
+    a = _new_block(ctx, ids[b.id])
+    ctx.local = {}
+    if b.id in ctx.cyclic:
+        for v in reversed(ctx.fwd.meta["pushes"][b.id]):
+            ctx.local[v] = ctx.emit(a, "pop", ctx.reader)
+    for rec in reversed(ctx.fwd.meta["records"].get(b.id, [])):
+        _pullback(ctx, rec, a)
+    if not preds:
+        grads = [ctx.read(v, a) if ctx.act.is_active(v) else NONE for v in ctx.primal_args]
+        a.term = Return(ctx.emit(a, "tuple", *grads))
+        return
+    if len(preds) == 1:
+        _route_phis(ctx, b, preds[0], a)
+        a.term = Goto(ids[preds[0]])
+        return
+    _edge_switch(ctx, b, a, ids, preds)
+
+
+def _new_block(ctx: _Ctx, bid: int):
+    from ssair import Block
+    blk = Block(bid)
+    ctx.adj.blocks.append(blk)
+    return blk
+
+
+def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
+    """Branch on the recorded edge: eq-chain over the predecessors of b."""
+    d = ctx.alpha(ctx.fwd.meta["dummy_phis"][b.id], b.id)
+    edges = []
+    for p in preds:
+        e = _new_block(ctx, _next_id(ctx, ids))
+        _route_phis(ctx, b, p, e)
+        e.term = Goto(ids[p])
+        edges.append(e)
+    test = a
+    for k, p in enumerate(preds[:-1]):
+        c = ctx.emit(test, "eq", d, Const(p))
+        nxt = edges[-1] if k == len(preds) - 2 else _new_block(ctx, _next_id(ctx, ids))
+        test.term = Branch(c, edges[k].id, nxt.id)
+        test = nxt
+    _order_blocks(ctx, a, edges)
+
+
+def _next_id(ctx: _Ctx, ids: dict) -> int:
+    used = {blk.id for blk in ctx.adj.blocks} | set(ids.values())
+    return max(used) + 1
+
+
+def _order_blocks(ctx: _Ctx, a, edges: list) -> None:
+    """Keep edge blocks after the test chain for a readable listing."""
+    rest = [blk for blk in ctx.adj.blocks if blk not in edges]
+    ctx.adj.blocks = rest + edges
+
+
+def _route_phis(ctx: _Ctx, b, pred: int, blk) -> None:
+    phis = [p for p in b.phis if ctx.act.is_active(p.var)]
+    grads = [ctx.read(p.var, blk) for p in phis]
+    for p in phis:
+        ctx.ssa.write(p.var, blk.id, NONE)
+    for p, g in zip(phis, grads):
+        ctx.add(p.incoming[pred], g, blk, line=p.line)
+
+
+# -- pullbacks of single statements ----------------------------------------------------
+def _pullback(ctx: _Ctx, rec: Record, blk) -> None:
+    dy = ctx.read(rec.var, blk) if ctx.act.is_active(rec.var) else NONE
+    emit = _EMITTERS.get(rec.kind)
+    if emit is None:
+        raise RuntimeError(f"adjoint: no emitter for {rec.kind}{where(ctx.fwd, rec.line)}")
+    emit(ctx, rec, blk, dy)
+    if ctx.act.is_active(rec.var):
+        ctx.ssa.write(rec.var, blk.id, NONE)
+
+
+def _emit_rule(ctx: _Ctx, rec: Record, blk, dy) -> None:
+    owner = rec.block
+    args = [dy]
+    if rec.result_alpha is not None:
+        args.append(ctx.alpha(rec.result_alpha, owner))
+    args += [ctx.alpha(rec.alpha.get(a, a), owner) for a in rec.operands]
+    kw = {k: ctx.alpha(rec.alpha.get(v, v), owner) for k, v in rec.kwargs.items()}
+    g = ctx.emit(blk, "call", Const(rec.rule.pullback), *args, line=rec.line, kwargs=kw)
+    for k, a in enumerate(rec.operands):
+        if ctx.act.is_active(a):
+            ctx.add(a, ctx.emit(blk, "dget", g, k, line=rec.line), blk, rec.line)
+
+
+def _emit_jcall(ctx: _Ctx, rec: Record, blk, dy) -> None:
+    pb = ctx.alpha(next(iter(rec.alpha.values())), rec.block)
+    g = ctx.emit(blk, "jback", pb, ctx.reader, dy, line=rec.line)
+    for k, a in enumerate(rec.operands):
+        if ctx.act.is_active(a):
+            ctx.add(a, ctx.emit(blk, "dget", g, k, line=rec.line), blk, rec.line)
+
+
+def _emit_parts(ctx: _Ctx, rec: Record, blk, dy, skip: int = 0) -> None:
+    for k, a in enumerate(rec.operands[skip:]):
+        if ctx.act.is_active(a):
+            ctx.add(a, ctx.emit(blk, "dget", dy, k, line=rec.line), blk, rec.line)
+
+
+def _emit_tuple(ctx, rec, blk, dy) -> None:
+    _emit_parts(ctx, rec, blk, dy)
+
+
+def _emit_closure(ctx, rec, blk, dy) -> None:
+    _emit_parts(ctx, rec, blk, dy, skip=1)
+
+
+def _emit_identity(ctx, rec, blk, dy) -> None:
+    ctx.add(rec.operands[0], dy, blk, rec.line)
+
+
+def _emit_getitem(ctx, rec, blk, dy) -> None:
+    x = rec.operands[0]
+    if not ctx.act.is_active(x):
+        return
+    idx = [ctx.alpha(i, rec.block) for i in rec.operands[1:]]
+    s = ctx.read(x, blk)
+    new = ctx.emit(blk, "accum_index", s, dy, ctx.alpha(x, rec.block), *idx, line=rec.line)
+    ctx.ssa.write(x, blk.id, new)
+
+
+def _emit_setitem(ctx, rec, blk, dy) -> None:
+    a, v = rec.operands[0], rec.operands[1]
+    idx = [ctx.alpha(i, rec.block) for i in rec.operands[2:]]
+    s = ctx.read(a, blk)
+    if ctx.act.is_active(v):
+        ctx.add(v, ctx.emit(blk, "take_index", s, *idx, line=rec.line), blk, rec.line)
+    ctx.ssa.write(a, blk.id, ctx.emit(blk, "zero_index", s, *idx, line=rec.line))
+
+
+_EMITTERS = {
+    "rule": _emit_rule, "jcall": _emit_jcall, "tuple": _emit_tuple, "list": _emit_tuple,
+    "make_closure": _emit_closure, "copy": _emit_identity, "pos": _emit_identity,
+    "getitem": _emit_getitem, "setitem": _emit_setitem,
+}

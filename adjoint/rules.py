@@ -1,0 +1,199 @@
+"""The derivative rule table: one entry per primitive op name (`"mul"`) or callee
+object (`math.sin`, `np.sum`, a user function registered with `@rule`).
+
+A `Rule` is one of
+  * non-differentiable (`pullback is None and emit is None`): the result carries no
+    cotangent and, for activity analysis, never depends on a differentiable input
+    (comparisons, `len`, `int`, `floor`, `np.zeros`, ...);
+  * a pullback: a small plain-Python function `pb(dy, *args, **kw)` (or
+    `pb(dy, y, *args, **kw)` with `uses_result=True`) returning one cotangent per
+    positional argument.  In the adjoint IR it appears as
+    `%g = call(@adjoint.rules_math.d_sin, %dy, %x)`: the call target is a `Pullback`
+    object (called directly by the interpreter; the JIT may lower `Pullback.fn`, which
+    is plain Python) and its result is read with `dget(%g, k)`;
+  * structural (`emit`): a few ops are emitted directly as IR (tuple building and
+    indexing, array element reads and writes, closures), see `adjoint.reverse`.
+
+`needs(active)` says which positional operands the pullback reads (its *alphas*),
+given which operands are active; the transform records only those (and the result
+when `uses_result`).  Helpers: `nondiff`, `linear`, `defpullback`; users call
+`@adjoint.rule(f)` on a pullback `(dy, *args) -> tuple` to register it for their
+function `f`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+
+class Pullback:
+    """A plain-Python pullback, callable by the interpreter as a library function.
+
+    `fn(dy, [y,] *args, **kw)` returns a tuple with one cotangent per positional
+    argument; when `dy` is None (zero) the Pullback returns Nones without calling
+    `fn`.  Prints as `@module.name`.
+    """
+
+    def __init__(self, fn: Callable, uses_result: bool = False):
+        self.fn = fn
+        self.uses_result = uses_result
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__zygopy_symbol__ = f"{fn.__module__}.{fn.__name__}"
+
+    def __call__(self, dy: Any, *args: Any, **kw: Any) -> tuple:
+        if dy is None:
+            return (None,) * (len(args) - self.uses_result)
+        out = self.fn(dy, *args, **kw)
+        return out if isinstance(out, tuple) else (out,)
+
+    def __repr__(self) -> str:
+        return f"<pullback {self.__zygopy_symbol__}>"
+
+
+@dataclass
+class Rule:
+    """How to differentiate one primitive or callee (see the module docstring)."""
+
+    key: Any
+    pullback: Optional[Pullback] = None
+    emit: Optional[str] = None
+    needs: Optional[Callable] = None   # (active mask: tuple of bool) -> set of positions
+    varied: bool = True                # False: the result never carries a cotangent
+
+    @property
+    def differentiable(self) -> bool:
+        return self.varied and (self.pullback is not None or self.emit is not None)
+
+    def alphas(self, active: tuple) -> set:
+        """Positions of the operands the pullback reads."""
+        if self.emit is not None and self.needs is None:
+            return set()
+        if self.needs is None:
+            return set(range(len(active)))
+        return set(self.needs(active))
+
+
+OP_RULES: dict = {}      # primitive op name -> Rule
+CALL_RULES: dict = {}    # callee object -> Rule
+_BY_ID: dict = {}        # id(callee) -> Rule, for unhashable callees
+
+
+def _store(key: Any, rule: Rule) -> Rule:
+    if isinstance(key, str):
+        OP_RULES[key] = rule
+        return rule
+    try:
+        CALL_RULES[key] = rule
+    except TypeError:
+        _BY_ID[id(key)] = (key, rule)
+    return rule
+
+
+def lookup_op(op: str) -> Optional[Rule]:
+    return OP_RULES.get(op)
+
+
+def lookup_callee(f: Any) -> Optional[Rule]:
+    """The rule for callee object `f`, if any (bound ndarray methods included)."""
+    try:
+        r = CALL_RULES.get(f)
+    except TypeError:
+        r = None
+    if r is not None:
+        return r
+    hit = _BY_ID.get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    return _method_rule(f)
+
+
+METHOD_RULES: dict = {}   # (type, method name) -> Rule, for bound methods
+
+
+def _method_rule(f: Any) -> Optional[Rule]:
+    owner = getattr(f, "__self__", None)
+    name = getattr(f, "__name__", None)
+    if owner is None or name is None or isinstance(owner, type(__import__("math"))):
+        return None
+    return METHOD_RULES.get((type(owner), name))
+
+
+def nondiff(*keys: Any) -> None:
+    """Register `keys` as having no derivative (their results carry none)."""
+    for k in keys:
+        _store(k, Rule(k, varied=False))
+
+
+def defpullback(key: Any, fn: Callable, uses_result: bool = False,
+                needs: Optional[Callable] = None) -> Rule:
+    """Register plain-Python pullback `fn` for op name or callee `key`."""
+    pb = fn if isinstance(fn, Pullback) else Pullback(fn, uses_result)
+    return _store(key, Rule(key, pullback=pb, needs=needs))
+
+
+def defmethod(cls: type, name: str, fn: Callable, uses_result: bool = False) -> Rule:
+    """Register a pullback for the bound method `obj.name` of instances of `cls`; the
+    pullback receives the object as its first argument."""
+    rule = Rule((cls, name), pullback=Pullback(fn, uses_result))
+    METHOD_RULES[(cls, name)] = rule
+    return rule
+
+
+def structural(op: str, needs: Optional[Callable] = None) -> Rule:
+    """An op whose adjoint `adjoint.reverse` emits as IR directly."""
+    return _store(op, Rule(op, emit=op, needs=needs))
+
+
+def pullback_rule(key: Any, uses_result: bool = False, needs: Optional[Callable] = None):
+    """Decorator form of `defpullback` for rule modules: `@pullback_rule(math.sin)`.
+    The decorated name is bound to the `Pullback` object (so the adjoint IR prints
+    and parses it as `@module.name`)."""
+    def deco(fn: Callable) -> Pullback:
+        pb = Pullback(fn, uses_result)
+        keys = key if isinstance(key, (list, tuple)) else (key,)
+        for k in keys:
+            defpullback(k, pb, uses_result, needs)
+        return pb
+    return deco
+
+
+def rule(f: Callable, uses_result: bool = False):
+    """User decorator: `@adjoint.rule(f)` registers `pb(dy, *args) -> tuple` as the
+    pullback of `f`.  Calls to `f` in differentiated code then run `f` itself (as a
+    library function, not lowered) and use `pb` in the adjoint."""
+    def deco(pb: Callable) -> Callable:
+        defpullback(f, Pullback(pb, uses_result))
+        from . import transform
+        transform.clear_cache()
+        return pb
+    return deco
+
+
+def linear(key: Any, fn: Callable) -> Rule:
+    """A linear function: its pullback is its transpose `fn(dy, *args)`, so the same
+    `defpullback`; kept as a separate name for readability of the tables."""
+    return defpullback(key, fn)
+
+
+def missing_rule_error(what: str, where: str) -> TypeError:
+    return TypeError(f"adjoint: no derivative rule for {what}{where}; register one "
+                     f"with @adjoint.rule({what.split()[-1]})")
+
+
+# -- structural ops (emitted by adjoint.reverse) --------------------------------------
+structural("tuple")
+structural("list")
+structural("make_closure")
+structural("copy")
+structural("pos")
+structural("getitem", needs=lambda act: set(range(len(act))))
+structural("setitem", needs=lambda act: set(range(2, len(act))))
+structural("call")   # calls of user functions: jcall/jback (see adjoint.instrument)
+
+nondiff("lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth",
+        "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "floordiv")
+
+from . import rules_math  # noqa: E402,F401  (fills the tables)
+from . import rules_numpy  # noqa: E402,F401

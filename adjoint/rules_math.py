@@ -1,0 +1,281 @@
+"""Derivative rules for Python's arithmetic operators, the `math` module and
+builtins.  Each pullback is plain Python taking `dy` (never None here; `Pullback`
+handles the zero) and the primal operands, returning one cotangent per operand.
+The rules also accept numpy arrays (through `unbcast` and numpy-aware helpers), so
+`a * b` on arrays uses the same rule as on floats.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .rules import nondiff, pullback_rule
+from .tape import unbcast
+
+
+def _other_needed(act: tuple) -> set:
+    """For bilinear ops: operand k is read only when the other one is active."""
+    return {k for k in range(2) if act[1 - k]}
+
+
+def _floor(x):
+    return np.floor(x) if isinstance(x, np.ndarray) else math.floor(x)
+
+
+# -- operators -------------------------------------------------------------------------
+@pullback_rule("add")
+def d_add(dy, x, y):
+    return unbcast(dy, x), unbcast(dy, y)
+
+
+@pullback_rule("sub")
+def d_sub(dy, x, y):
+    return unbcast(dy, x), unbcast(-dy, y)
+
+
+@pullback_rule("mul", needs=lambda act: set(range(2)))
+def d_mul(dy, x, y):
+    return unbcast(dy * y, x), unbcast(dy * x, y)
+
+
+@pullback_rule("truediv")
+def d_truediv(dy, x, y):
+    gx = dy / y
+    return unbcast(gx, x), unbcast(-gx * x / y, y)
+
+
+@pullback_rule("mod")
+def d_mod(dy, x, y):
+    return unbcast(dy, x), unbcast(-dy * _floor(x / y), y)
+
+
+@pullback_rule("neg")
+def d_neg(dy, x):
+    return (-dy,)
+
+
+@pullback_rule(("pow", math.pow, builtins.pow))
+def d_pow(dy, x, y):
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return _d_pow_array(dy, x, y)
+    gx = 0.0 if y == 0 else dy * y * x ** (y - 1)
+    if x > 0:
+        gy = dy * x ** y * math.log(x)
+    else:
+        gy = 0.0
+    return gx, gy
+
+
+def _d_pow_array(dy, x, y):
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    gx = np.where(y == 0, 0.0, dy * y * x ** np.where(y == 0, 1.0, y - 1))
+    safe = np.where(x > 0, x, 1.0)
+    gy = np.where(x > 0, dy * x ** y * np.log(safe), 0.0)
+    return unbcast(gx, x), unbcast(gy, y)
+
+
+@pullback_rule("matmul")
+def d_matmul(dy, x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim == 1 and y.ndim == 1:
+        return dy * y, dy * x
+    if x.ndim == 1:
+        return y @ dy, np.outer(x, dy)
+    if y.ndim == 1:
+        return np.outer(dy, y), x.T @ dy
+    return dy @ y.T, x.T @ dy
+
+
+# -- math module ------------------------------------------------------------------------
+@pullback_rule(math.sin)
+def d_sin(dy, x):
+    return dy * math.cos(x)
+
+
+@pullback_rule(math.cos)
+def d_cos(dy, x):
+    return -dy * math.sin(x)
+
+
+@pullback_rule(math.tan, uses_result=True)
+def d_tan(dy, y, x):
+    return dy * (1.0 + y * y)
+
+
+@pullback_rule(math.asin)
+def d_asin(dy, x):
+    return dy / math.sqrt(1.0 - x * x)
+
+
+@pullback_rule(math.acos)
+def d_acos(dy, x):
+    return -dy / math.sqrt(1.0 - x * x)
+
+
+@pullback_rule(math.atan)
+def d_atan(dy, x):
+    return dy / (1.0 + x * x)
+
+
+@pullback_rule(math.atan2)
+def d_atan2(dy, y, x):
+    r2 = x * x + y * y
+    return dy * x / r2, -dy * y / r2
+
+
+@pullback_rule(math.sinh)
+def d_sinh(dy, x):
+    return dy * math.cosh(x)
+
+
+@pullback_rule(math.cosh)
+def d_cosh(dy, x):
+    return dy * math.sinh(x)
+
+
+@pullback_rule(math.tanh, uses_result=True)
+def d_tanh(dy, y, x):
+    return dy * (1.0 - y * y)
+
+
+@pullback_rule(math.exp, uses_result=True)
+def d_exp(dy, y, x):
+    return dy * y
+
+
+@pullback_rule(math.expm1, uses_result=True)
+def d_expm1(dy, y, x):
+    return dy * (y + 1.0)
+
+
+@pullback_rule(math.log)
+def d_log(dy, x, base=None):
+    if base is None:
+        return (dy / x,)
+    lb = math.log(base)
+    return dy / (x * lb), -dy * math.log(x) / (base * lb * lb)
+
+
+@pullback_rule(math.log1p)
+def d_log1p(dy, x):
+    return dy / (1.0 + x)
+
+
+@pullback_rule(math.log2)
+def d_log2(dy, x):
+    return dy / (x * math.log(2.0))
+
+
+@pullback_rule(math.log10)
+def d_log10(dy, x):
+    return dy / (x * math.log(10.0))
+
+
+@pullback_rule(math.sqrt, uses_result=True)
+def d_sqrt(dy, y, x):
+    return dy / (2.0 * y)
+
+
+@pullback_rule(math.hypot, uses_result=True)
+def d_hypot(dy, y, *xs):
+    if y == 0:
+        return tuple(0.0 for _ in xs)
+    return tuple(dy * x / y for x in xs)
+
+
+@pullback_rule(math.erf)
+def d_erf(dy, x):
+    return dy * 2.0 / math.sqrt(math.pi) * math.exp(-x * x)
+
+
+@pullback_rule(math.erfc)
+def d_erfc(dy, x):
+    return -dy * 2.0 / math.sqrt(math.pi) * math.exp(-x * x)
+
+
+@pullback_rule((math.fabs, builtins.abs, "abs"))
+def d_abs(dy, x):
+    if isinstance(x, np.ndarray):
+        return (dy * np.sign(x),)
+    return (dy if x > 0 else -dy if x < 0 else 0.0 * dy),
+
+
+@pullback_rule(builtins.float)
+def d_float(dy, x=0.0):
+    return (dy,)
+
+
+def _extreme_pullback(pick):
+    def pb(dy, y, *xs, **kw):
+        if kw:
+            raise TypeError("adjoint: min/max with keyword arguments are not differentiable")
+        if len(xs) == 1:
+            seq = xs[0]
+            k = _first_index(seq, y)
+            grads = [None] * len(seq)
+            grads[k] = dy
+            return (tuple(grads) if not isinstance(seq, np.ndarray)
+                    else _one_hot(seq, k, dy),)
+        k = _first_index(xs, y)
+        return tuple(dy if i == k else None for i in range(len(xs)))
+    pb.__name__ = pb.__qualname__ = f"d_{pick}"
+    return pb
+
+
+def _first_index(seq, y) -> int:
+    for i, v in enumerate(seq):
+        if v is y or v == y:
+            return i
+    return 0
+
+
+def _one_hot(a, k, dy):
+    g = np.zeros(a.shape, dtype=float)
+    g[k] = dy
+    return g
+
+
+d_min = pullback_rule(builtins.min, uses_result=True)(_extreme_pullback("min"))
+d_max = pullback_rule(builtins.max, uses_result=True)(_extreme_pullback("max"))
+
+
+@pullback_rule(builtins.sum)
+def d_sum(dy, xs, start=0):
+    if isinstance(xs, np.ndarray):
+        return np.full(xs.shape, dy, dtype=float), dy
+    return tuple(dy for _ in xs), dy
+
+
+nondiff(math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtins.len,
+        builtins.range, builtins.bool, builtins.isinstance, builtins.print, builtins.str,
+        builtins.type, builtins.repr, builtins.hash, builtins.id, builtins.enumerate,
+        math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd)
+
+
+@pullback_rule(math.degrees)
+def d_degrees(dy, x):
+    return dy * (180.0 / math.pi)
+
+
+@pullback_rule(math.radians)
+def d_radians(dy, x):
+    return dy * (math.pi / 180.0)
+
+
+@pullback_rule("unpack")
+def d_unpack(dy, x, n):
+    if isinstance(x, np.ndarray):
+        rows = [np.zeros(x.shape[1:]) if g is None else g for g in dy]
+        return np.array(rows, dtype=float), None
+    return dy, None
+
+
+@pullback_rule("getattr")
+def d_getattr(dy, x, name):
+    """`a.T` transposes; a bound method (`a.reshape`) passes the object's cotangent
+    through (its pullback already returned it for the object)."""
+    if name == "T":
+        return np.transpose(dy), None
+    return dy, None

@@ -1,0 +1,294 @@
+"""Derivative rules for numpy: elementwise ufuncs, reductions, products, shape
+functions and constructors.  Pullbacks are plain Python over numpy values; the
+array operators (`a * b`, `a @ b`) share the operator rules of `rules_math`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .rules import defmethod, nondiff, pullback_rule
+from .tape import unbcast
+
+
+def _f(x):
+    return np.asarray(x, dtype=float)
+
+
+# -- unary elementwise ------------------------------------------------------------------
+@pullback_rule(np.sin)
+def d_np_sin(dy, x):
+    return dy * np.cos(x)
+
+
+@pullback_rule(np.cos)
+def d_np_cos(dy, x):
+    return -dy * np.sin(x)
+
+
+@pullback_rule(np.tan, uses_result=True)
+def d_np_tan(dy, y, x):
+    return dy * (1.0 + y * y)
+
+
+@pullback_rule(np.arcsin)
+def d_np_arcsin(dy, x):
+    return dy / np.sqrt(1.0 - x * x)
+
+
+@pullback_rule(np.arccos)
+def d_np_arccos(dy, x):
+    return -dy / np.sqrt(1.0 - x * x)
+
+
+@pullback_rule(np.arctan)
+def d_np_arctan(dy, x):
+    return dy / (1.0 + x * x)
+
+
+@pullback_rule(np.sinh)
+def d_np_sinh(dy, x):
+    return dy * np.cosh(x)
+
+
+@pullback_rule(np.cosh)
+def d_np_cosh(dy, x):
+    return dy * np.sinh(x)
+
+
+@pullback_rule(np.tanh, uses_result=True)
+def d_np_tanh(dy, y, x):
+    return dy * (1.0 - y * y)
+
+
+@pullback_rule(np.exp, uses_result=True)
+def d_np_exp(dy, y, x):
+    return dy * y
+
+
+@pullback_rule(np.expm1, uses_result=True)
+def d_np_expm1(dy, y, x):
+    return dy * (y + 1.0)
+
+
+@pullback_rule(np.log)
+def d_np_log(dy, x):
+    return dy / x
+
+
+@pullback_rule(np.log1p)
+def d_np_log1p(dy, x):
+    return dy / (1.0 + x)
+
+
+@pullback_rule(np.log2)
+def d_np_log2(dy, x):
+    return dy / (x * np.log(2.0))
+
+
+@pullback_rule(np.log10)
+def d_np_log10(dy, x):
+    return dy / (x * np.log(10.0))
+
+
+@pullback_rule(np.sqrt, uses_result=True)
+def d_np_sqrt(dy, y, x):
+    return dy / (2.0 * y)
+
+
+@pullback_rule(np.square)
+def d_np_square(dy, x):
+    return 2.0 * dy * x
+
+
+@pullback_rule((np.abs, np.absolute, np.fabs))
+def d_np_abs(dy, x):
+    return dy * np.sign(x)
+
+
+@pullback_rule(np.negative)
+def d_np_negative(dy, x):
+    return -dy
+
+
+# -- binary elementwise -----------------------------------------------------------------
+@pullback_rule(np.add)
+def d_np_add(dy, x, y):
+    return unbcast(dy, x), unbcast(dy, y)
+
+
+@pullback_rule(np.subtract)
+def d_np_subtract(dy, x, y):
+    return unbcast(dy, x), unbcast(-dy, y)
+
+
+@pullback_rule(np.multiply)
+def d_np_multiply(dy, x, y):
+    return unbcast(dy * y, x), unbcast(dy * x, y)
+
+
+@pullback_rule((np.divide, np.true_divide))
+def d_np_divide(dy, x, y):
+    gx = dy / y
+    return unbcast(gx, x), unbcast(-gx * x / y, y)
+
+
+@pullback_rule(np.power)
+def d_np_power(dy, x, y):
+    from .rules_math import _d_pow_array
+    return _d_pow_array(dy, x, y)
+
+
+def _select(dy, x, y, pick_x):
+    gx = np.where(pick_x, dy, 0.0)
+    gy = np.where(pick_x, 0.0, dy)
+    return unbcast(gx, x), unbcast(gy, y)
+
+
+@pullback_rule(np.maximum)
+def d_np_maximum(dy, x, y):
+    return _select(dy, x, y, np.asarray(x) >= np.asarray(y))
+
+
+@pullback_rule(np.minimum)
+def d_np_minimum(dy, x, y):
+    return _select(dy, x, y, np.asarray(x) <= np.asarray(y))
+
+
+@pullback_rule(np.arctan2)
+def d_np_arctan2(dy, y, x):
+    r2 = x * x + y * y
+    return unbcast(dy * x / r2, y), unbcast(-dy * y / r2, x)
+
+
+@pullback_rule(np.hypot, uses_result=True)
+def d_np_hypot(dy, r, x, y):
+    return unbcast(dy * x / r, x), unbcast(dy * y / r, y)
+
+
+@pullback_rule(np.where)
+def d_np_where(dy, c, x, y):
+    return None, unbcast(np.where(c, dy, 0.0), x), unbcast(np.where(c, 0.0, dy), y)
+
+
+# -- reductions and products ------------------------------------------------------------
+def _expand(dy, x, axis, keepdims=False):
+    x = np.asarray(x)
+    if axis is None:
+        return np.broadcast_to(dy, x.shape).astype(float)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    g = np.asarray(dy)
+    if not keepdims:
+        for ax in sorted(a % x.ndim for a in axes):
+            g = np.expand_dims(g, ax)
+    return np.broadcast_to(g, x.shape).astype(float)
+
+
+@pullback_rule(np.sum)
+def d_np_sum(dy, x, axis=None, keepdims=False):
+    g = _expand(dy, x, axis, keepdims)
+    return g if isinstance(x, np.ndarray) else _like(g, x)
+
+
+@pullback_rule(np.mean)
+def d_np_mean(dy, x, axis=None, keepdims=False):
+    x = np.asarray(x)
+    n = x.size if axis is None else np.prod([x.shape[a] for a in np.atleast_1d(axis)])
+    return _expand(dy, x, axis, keepdims) / n
+
+
+@pullback_rule(np.prod, uses_result=True)
+def d_np_prod(dy, y, x):
+    x = _f(x)
+    return dy * y / x
+
+
+def _like(g, x):
+    if isinstance(x, tuple):
+        return tuple(g.tolist())
+    return g
+
+
+@pullback_rule(np.dot)
+def d_np_dot(dy, x, y):
+    from .rules_math import d_matmul
+    if np.ndim(x) == 0 or np.ndim(y) == 0:
+        return unbcast(dy * y, x), unbcast(dy * x, y)
+    return d_matmul.fn(dy, x, y)
+
+
+@pullback_rule(np.matmul)
+def d_np_matmul(dy, x, y):
+    from .rules_math import d_matmul
+    return d_matmul.fn(dy, x, y)
+
+
+@pullback_rule(np.outer)
+def d_np_outer(dy, x, y):
+    return dy @ _f(y).ravel(), dy.T @ _f(x).ravel()
+
+
+# -- shapes -----------------------------------------------------------------------------
+@pullback_rule(np.reshape)
+def d_np_reshape(dy, x, *shape, **kw):
+    return (np.reshape(dy, np.shape(x)),) + (None,) * len(shape)
+
+
+@pullback_rule(np.transpose)
+def d_np_transpose(dy, x, axes=None):
+    if axes is None:
+        return np.transpose(dy)
+    return np.transpose(dy, np.argsort(axes))
+
+
+@pullback_rule((np.array, np.asarray))
+def d_np_array(dy, x, *rest, **kw):
+    dy = np.asarray(dy)
+    if isinstance(x, np.ndarray):
+        return (dy,) + (None,) * len(rest)
+    if isinstance(x, (tuple, list)):
+        return (tuple(_unstack(dy, x)),) + (None,) * len(rest)
+    return (float(dy),) + (None,) * len(rest)
+
+
+def _unstack(dy, xs):
+    out = []
+    for k, x in enumerate(xs):
+        if isinstance(x, (tuple, list)):
+            out.append(tuple(_unstack(dy[k], x)))
+        elif isinstance(x, np.ndarray):
+            out.append(dy[k])
+        else:
+            out.append(float(dy[k]))
+    return out
+
+
+@pullback_rule(np.copy)
+def d_np_copy(dy, x):
+    return dy
+
+
+def _method_reshape(dy, a, *shape, **kw):
+    return (np.reshape(dy, a.shape),) + (None,) * len(shape)
+
+
+def _method_sum(dy, a, axis=None, keepdims=False):
+    return (_expand(dy, a, axis, keepdims),)
+
+
+def _method_copy(dy, a):
+    return (dy,)
+
+
+def _method_dot(dy, a, b):
+    return d_np_dot.fn(dy, a, b)
+
+
+defmethod(np.ndarray, "reshape", _method_reshape)
+defmethod(np.ndarray, "sum", _method_sum)
+defmethod(np.ndarray, "copy", _method_copy)
+defmethod(np.ndarray, "dot", _method_dot)
+
+nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
+        np.full, np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
+        np.round, np.sign, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,
+        np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal)

@@ -1,0 +1,73 @@
+"""Pass `emit_stacks`: decide where each recorded value lives, and finish the
+forward IR.
+
+Requires: `instrument` (records per block, `meta["tape"]`, `meta["dummy_phis"]`).
+Guarantees:
+  * for a block in a CFG cycle (`ssair.cfg.blocks_in_cycles`: it may run more than
+    once per call) its dummy phi and then its records' alphas are pushed at the end
+    of the block, `push(%tape, %v)`, in a fixed order (`meta["pushes"][block]`); the
+    adjoint block pops them in reverse;
+  * every other recorded value is an *env slot*: the exit returns
+    `tuple(%y, tuple(slot values...))` (`meta["env"]`, the slot order).  A slot whose
+    definition does not dominate the exit is carried there through phis built with
+    `ssair.ssabuild.SSABuilder` (`None` on paths where it was not defined: the
+    adjoint only reads it on the path that defined it);
+  * `meta["cyclic"]` is the set of blocks in cycles.
+The return value of the forward IR is therefore `(y, env)`.  The input is modified
+in place and returned.
+"""
+from __future__ import annotations
+
+from ssair import IR, Return, Stmt, Var, cfg
+from ssair.ssabuild import SSABuilder
+
+
+def emit_stacks(ir: IR) -> IR:
+    cyclic = cfg.blocks_in_cycles(ir)
+    dummies = ir.meta["dummy_phis"]
+    records = ir.meta["records"]
+    pushes, env = {}, []
+    for b in ir.blocks:
+        values = ([dummies[b.id]] if b.id in dummies else [])
+        for rec in records.get(b.id, []):
+            values += rec.recorded()
+        values = list(dict.fromkeys(values))
+        if b.id in cyclic:
+            pushes[b.id] = values
+            tape = ir.meta["tape"]
+            b.stmts += [Stmt(ir.new_var(), "push", [tape, v]) for v in values]
+        else:
+            env += [v for v in values if v not in env]
+    ir.meta.update(cyclic=cyclic, pushes=pushes, env=env)
+    _return_env(ir, env)
+    return ir
+
+
+def _def_blocks(ir: IR) -> dict:
+    where = {a.var: ir.entry.id for a in ir.args}
+    for b in ir.blocks:
+        for d in b.definitions():
+            where[d.var] = b.id
+    return where
+
+
+def _return_env(ir: IR, env: list) -> None:
+    exit_id = ir.meta["exit"]
+    exit_block = ir.block(exit_id)
+    builder = SSABuilder(ir)
+    where = _def_blocks(ir)
+    for v in env:
+        builder.write(v, where[v], v)
+    slots = [builder.read(v, exit_id) for v in env]
+    builder.finish()
+    slots = [_resolve(builder, s) for s in slots]
+    ret = exit_block.term
+    e = ir.push(exit_block, "tuple", *slots, line=ret.line)
+    out = ir.push(exit_block, "tuple", ret.value, e, line=ret.line)
+    exit_block.term = Return(out, ret.line)
+
+
+def _resolve(builder: SSABuilder, v):
+    while isinstance(v, Var) and v in builder.repl:
+        v = builder.repl[v]
+    return v

@@ -1,0 +1,216 @@
+"""The runtime of the J transform: the tape, its readers, cotangent arithmetic, and
+the primitives the forward and adjoint IR use (registered in `ssair.primitives`).
+
+Cotangents.  The zero cotangent is `None` everywhere (an adjoint variable nobody
+has written yet); a float's cotangent is a float, an array's an array of its shape,
+a tuple's a tuple of cotangents (entries may be `None`), a closure's the tuple of
+its captured values' cotangents.  Integers and booleans have no cotangent.
+
+Primitives (all typeable from their operands, so the JIT can compile them):
+  * `push(tape, v)`            append `v` to the tape (impure; returns None);
+  * `pop(reader)`              the next value backwards from a reader's cursor;
+                               reading never changes the tape, so `back` may run
+                               many times, each with its own `Tape.reader()`;
+  * `accum(a, b)`              a + b with None as zero, tuples elementwise; an array
+                               result is always a fresh array (never an alias of
+                               `a` or `b`), so `accum_index` may update it in place;
+  * `zero(x)`                  the zero cotangent of x's type (0.0, zeros, tuple of
+                               zeros, None for ints/bools);
+  * `dget(t, k)`               entry k of a tuple cotangent (None stays None);
+  * `unbcast(dy, x)`           sum `dy` down to the shape of `x` (broadcasting);
+  * `accum_index(s, dy, x, i...)` s[i] += dy where s is the cotangent of x (created
+                               as zeros of x's shape when None; a tuple is rebuilt);
+  * `take_index(s, i...)`      s[i] copied out (None when s is None);
+  * `zero_index(s, i...)`      s[i] = 0 in place (the adjoint of an overwrite);
+  * `snapshot(x)`              a copy of an array that is mutated later (alphas);
+  * `jcall(f, tape, kwnames, args...)` call f's forward on the same tape:
+                               returns `(y, pb)`; the last len(kwnames) args are
+                               keywords; see `adjoint.transform.jcall`;
+  * `jback(pb, reader, dy)`    run the adjoint recorded in pb with the same reader:
+                               returns (d_f, d_arg1, ...), one per jcall operand.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ssair.primitives import register
+
+
+class Tape:
+    """One shared LIFO tape per pullback: forwards of all nested calls push here."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def push(self, v: Any) -> None:
+        self.items.append(v)
+
+    def reader(self) -> "Reader":
+        return Reader(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        return f"<Tape of {len(self.items)} values>"
+
+
+class Reader:
+    """A cursor that walks a tape backwards without consuming it."""
+
+    __slots__ = ("items", "pos")
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+        self.pos = len(items)
+
+    def pop(self) -> Any:
+        self.pos -= 1
+        if self.pos < 0:
+            raise RuntimeError("adjoint: tape read past its start (forward and adjoint "
+                               "disagree)")
+        return self.items[self.pos]
+
+    def __repr__(self) -> str:
+        return f"<Reader at {self.pos} of {len(self.items)}>"
+
+
+def push(tape: Tape, v: Any) -> None:
+    tape.items.append(v)
+
+
+def pop(reader: Reader) -> Any:
+    return reader.pop()
+
+
+def is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+def fresh(x: Any) -> Any:
+    """A cotangent that no other adjoint variable shares."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple):
+        return tuple(fresh(v) for v in x)
+    return x
+
+
+def accum(a: Any, b: Any) -> Any:
+    if a is None:
+        return fresh(b)
+    if b is None:
+        return a
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return _accum_tuples(a, b)
+    return a + b
+
+
+def _accum_tuples(a: Any, b: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return a + np.asarray(_dense(b, a))
+    if isinstance(b, np.ndarray):
+        return b + np.asarray(_dense(a, b))
+    if len(a) != len(b):
+        raise ValueError(f"adjoint: cotangents of different lengths {len(a)} and {len(b)}")
+    return tuple(accum(x, y) for x, y in zip(a, b))
+
+
+def _dense(t: tuple, like: np.ndarray) -> list:
+    return [np.zeros(like.shape[1:]) if v is None else v for v in t]
+
+
+def zero(x: Any) -> Any:
+    if isinstance(x, (bool, int, np.integer, np.bool_)) or x is None:
+        return None
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind in "fc":
+            return np.zeros_like(x)
+        return None
+    if isinstance(x, (tuple, list)):
+        return tuple(zero(v) for v in x)
+    if isinstance(x, complex):
+        return 0j
+    if isinstance(x, (float, np.floating)):
+        return 0.0
+    return None
+
+
+def dget(t: Any, k: int) -> Any:
+    if t is None:
+        return None
+    return t[k]
+
+
+def unbcast(dy: Any, x: Any) -> Any:
+    """Sum `dy` over the axes along which `x` was broadcast."""
+    if dy is None or not isinstance(dy, np.ndarray):
+        return dy
+    if not isinstance(x, np.ndarray):
+        return float(dy.sum()) if not isinstance(x, tuple) else dy
+    if dy.shape == x.shape:
+        return dy
+    extra = dy.ndim - x.ndim
+    g = dy.sum(axis=tuple(range(extra))) if extra > 0 else dy
+    axes = tuple(k for k, n in enumerate(x.shape) if n == 1 and g.shape[k] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def _key(idx: tuple) -> Any:
+    return idx[0] if len(idx) == 1 else tuple(idx)
+
+
+def accum_index(s: Any, dy: Any, x: Any, *idx: Any) -> Any:
+    if dy is None:
+        return s
+    if isinstance(x, np.ndarray):
+        if s is None:
+            s = np.zeros(x.shape, dtype=np.result_type(x.dtype, float))
+        s[_key(idx)] += dy
+        return s
+    if isinstance(x, (tuple, list)):
+        base = list(s) if s is not None else [None] * len(x)
+        k = _key(idx)
+        if isinstance(k, slice):
+            positions = range(len(x))[k]
+            for p, g in zip(positions, dy):
+                base[p] = accum(base[p], g)
+        else:
+            base[k] = accum(base[k], dy)
+        return tuple(base)
+    raise TypeError(f"adjoint: cannot index the cotangent of a {type(x).__name__}")
+
+
+def take_index(s: Any, *idx: Any) -> Any:
+    if s is None:
+        return None
+    v = s[_key(idx)]
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
+def zero_index(s: Any, *idx: Any) -> Any:
+    if s is None:
+        return None
+    s[_key(idx)] = 0
+    return s
+
+
+def snapshot(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
+register("push", 2, push, pure=False, foldable=False, symbol="tape.push(v)")
+register("pop", 1, pop, pure=False, foldable=False, symbol="reader.pop()")
+register("accum", 2, accum, foldable=False, symbol="a + b")
+register("zero", 1, zero, foldable=False, symbol="zero(x)")
+register("dget", 2, dget, symbol="t[k]")
+register("unbcast", 2, unbcast, foldable=False, symbol="unbroadcast(dy, x)")
+register("accum_index", (4, None), accum_index, pure=False, foldable=False,
+         symbol="s[i] += dy")
+register("take_index", (2, None), take_index, pure=False, foldable=False, symbol="s[i]")
+register("zero_index", (2, None), zero_index, pure=False, foldable=False, symbol="s[i] = 0")
+register("snapshot", 1, snapshot, pure=False, foldable=False, symbol="copy(x)")

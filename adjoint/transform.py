@@ -1,0 +1,288 @@
+"""The J transform, orchestrated: primal IR -> (forward IR, adjoint IR), plus the
+runtime of calls between transformed functions.
+
+Pass order (each output verified with `ssair.verify`):
+  1. `merge_returns`    one exit block, an entry without predecessors;
+  2. `record_branches`  dummy phis in blocks with >= 2 predecessors;
+  3. activity analysis  (`adjoint.activity.analyze`) on the result;
+  4. `instrument`       pullback records and alphas, `jcall`s, snapshots, `%tape`;
+  5. `emit_stacks`      pushes in cyclic blocks, env slots elsewhere, returns (y, env);
+  6. `reverse`          the adjoint IR.
+`ZYGOPY_DUMP=adjoint` prints both results to stderr.
+
+Transforms are cached per (IR, which arguments are differentiable), and built
+lazily: a recursive function's forward contains `jcall(@f, ...)`, which transforms
+`f` (from the cache) only when it runs, so recursion never transforms forever.
+
+Calls.  `jcall(f, tape, kwnames, args...)` (an interpreter handler) runs the
+callee's forward on the same tape and returns `(y, pb)`; `jback(pb, reader, dy)`
+runs its adjoint with the same reader and returns `(d_f, d_args...)`.  The callee is
+resolved at run time, so functions passed as arguments and closures work: a rule in
+the table (math.sin passed as a value) is applied directly; a `Closure` or user
+function is lowered, transformed for the activity of the actual argument values,
+and interpreted; `d_f` of a closure is the tuple of its captured values'
+cotangents, which `make_closure`'s adjoint routes back to the enclosing function.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import types
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import ssair
+from ssair import IR, Return
+from ssair import interpreter as interp
+
+from . import tape as _tape  # noqa: F401  (registers the tape primitives)
+from .activity import Activity, analyze
+from .branches import record_branches
+from .instrument import instrument
+from .merge_returns import merge_returns
+from .reverse import build_adjoint
+from .rules import lookup_callee, missing_rule_error
+from .stacks import emit_stacks
+
+
+@dataclass
+class JFunction:
+    """The J transform of one IR for one activity pattern of its arguments."""
+
+    primal: IR
+    forward: IR
+    adjoint: IR
+    active_args: tuple
+    activity: Activity
+
+    @property
+    def nargs(self) -> int:
+        return len(self.primal.args)
+
+
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOWERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+VERIFY = True
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def transform(ir: IR, active_args: tuple) -> JFunction:
+    """J(ir) for arguments whose differentiability is `active_args` (cached)."""
+    per_ir = _CACHE.get(ir)
+    if per_ir is None:
+        per_ir = _CACHE[ir] = {}
+    key = tuple(bool(a) for a in active_args)
+    jf = per_ir.get(key)
+    if jf is None:
+        jf = per_ir[key] = _build(ir, key)
+    return jf
+
+
+def _check(ir: IR, stage: str) -> IR:
+    if VERIFY:
+        try:
+            ssair.verify(ir)
+        except ssair.VerifyError as e:
+            raise RuntimeError(f"adjoint: {stage} produced invalid IR for {ir.name}:\n"
+                               f"{e}\n{ir}") from None
+    return ir
+
+
+def _build(ir: IR, active: tuple) -> JFunction:
+    if len(active) != len(ir.args):
+        raise TypeError(f"adjoint: {ir.name} takes {len(ir.args)} arguments (with "
+                        f"captured values), got {len(active)}")
+    primal = _check(record_branches(_check(merge_returns(ir), "merge_returns")),
+                    "record_branches")
+    act = analyze(primal, active)
+    fwd = instrument(primal, act)
+    fwd.name = f"{ir.name}_forward"
+    fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value
+    _check(emit_stacks(fwd), "emit_stacks")
+    adj = _check(build_adjoint(fwd, act, [a.var for a in primal.args]), "reverse")
+    _dump(fwd, adj)
+    return JFunction(primal, fwd, adj, active, act)
+
+
+def _dump(fwd: IR, adj: IR) -> None:
+    names = os.environ.get("ZYGOPY_DUMP", "")
+    if "adjoint" in names.split(",") or names == "all":
+        print(f"{fwd}\n{adj}", file=sys.stderr)
+
+
+# -- which values are differentiable ---------------------------------------------------
+def is_differentiable(x: Any) -> bool:
+    """Floats, float/complex arrays, and tuples, lists and closures holding them."""
+    if isinstance(x, (bool, np.bool_)) or x is None:
+        return False
+    if isinstance(x, (float, complex, np.floating, np.complexfloating)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "fc" or (x.dtype == object)
+    if isinstance(x, (tuple, list)):
+        return any(is_differentiable(v) for v in x)
+    if isinstance(x, interp.Closure):
+        return any(is_differentiable(v) for v in x.values)
+    return False
+
+
+def lower_function(f: Any) -> IR:
+    ir = _LOWERED.get(f)
+    if ir is None:
+        import lowering
+        ir = _LOWERED[f] = lowering.lower(f)
+    return ir
+
+
+def cells(f: types.FunctionType) -> tuple:
+    return tuple(c.cell_contents for c in f.__closure__ or ())
+
+
+# -- runtime of jcall / jback -------------------------------------------------------------
+class RulePB:
+    """Pullback data of a call that used a rule of the table."""
+
+    __slots__ = ("pb", "args", "kw", "y", "nops", "bound")
+
+    def __init__(self, pb, args, kw, y, nops, bound):
+        self.pb, self.args, self.kw, self.y, self.nops, self.bound = pb, args, kw, y, nops, bound
+
+    def back(self, state, reader, dy) -> tuple:
+        lead = (self.y,) if self.pb.uses_result else ()
+        grads = self.pb(dy, *lead, *self.args, **self.kw)
+        if self.bound:
+            return tuple(grads) + (None,) * (self.nops - len(grads))
+        return (None,) + tuple(grads) + (None,) * (self.nops - 1 - len(grads))
+
+
+class OpaquePB:
+    """A library call without a rule: fine as long as no cotangent reaches it."""
+
+    __slots__ = ("f", "nops")
+
+    def __init__(self, f, nops):
+        self.f, self.nops = f, nops
+
+    def back(self, state, reader, dy) -> tuple:
+        if dy is not None:
+            raise missing_rule_error(f"callee {_name(self.f)}", "")
+        return (None,) * self.nops
+
+
+class CallPB:
+    """Pullback data of a transformed call: the callee's J, its env, and where each
+    jcall operand went among the callee IR's arguments."""
+
+    __slots__ = ("jf", "env", "nfree", "slots", "closure")
+
+    def __init__(self, jf, env, nfree, slots, closure):
+        self.jf, self.env, self.nfree, self.slots, self.closure = jf, env, nfree, slots, closure
+
+    def back(self, state, reader, dy) -> tuple:
+        grads = interp._call_ir(state, self.jf.adjoint, (reader, self.env, dy))
+        df = tuple(grads[:self.nfree]) if self.closure else None
+        return (df,) + tuple(None if k is None else grads[k] for k in self.slots)
+
+
+def _name(f: Any) -> str:
+    from ssair.printer import object_name
+    return object_name(f)
+
+
+def _jcall(state, stmt, values) -> tuple:
+    f, tape, kwnames = values[0], values[1], values[2]
+    rest = values[3:]
+    npos = len(rest) - len(kwnames)
+    pos, kw = tuple(rest[:npos]), dict(zip(kwnames, rest[npos:]))
+    return call_forward(state, f, tape, pos, kw)
+
+
+def _jback(state, stmt, values) -> tuple:
+    pb, reader, dy = values
+    return pb.back(state, reader, dy)
+
+
+def call_forward(state, f: Any, tape, pos: tuple, kw: dict) -> tuple:
+    nops = 1 + len(pos) + len(kw)
+    rule = lookup_callee(f)
+    if rule is not None:
+        y = f(*pos, **kw)
+        if rule.pullback is None:
+            return y, OpaquePB(f, nops)
+        owner = getattr(f, "__self__", None)
+        bound = owner is not None and lookup_callee(f) is not None and _is_method_rule(f)
+        args = ((owner,) + pos) if bound else pos
+        return y, RulePB(rule.pullback, args, kw, y, nops, bound)
+    target = _target(f)
+    if target is None:
+        return f(*pos, **kw), OpaquePB(f, nops)
+    ir, sig_fn, free, closure = target
+    params, slots = _bind(ir, sig_fn, pos, kw)
+    args = tuple(free) + params
+    jf = transform(ir, tuple(is_differentiable(a) for a in args))
+    y, env = interp._call_ir(state, jf.forward, (tape,) + args)
+    slots = [None if s is None else s + len(free) for s in slots]
+    return y, CallPB(jf, env, len(free), slots, closure)
+
+
+def _is_method_rule(f: Any) -> bool:
+    from .rules import METHOD_RULES
+    owner = getattr(f, "__self__", None)
+    return (type(owner), getattr(f, "__name__", None)) in METHOD_RULES
+
+
+def _target(f: Any):
+    """(IR, signature function, captured values, is a Closure) or None."""
+    if isinstance(f, interp.Closure):
+        ir, sig_fn = interp._closure_target(f.func)
+        return ir, sig_fn, f.values, True
+    if isinstance(f, IR):
+        return f, f.func if isinstance(f.func, types.FunctionType) else None, (), False
+    if type(f) is types.FunctionType and interp.is_user_function(f):
+        return lower_function(f), f, cells(f), False
+    return None
+
+
+class _Slot:
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+
+def _bind(ir: IR, fn: Any, pos: tuple, kw: dict) -> tuple:
+    """(parameter values, for each jcall operand after the callee the index of the
+    parameter it binds or None)."""
+    n = len(ir.args) - ir.nfree
+    if not kw and len(pos) == n:
+        return tuple(pos), list(range(n))
+    if fn is None:
+        return interp._bind_names(ir, pos, kw), _name_slots(ir, len(pos), kw)
+    markers = [_Slot(k) for k in range(len(pos) + len(kw))]
+    sig = inspect.signature(fn)
+    b = sig.bind(*markers[:len(pos)], **dict(zip(kw, markers[len(pos):])))
+    slots = [None] * len(markers)
+    for i, (name, v) in enumerate(b.arguments.items()):
+        if isinstance(v, _Slot):
+            slots[v.k] = i
+    values = interp._bind(ir, fn, pos, kw)
+    return values, slots
+
+
+def _name_slots(ir: IR, npos: int, kw: dict) -> list:
+    names = [a.name for a in ir.args[ir.nfree:]]
+    return list(range(npos)) + [names.index(k) for k in kw]
+
+
+interp.register_handler("jcall", _jcall)
+interp.register_handler("jback", _jback)
+ssair.register("jcall", (3, None), None, pure=False, foldable=False, symbol="J(f)(args)")
+ssair.register("jback", 3, None, pure=False, foldable=False, symbol="back(dy)")
+_ = Return

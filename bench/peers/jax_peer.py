@@ -1,0 +1,90 @@
+"""JAX, two ways (float64: `jax_enable_x64` is switched on before anything runs).
+
+- `JaxEager`: `jax.grad` of the workloads' own plain code, not jitted: JAX traces the
+  Python loops op by op, `math` is routed to `jax.numpy` / `jax.scipy.special`.
+- `JaxJit`: `jax.jit(jax.grad(...))` of the idiomatic JAX rewrite of each workload
+  (`bench.peers.jax_rewrites`), integer arguments static; its first call is the
+  compile time the runner reports.
+"""
+from __future__ import annotations
+
+import os
+
+from bench import workloads
+from bench.peers import is_plain_number, math_shim, rebind
+from bench.systems import Task, Unavailable, grads_at
+from bench.workloads import Workload
+
+
+def _import_jax():
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    try:
+        import jax
+    except ImportError as e:
+        raise Unavailable(f"jax is not installed ({e})") from None
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def _device_args(jax, args: tuple) -> tuple:
+    """Arrays and floats become device arrays up front, so that the host-to-device copy
+    is not timed; integers stay Python ints (loop bounds)."""
+    return tuple(a if isinstance(a, int) else jax.numpy.asarray(a) for a in args)
+
+
+def _grad_result(w: Workload):
+    def result(out):
+        return None, grads_at(out, range(len(w.wrt)))
+    return result
+
+
+class JaxEager:
+    name = "jax-eager"
+    kinds = ("grad",)
+
+    def setup(self) -> None:
+        self.jax = jax = _import_jax()
+        import jax.scipy.special as jsp
+        funcs = {"exp": jax.numpy.exp, "log": jax.numpy.log, "sqrt": jax.numpy.sqrt,
+                 "erf": jsp.erf, "sin": jax.numpy.sin, "cos": jax.numpy.cos,
+                 "tanh": jax.numpy.tanh}
+        shim = math_shim(funcs, lambda x: not is_plain_number(x))
+        self.ns = rebind(workloads, overrides={"math": shim})
+
+    def warm(self) -> None:
+        self.jax.grad(lambda x: x * x + 1.0)(1.5).block_until_ready()
+
+    def tasks(self, w: Workload) -> list:
+        f = getattr(self.ns, w.func.__name__)
+        args = _device_args(self.jax, w.args())
+        g = self.jax.grad(f, argnums=w.wrt)
+
+        def run():
+            return self.jax.block_until_ready(g(*args))
+        return [Task("grad", run, _grad_result(w))]
+
+
+class JaxJit:
+    name = "jax-jit"
+    kinds = ("grad",)
+
+    def setup(self) -> None:
+        self.jax = _import_jax()
+        from bench.peers import jax_rewrites
+        self.rewrites = jax_rewrites
+
+    def warm(self) -> None:
+        self.jax.jit(self.jax.grad(lambda x: x * x + 1.0))(1.5).block_until_ready()
+
+    def tasks(self, w: Workload) -> list:
+        rewrite = getattr(self.rewrites, w.name, None)
+        if rewrite is None:
+            return [Task("grad", missing=f"no JAX rewrite of {w.name}")]
+        raw = w.args()
+        static = tuple(i for i, a in enumerate(raw) if isinstance(a, int))
+        g = self.jax.jit(self.jax.grad(rewrite, argnums=w.wrt), static_argnums=static)
+        args = _device_args(self.jax, raw)
+
+        def run():
+            return self.jax.block_until_ready(g(*args))
+        return [Task("grad", run, _grad_result(w))]

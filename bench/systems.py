@@ -1,0 +1,153 @@
+"""The systems under comparison, one adapter each, and the registry the runner reads.
+
+An adapter has a `name`, the `kinds` of task it produces ("primal", "grad"), a
+`setup()` that imports what it needs (raising `Unavailable` when it cannot), an
+optional `warm()` that pays one-time library initialisation before any workload is
+timed (so that the first workload's compile time is not inflated by it), and
+`tasks(workload)` returning one `Task` per kind.  CPython and zygopy live here; the
+peers live in `bench.peers`.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from bench.workloads import Workload
+
+
+class Unavailable(Exception):
+    """The system, or one of its features, is not there (not installed, no API yet)."""
+
+
+@dataclass
+class Task:
+    """One thing to time for one workload.
+
+    `run()` performs one complete evaluation (for "grad": the value and every
+    gradient, as a user would call it); `result(out)` turns what `run` returned into
+    `(value or None, [one float64 array per differentiated argument] or None)` for the
+    cross-check.  `missing` names why the task cannot run (then `run` is None).
+    """
+
+    kind: str
+    run: Optional[Callable[[], object]] = None
+    result: Optional[Callable[[object], tuple]] = None
+    missing: str = ""
+
+
+def grads_at(grads, wrt: tuple) -> list:
+    """The gradients at positions `wrt` of a per-argument sequence, as float64 arrays."""
+    return [np.asarray(grads[i], dtype=np.float64) for i in wrt]
+
+
+def _value_only(out) -> tuple:
+    return float(out), None
+
+
+def _warm_function(x, n):
+    s = 0.0
+    for i in range(n):
+        if x > 0.0:
+            s = s + x * 1.5
+    return s
+
+
+class CPython:
+    """The plain function called by the interpreter running this benchmark."""
+
+    name = "cpython"
+    kinds = ("primal",)
+
+    def setup(self) -> None:
+        return None
+
+    def tasks(self, w: Workload) -> list:
+        f, args = w.func, w.args()
+        return [Task("primal", lambda: f(*args), _value_only)]
+
+
+class Zygopy:
+    """zygopy: `jit.jit(f)` for the primal, `adjoint.pullback(f, *args, backend)` followed
+    by `back(1.0)` for the gradient (the pullback call is part of every timed gradient,
+    as it is of `jax.grad`)."""
+
+    name = "zygopy"
+    kinds = ("grad", "primal")
+    backend = "llvm"
+
+    def setup(self) -> None:
+        try:
+            self.jit_mod = importlib.import_module("jit")
+            self.adjoint_mod = importlib.import_module("adjoint")
+        except Exception as e:
+            raise Unavailable(f"zygopy does not import: {type(e).__name__}: {e}") from None
+
+    def warm(self) -> None:
+        for task in self.tasks_for(_warm_function, (0.5, 3), (0,)):
+            if task.run is not None:
+                task.run()
+
+    def tasks(self, w: Workload) -> list:
+        return self.tasks_for(w.func, w.args(), w.wrt)
+
+    def tasks_for(self, f: Callable, args: tuple, wrt: tuple) -> list:
+        return [self._grad_task(f, args, wrt), self._primal_task(f, args)]
+
+    def _grad_task(self, f: Callable, args: tuple, wrt: tuple) -> Task:
+        pullback = getattr(self.adjoint_mod, "pullback", None)
+        if pullback is None:
+            return Task("grad", missing="adjoint.pullback does not exist yet")
+        backend = self.backend
+
+        def run():
+            y, back = pullback(f, *args, backend=backend)
+            return y, back(1.0)
+        return Task("grad", run, lambda out: (float(out[0]), grads_at(out[1], wrt)))
+
+    def _primal_task(self, f: Callable, args: tuple) -> Task:
+        jit = getattr(self.jit_mod, "jit", None)
+        if jit is None:
+            return Task("primal", missing="jit.jit does not exist yet")
+        compiled = jit(f)
+        return Task("primal", lambda: compiled(*args), _value_only)
+
+
+class ZygopyInterp(Zygopy):
+    """zygopy's reference path: forward and adjoint IR run by `ssair.interpret`."""
+
+    name = "zygopy-interp"
+    kinds = ("grad",)
+    backend = "interp"
+
+    def tasks_for(self, f: Callable, args: tuple, wrt: tuple) -> list:
+        return [self._grad_task(f, args, wrt)]
+
+
+# name -> "module:Class"; the order is the order of the table's columns.
+SYSTEMS = {
+    "cpython": "bench.systems:CPython",
+    "zygopy": "bench.systems:Zygopy",
+    "zygopy-interp": "bench.systems:ZygopyInterp",
+    "numba": "bench.peers.numba_peer:Numba",
+    "jax-eager": "bench.peers.jax_peer:JaxEager",
+    "jax-jit": "bench.peers.jax_peer:JaxJit",
+    "autograd": "bench.peers.autograd_peer:Autograd",
+    "torch": "bench.peers.torch_peer:Torch",
+}
+
+
+def load(name: str):
+    """An instance of the adapter registered as `name` (its module is imported here, the
+    library it wraps only in `setup`)."""
+    if name not in SYSTEMS:
+        raise KeyError(f"bench.systems.load: unknown system {name!r} "
+                       f"(known: {', '.join(SYSTEMS)})")
+    module, cls = SYSTEMS[name].split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def kinds_of(name: str) -> tuple:
+    return load(name).kinds

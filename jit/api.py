@@ -1,0 +1,282 @@
+"""The user's door to the JIT.
+
+    @jit.jit
+    def f(x, n): ...
+    f(2.0, 3)                      # compiled for (float64, int64) on first call
+    print(jit.code_typed(f, 2.0, 3))
+    print(jit.code_llvm(f, 2.0, 3))
+    print(jit.code_native(f, 2.0, 3))
+
+Compiled code is cached per (function, argument types).  The per-call path is a
+generated Python function per signature: range checks for int arguments, one ctypes
+call (PYFUNCTYPE: the GIL stays held, so the shared error record is safe), one status
+test.  A DEOPT status (int64 overflow, ...) reruns the call with exact Python
+semantics (the original function, or `ssair.interpret` for a bare IR) unless the
+function writes into arrays, in which case it raises OverflowError.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ssair.ir import IR
+
+from . import runtime
+from .codegen import ModuleGen
+from .codegen_entry import (LAYOUT_OK, build_entry, contains_array, ctype_of, flat_ctypes,
+                            is_direct, unbox)
+from .infer import ENGINE, Typing, infer, lower_function
+from .types import (FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, BOOL, ClosureT,
+                    FunctionT, TupleT, TypingError, typeof)
+
+def _load_tables() -> None:
+    """Import the modules that fill the codegen tables."""
+    from . import codegen_array, codegen_calls, codegen_scalar  # noqa: F401
+
+
+@dataclass(eq=False)
+class Compiled:
+    """One compiled signature: typing, LLVM text before/after optimisation, the
+    binding module (for assembly) and the Python-level call wrapper."""
+
+    typing: Typing
+    llvm_text: str
+    module: Any
+    entry: str
+    wrapper: Callable
+
+    def optimized_llvm(self) -> str:
+        return str(self.module)
+
+    def assembly(self) -> str:
+        return runtime.native_assembly(self.module)
+
+
+def compile_typing(t: Typing, fallback: Callable) -> Compiled:
+    """LLVM-compile a typed function and build its Python wrapper."""
+    _load_tables()
+    _check_signature(t)
+    mg = ModuleGen(ENGINE, t)
+    impl = mg.build()
+    entry = build_entry(mg, t, impl)
+    text = str(mg.module)
+    mod = runtime.compile_ir(text)
+    addr = runtime.function_address(entry.name)
+    wrapper = make_wrapper(t, addr, fallback)
+    return Compiled(t, text, mod, entry.name, wrapper)
+
+
+def _check_signature(t: Typing) -> None:
+    bad = [a for a in t.argtypes if isinstance(a, ArrayT)]
+    if bad and not LAYOUT_OK:
+        raise TypingError("jit: this numpy's array struct layout is not supported")
+    if isinstance(t.ret, (ClosureT, FunctionT)):
+        raise TypingError(f"jit: {t.ir.name} returns a {t.ret}; returning functions "
+                          "from compiled code is not supported")
+
+
+def make_wrapper(t: Typing, addr: int, fallback: Callable) -> Callable:
+    """A Python function `(*args) -> result` specialised for this signature."""
+    argc = [c for a in t.argtypes for c in flat_ctypes(a)]
+    direct = is_direct(t.ret)
+    restype = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}.get(t.ret)
+    if not direct:
+        argc.append(ctypes.c_void_p)
+    cfunc = ctypes.PYFUNCTYPE(restype, *argc)(addr)
+    names = [f"a{i}" for i in range(len(t.argtypes))]
+    flat = [e for n, a in zip(names, t.argtypes) for e in _flatten_expr(n, a)]
+    checks = [c for n, a in zip(names, t.argtypes) for c in _range_checks(n, a)]
+    env = {"cf": cfunc, "err": runtime.ERRINFO, "fail": _failure(t, fallback),
+           "unbox": unbox, "rt": runtime}
+    lines = [f"def call({', '.join(names)}):"]
+    sig = ", ".join(names)
+    for c in checks:
+        lines.append(f"    if not ({c}): return fallback_big({sig})")
+    env["fallback_big"] = fallback
+    if direct:
+        lines += [f"    r = cf({', '.join(flat)})",
+                  f"    if err[0]: return fail(({sig}{',' if names else ''}))",
+                  "    return r"]
+    else:
+        env["out"] = out = ctype_of(t.ret)()
+        env["ret_t"] = t.ret
+        flat.append(str(ctypes.addressof(out)))
+        keep = contains_array(t.ret)
+        lines += ["    mark = rt.ARENA_HEAD.value" if keep else "    mark = None",
+                  f"    cf({', '.join(flat)})",
+                  "    if err[0]:",
+                  "        if mark is not None: rt.arena_release(mark)",
+                  f"        return fail(({sig}{',' if names else ''}))",
+                  "    r = unbox(ret_t, out)",
+                  "    if mark is not None: rt.arena_release(mark)",
+                  "    return r"]
+    exec(compile("\n".join(lines), f"<jit wrapper {t.ir.name}>", "exec"), env)
+    return env["call"]
+
+
+def _flatten_expr(name: str, t: Any) -> list:
+    if isinstance(t, TupleT):
+        return [e for i, et in enumerate(t.elems) for e in _flatten_expr(f"{name}[{i}]", et)]
+    if isinstance(t, ClosureT):
+        return [e for i, et in enumerate(t.captured)
+                for e in _flatten_expr(f"{name}.__closure__[{i}].cell_contents", et)]
+    if t == NONE or isinstance(t, FunctionT):
+        return []
+    return [name]
+
+
+def _range_checks(name: str, t: Any) -> list:
+    if t == INT64:
+        return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
+    if isinstance(t, TupleT):
+        return [c for i, e in enumerate(t.elems) for c in _range_checks(f"{name}[{i}]", e)]
+    return []
+
+
+def _failure(t: Typing, fallback: Callable) -> Callable:
+    def fail(args: tuple) -> Any:
+        status = runtime.ERRINFO[0]
+        if status == runtime.ERROR:
+            raise runtime.current_error()
+        if t.writes:
+            site = runtime.SITES[runtime.ERRINFO[1]]
+            raise OverflowError(f"{site.template} in compiled {site.func} at "
+                                f"{site.file}:{site.line} (the function writes to arrays, "
+                                "so it is not rerun with Python integers)")
+        return fallback(*args)
+    return fail
+
+
+class Dispatcher:
+    """Compiled signatures of one function, keyed by argument types."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+        self.ir = func if isinstance(func, IR) else None
+        self.compiled: dict = {}
+        self.fast: dict = {}
+
+    def get_ir(self) -> IR:
+        return self.ir if self.ir is not None else lower_function(self.func)
+
+    def python_fallback(self, *full: Any) -> Any:
+        """Exact Python semantics for a call (captured values first, as the IR)."""
+        if self.ir is not None:
+            from ssair.interpreter import interpret
+            return interpret(self.ir, *full)
+        return self.func(*full[self.get_ir().nfree:])
+
+    def signature(self, args: tuple) -> tuple:
+        ir = self.get_ir()
+        return tuple(typeof(a) for a in _closure_cells(ir, self.func)) + tuple(
+            typeof(a) for a in args)
+
+    def compile(self, argtypes: tuple) -> Compiled:
+        c = self.compiled.get(argtypes)
+        if c is None:
+            t = infer(self.get_ir(), argtypes)
+            c = compile_typing(t, self.python_fallback)
+            self.compiled[argtypes] = c
+        return c
+
+    def call_slow(self, args: tuple) -> Any:
+        try:
+            argtypes = self.signature(args)
+        except TypingError:
+            if any(type(a) is int for a in args):
+                return self.func(*args)  # an int beyond int64: exact Python
+            raise
+        c = self.compile(argtypes)
+        key = tuple(map(type, args))
+        cells = _closure_cells(self.get_ir(), self.func)
+        if all(k in _FAST_TYPES for k in key) and not cells:
+            self.fast[key] = c.wrapper
+        return c.wrapper(*_plain(cells + args, argtypes))
+
+
+_FAST_TYPES = {int, float, bool, type(None)}
+
+
+def _plain(args: tuple, argtypes: tuple) -> tuple:
+    """numpy scalars as Python scalars (ctypes wants int/float)."""
+    out = []
+    for a, t in zip(args, argtypes):
+        out.append(int(a) if t == INT64 else float(a) if t == FLOAT64 else a)
+    return tuple(out)
+
+
+def _closure_cells(ir: IR, func: Any) -> tuple:
+    if ir.nfree and getattr(func, "__closure__", None):
+        return tuple(c.cell_contents for c in func.__closure__)
+    return ()
+
+
+def jit(func: Any) -> Callable:
+    """Compile `func` (a Python function or an `ssair.IR`) on first call per signature."""
+    d = Dispatcher(func)
+    fast_get = d.fast.get
+    slow = d.call_slow
+
+    def call(*args):
+        w = fast_get(tuple(map(type, args)))
+        if w is not None:
+            return w(*args)
+        return slow(args)
+
+    if not isinstance(func, IR):
+        functools.update_wrapper(call, func)
+    call.dispatcher = d
+    call.py_func = func
+    return call
+
+
+class Listing:
+    """A printable listing (what code_typed / code_llvm / code_native return)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
+def _dispatcher(f: Any) -> Dispatcher:
+    d = getattr(f, "dispatcher", None)
+    return d if isinstance(d, Dispatcher) else Dispatcher(f)
+
+
+def code_typed(f: Any, *args: Any) -> Listing:
+    """The IR specialised on the types of `args`, every value annotated `::type`."""
+    d = _dispatcher(f)
+    t = infer(d.get_ir(), d.signature(args))
+    listings = [str(t.ir)] + [str(c.target.ir) for c in _callees(t) if c is not t]
+    return Listing("\n\n".join(dict.fromkeys(listings)))
+
+
+def _callees(t: Typing) -> list:
+    seen, todo, out = set(), [t], []
+    while todo:
+        cur = ENGINE.table.get(todo.pop().key)
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        out.append(type("C", (), {"target": cur})())
+        todo.extend(c.target for c in cur.calls.values() if c.target is not None)
+    return out
+
+
+def code_llvm(f: Any, *args: Any, optimized: bool = True) -> Listing:
+    """The LLVM IR compiled for the types of `args` (after optimisation by default)."""
+    d = _dispatcher(f)
+    c = d.compile(d.signature(args))
+    return Listing(c.optimized_llvm() if optimized else c.llvm_text)
+
+
+def code_native(f: Any, *args: Any) -> Listing:
+    """The machine code (assembly) compiled for the types of `args`."""
+    d = _dispatcher(f)
+    return Listing(d.compile(d.signature(args)).assembly())

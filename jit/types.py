@@ -1,0 +1,161 @@
+"""The JIT's type lattice: what inference assigns to every SSA value.
+
+Types are small frozen values whose `str()` is the spelling `code_typed` prints:
+
+    bool  int64  float64  none
+    array(float64, 1d)  array(int64, 2d)        any strides, passed as (data, shape, strides)
+    tuple(float64, int64)                        a fixed-length heterogeneous tuple
+    function(math.sin)                           a function constant (no runtime data)
+    closure(inner; float64)                      a nested function plus its captured values
+
+Joining two types (at a phi or at the return) follows Python's numeric tower the way
+Numba does: bool < int64 < float64; tuples join element-wise; anything else must agree.
+"""
+from __future__ import annotations
+
+import types as pytypes
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+class TypingError(TypeError):
+    """A value whose type the JIT cannot infer or does not support.  The message names
+    the value, the primitive (or callee) and the source location."""
+
+
+class Type:
+    """Base class of all JIT types."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True, repr=False)
+class Scalar(Type):
+    """`bool`, `int64`, `float64` or `none`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+BOOL = Scalar("bool")
+INT64 = Scalar("int64")
+FLOAT64 = Scalar("float64")
+NONE = Scalar("none")
+NUMERIC = (BOOL, INT64, FLOAT64)
+_RANK = {BOOL: 0, INT64: 1, FLOAT64: 2}
+
+
+@dataclass(frozen=True, repr=False)
+class ArrayT(Type):
+    """A numpy array of `dtype` (INT64 or FLOAT64) with `ndim` 1 or 2, any strides."""
+
+    dtype: Scalar
+    ndim: int
+
+    def __str__(self) -> str:
+        return f"array({self.dtype}, {self.ndim}d)"
+
+
+@dataclass(frozen=True, repr=False)
+class TupleT(Type):
+    """A tuple with one type per element."""
+
+    elems: tuple
+
+    def __str__(self) -> str:
+        return "tuple(" + ", ".join(str(e) for e in self.elems) + ")"
+
+
+@dataclass(frozen=True, repr=False)
+class FunctionT(Type):
+    """A known callable (user function, math/numpy function, builtin)."""
+
+    func: Any
+
+    def __str__(self) -> str:
+        from ssair.printer import object_name
+        return f"function({object_name(self.func)})"
+
+
+@dataclass(frozen=True, repr=False)
+class ClosureT(Type):
+    """A nested function `func` closed over values of types `captured` (in the order
+    of `func.__code__.co_freevars`)."""
+
+    func: Any
+    captured: tuple
+
+    def __str__(self) -> str:
+        inner = ", ".join(str(c) for c in self.captured)
+        return f"closure({getattr(self.func, '__qualname__', self.func)}; {inner})"
+
+
+def is_numeric(t: Any) -> bool:
+    return t in _RANK
+
+
+def is_int_like(t: Any) -> bool:
+    return t is BOOL or t is INT64 or t == BOOL or t == INT64
+
+
+def numeric_join(a: Scalar, b: Scalar) -> Scalar:
+    """The wider of two numeric types (bool < int64 < float64)."""
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
+    """Least upper bound, or raise TypingError when the two cannot be unified.
+    `None` stands for "not known yet" and is the identity."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if is_numeric(a) and is_numeric(b):
+        return numeric_join(a, b)
+    if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
+        return TupleT(tuple(join(x, y) for x, y in zip(a.elems, b.elems)))
+    raise TypingError(f"cannot unify {a} and {b}")
+
+
+_DTYPES = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64}
+
+
+def typeof(value: Any) -> Type:
+    """The JIT type of a Python value (an argument or a constant)."""
+    t = _SIMPLE.get(type(value))
+    if t is not None:
+        if t is INT64 and not INT64_MIN <= value <= INT64_MAX:
+            raise TypingError(f"integer {value} does not fit in int64")
+        return t
+    if isinstance(value, np.ndarray):
+        return _array_type(value)
+    if isinstance(value, tuple):
+        return TupleT(tuple(typeof(v) for v in value))
+    if isinstance(value, pytypes.FunctionType) and value.__closure__:
+        cells = tuple(typeof(c.cell_contents) for c in value.__closure__)
+        return ClosureT(value, cells)
+    if callable(value):
+        return FunctionT(value)
+    raise TypingError(f"values of type {type(value).__name__} are not supported by the JIT")
+
+
+def _array_type(a: np.ndarray) -> ArrayT:
+    dt = _DTYPES.get(a.dtype)
+    if dt is None or a.ndim not in (1, 2):
+        raise TypingError(f"arrays of dtype {a.dtype} with {a.ndim} dimensions are not "
+                          "supported by the JIT (float64/int64, 1-D or 2-D)")
+    return ArrayT(dt, a.ndim)
+
+
+_SIMPLE = {
+    bool: BOOL, int: INT64, float: FLOAT64, type(None): NONE,
+    np.float64: FLOAT64, np.int64: INT64, np.bool_: BOOL,
+}

@@ -1,0 +1,45 @@
+"""The public entry points: `lower(f)` and `code_lowered(f)`."""
+from __future__ import annotations
+
+import weakref
+
+from ssair.ir import IR
+
+from . import closures, loops, ops_basic, ops_call, ops_control  # noqa: F401  (handlers)
+from .frame import Lowerer
+
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def lower(f) -> IR:
+    """The SSA IR of Python function `f` (cached per function object).
+
+    Raises `lowering.UnsupportedError` for constructs outside the supported subset,
+    NameError for a global that does not exist when lowering.
+    """
+    f = getattr(f, "__func__", f)
+    if not hasattr(f, "__code__"):
+        raise TypeError(f"lowering.lower: {f!r} is not a Python function")
+    ir = _CACHE.get(f)
+    if ir is None or ir.meta.get("code") is not f.__code__:
+        ir = Lowerer(f).run()
+        ir.meta["code"] = f.__code__
+        _CACHE[f] = ir
+    return ir
+
+
+class CodeLowered:
+    """The lowered IR of a function, shown as its listing (like Julia's @code_lowered)."""
+
+    def __init__(self, ir: IR):
+        self.ir = ir
+
+    def __str__(self) -> str:
+        return str(self.ir)
+
+    __repr__ = __str__
+
+
+def code_lowered(f) -> CodeLowered:
+    """An object whose str() and repr() are the listing of `lower(f)`."""
+    return CodeLowered(lower(f))

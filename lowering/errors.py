@@ -1,0 +1,53 @@
+"""Errors raised while lowering bytecode, and the table of refused opcodes."""
+from __future__ import annotations
+
+from typing import Optional
+
+
+class UnsupportedError(Exception):
+    """A Python construct the lowering does not handle.
+
+    The message names the construct, the function's qualified name and `file:line`:
+    "unsupported construct 'try/except' in mymod.f at /path/x.py:12".
+    """
+
+    def __init__(self, construct: str, func_qualname: str, file: Optional[str],
+                 line: Optional[int]):
+        self.construct = construct
+        self.qualname = func_qualname
+        self.file = file
+        self.line = line
+        super().__init__(f"unsupported construct {construct!r} in {func_qualname} "
+                         f"at {file}:{line}")
+
+
+# Opcodes that always mean a refused construct (any Python version).
+REFUSED_OPCODES = {
+    "SETUP_FINALLY": "try/except", "POP_EXCEPT": "try/except", "RERAISE": "try/except",
+    "PUSH_EXC_INFO": "try/except", "CHECK_EXC_MATCH": "try/except",
+    "JUMP_IF_NOT_EXC_MATCH": "try/except", "SETUP_CLEANUP": "try/except",
+    "SETUP_WITH": "with", "BEFORE_WITH": "with", "SETUP_ASYNC_WITH": "with",
+    "BEFORE_ASYNC_WITH": "with", "WITH_EXCEPT_START": "with",
+    "YIELD_VALUE": "generator", "YIELD_FROM": "generator", "RETURN_GENERATOR": "generator",
+    "GET_AWAITABLE": "async", "GET_AITER": "async", "GET_ANEXT": "async",
+    "STORE_GLOBAL": "global write", "DELETE_GLOBAL": "del",
+    "DELETE_FAST": "del", "DELETE_SUBSCR": "del", "DELETE_ATTR": "del",
+    "DELETE_DEREF": "del", "DELETE_NAME": "del",
+    "IMPORT_NAME": "import", "IMPORT_FROM": "import", "IMPORT_STAR": "import",
+    "LIST_APPEND": "comprehension", "SET_ADD": "comprehension", "MAP_ADD": "comprehension",
+    "LOAD_FAST_AND_CLEAR": "comprehension",
+    "CALL_FUNCTION_EX": "starred call", "DICT_MERGE": "starred call",
+    "RAISE_VARARGS": "raise", "LOAD_ASSERTION_ERROR": "assert",
+    "FORMAT_VALUE": "f-string", "FORMAT_SIMPLE": "f-string", "FORMAT_WITH_SPEC": "f-string",
+    "CONVERT_VALUE": "f-string", "BUILD_STRING": "f-string",
+    "MATCH_CLASS": "match", "MATCH_MAPPING": "match", "MATCH_SEQUENCE": "match",
+    "MATCH_KEYS": "match", "GET_LEN": "match", "COPY_DICT_WITHOUT_KEYS": "match",
+    "LOAD_BUILD_CLASS": "class definition", "LOAD_SUPER_ATTR": "super()",
+    "LOAD_CLASSDEREF": "class body", "LOAD_FROM_DICT_OR_DEREF": "class body",
+    "SETUP_ANNOTATIONS": "annotations", "STORE_NAME": "module-level code",
+    "LOAD_NAME": "module-level code", "UNPACK_EX": "starred assignment",
+    "STORE_ATTR": "attribute assignment", "BUILD_MAP": "dict display",
+    "BUILD_CONST_KEY_MAP": "dict display", "BUILD_SET": "set display",
+}
+
+COMPREHENSION_NAMES = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}

@@ -1,0 +1,255 @@
+"""The lowering driver: walks the bytecode blocks in reverse postorder, simulates
+the operand stack, and hands opcodes to the handler table `HANDLERS`
+(filled by the `ops_*` modules with `@handles`).
+
+Every bytecode block gets one IR block (more when an opcode needs to split it,
+like FOR_ITER or a dynamic-step `range`).  Stack values that cross an edge go
+through SSA as variables `("$s", k)`, so values left on the stack by `and`/`or`
+and conditional expressions get phis like locals do; markers (NULL, loop state)
+travel in the per-block stack shape instead.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ssair.ir import IR, Branch, Const, Goto, Return, Var
+
+from .errors import REFUSED_OPCODES, UnsupportedError
+from .reader import CodeReader
+from .runtime import UNBOUND, check_bound, unbound_local
+from .ssa import SSABuilder
+from .values import EXHAUSTED, NULL, ForState, Lazy
+
+HANDLERS: dict = {}
+BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth"}
+
+
+def handles(*names: str) -> Callable:
+    """Register the decorated function as the handler of the named opcodes."""
+    def deco(fn):
+        for n in names:
+            HANDLERS[n] = fn
+        return fn
+    return deco
+
+
+def is_marker(v) -> bool:
+    return v is NULL or v is EXHAUSTED or isinstance(v, ForState)
+
+
+class Lowerer:
+    """Lowers one Python function to an `ssair.IR`."""
+
+    def __init__(self, func):
+        self.func = func
+        self.code = func.__code__
+        self.qualname = f"{func.__module__}.{func.__qualname__}"
+        self.reader = CodeReader(func, self.qualname)
+        self.ir = IR(func.__qualname__, func=func, file=self.code.co_filename,
+                     firstline=self.code.co_firstlineno)
+        self.ssa = SSABuilder(self.ir)
+        self.line = self.code.co_firstlineno
+        self.bools, self.ints = set(), set()
+        self.known_funcs = {}      # Var of a make_closure -> the Python function
+        self.def_of = {}           # Var -> Stmt
+        self.shapes = {}           # bytecode block -> stack shape at entry
+        self.pending = dict(self.reader.in_edges)
+        self.chains = {}
+        self.kwnames = None
+        self.counters = 0
+        self.prologues = {}        # bytecode block -> action run at its head
+
+    # -- driver -------------------------------------------------------------
+    def run(self) -> IR:
+        self.make_blocks()
+        self.make_args()
+        for idx in self.reader.rpo:
+            self.lower_block(idx)
+        self.ssa.finish()
+        self.renumber()
+        return self.ir
+
+    def make_blocks(self) -> None:
+        self.entry = None
+        if self.pending[0] > 0:
+            self.entry = self.new_ir_block()
+        self.irb = {i: self.new_ir_block() for i in sorted(self.reader.reachable)}
+        if self.entry is None:
+            self.entry = self.irb[0]
+        else:
+            self.entry.term = Goto(self.irb[0].id)
+            self.ssa.add_pred(self.irb[0], self.entry)
+        self.ssa.seal(self.entry)
+        self.shapes[0] = []
+
+    def new_ir_block(self):
+        b = self.ir.add_block()
+        self.ssa.add_block(b)
+        return b
+
+    def make_args(self) -> None:
+        code = self.code
+        nparams = code.co_argcount + code.co_kwonlyargcount
+        names = list(code.co_freevars) + list(code.co_varnames[:nparams])
+        self.ir.nfree = len(code.co_freevars)
+        for name in names:
+            self.ssa.write(name, self.entry, self.ir.add_arg(name))
+
+    def lower_block(self, idx: int) -> None:
+        bb = self.reader.blocks[idx]
+        self.bindex = idx
+        self.block = self.irb[idx]
+        self.chains[idx] = [self.block]
+        self.line = bb.first_line or self.line
+        self.ssa.phi_line[self.block.id] = self.line
+        self.stack = [m if m is not None else self.ssa.read(("$s", k), self.block)
+                      for k, m in enumerate(self.shapes[idx])]
+        self.assigned = set(self.reader.assigned[idx])
+        if idx in self.prologues:
+            self.prologues.pop(idx)()
+        for ins in bb.instrs:
+            if ins.lineno is not None:
+                self.line = ins.lineno
+            handler = HANDLERS.get(ins.name)
+            if handler is None:
+                self.refuse(REFUSED_OPCODES.get(ins.name, f"opcode {ins.name}"))
+            handler(self, ins)
+        if self.block.term is None:
+            self.goto(bb.fall)
+
+    def refuse(self, construct: str, line: Optional[int] = None):
+        raise UnsupportedError(construct, self.qualname, self.code.co_filename,
+                               line if line is not None else self.line)
+
+    # -- stack and values -----------------------------------------------------
+    def push(self, v) -> None:
+        self.stack.append(v)
+
+    def pop(self):
+        if not self.stack:
+            self.refuse("stack underflow (unexpected bytecode)")
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    def emit(self, op: str, *args, kwargs=None, name=None) -> Var:
+        args = [self.operand(a) for a in args]
+        kwargs = {k: self.operand(v) for k, v in (kwargs or {}).items()}
+        v = self.ir.push(self.block, op, *args, line=self.line, name=name, kwargs=kwargs)
+        self.def_of[v] = self.block.stmts[-1]
+        if op in BOOL_OPS:
+            self.bools.add(v)
+        return v
+
+    def operand(self, v):
+        """An SSA operand for a stack value, materialising lazy values once."""
+        if isinstance(v, (Var, Const)):
+            return v
+        if isinstance(v, Lazy):
+            if v.var is None:
+                from .materialize import materialize
+                v.var = materialize(self, v)
+            return v.var
+        self.refuse(f"{v!r} used as a value")
+
+    def is_int(self, v) -> bool:
+        if isinstance(v, Const):
+            return type(v.value) is int
+        return isinstance(v, Var) and v in self.ints
+
+    def as_bool(self, v):
+        v = self.operand(v)
+        if isinstance(v, Const) and isinstance(v.value, bool):
+            return v
+        if isinstance(v, Var) and v in self.bools:
+            return v
+        return self.emit("truth", v)
+
+    def load_local(self, name: str):
+        v = self.ssa.read(name, self.block)
+        if isinstance(v, Const) and v.value is UNBOUND:
+            return self.emit("call", Const(unbound_local), Const(name))
+        if name not in self.assigned:
+            self.assigned.add(name)
+            return self.emit("call", Const(check_bound), v, Const(name))
+        return v
+
+    def store_local(self, name: str, value) -> None:
+        value = self.operand(value)
+        d = self.def_of.get(value) or self.ssa_phi(value)
+        if d is not None and d.name is None:
+            d.name = name
+        self.ssa.write(name, self.block, value)
+        self.assigned.add(name)
+
+    def ssa_phi(self, v):
+        return self.ssa.phis.get(v) if isinstance(v, Var) else None
+
+    # -- control flow ---------------------------------------------------------
+    def new_block(self, *preds):
+        """A fresh IR block in the current bytecode block's chain, sealed with `preds`."""
+        b = self.new_ir_block()
+        self.chains[self.bindex].append(b)
+        for p in preds:
+            self.ssa.add_pred(b, p)
+        self.ssa.seal(b)
+        self.ssa.phi_line[b.id] = self.line
+        return b
+
+    def edge(self, target: int, stack: list) -> int:
+        """Leave the current IR block for bytecode block `target` with `stack`."""
+        stack = [v if is_marker(v) else self.operand(v) for v in stack]
+        shape = [v if is_marker(v) else None for v in stack]
+        known = self.shapes.setdefault(target, shape)
+        if len(known) != len(shape) or any(a is not b for a, b in zip(known, shape)):
+            self.refuse("stack shape mismatch at a join")
+        for k, v in enumerate(stack):
+            if shape[k] is None:
+                self.ssa.write(("$s", k), self.block, v)
+        tb = self.irb[target]
+        self.ssa.add_pred(tb, self.block)
+        self.pending[target] -= 1
+        if self.pending[target] == 0:
+            self.ssa.seal(tb)
+        return tb.id
+
+    def goto(self, target: Optional[int]) -> None:
+        if target is None:
+            self.refuse("falling off the end of the bytecode")
+        self.block.term = Goto(self.edge(target, self.stack), self.line)
+
+    def branch(self, cond, then: int, then_stack: list, else_: int, else_stack: list) -> None:
+        cond = self.as_bool(cond)
+        t = self.edge(then, then_stack)
+        e = self.edge(else_, else_stack)
+        self.block.term = Goto(t, self.line) if t == e else Branch(cond, t, e, self.line)
+
+    def ret(self, value) -> None:
+        self.block.term = Return(self.operand(value), self.line)
+
+    # -- finishing ------------------------------------------------------------
+    def renumber(self) -> None:
+        order = [] if self.entry is self.irb[0] else [self.entry]
+        for idx in sorted(self.chains):
+            order.extend(self.chains[idx])
+        ids = {b.id: k + 1 for k, b in enumerate(order)}
+        for b in order:
+            if b.term is None:
+                self.refuse(f"block without terminator (#{b.id})")
+            b.id = ids[b.id]
+            for p in b.phis:
+                p.incoming = {ids[k]: v for k, v in p.incoming.items()}
+            _retarget(b.term, ids)
+        self.ir.blocks = order
+
+
+def _retarget(term, ids: dict) -> None:
+    if isinstance(term, Goto):
+        term.target = ids[term.target]
+    elif isinstance(term, Branch):
+        term.then, term.else_ = ids[term.then], ids[term.else_]

@@ -1,0 +1,69 @@
+"""Turning lazy stack values into IR statements, and building the Python function
+objects of nested functions and lambdas at lowering time."""
+from __future__ import annotations
+
+import types
+
+from ssair.ir import Const
+
+from .errors import COMPREHENSION_NAMES
+from .values import FuncBuild, LazyCall, LazyList, LazyTuple
+
+_FUNCTIONS: dict = {}   # (code, defaults, kwdefaults) -> function, so lowering is stable
+
+
+def materialize(lw, v):
+    """Emit the statement for lazy value `v` in the current block; return its operand."""
+    if isinstance(v, LazyTuple):
+        elems = [lw.operand(e) for e in v.elems]
+        if all(isinstance(e, Const) for e in elems):
+            return Const(tuple(e.value for e in elems))
+        return lw.emit("tuple", *elems)
+    if isinstance(v, LazyList):
+        return lw.emit("list", *v.elems)
+    if isinstance(v, LazyCall):
+        return lw.emit("call", Const(v.callee), *v.args)
+    if isinstance(v, FuncBuild):
+        return make_function(lw, v)
+    lw.refuse(f"{type(v).__name__} used as a value")
+
+
+def make_function(lw, fb: FuncBuild):
+    """`Const(fn)` for a nested function without free variables, otherwise
+    `make_closure(@fn, captured...)`; `fn` is a real function whose closure cells
+    are empty placeholders, so `lowering.lower(fn)` works on it."""
+    code = fb.code
+    if code.co_name in COMPREHENSION_NAMES:
+        lw.refuse("comprehension")
+    fn = function_object(code, lw.func.__globals__, fb.qualname, fb.defaults, fb.kwdefaults)
+    if not code.co_freevars:
+        return Const(fn)
+    if len(fb.closure) != len(code.co_freevars):
+        lw.refuse("closure of unexpected shape")
+    v = lw.emit("make_closure", Const(fn), *fb.closure)
+    lw.known_funcs[v] = fn
+    return v
+
+
+def function_object(code, globals_: dict, qualname: str, defaults, kwdefaults):
+    key = (code, repr(defaults), repr(_freeze(kwdefaults)))
+    try:
+        return _FUNCTIONS[key]
+    except (KeyError, TypeError):
+        pass
+    closure = tuple(types.CellType() for _ in code.co_freevars) or None
+    fn = types.FunctionType(code, globals_, code.co_name, defaults, closure)
+    fn.__qualname__ = qualname or getattr(code, "co_qualname", code.co_name)
+    if kwdefaults:
+        fn.__kwdefaults__ = dict(kwdefaults)
+    try:
+        _FUNCTIONS[key] = fn
+    except TypeError:
+        pass
+    return fn
+
+
+def _freeze(x):
+    if isinstance(x, dict):
+        return tuple(sorted(x.items()))
+    return x

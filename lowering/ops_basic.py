@@ -1,0 +1,238 @@
+"""Handlers for loads and stores, stack shuffles, operators, subscripts, tuples
+and lists."""
+from __future__ import annotations
+
+import sys
+
+from ssair.ir import Const
+
+from .closures import check_capture
+from .frame import handles
+from .values import LazyList, LazyTuple
+
+PY = sys.version_info[:2]
+BINARY_NAMES = {
+    "ADD": "add", "SUBTRACT": "sub", "MULTIPLY": "mul", "TRUE_DIVIDE": "truediv",
+    "FLOOR_DIVIDE": "floordiv", "REMAINDER": "mod", "MODULO": "mod", "POWER": "pow",
+    "MATRIX_MULTIPLY": "matmul", "LSHIFT": "lshift", "RSHIFT": "rshift", "AND": "bitand",
+    "OR": "bitor", "XOR": "bitxor",
+}
+INT_CLOSED = {"add", "sub", "mul", "floordiv", "mod", "lshift", "bitand", "bitor", "bitxor"}
+UNARY = {"UNARY_NEGATIVE": "neg", "UNARY_POSITIVE": "pos", "UNARY_INVERT": "invert",
+         "UNARY_NOT": "not"}
+
+
+def _name(arg) -> str:
+    return arg if isinstance(arg, str) else arg.name
+
+
+@handles("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS", "MAKE_CELL", "GEN_START",
+         "EXTENDED_ARG", "CACHE", "NOT_TAKEN")
+def op_nop(lw, ins):
+    pass
+
+
+@handles("LOAD_CONST")
+def op_load_const(lw, ins):
+    lw.push(Const(ins.arg))
+
+
+@handles("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW")
+def op_load_fast(lw, ins):
+    if type(ins.arg).__name__ == "CellVar":
+        check_capture(lw, ins.arg.name)
+    lw.push(lw.load_local(_name(ins.arg)))
+
+
+@handles("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW")
+def op_load_fast_pair(lw, ins):
+    for n in ins.arg:
+        lw.push(lw.load_local(_name(n)))
+
+
+@handles("STORE_FAST")
+def op_store_fast(lw, ins):
+    lw.store_local(_name(ins.arg), lw.pop())
+
+
+@handles("STORE_FAST_STORE_FAST")
+def op_store_fast_pair(lw, ins):
+    for n in ins.arg:
+        lw.store_local(_name(n), lw.pop())
+
+
+@handles("STORE_FAST_LOAD_FAST")
+def op_store_load(lw, ins):
+    store, load = ins.arg
+    lw.store_local(_name(store), lw.pop())
+    lw.push(lw.load_local(_name(load)))
+
+
+@handles("POP_TOP")
+def op_pop_top(lw, ins):
+    lw.pop()
+
+
+@handles("END_FOR")
+def op_end_for(lw, ins):
+    lw.popn(2 if PY == (3, 12) else 1)
+
+
+@handles("DUP_TOP")
+def op_dup_top(lw, ins):
+    lw.push(lw.stack[-1])
+
+
+@handles("DUP_TOP_TWO")
+def op_dup_top_two(lw, ins):
+    lw.stack.extend(lw.stack[-2:])
+
+
+@handles("COPY")
+def op_copy(lw, ins):
+    lw.push(lw.stack[-ins.arg])
+
+
+@handles("SWAP")
+def op_swap(lw, ins):
+    s, n = lw.stack, ins.arg
+    s[-1], s[-n] = s[-n], s[-1]
+
+
+@handles("ROT_TWO", "ROT_THREE", "ROT_FOUR", "ROT_N")
+def op_rot(lw, ins):
+    n = {"ROT_TWO": 2, "ROT_THREE": 3, "ROT_FOUR": 4}.get(ins.name, ins.arg)
+    top = lw.pop()
+    lw.stack.insert(len(lw.stack) - (n - 1), top)
+
+
+def binary(lw, op: str):
+    b, a = lw.pop(), lw.pop()
+    v = lw.emit(op, a, b)
+    if op in INT_CLOSED and lw.is_int(lw.operand(a)) and lw.is_int(lw.operand(b)):
+        lw.ints.add(v)
+    lw.push(v)
+
+
+@handles("BINARY_OP")
+def op_binary_op(lw, ins):
+    name = ins.arg.name if hasattr(ins.arg, "name") else str(ins.arg)
+    name = name.replace("INPLACE_", "")
+    if name not in BINARY_NAMES:
+        lw.refuse(f"operator {name}")
+    binary(lw, BINARY_NAMES[name])
+
+
+def _legacy_binary(lw, ins):
+    name = ins.name.replace("BINARY_", "").replace("INPLACE_", "")
+    binary(lw, BINARY_NAMES[name])
+
+
+for _op in BINARY_NAMES:
+    handles(f"BINARY_{_op}", f"INPLACE_{_op}")(_legacy_binary)
+
+
+@handles("COMPARE_OP")
+def op_compare(lw, ins):
+    name = ins.arg.name if hasattr(ins.arg, "name") else str(ins.arg)
+    binary(lw, name.split("_")[0].lower())
+
+
+@handles("IS_OP")
+def op_is(lw, ins):
+    binary(lw, "isnot" if ins.arg else "is")
+
+
+@handles("CONTAINS_OP")
+def op_contains(lw, ins):
+    binary(lw, "notin" if ins.arg else "in")
+
+
+@handles(*UNARY)
+def op_unary(lw, ins):
+    lw.push(lw.emit(UNARY[ins.name], lw.pop()))
+
+
+@handles("CALL_INTRINSIC_1")
+def op_intrinsic(lw, ins):
+    name = getattr(ins.arg, "name", str(ins.arg))
+    if name != "INTRINSIC_UNARY_POSITIVE":
+        lw.refuse("starred expression" if "LIST_TO_TUPLE" in name else f"intrinsic {name}")
+    lw.push(lw.emit("pos", lw.pop()))
+
+
+@handles("TO_BOOL")
+def op_to_bool(lw, ins):
+    lw.push(lw.as_bool(lw.pop()))
+
+
+def index_operands(lw, idx) -> list:
+    """`a[i, j]` indexes with the in-place tuple's elements (variadic getitem)."""
+    if isinstance(idx, LazyTuple) and idx.var is None and len(idx.elems) >= 2:
+        return list(idx.elems)
+    if isinstance(idx, Const) and type(idx.value) is tuple and len(idx.value) >= 2:
+        return [Const(x) for x in idx.value]
+    return [idx]
+
+
+@handles("BINARY_SUBSCR")
+def op_binary_subscr(lw, ins):
+    idx, obj = lw.pop(), lw.pop()
+    lw.push(lw.emit("getitem", obj, *index_operands(lw, idx)))
+
+
+@handles("STORE_SUBSCR")
+def op_store_subscr(lw, ins):
+    idx, obj, val = lw.pop(), lw.pop(), lw.pop()
+    lw.emit("setitem", obj, val, *index_operands(lw, idx))
+
+
+@handles("BUILD_SLICE")
+def op_build_slice(lw, ins):
+    lw.push(lw.emit("call", Const(slice), *lw.popn(ins.arg)))
+
+
+@handles("BINARY_SLICE")
+def op_binary_slice(lw, ins):
+    stop, start, obj = lw.pop(), lw.pop(), lw.pop()
+    lw.push(lw.emit("getitem", obj, lw.emit("call", Const(slice), start, stop)))
+
+
+@handles("STORE_SLICE")
+def op_store_slice(lw, ins):
+    stop, start, obj, val = lw.pop(), lw.pop(), lw.pop(), lw.pop()
+    lw.emit("setitem", obj, val, lw.emit("call", Const(slice), start, stop))
+
+
+@handles("BUILD_TUPLE")
+def op_build_tuple(lw, ins):
+    lw.push(LazyTuple(elems=lw.popn(ins.arg)))
+
+
+@handles("BUILD_LIST")
+def op_build_list(lw, ins):
+    lw.push(LazyList(elems=lw.popn(ins.arg)))
+
+
+@handles("LIST_EXTEND")
+def op_list_extend(lw, ins):
+    seq = lw.pop()
+    target = lw.stack[-ins.arg]
+    if not (isinstance(target, LazyList) and target.var is None
+            and isinstance(seq, Const) and isinstance(seq.value, tuple)):
+        lw.refuse("starred expression in a list")
+    target.elems.extend(Const(x) for x in seq.value)
+
+
+@handles("UNPACK_SEQUENCE")
+def op_unpack(lw, ins):
+    v, n = lw.pop(), ins.arg
+    if isinstance(v, (LazyTuple, LazyList)) and v.var is None and len(v.elems) == n:
+        lw.stack.extend(reversed(v.elems))
+        return
+    if isinstance(v, Const) and isinstance(v.value, tuple) and len(v.value) == n:
+        lw.stack.extend(Const(x) for x in reversed(v.value))
+        return
+    u = lw.emit("unpack", v, Const(n))
+    items = [lw.emit("getitem", u, Const(k)) for k in range(n)]
+    lw.stack.extend(reversed(items))

@@ -1,0 +1,230 @@
+"""Handlers for globals, attributes, calls and nested function creation.
+
+Globals, builtins and module attributes are resolved when lowering (`math.sin`,
+`np.dot`, `math.pi` become constants).  A call of a constant user function (or of
+a closure made here) gets its keywords and defaults bound to positional operands;
+other calls keep their keywords.  `range`, `enumerate` and `zip` calls stay lazy
+so that a following GET_ITER can lower the loop to an integer counter.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import sys
+import types
+
+from ssair.ir import Const
+
+from .frame import handles
+from .values import NULL, FuncBuild, Lazy, LazyCall, LazyTuple
+
+PY = sys.version_info[:2]
+LOOPABLE = (range, enumerate, zip, reversed)
+
+
+def resolve_global(lw, name: str):
+    g = lw.func.__globals__
+    if name in g:
+        return g[name]
+    b = getattr(lw.func, "__builtins__", None) or g.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else vars(b)
+    if name in b:
+        return b[name]
+    raise NameError(f"name {name!r} is not defined (global read in {lw.qualname} "
+                    f"at {lw.code.co_filename}:{lw.line})")
+
+
+def push_callable(lw, value, with_null: bool) -> None:
+    """Push a callable with CPython's NULL slot: before it up to 3.12, after in 3.13."""
+    if with_null and PY < (3, 13):
+        lw.push(NULL)
+    lw.push(value)
+    if with_null and PY >= (3, 13):
+        lw.push(NULL)
+
+
+@handles("LOAD_GLOBAL")
+def op_load_global(lw, ins):
+    with_null, name = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
+    push_callable(lw, Const(resolve_global(lw, name)), with_null)
+
+
+def attribute(lw, obj, name: str):
+    obj = lw.operand(obj)
+    if isinstance(obj, Const) and isinstance(obj.value, types.ModuleType):
+        try:
+            return Const(getattr(obj.value, name))
+        except AttributeError:
+            raise AttributeError(f"module {obj.value.__name__!r} has no attribute {name!r} "
+                                 f"(in {lw.qualname} at {lw.code.co_filename}:{lw.line})")
+    return lw.emit("getattr", obj, Const(name))
+
+
+@handles("LOAD_ATTR")
+def op_load_attr(lw, ins):
+    method, name = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
+    push_callable(lw, attribute(lw, lw.pop(), name), method)
+
+
+@handles("LOAD_METHOD")
+def op_load_method(lw, ins):
+    push_callable(lw, attribute(lw, lw.pop(), ins.arg), True)
+
+
+@handles("PUSH_NULL")
+def op_push_null(lw, ins):
+    lw.push(NULL)
+
+
+@handles("KW_NAMES")
+def op_kw_names(lw, ins):
+    lw.kwnames = tuple(ins.arg)
+
+
+@handles("CALL_FUNCTION")
+def op_call_function(lw, ins):
+    args = lw.popn(ins.arg)
+    call(lw, lw.pop(), args, ())
+
+
+@handles("CALL_FUNCTION_KW")
+def op_call_function_kw(lw, ins):
+    names = lw.pop().value
+    args = lw.popn(ins.arg)
+    call(lw, lw.pop(), args, names)
+
+
+@handles("CALL_METHOD", "CALL")
+def op_call(lw, ins):
+    names, lw.kwnames = lw.kwnames or (), None
+    call_with_null(lw, ins.arg, names)
+
+
+@handles("CALL_KW")
+def op_call_kw(lw, ins):
+    names = lw.pop().value
+    call_with_null(lw, ins.arg, names)
+
+
+def call_with_null(lw, argc: int, names: tuple) -> None:
+    """CALL's stack: [NULL|method, callable|self, args] up to 3.12,
+    [callable, self|NULL, args] from 3.13."""
+    args = lw.popn(argc)
+    b, a = lw.pop(), lw.pop()
+    if PY >= (3, 13):
+        callee, self_ = a, b
+    else:
+        callee, self_ = (b, NULL) if a is NULL else (a, b)
+    call(lw, callee, args if self_ is NULL else [self_] + args, names)
+
+
+def call(lw, callee, args: list, names: tuple) -> None:
+    kwargs = {}
+    if names:
+        kwargs = dict(zip(names, args[len(args) - len(names):]))
+        args = args[:len(args) - len(names)]
+    value = callee.value if isinstance(callee, Const) else None
+    if any(value is f for f in LOOPABLE) and not kwargs:
+        lw.push(LazyCall(callee=value, args=args))
+        return
+    callee = lw.operand(callee)
+    fn = value if isinstance(value, types.FunctionType) else lw.known_funcs.get(callee)
+    bound = bind(fn, args, kwargs) if fn is not None else None
+    if bound is not None:
+        args, kwargs = bound
+    v = lw.emit("call", callee, *args, kwargs=kwargs)
+    if value is len:
+        lw.ints.add(v)
+    elif value is isinstance:
+        lw.bools.add(v)
+    lw.push(v)
+
+
+def bind(fn, args: list, kwargs: dict):
+    """Operands for a call of user function `fn` with defaults bound: positional
+    parameters become positional operands, keyword-only ones stay keywords (with
+    their defaults filled in).  None when the call does not bind; it then stays as
+    written and fails at run time as CPython would."""
+    if not _is_user_function(fn):
+        return None
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
+    if len(args) > code.co_argcount:
+        return None
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    first_default = code.co_argcount - len(defaults)
+    out, rest, kw = list(args), dict(kwargs), {}
+    for k in range(len(args), len(names)):
+        name = names[k]
+        dest = out if k < code.co_argcount else kw
+        value = rest.pop(name) if name in rest and k >= code.co_posonlyargcount else None
+        if value is None and first_default <= k < code.co_argcount:
+            value = Const(defaults[k - first_default])
+        if value is None and name in kwdefaults:
+            value = Const(kwdefaults[name])
+        if value is None:
+            return None
+        if dest is out:
+            out.append(value)
+        else:
+            kw[name] = value
+    return None if rest else (out, kw)
+
+
+def _is_user_function(fn) -> bool:
+    try:
+        from ssair.interpreter import is_user_function
+    except ImportError:
+        return type(fn) is types.FunctionType
+    return is_user_function(fn)
+
+
+@handles("MAKE_FUNCTION")
+def op_make_function(lw, ins):
+    if PY >= (3, 13):
+        code = lw.pop().value
+        lw.push(FuncBuild(code=code, qualname=code.co_qualname))
+        return
+    qualname = lw.pop().value if PY == (3, 10) else None
+    code = lw.pop().value
+    fb = FuncBuild(code=code, qualname=qualname or code.co_qualname)
+    for flag in (8, 4, 2, 1):
+        if ins.arg & flag:
+            set_attribute(lw, fb, flag, lw.pop())
+    lw.push(fb)
+
+
+@handles("SET_FUNCTION_ATTRIBUTE")
+def op_set_function_attribute(lw, ins):
+    fb, value = lw.pop(), lw.pop()
+    set_attribute(lw, fb, int(ins.arg), value)
+    lw.push(fb)
+
+
+def set_attribute(lw, fb: FuncBuild, flag: int, value) -> None:
+    if flag == 8:
+        fb.closure = [lw.operand(v) for v in _elements(lw, value)]
+    elif flag == 1:
+        fb.defaults = _constant_tuple(lw, value)
+    elif flag == 2:
+        lw.refuse("keyword-only defaults of a nested function")
+    elif flag != 4:
+        lw.refuse(f"function attribute {flag}")
+
+
+def _elements(lw, value) -> list:
+    if isinstance(value, LazyTuple) and value.var is None:
+        return value.elems
+    if isinstance(value, Const) and isinstance(value.value, tuple):
+        return [Const(x) for x in value.value]
+    lw.refuse("closure of unexpected shape")
+
+
+def _constant_tuple(lw, value) -> tuple:
+    elems = [lw.operand(e) if isinstance(e, Lazy) else e for e in _elements(lw, value)]
+    if not all(isinstance(e, Const) for e in elems):
+        lw.refuse("non-constant default argument")
+    return tuple(e.value for e in elems)

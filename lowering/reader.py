@@ -1,0 +1,207 @@
+"""Reading a code object: refuse whole-function constructs, split the abstract
+bytecode (from the `bytecode` package) into basic blocks, and compute the block
+graph facts the lowering needs (reachability, reverse postorder, edge counts,
+membership in cycles)."""
+from __future__ import annotations
+
+import inspect
+import linecache
+from dataclasses import dataclass, field
+from typing import Optional
+
+from bytecode import Bytecode, Instr, Label
+
+from .errors import UnsupportedError
+
+UNCOND_JUMPS = {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD",
+                "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"}
+FINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+FLAG_CONSTRUCTS = [
+    (inspect.CO_GENERATOR, "generator"), (inspect.CO_COROUTINE, "async"),
+    (inspect.CO_ASYNC_GENERATOR, "async"), (inspect.CO_ITERABLE_COROUTINE, "async"),
+    (inspect.CO_VARARGS, "*args/**kwargs parameters"),
+    (inspect.CO_VARKEYWORDS, "*args/**kwargs parameters"),
+]
+
+
+@dataclass(eq=False)
+class BBlock:
+    """A bytecode basic block: `instrs` end with at most one jump or return.
+
+    `succs` lists the successor block indices, fallthrough first then the jump
+    target (FOR_ITER: body first, exit second); `target` is the jump target.
+    """
+
+    index: int
+    instrs: list = field(default_factory=list)
+    succs: list = field(default_factory=list)
+    target: Optional[int] = None
+    fall: Optional[int] = None
+
+    @property
+    def first_line(self) -> Optional[int]:
+        return next((i.lineno for i in self.instrs if i.lineno is not None), None)
+
+
+class CodeReader:
+    """The blocks of one function's bytecode, with graph facts."""
+
+    def __init__(self, func, qualname: str):
+        self.func = func
+        self.code = func.__code__
+        self.qualname = qualname
+        self.check_flags()
+        self.blocks = self.split(Bytecode.from_code(self.code))
+        self.link()
+        self.rpo = self.reverse_postorder()
+        self.reachable = set(self.rpo)
+        self.in_edges = self.count_in_edges()
+        self.cyclic = self.cyclic_blocks()
+        self.assigned = self.definitely_assigned()
+
+    def refuse(self, construct: str, line: Optional[int]) -> None:
+        raise UnsupportedError(construct, self.qualname, self.code.co_filename,
+                               line if line is not None else self.code.co_firstlineno)
+
+    def check_flags(self) -> None:
+        for flag, construct in FLAG_CONSTRUCTS:
+            if self.code.co_flags & flag:
+                self.refuse(construct, def_line(self.code))
+
+    def split(self, bc) -> list:
+        blocks = [BBlock(0)]
+        self.label_block = {}
+        instrs = [i for i in bc if isinstance(i, (Instr, Label)) or _is_try(i)]
+        self.check_try(instrs)
+        for ins in instrs:
+            cur = blocks[-1]
+            if isinstance(ins, Label):
+                if cur.instrs:
+                    cur = BBlock(len(blocks))
+                    blocks.append(cur)
+                self.label_block[ins] = cur.index
+                continue
+            cur.instrs.append(ins)
+            if ins.has_jump() or ins.name in FINAL:
+                blocks.append(BBlock(len(blocks)))
+        if not blocks[-1].instrs and blocks[-1].index not in self.label_block.values():
+            blocks.pop()
+        return blocks
+
+    def check_try(self, instrs: list) -> None:
+        names = {i.name for i in instrs if isinstance(i, Instr)}
+        if "LOAD_FAST_AND_CLEAR" in names:
+            self.refuse("comprehension", _line_of(instrs, "LOAD_FAST_AND_CLEAR"))
+        for k, ins in enumerate(instrs):
+            if _is_try(ins):
+                construct = "with" if names & {"BEFORE_WITH", "BEFORE_ASYNC_WITH"} else "try/except"
+                self.refuse(construct, _next_line(instrs, k))
+
+    def link(self) -> None:
+        for b in self.blocks:
+            last = b.instrs[-1] if b.instrs else None
+            nxt = b.index + 1 if b.index + 1 < len(self.blocks) else None
+            if last is not None and last.has_jump():
+                b.target = self.label_block[last.arg]
+            if last is None or not (last.name in FINAL or last.name in UNCOND_JUMPS):
+                b.fall = nxt
+            b.succs = [s for s in (b.fall, b.target) if s is not None]
+
+    def reverse_postorder(self) -> list:
+        seen, order = set(), []
+        stack = [(0, iter(self.blocks[0].succs))]
+        seen.add(0)
+        while stack:
+            node, it = stack[-1]
+            nxt = next((s for s in it if s not in seen), None)
+            if nxt is None:
+                order.append(node)
+                stack.pop()
+                continue
+            seen.add(nxt)
+            stack.append((nxt, iter(self.blocks[nxt].succs)))
+        return order[::-1]
+
+    def count_in_edges(self) -> dict:
+        counts = {i: 0 for i in self.rpo}
+        for i in self.rpo:
+            for s in self.blocks[i].succs:
+                counts[s] += 1
+        return counts
+
+    def definitely_assigned(self) -> dict:
+        """Block index -> locals assigned on every path to the block's entry."""
+        code = self.code
+        params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        universe = params | set(code.co_varnames) | set(code.co_cellvars)
+        preds = {i: [] for i in self.rpo}
+        for i in self.rpo:
+            for s in self.blocks[i].succs:
+                preds[s].append(i)
+        entry = params | set(code.co_freevars)
+        into = {i: (entry if i == 0 else universe) for i in self.rpo}
+        changed = True
+        while changed:
+            changed = False
+            for i in self.rpo:
+                new = set(entry) if i == 0 else set(universe)
+                for p in preds[i]:
+                    new &= into[p] | stored_names(self.blocks[p])
+                if i == 0:
+                    new = entry
+                if new != into[i]:
+                    into[i], changed = new, True
+        return into
+
+    def cyclic_blocks(self) -> set:
+        """Blocks that lie on a cycle (can reach themselves)."""
+        out = set()
+        for start in self.rpo:
+            seen, todo = set(), list(self.blocks[start].succs)
+            while todo:
+                n = todo.pop()
+                if n == start:
+                    out.add(start)
+                    break
+                if n not in seen:
+                    seen.add(n)
+                    todo.extend(self.blocks[n].succs)
+        return out
+
+
+STORES = {"STORE_FAST", "STORE_DEREF", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST"}
+
+
+def stored_names(block: BBlock) -> set:
+    out = set()
+    for ins in block.instrs:
+        if ins.name not in STORES:
+            continue
+        arg = ins.arg[:1] if ins.name == "STORE_FAST_LOAD_FAST" else ins.arg
+        for a in (arg if isinstance(arg, tuple) else (arg,)):
+            out.add(a if isinstance(a, str) else a.name)
+    return out
+
+
+def def_line(code) -> int:
+    """The line of the `def` (co_firstlineno points at the first decorator)."""
+    line = code.co_firstlineno
+    for k in range(line, line + 50):
+        text = linecache.getline(code.co_filename, k).lstrip()
+        if text.startswith(("def ", "async def ", "lambda")) or "lambda" in text:
+            return k
+        if not text:
+            break
+    return line
+
+
+def _is_try(ins) -> bool:
+    return type(ins).__name__ in ("TryBegin", "TryEnd")
+
+
+def _line_of(instrs: list, name: str) -> Optional[int]:
+    return next((i.lineno for i in instrs if isinstance(i, Instr) and i.name == name), None)
+
+
+def _next_line(instrs: list, k: int) -> Optional[int]:
+    return next((i.lineno for i in instrs[k:] if isinstance(i, Instr) and i.lineno), None)

@@ -1,0 +1,43 @@
+"""Small run-time helpers that lowered code calls (the interpreter calls them as
+ordinary Python functions; the JIT may implement them natively)."""
+from __future__ import annotations
+
+import operator
+
+
+class _Unbound:
+    """The value of a local variable read before any assignment reaches it."""
+
+    __zygopy_symbol__ = "lowering.runtime.UNBOUND"
+
+    def __repr__(self) -> str:
+        return "UNBOUND"
+
+
+UNBOUND = _Unbound()
+
+
+def range_step(step):
+    """`range`'s check of a dynamic step: an integer (via __index__), never zero."""
+    step = operator.index(step)
+    if step == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    return step
+
+
+def unbound_local(name: str):
+    """Raise what CPython raises when a local is read before assignment."""
+    raise UnboundLocalError(
+        f"cannot access local variable {name!r} where it is not associated with a value")
+
+
+def check_bound(value, name: str):
+    """`value`, unless it is UNBOUND (a path on which local `name` was never assigned)."""
+    if value is UNBOUND:
+        unbound_local(name)
+    return value
+
+
+check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
+range_step.__zygopy_symbol__ = "lowering.runtime.range_step"
+unbound_local.__zygopy_symbol__ = "lowering.runtime.unbound_local"

@@ -1,0 +1,85 @@
+"""Values that live on the simulated operand stack besides SSA operands.
+
+Lazy values (`LazyTuple`, `LazyList`, `LazyCall`, `FuncBuild`) stand for an
+expression whose statement is emitted only when it is used as an ordinary operand
+(`Lowerer.operand` materialises them once).  Until then a consumer may look inside:
+`a[i, j]` indexes with the tuple's elements, `range(...)` followed by GET_ITER
+becomes a counter loop, a closure tuple gives the captured values.
+
+Markers (`NULL`, `EXHAUSTED`, `ForState`) are never operands: they are carried
+from block to block in the stack shape rather than through SSA.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+class _Marker:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NULL = _Marker("NULL")            # CPython's NULL slot next to a callable (3.11+)
+EXHAUSTED = _Marker("EXHAUSTED")  # 3.12+: the slot FOR_ITER's exit leaves for END_FOR
+
+
+@dataclass(eq=False)
+class Lazy:
+    """Base of lazy values; `var` caches the materialised operand."""
+
+    var: Any = field(default=None, init=False)
+
+
+@dataclass(eq=False)
+class LazyTuple(Lazy):
+    """`(a, b, ...)` built in place (BUILD_TUPLE)."""
+
+    elems: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class LazyList(Lazy):
+    """`[a, b, ...]` built in place (BUILD_LIST, LIST_EXTEND of a constant)."""
+
+    elems: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class LazyCall(Lazy):
+    """A call of `range`, `enumerate` or `zip` that may turn into a counter loop."""
+
+    callee: Any = None
+    args: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class FuncBuild(Lazy):
+    """A nested function being made (MAKE_FUNCTION, SET_FUNCTION_ATTRIBUTE)."""
+
+    code: Any = None
+    qualname: str = ""
+    defaults: Optional[tuple] = None
+    kwdefaults: Optional[dict] = None
+    closure: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class ForState:
+    """The iterator of a lowered `for` loop: an integer counter `key` (an SSA
+    variable) running from its start by `step` while it is below `stop` (above it
+    when `sign` is -1; `sign` None means the step's sign is only known at run time,
+    `positive` holds that test).  `seqs` are indexed by the counter (sequence,
+    enumerate and zip loops); `offset` is enumerate's start."""
+
+    kind: str
+    key: Any
+    stop: Any
+    step: Any = 1
+    sign: Optional[int] = 1
+    positive: Any = None
+    seqs: list = field(default_factory=list)
+    offset: Any = None

@@ -1,0 +1,47 @@
+"""Shared pytest setup: every optimisation pass is verified after it runs.
+
+`ssair.passes.optimize` runs each pass through `ssair.passes.run_pass`; the autouse
+fixture below wraps it so that, during every test, the IR a pass returns is checked
+with `ssair.verify` and the pass's input is checked to be unchanged.  A failure
+names the pass and the function.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def _checked_run_pass(original):
+    import ssair
+
+    def run_pass(name, fn, ir):
+        before = ssair.format_ir(ir)
+        out = original(name, fn, ir)
+        if ssair.format_ir(ir) != before:
+            raise AssertionError(f"pass {name} modified its input IR ({ir.name})")
+        try:
+            ssair.verify(out)
+        except ssair.VerifyError as e:
+            raise AssertionError(f"IR of {ir.name} fails to verify after pass {name}:\n"
+                                 f"{e}\n--- before {name}:\n{before}\n--- after:\n{out}"
+                                 ) from None
+        return out
+    return run_pass
+
+
+@pytest.fixture(autouse=True)
+def verify_after_each_pass(monkeypatch):
+    """Wrap `ssair.passes.run_pass` (when the passes package exists)."""
+    try:
+        import ssair.passes as passes
+    except ImportError:
+        yield
+        return
+    original = getattr(passes, "run_pass", None)
+    if original is not None:
+        monkeypatch.setattr(passes, "run_pass", _checked_run_pass(original))
+    yield

@@ -1,0 +1,159 @@
+"""Functions the lowering must refuse; `# HERE` marks the line the error names
+(the try statement may be reported at its first body line)."""
+import math
+
+REFUSED = []
+G = 0
+
+
+def refused(construct):
+    def deco(f):
+        REFUSED.append((f, construct))
+        return f
+    return deco
+
+
+@refused("try/except")
+def f_try(x):
+    try:  # HERE
+        return 1 / x
+    except ZeroDivisionError:
+        return 0
+
+
+@refused("try/except")
+def f_finally(x):
+    try:  # HERE
+        x += 1
+    finally:
+        x -= 1
+    return x
+
+
+@refused("with")
+def f_with(x):
+    with open(x) as fh:  # HERE
+        return fh.read()
+
+
+@refused("generator")
+def f_gen(n):  # HERE
+    for i in range(n):
+        yield i
+
+
+@refused("async")
+async def f_async(x):  # HERE
+    return x
+
+
+@refused("global write")
+def f_global(x):
+    global G
+    G = x  # HERE
+    return x
+
+
+def f_nonlocal(x):
+    y = x
+
+    def inner():
+        nonlocal y
+        y = 2  # HERE
+    return inner
+
+
+refused("nonlocal write")(f_nonlocal(1))
+
+
+@refused("del")
+def f_del(x):
+    y = x
+    del y  # HERE
+    return x
+
+
+@refused("import")
+def f_import(x):
+    import os  # HERE
+    return os.sep + x
+
+
+@refused("comprehension")
+def f_listcomp(n):
+    return [i * i for i in range(n)]  # HERE
+
+
+@refused("comprehension")
+def f_genexpr(n):
+    return sum(i for i in range(n))  # HERE
+
+
+@refused("*args/**kwargs parameters")
+def f_varargs(*args):  # HERE
+    return args
+
+
+@refused("*args/**kwargs parameters")
+def f_kwargs(x, **kw):  # HERE
+    return x
+
+
+@refused("starred call")
+def f_star_call(t):
+    return math.hypot(*t)  # HERE
+
+
+@refused("raise")
+def f_raise(x):
+    if x:
+        raise ValueError("x")  # HERE
+    return x
+
+
+@refused("assert")
+def f_assert(x):
+    assert x > 0  # HERE
+    return x
+
+
+@refused("f-string")
+def f_fstring(x):
+    return f"{x}!"  # HERE
+
+
+@refused("match")
+def f_match(x):
+    match x:
+        case (a, b):  # HERE
+            return a + b
+        case _:
+            return 0
+
+
+@refused("class definition")
+def f_class(x):
+    class C:  # HERE
+        pass
+    return C
+
+
+@refused("closure over reassigned variable")
+def f_closure_loop(n):
+    acc = 0
+    for i in range(n):  # HERE
+        acc += (lambda: i)()
+    return acc
+
+
+@refused("closure over reassigned variable")
+def f_closure_twice(x):
+    y = x  # HERE
+    y = y + 1
+    return lambda: y
+
+
+@refused("attribute assignment")
+def f_store_attr(o):
+    o.x = 1  # HERE
+    return o
