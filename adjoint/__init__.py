@@ -11,8 +11,8 @@ cotangent primitives; `api` the user functions.
 """
 from . import tape  # noqa: F401
 from .rules import Pullback as RulePullback, rule  # noqa: F401
-from .transform import transform, clear_cache  # noqa: F401
+from .transform import clear_cache  # noqa: F401
 from .api import code_adjoint, gradient, hessian, jacobian, pullback  # noqa: F401
+from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 
-__all__ = ["pullback", "gradient", "jacobian", "hessian", "code_adjoint", "rule",
-           "transform"]
+__all__ = ["pullback", "gradient", "jacobian", "hessian", "code_adjoint", "rule"]

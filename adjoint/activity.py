@@ -83,7 +83,10 @@ def stmt_kills_variation(s) -> bool:
 
 
 def is_user_call(s) -> bool:
-    """A `call` whose callee is not known to have a rule (so it is transformed)."""
+    """A `call` whose callee is not known to have a rule (so it is transformed), or
+    a `jcall`/`jback` of a transformed IR that is differentiated again."""
+    if s.op in ("jcall", "jback"):
+        return True
     if s.op != "call":
         return False
     f = s.args[0]
@@ -146,6 +149,9 @@ def _varied(ir: IR, varied: set) -> None:
 def _varied_step(d, varied: set, containers: set, new: set, mutated: set) -> None:
     """Add to `new` what `d` makes varied; arrays written with varied values (and
     containers passed to user calls) go to `mutated`, which spreads to aliases."""
+    if not isinstance(d, Phi) and d.op == "pop":
+        new.add(d.var)      # tape values of a transformed IR (nested AD)
+        return
     ops = _vars(d.operands())
     if not any(v in varied for v in ops):
         return
@@ -189,6 +195,8 @@ def _useful_step(d, varied: set, useful: set) -> set:
         return set(ops) if d.var in useful and d.var in varied else set()
     if d.op == "setitem":
         return set(ops) if _is_var_in(d.args[0], useful) else set()
+    if d.op == "push":
+        return set(ops)
     if is_user_call(d) and any(v in varied for v in ops):
         if d.var in useful or any(v in useful for v in ops):
             return set(ops) | {d.var}

@@ -97,7 +97,7 @@ def _prepare(f: Callable, args: tuple) -> tuple:
     from ssair.interpreter import Closure
     if isinstance(f, Closure):
         from ssair.interpreter import _closure_target
-        ir, _ = _closure_target(f.func)
+        ir, _ = _closure_target(f)
         return ir, tuple(f.values)
     ir = lower_function(f)
     return ir, cells(f)

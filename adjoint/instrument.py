@@ -99,6 +99,8 @@ def where(ir: IR, line: Optional[int]) -> str:
 def _is_active_stmt(s: Stmt, act: Activity) -> bool:
     if s.op == "setitem":
         return act.is_active(s.args[0])
+    if s.op in ("jcall", "jback"):
+        return any(v in act.varied for v in s.operands() if isinstance(v, Var))
     if is_user_call(s) and any(v in act.varied for v in s.operands() if isinstance(v, Var)):
         return s.var in act.useful or any(v in act.useful for v in s.operands()
                                           if isinstance(v, Var))
@@ -106,8 +108,16 @@ def _is_active_stmt(s: Stmt, act: Activity) -> bool:
 
 
 def _instrument_stmt(ir, bid, s, act, tape, mutated, recs) -> list:
+    if s.op in ("push", "pop"):     # tape ops of a transformed IR (nested AD)
+        rec = Record(s.var, s.op, bid, list(s.args), rule=lookup_op(s.op), line=s.line)
+        rec.alpha = {s.args[0]: s.args[0]} if isinstance(s.args[0], Var) else {}
+        recs.append(rec)
+        return [s]
     if not _is_active_stmt(s, act):
         return [s]
+    if s.op in ("jcall", "jback"):  # calls in a transformed IR (nested AD)
+        from .nested import as_call
+        s = as_call(s)
     if s.op == "call":
         return _instrument_call(ir, bid, s, act, tape, mutated, recs)
     rule = lookup_op(s.op)
@@ -148,6 +158,8 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
         rule = lookup_callee(f.value)
         if rule is not None and rule.pullback is not None:
             return _rule_record(ir, bid, s, rule, list(s.args[1:]), s.kwargs, mutated, recs)
+        if rule is not None:
+            return [s]   # non-differentiable: no cotangent reaches its operands
         if rule is None and not _transformable(f.value):
             raise missing_rule_error(f"callee {_name(f.value)}", where(ir, s.line))
     return _jcall(ir, bid, s, tape, recs)
@@ -155,7 +167,11 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
 
 def _transformable(f: Any) -> bool:
     from ssair.interpreter import Closure, is_user_function
-    return isinstance(f, (IR, Closure)) or is_user_function(f) or isinstance(f, types.MethodType)
+    from .rules import Pullback
+    from .transform import _special, own_rule_code
+    return (isinstance(f, (IR, Closure, Pullback)) or is_user_function(f)
+            or own_rule_code(f) or _special(f) is not None
+            or isinstance(f, types.MethodType))
 
 
 def _name(f: Any) -> str:

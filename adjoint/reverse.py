@@ -50,6 +50,9 @@ class _Ctx:
         self.env_vals: dict = {}
         self.local: dict = {}
         self.cyclic = fwd.meta["cyclic"]
+        self.accums: dict = {}     # accum result -> the primal value it is for
+        self.indexed = {r.operands[0] for recs in fwd.meta["records"].values()
+                        for r in recs if r.kind in ("getitem", "setitem")}
 
     def emit(self, block, op: str, *args, line=None, kwargs=None) -> Var:
         return self.adj.push(block, op, *args, line=line, kwargs=kwargs)
@@ -58,10 +61,11 @@ class _Ctx:
         """The adjoint-side operand holding forward value `v` for block `bid`."""
         if not isinstance(v, Var):
             return v
-        table = self.local if bid in self.cyclic else self.env_vals
-        if v not in table:
+        if v in self.local:
+            return self.local[v]
+        if v not in self.env_vals:
             raise RuntimeError(f"adjoint: value {v} is not recorded for block #{bid}")
-        return table[v]
+        return self.env_vals[v]
 
     def read(self, v: Var, block) -> Any:
         return self.ssa.read(v, block.id)
@@ -71,7 +75,9 @@ class _Ctx:
         if not self.act.is_active(v) or g is None:
             return
         cur = self.read(v, block)
-        self.ssa.write(v, block.id, self.emit(block, "accum", cur, g, line=line))
+        new = self.emit(block, "accum", cur, g, line=line)
+        self.accums[new] = v
+        self.ssa.write(v, block.id, new)
 
 
 def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
@@ -89,7 +95,24 @@ def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
     for b in reversed(fwd.blocks):
         _adjoint_block(ctx, b, ids, preds[b.id])
     ctx.ssa.finish()
+    _drop_copies(ctx)
     return ctx.adj
+
+
+def _drop_copies(ctx: _Ctx) -> None:
+    """`accum(None, g)` is `g` itself unless its value is updated in place later
+    (the adjoint of an indexed array must own its storage): drop those copies."""
+    repl = {}
+    for blk in ctx.adj.blocks:
+        keep = []
+        for s in blk.stmts:
+            target = ctx.accums.get(s.var)
+            if target is not None and target not in ctx.indexed and s.args[0] == NONE:
+                repl[s.var] = s.args[1]
+                continue
+            keep.append(s)
+        blk.stmts = keep
+    ctx.adj.replace_uses(repl)
 
 
 def _adjoint_block(ctx: _Ctx, b, ids: dict, preds: list) -> None:
@@ -121,17 +144,25 @@ def _new_block(ctx: _Ctx, bid: int):
 def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
     """Branch on the recorded edge: eq-chain over the predecessors of b."""
     d = ctx.alpha(ctx.fwd.meta["dummy_phis"][b.id], b.id)
-    edges = []
+    routed = any(ctx.act.is_active(p.var) for p in b.phis)
+    edges, targets = [], []
     for p in preds:
+        if not routed:
+            targets.append(ids[p])
+            continue
         e = _new_block(ctx, _next_id(ctx, ids))
         _route_phis(ctx, b, p, e)
         e.term = Goto(ids[p])
         edges.append(e)
+        targets.append(e.id)
     test = a
     for k, p in enumerate(preds[:-1]):
         c = ctx.emit(test, "eq", d, Const(p))
-        nxt = edges[-1] if k == len(preds) - 2 else _new_block(ctx, _next_id(ctx, ids))
-        test.term = Branch(c, edges[k].id, nxt.id)
+        if k == len(preds) - 2:
+            test.term = Branch(c, targets[k], targets[-1])
+            break
+        nxt = _new_block(ctx, _next_id(ctx, ids))
+        test.term = Branch(c, targets[k], nxt.id)
         test = nxt
     _order_blocks(ctx, a, edges)
 
@@ -225,7 +256,17 @@ def _emit_setitem(ctx, rec, blk, dy) -> None:
     ctx.ssa.write(a, blk.id, ctx.emit(blk, "zero_index", s, *idx, line=rec.line))
 
 
+def _emit_push(ctx, rec, blk, dy) -> None:
+    g = ctx.emit(blk, "spop", ctx.alpha(rec.operands[0], rec.block), line=rec.line)
+    ctx.add(rec.operands[1], g, blk, rec.line)
+
+
+def _emit_pop(ctx, rec, blk, dy) -> None:
+    ctx.emit(blk, "spush", ctx.alpha(rec.operands[0], rec.block), dy, line=rec.line)
+
+
 _EMITTERS = {
+    "push": _emit_push, "pop": _emit_pop,
     "rule": _emit_rule, "jcall": _emit_jcall, "tuple": _emit_tuple, "list": _emit_tuple,
     "make_closure": _emit_closure, "copy": _emit_identity, "pos": _emit_identity,
     "getitem": _emit_getitem, "setitem": _emit_setitem,

@@ -27,6 +27,8 @@ def _floor(x):
 # -- operators -------------------------------------------------------------------------
 @pullback_rule("add")
 def d_add(dy, x, y):
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return tuple(dy[:len(x)]), tuple(dy[len(x):])
     return unbcast(dy, x), unbcast(dy, y)
 
 
@@ -254,6 +256,16 @@ nondiff(math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtin
         math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd)
 
 
+@pullback_rule(math.copysign)
+def d_copysign(dy, x, y):
+    return (dy if (x >= 0) == (math.copysign(1.0, y) > 0) else -dy), 0.0
+
+
+@pullback_rule(math.fmod)
+def d_fmod(dy, x, y):
+    return dy, -dy * math.trunc(x / y)
+
+
 @pullback_rule(math.degrees)
 def d_degrees(dy, x):
     return dy * (180.0 / math.pi)
@@ -279,3 +291,17 @@ def d_getattr(dy, x, name):
     if name == "T":
         return np.transpose(dy), None
     return dy, None
+
+
+@pullback_rule(math.fsum)
+def d_fsum(dy, xs):
+    if isinstance(xs, np.ndarray):
+        return (np.full(xs.shape, dy, dtype=float),)
+    return (tuple(dy for _ in xs),)
+
+
+@pullback_rule((builtins.tuple, builtins.list))
+def d_tuple(dy, xs=()):
+    if isinstance(xs, np.ndarray):
+        return (np.array([0.0 if g is None else g for g in dy]),)
+    return (tuple(dy) if isinstance(xs, tuple) else list(dy),)

@@ -292,3 +292,55 @@ nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
         np.full, np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
         np.round, np.sign, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,
         np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal)
+
+
+def _extreme(dy, y, x, axis=None, keepdims=False):
+    x = np.asarray(x)
+    yk = y if keepdims or axis is None else np.expand_dims(y, axis)
+    mask = (x == yk)
+    count = mask.sum(axis=axis, keepdims=True) if axis is not None else mask.sum()
+    return _expand(dy, x, axis, keepdims) * mask / count
+
+
+@pullback_rule((np.max, np.amax, np.min, np.amin), uses_result=True)
+def d_np_max(dy, y, x, axis=None, keepdims=False):
+    return _extreme(dy, y, x, axis, keepdims)
+
+
+@pullback_rule(np.cumsum)
+def d_np_cumsum(dy, x, axis=None):
+    if axis is None:
+        g = np.cumsum(np.asarray(dy).ravel()[::-1])[::-1]
+        return g.reshape(np.shape(x))
+    return np.flip(np.cumsum(np.flip(dy, axis), axis), axis)
+
+
+@pullback_rule(np.linalg.norm, uses_result=True)
+def d_np_norm(dy, y, x, ord=None, axis=None):
+    if ord not in (None, 2, "fro") or axis is not None:
+        raise TypeError("adjoint: np.linalg.norm is differentiable only as the 2-norm")
+    return dy * _f(x) / y if y != 0 else np.zeros(np.shape(x))
+
+
+@pullback_rule((np.float64, np.float32))
+def d_np_float64(dy, x=0.0):
+    return dy
+
+
+def _method_max(dy, y, a, axis=None, keepdims=False):
+    return (_extreme(dy, y, a, axis, keepdims),)
+
+
+def _method_mean(dy, a, axis=None, keepdims=False):
+    return (d_np_mean.fn(dy, a, axis, keepdims),)
+
+
+def _method_astype(dy, a, dtype, *rest, **kw):
+    return (dy if np.dtype(dtype).kind in "fc" else None), None
+
+
+defmethod(np.ndarray, "max", _method_max, uses_result=True)
+defmethod(np.ndarray, "min", _method_max, uses_result=True)
+defmethod(np.ndarray, "mean", _method_mean)
+defmethod(np.ndarray, "astype", _method_astype)
+nondiff(np.ndarray.argmin, np.ndarray.argmax)

@@ -4,9 +4,12 @@ forward IR.
 Requires: `instrument` (records per block, `meta["tape"]`, `meta["dummy_phis"]`).
 Guarantees:
   * for a block in a CFG cycle (`ssair.cfg.blocks_in_cycles`: it may run more than
-    once per call) its dummy phi and then its records' alphas are pushed at the end
-    of the block, `push(%tape, %v)`, in a fixed order (`meta["pushes"][block]`); the
-    adjoint block pops them in reverse;
+    once per call) its dummy phi and then those of its records' alphas that are
+    defined in the same strongly connected component are pushed at the end of the
+    block, `push(%tape, %v)`, in a fixed order (`meta["pushes"][block]`); the adjoint
+    block pops them in reverse.  An alpha defined outside the block's component
+    (a loop invariant) has one value per call, so it is an env slot instead: its
+    definition cannot run again after the block (it would share the component);
   * every other recorded value is an *env slot*: the exit returns
     `tuple(%y, tuple(slot values...))` (`meta["env"]`, the slot order).  A slot whose
     definition does not dominate the exit is carried there through phis built with
@@ -24,6 +27,8 @@ from ssair.ssabuild import SSABuilder
 
 def emit_stacks(ir: IR) -> IR:
     cyclic = cfg.blocks_in_cycles(ir)
+    scc = {b: k for k, comp in enumerate(cfg.strongly_connected_components(ir)) for b in comp}
+    where = _def_blocks(ir)
     dummies = ir.meta["dummy_phis"]
     records = ir.meta["records"]
     pushes, env = {}, []
@@ -33,11 +38,11 @@ def emit_stacks(ir: IR) -> IR:
             values += rec.recorded()
         values = list(dict.fromkeys(values))
         if b.id in cyclic:
-            pushes[b.id] = values
+            pushes[b.id] = [v for v in values if scc[where[v]] == scc[b.id]]
             tape = ir.meta["tape"]
-            b.stmts += [Stmt(ir.new_var(), "push", [tape, v]) for v in values]
-        else:
-            env += [v for v in values if v not in env]
+            b.stmts += [Stmt(ir.new_var(), "push", [tape, v]) for v in pushes[b.id]]
+            values = [v for v in values if scc[where[v]] != scc[b.id]]
+        env += [v for v in values if v not in env]
     ir.meta.update(cyclic=cyclic, pushes=pushes, env=env)
     _return_env(ir, env)
     return ir

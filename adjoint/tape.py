@@ -41,16 +41,17 @@ from ssair.primitives import register
 class Tape:
     """One shared LIFO tape per pullback: forwards of all nested calls push here."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "sens")
 
     def __init__(self) -> None:
         self.items: list = []
+        self.sens: list = []    # cotangents of popped values (nested AD, see adjoint.nested)
 
     def push(self, v: Any) -> None:
         self.items.append(v)
 
     def reader(self) -> "Reader":
-        return Reader(self.items)
+        return Reader(self.items, self)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -62,11 +63,12 @@ class Tape:
 class Reader:
     """A cursor that walks a tape backwards without consuming it."""
 
-    __slots__ = ("items", "pos")
+    __slots__ = ("items", "pos", "tape")
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: list, tape: "Tape" = None) -> None:
         self.items = items
         self.pos = len(items)
+        self.tape = tape
 
     def pop(self) -> Any:
         self.pos -= 1
@@ -77,6 +79,18 @@ class Reader:
 
     def __repr__(self) -> str:
         return f"<Reader at {self.pos} of {len(self.items)}>"
+
+
+def new_tape() -> Tape:
+    return Tape()
+
+
+def reader_of(tape: Tape) -> Reader:
+    return tape.reader()
+
+
+new_tape.__zygopy_symbol__ = "adjoint.tape.new_tape"
+reader_of.__zygopy_symbol__ = "adjoint.tape.reader_of"
 
 
 def push(tape: Tape, v: Any) -> None:
@@ -97,6 +111,8 @@ def fresh(x: Any) -> Any:
         return x.copy()
     if isinstance(x, tuple):
         return tuple(fresh(v) for v in x)
+    if isinstance(x, list):
+        return [fresh(v) for v in x]
     return x
 
 
@@ -105,7 +121,7 @@ def accum(a: Any, b: Any) -> Any:
         return fresh(b)
     if b is None:
         return a
-    if isinstance(a, tuple) or isinstance(b, tuple):
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return _accum_tuples(a, b)
     return a + b
 
@@ -117,7 +133,8 @@ def _accum_tuples(a: Any, b: Any) -> Any:
         return b + np.asarray(_dense(a, b))
     if len(a) != len(b):
         raise ValueError(f"adjoint: cotangents of different lengths {len(a)} and {len(b)}")
-    return tuple(accum(x, y) for x, y in zip(a, b))
+    out = [accum(x, y) for x, y in zip(a, b)]
+    return out if isinstance(a, list) else tuple(out)
 
 
 def _dense(t: tuple, like: np.ndarray) -> list:
@@ -181,7 +198,7 @@ def accum_index(s: Any, dy: Any, x: Any, *idx: Any) -> Any:
                 base[p] = accum(base[p], g)
         else:
             base[k] = accum(base[k], dy)
-        return tuple(base)
+        return base if isinstance(x, list) else tuple(base)
     raise TypeError(f"adjoint: cannot index the cotangent of a {type(x).__name__}")
 
 

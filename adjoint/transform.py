@@ -7,7 +7,8 @@ Pass order (each output verified with `ssair.verify`):
   3. activity analysis  (`adjoint.activity.analyze`) on the result;
   4. `instrument`       pullback records and alphas, `jcall`s, snapshots, `%tape`;
   5. `emit_stacks`      pushes in cyclic blocks, env slots elsewhere, returns (y, env);
-  6. `reverse`          the adjoint IR.
+  6. `reverse`          the adjoint IR;
+  7. cleanup            `simplifycfg` and `dce` on the adjoint IR.
 `ZYGOPY_DUMP=adjoint` prints both results to stderr.
 
 Transforms are cached per (IR, which arguments are differentiable), and built
@@ -107,8 +108,20 @@ def _build(ir: IR, active: tuple) -> JFunction:
     fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value
     _check(emit_stacks(fwd), "emit_stacks")
     adj = _check(build_adjoint(fwd, act, [a.var for a in primal.args]), "reverse")
+    adj = _check(_cleanup(adj), "cleanup")
     _dump(fwd, adj)
     return JFunction(primal, fwd, adj, active, act)
+
+
+def _cleanup(adj: IR) -> IR:
+    """Bypass the empty edge blocks and drop unused cotangent parts (`simplifycfg`,
+    `dce` of `ssair.passes`; tape ops and calls are impure, so they stay)."""
+    try:
+        from ssair.passes.dce import dce
+        from ssair.passes.simplifycfg import simplifycfg
+    except ImportError:
+        return adj
+    return dce(simplifycfg(adj))
 
 
 def _dump(fwd: IR, adj: IR) -> None:
@@ -176,6 +189,18 @@ class OpaquePB:
         return (None,) * self.nops
 
 
+class NondiffPB:
+    """A call of a non-differentiable function: no cotangent flows back."""
+
+    __slots__ = ("nops",)
+
+    def __init__(self, nops):
+        self.nops = nops
+
+    def back(self, state, reader, dy) -> tuple:
+        return (None,) * self.nops
+
+
 class CallPB:
     """Pullback data of a transformed call: the callee's J, its env, and where each
     jcall operand went among the callee IR's arguments."""
@@ -186,9 +211,24 @@ class CallPB:
         self.jf, self.env, self.nfree, self.slots, self.closure = jf, env, nfree, slots, closure
 
     def back(self, state, reader, dy) -> tuple:
-        grads = interp._call_ir(state, self.jf.adjoint, (reader, self.env, dy))
+        return self.route(interp._call_ir(state, self.jf.adjoint, (reader, self.env, dy)))
+
+    def route(self, grads: tuple) -> tuple:
+        """The adjoint's per-argument cotangents -> one per jcall operand."""
         df = tuple(grads[:self.nfree]) if self.closure else None
         return (df,) + tuple(None if k is None else grads[k] for k in self.slots)
+
+    def unroute(self, d: Any, nargs: int) -> Any:
+        """The transpose of `route`: a cotangent of its result -> one of `grads`."""
+        if d is None:
+            return None
+        out = [None] * nargs
+        if self.closure and d[0] is not None:
+            out[:self.nfree] = list(d[0])
+        for k, g in zip(self.slots, d[1:]):
+            if k is not None and g is not None:
+                out[k] = g if out[k] is None else out[k] + g
+        return tuple(out)
 
 
 def _name(f: Any) -> str:
@@ -209,27 +249,57 @@ def _jback(state, stmt, values) -> tuple:
     return pb.back(state, reader, dy)
 
 
-def call_forward(state, f: Any, tape, pos: tuple, kw: dict) -> tuple:
+SPECIAL_CALLEES: dict = {}   # id(callee) -> (callee, handler): adjoint.gradient (nested)
+SPECIAL_TYPES: list = []     # (type, handler): first-order Pullbacks (nested)
+
+
+def _special(f: Any):
+    hit = SPECIAL_CALLEES.get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    for cls, handler in SPECIAL_TYPES:
+        if isinstance(f, cls):
+            return handler
+    return None
+
+
+def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False) -> tuple:
+    """Run callee `f`'s forward on `tape`: returns `(y, pullback data)`."""
     nops = 1 + len(pos) + len(kw)
+    special = None if plain else _special(f)
+    if special is not None:
+        return special(state, f, tape, pos, kw)
     rule = lookup_callee(f)
     if rule is not None:
         y = f(*pos, **kw)
         if rule.pullback is None:
-            return y, OpaquePB(f, nops)
+            return y, NondiffPB(nops)
         owner = getattr(f, "__self__", None)
         bound = owner is not None and lookup_callee(f) is not None and _is_method_rule(f)
         args = ((owner,) + pos) if bound else pos
         return y, RulePB(rule.pullback, args, kw, y, nops, bound)
-    target = _target(f)
+    target = (lower_function(f), f, cells(f), False) if plain else _target(f)
     if target is None:
         return f(*pos, **kw), OpaquePB(f, nops)
+    jf, args, slots, nfree, closure = resolve_call(target, pos, kw)
+    y, env = interp._call_ir(state, jf.forward, (tape,) + args)
+    return y, CallPB(jf, env, nfree, slots, closure)
+
+
+def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:
+    """(J of the callee, its argument values, operand -> argument slots, nfree,
+    is a Closure) for a call of `target` (see `_target`)."""
     ir, sig_fn, free, closure = target
     params, slots = _bind(ir, sig_fn, pos, kw)
     args = tuple(free) + params
     jf = transform(ir, tuple(is_differentiable(a) for a in args))
-    y, env = interp._call_ir(state, jf.forward, (tape,) + args)
     slots = [None if s is None else s + len(free) for s in slots]
-    return y, CallPB(jf, env, len(free), slots, closure)
+    return jf, args, slots, len(free), closure
+
+
+def own_rule_code(f: Any) -> bool:
+    """Plain-Python helpers of the rule modules: lowered when differentiated again."""
+    return type(f) is types.FunctionType and (f.__module__ or "").startswith("adjoint.")
 
 
 def _is_method_rule(f: Any) -> bool:
@@ -241,11 +311,11 @@ def _is_method_rule(f: Any) -> bool:
 def _target(f: Any):
     """(IR, signature function, captured values, is a Closure) or None."""
     if isinstance(f, interp.Closure):
-        ir, sig_fn = interp._closure_target(f.func)
+        ir, sig_fn = interp._closure_target(f)
         return ir, sig_fn, f.values, True
     if isinstance(f, IR):
         return f, f.func if isinstance(f.func, types.FunctionType) else None, (), False
-    if type(f) is types.FunctionType and interp.is_user_function(f):
+    if type(f) is types.FunctionType and (interp.is_user_function(f) or own_rule_code(f)):
         return lower_function(f), f, cells(f), False
     return None
 

@@ -10,8 +10,8 @@ peers live in `bench.peers`.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import numpy as np
 
@@ -33,8 +33,8 @@ class Task:
     """
 
     kind: str
-    run: Optional[Callable[[], object]] = None
-    result: Optional[Callable[[object], tuple]] = None
+    run: Callable[[], object] | None = None
+    result: Callable[[object], tuple] | None = None
     missing: str = ""
 
 
@@ -49,7 +49,7 @@ def _value_only(out) -> tuple:
 
 def _warm_function(x, n):
     s = 0.0
-    for i in range(n):
+    for _ in range(n):
         if x > 0.0:
             s = s + x * 1.5
     return s
@@ -82,13 +82,21 @@ class Zygopy:
         try:
             self.jit_mod = importlib.import_module("jit")
             self.adjoint_mod = importlib.import_module("adjoint")
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 (a failing system fills n/a cells)
             raise Unavailable(f"zygopy does not import: {type(e).__name__}: {e}") from None
 
     def warm(self) -> None:
-        for task in self.tasks_for(_warm_function, (0.5, 3), (0,)):
-            if task.run is not None:
+        """Compile a trivial function both ways; each part fails on its own (a missing
+        pullback must not leave the primal JIT's initialisation to the first workload)."""
+        errors = []
+        tasks = self.tasks_for(_warm_function, (0.5, 3), (0,))
+        for task in (t for t in tasks if t.run is not None):
+            try:
                 task.run()
+            except Exception as e:  # noqa: BLE001 (reported as the init error)
+                errors.append(f"{task.kind}: {type(e).__name__}: {e}")
+        if errors:
+            raise RuntimeError("; ".join(errors))
 
     def tasks(self, w: Workload) -> list:
         return self.tasks_for(w.func, w.args(), w.wrt)

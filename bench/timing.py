@@ -16,8 +16,8 @@ import resource
 import signal
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 NS = 1_000_000_000
 
@@ -26,62 +26,89 @@ class BudgetExceeded(Exception):
     """Raised inside the timed code when its wall-clock budget runs out."""
 
 
+TIMERS = {"wall": ("ITIMER_REAL", "SIGALRM"), "cpu": ("ITIMER_PROF", "SIGPROF")}
+
+
 @contextmanager
-def budget(seconds: float) -> Iterator[None]:
-    """Raise `BudgetExceeded` in the main thread after `seconds` (0 or less: no limit)."""
+def budget(seconds: float, clock: str = "wall") -> Iterator[None]:
+    """Raise `BudgetExceeded` in the main thread after `seconds` (0 or less: no limit)
+    of wall-clock time, or of this process's CPU time with `clock="cpu"`."""
+    timer_name, signal_name = TIMERS[clock]
     if seconds <= 0 or not hasattr(signal, "setitimer"):
         yield
         return
 
-    def on_alarm(signum, frame):
+    def on_signal(signum, frame):
         raise BudgetExceeded(f"over the {seconds:g} s budget")
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timer, signum = getattr(signal, timer_name), getattr(signal, signal_name)
+    previous = signal.signal(signum, on_signal)
+    signal.setitimer(timer, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(timer, 0)
+        signal.signal(signum, previous)
 
 
-def timed_call(fn: Callable[[], object]) -> tuple:
-    """Call `fn` once; return (its result, elapsed nanoseconds)."""
-    t0 = time.perf_counter_ns()
+CLOCKS = {"wall": time.perf_counter_ns, "cpu": time.process_time_ns}
+
+
+def timed_call(fn: Callable[[], object], clock: str = "wall") -> tuple:
+    """Call `fn` once; return (its result, elapsed nanoseconds on `clock`)."""
+    now = CLOCKS[clock]
+    t0 = now()
     out = fn()
-    return out, time.perf_counter_ns() - t0
+    return out, now() - t0
 
 
 def measure(fn: Callable[[], object], quick: bool = False,
-            deadline_ns: float = float("inf")) -> dict:
+            deadline_ns: float = float("inf"), clock: str = "wall") -> dict:
     """Median per-call time of `fn`, already called once (its first call is not here).
 
     A warm-up call sizes the repetitions: each sample is about 0.2 s (0.02 s with
     `quick`), 7 samples (3 with `quick`); calls slower than a sample get 3 samples of
     one call (1 with `quick`) and the warm-up itself counts as one when it took over a
-    second.  No new sample starts once it would end after `deadline_ns`
-    (a `perf_counter_ns` value); at least one is always taken.
+    second.  No new sample starts once it would end after `deadline_ns` (a reading
+    of `clock`); at least one is always taken.  Every sample reads
+    both clocks: the median is on `clock` ("wall": perf_counter_ns, "cpu": this
+    process's CPU time; then a sample lasts at least 0.05 s of CPU, see `_sample`),
+    and `cpu_share` (CPU over wall time) says how much of its core the process got:
+    well under 1 means a busy machine inflated wall times.
     """
     target = (0.02 if quick else 0.2) * NS
-    _, warm = timed_call(fn)
-    reps = max(1, int(target // max(warm, 1)))
-    slow = warm >= target
+    warm = _sample(fn, 1)
+    reps = max(1, int(target // max(warm[0], 1)))
+    slow = warm[0] >= target
     nsamples = (1 if quick else 3) if slow else (3 if quick else 7)
-    times = [float(warm)] if warm > NS else []
-    while len(times) < nsamples:
-        if times and time.perf_counter_ns() + reps * warm > deadline_ns:
+    samples = [warm] if warm[0] > NS else []
+    min_cpu = max(target, 0.05 * NS) if clock == "cpu" else 0
+    while len(samples) < nsamples:
+        if samples and CLOCKS[clock]() + reps * warm[clock == "cpu"] > deadline_ns:
             break
-        times.append(_sample(fn, reps))
+        samples.append(_sample(fn, reps, min_cpu))
+    times = [s[0] if clock == "wall" else s[1] for s in samples]
+    share = sum(s[1] for s in samples) / max(sum(s[0] for s in samples), 1.0)
     return {"median_ns": statistics.median(times), "min_ns": min(times),
-            "samples": len(times), "reps": reps}
+            "samples": len(samples), "reps": reps, "clock": clock, "cpu_share": share}
 
 
-def _sample(fn: Callable[[], object], reps: int) -> float:
+def _sample(fn: Callable[[], object], reps: int, min_cpu_ns: float = 0) -> tuple:
+    """(wall, cpu) nanoseconds per call over chunks of `reps` back-to-back calls, as
+    many chunks as it takes to use `min_cpu_ns` of CPU time (the CPU clock of a
+    multi-threaded process advances by scheduler ticks, so short samples read 0)."""
     gc.collect()
-    t0 = time.perf_counter_ns()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter_ns() - t0) / reps
+    calls = 0
+    w0, c0 = time.perf_counter_ns(), time.process_time_ns()
+    while True:
+        for _ in range(reps):
+            fn()
+        calls += reps
+        c1 = time.process_time_ns()
+        if c1 - c0 >= min_cpu_ns:
+            break
+    w1 = time.perf_counter_ns()
+    return (w1 - w0) / calls, (c1 - c0) / calls
 
 
 def current_rss_bytes() -> int:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+
+import numpy as np
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -54,7 +56,7 @@ class Compiled:
         return runtime.native_assembly(self.module)
 
 
-def compile_typing(t: Typing, fallback: Callable) -> Compiled:
+def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None) -> Compiled:
     """LLVM-compile a typed function and build its Python wrapper."""
     _load_tables()
     _check_signature(t)
@@ -64,7 +66,7 @@ def compile_typing(t: Typing, fallback: Callable) -> Compiled:
     text = str(mg.module)
     mod = runtime.compile_ir(text)
     addr = runtime.function_address(entry.name)
-    wrapper = make_wrapper(t, addr, fallback)
+    wrapper = make_wrapper(t, addr, fallback, reroute)
     return Compiled(t, text, mod, entry.name, wrapper)
 
 
@@ -77,8 +79,9 @@ def _check_signature(t: Typing) -> None:
                           "from compiled code is not supported")
 
 
-def make_wrapper(t: Typing, addr: int, fallback: Callable) -> Callable:
-    """A Python function `(*args) -> result` specialised for this signature."""
+def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = None) -> Callable:
+    """A Python function `(*args) -> result` specialised for this signature.  Array
+    arguments are guarded (dtype, ndim): a mismatch goes to `reroute(args)`."""
     argc = [c for a in t.argtypes for c in flat_ctypes(a)]
     direct = is_direct(t.ret)
     restype = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}.get(t.ret)
@@ -95,6 +98,15 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable) -> Callable:
     for c in checks:
         lines.append(f"    if not ({c}): return fallback_big({sig})")
     env["fallback_big"] = fallback
+    env["reroute"] = reroute
+    for n, a in zip(names, t.argtypes):
+        if isinstance(a, ArrayT) and reroute is not None:
+            num = np.dtype(np.float64 if a.dtype == FLOAT64 else np.int64).num
+            lines.append(f"    if {n}.dtype.num != {num} or {n}.ndim != {a.ndim}: "
+                         f"return reroute(({sig}{',' if names else ''}))")
+        if isinstance(a, ArrayT) and t.writes:
+            # a read-only array: let Python raise exactly what CPython raises
+            lines.append(f"    if not {n}.flags.writeable: return fallback_big({sig})")
     if direct:
         lines += [f"    r = cf({', '.join(flat)})",
                   f"    if err[0]: return fail(({sig}{',' if names else ''}))",
@@ -177,7 +189,7 @@ class Dispatcher:
         c = self.compiled.get(argtypes)
         if c is None:
             t = infer(self.get_ir(), argtypes)
-            c = compile_typing(t, self.python_fallback)
+            c = compile_typing(t, self.python_fallback, self.call_slow)
             self.compiled[argtypes] = c
         return c
 
@@ -191,7 +203,7 @@ class Dispatcher:
         c = self.compile(argtypes)
         key = tuple(map(type, args))
         cells = _closure_cells(self.get_ir(), self.func)
-        if all(k in _FAST_TYPES for k in key) and not cells:
+        if all(k in _FAST_TYPES or k is np.ndarray for k in key) and not cells:
             self.fast[key] = c.wrapper
         return c.wrapper(*_plain(cells + args, argtypes))
 
@@ -213,23 +225,57 @@ def _closure_cells(ir: IR, func: Any) -> tuple:
     return ()
 
 
+_DISPATCHERS: dict = {}
+
+
+def dispatcher_for(func: Any) -> Dispatcher:
+    """The one Dispatcher of a function (compiled code is shared by every jit(func))."""
+    d = _DISPATCHERS.get(func)
+    if d is None:
+        d = _DISPATCHERS[func] = Dispatcher(func)
+    return d
+
+
 def jit(func: Any) -> Callable:
     """Compile `func` (a Python function or an `ssair.IR`) on first call per signature."""
-    d = Dispatcher(func)
-    fast_get = d.fast.get
-    slow = d.call_slow
-
-    def call(*args):
-        w = fast_get(tuple(map(type, args)))
-        if w is not None:
-            return w(*args)
-        return slow(args)
-
+    d = dispatcher_for(func)
+    call = _entry_for(d, _fixed_arity(func))
     if not isinstance(func, IR):
         functools.update_wrapper(call, func)
     call.dispatcher = d
     call.py_func = func
     return call
+
+
+def _fixed_arity(func: Any):
+    """The positional parameter count of a plain function (no defaults, *args, ...)."""
+    code = getattr(func, "__code__", None)
+    if code is None or func.__defaults__ or func.__kwdefaults__ or code.co_flags & 0x0C:
+        return None
+    if code.co_kwonlyargcount or getattr(code, "co_posonlyargcount", 0):
+        return None
+    return code.co_argcount
+
+
+def _entry_for(d: Dispatcher, arity) -> Callable:
+    """The user-facing call: look the argument classes up in `d.fast`, else slow path.
+    With a known arity the key is built without a tuple(map(...)) round trip."""
+    env = {"fast_get": d.fast.get, "slow": d.call_slow}
+    if arity is None:
+        src = ("def call(*args):\n"
+               "    w = fast_get(tuple(map(type, args)))\n"
+               "    if w is not None:\n        return w(*args)\n"
+               "    return slow(args)\n")
+    else:
+        names = [f"a{i}" for i in range(arity)]
+        sig = ", ".join(names)
+        key = f"({', '.join(f'type({n})' for n in names)}{',' if arity == 1 else ''})"
+        src = (f"def call({sig}):\n"
+               f"    w = fast_get({key})\n"
+               f"    if w is not None:\n        return w({sig})\n"
+               f"    return slow(({sig}{',' if arity == 1 else ''}))\n")
+    exec(compile(src, "<jit entry>", "exec"), env)
+    return env["call"]
 
 
 class Listing:
@@ -246,7 +292,7 @@ class Listing:
 
 def _dispatcher(f: Any) -> Dispatcher:
     d = getattr(f, "dispatcher", None)
-    return d if isinstance(d, Dispatcher) else Dispatcher(f)
+    return d if isinstance(d, Dispatcher) else dispatcher_for(f)
 
 
 def code_typed(f: Any, *args: Any) -> Listing:

@@ -73,7 +73,9 @@ def load_function(spec: str) -> Callable:
 
 
 def _import_file(path: str) -> Any:
-    modname = "_zygopy_user_" + os.path.splitext(os.path.basename(path))[0]
+    modname = os.path.splitext(os.path.basename(path))[0]
+    if modname in sys.modules or not modname.isidentifier():
+        modname = "_zygopy_user_" + "".join(c if c.isalnum() else "_" for c in modname)
     spec = importlib.util.spec_from_file_location(modname, path)
     if spec is None or spec.loader is None:
         raise CliError(f"cannot import {path}: not a Python source file")

@@ -263,11 +263,11 @@ class FunctionGen:
     def _exit_if(self, cond: L.Value, status: int, sid: int, details: tuple) -> None:
         with self.b.if_then(cond, likely=False):
             base = L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
-            self.b.store(L.Constant(I64, sid), self.b.gep(base, [L.Constant(I64, 1)]))
+            self.b.store(L.Constant(I64, sid), self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
             for k, d in enumerate(details):
                 d = self.b.bitcast(d, I64) if d.type == F64 else d
                 d = self.b.zext(d, I64) if d.type == I1 else d
-                self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)]))
+                self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
             self.b.ret(L.Constant(I32, status))
 
     def propagate(self, status: L.Value) -> None:
@@ -287,7 +287,7 @@ class FunctionGen:
         depth = self.b.add(self.depth, L.Constant(I64, 1))
         status = self.b.call(fn, [depth, out] + args)
         self.propagate(status)
-        return self.b.load(out)
+        return self.b.load(out, typ=lltype(target.ret))
 
 
 @codegen("copy")

@@ -84,16 +84,19 @@ def _tuple_getitem(fc: FunctionGen, s, ts):
     kv = getattr(k, "value", None)
     if isinstance(kv, int):
         return fc.b.extract_value(tup, kv % n if n else 0)
-    slots = fc.alloca(lltype(ts[0]))
-    fc.b.store(tup, slots)
+    elem = lltype(s.type)
+    slots = fc.alloca(L.ArrayType(elem, n))
+    for m in range(n):
+        v = fc.convert(fc.b.extract_value(tup, m), ts[0].elems[m], s.type)
+        fc.b.store(v, fc.b.gep(slots, [ZERO, L.Constant(I64, m)]))
     i = fc.get(k, INT64)
     size = L.Constant(I64, n)
     b = fc.b
     j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, size), i)
     bad = b.or_(b.icmp_signed("<", j, ZERO), b.icmp_signed(">=", j, size))
     fc.raise_if(bad, IndexError, "tuple index out of range")
-    ptr = b.gep(slots, [ZERO, b.trunc(j, L.IntType(32))], source_etype=lltype(ts[0]))
-    return b.load(ptr, typ=lltype(s.type))
+    ptr = b.gep(slots, [ZERO, j])
+    return b.load(ptr, typ=elem)
 
 
 @codegen("setitem")

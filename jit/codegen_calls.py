@@ -20,7 +20,7 @@ from llvmlite import ir as L
 from .codegen import F64, I1, I64, FunctionGen
 from .codegen_array import allocate, array_dtype, shape, shape_operands
 from .codegen_scalar import _isfinite, _isinf, checked, fintrinsic, float_compare, truth
-from .infer_calls import MATH_BINARY, MATH_UNARY
+from .infer_calls import MATH_BINARY, MATH_UNARY, _range_step_callee
 from .types import BOOL, FLOAT64, INT64, ArrayT, TupleT
 
 CALL_CODEGEN: dict = {}
@@ -240,6 +240,25 @@ def _cg_alloc(fc: FunctionGen, s, ts):
     f = s.args[0].value
     fill = 0 if f is np.zeros else 1 if f is np.ones else None
     return allocate(fc, shape_operands(fc, s.args[1]), array_dtype(s), fill)
+
+
+@call_codegen(builtins.divmod)
+def _cg_divmod(fc: FunctionGen, s, ts):
+    from .codegen_scalar import floordiv_values, mod_values
+    t = s.type.elems[0]
+    a, b = fc.get(s.args[1], t), fc.get(s.args[2], t)
+    q = floordiv_values(fc, a, b, t)
+    r = mod_values(fc, a, b, t)
+    out = L.Constant(L.LiteralStructType([q.type, r.type]), L.Undefined)
+    return fc.b.insert_value(fc.b.insert_value(out, q, 0), r, 1)
+
+
+@call_codegen(_range_step_callee())
+def _cg_range_step(fc: FunctionGen, s, ts):
+    step = fc.get(s.args[1], INT64)
+    fc.raise_if(fc.b.icmp_signed("==", step, L.Constant(I64, 0)), ValueError,
+                "range() arg 3 must not be zero")
+    return step
 
 
 __all__ = ["CALL_CODEGEN", "ArrayT", "BOOL"]

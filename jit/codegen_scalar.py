@@ -96,25 +96,33 @@ def _too_big(fc: FunctionGen, a) -> L.Value:
 
 @codegen("floordiv")
 def _cg_floordiv(fc: FunctionGen, s, ts):
-    if s.type == FLOAT64:
-        a, b = operands(fc, s, FLOAT64)
+    a, b = operands(fc, s, s.type)
+    return floordiv_values(fc, a, b, s.type)
+
+
+@codegen("mod")
+def _cg_mod(fc: FunctionGen, s, ts):
+    a, b = operands(fc, s, s.type)
+    return mod_values(fc, a, b, s.type)
+
+
+def floordiv_values(fc: FunctionGen, a, b, t) -> L.Value:
+    """Python's `a // b` for two int64 or two float64 values."""
+    if t == FLOAT64:
         fc.raise_if(fc.b.fcmp_ordered("==", b, ZERO_F), ZeroDivisionError,
                     "float floor division by zero")
         return float_divmod(fc, a, b)[0]
-    a, b = operands(fc, s, INT64)
     _int_div_guard(fc, a, b)
     q = fc.b.sdiv(a, b)
     r = fc.b.srem(a, b)
     return fc.b.sub(q, fc.b.zext(_needs_fix(fc, r, b), I64))
 
 
-@codegen("mod")
-def _cg_mod(fc: FunctionGen, s, ts):
-    if s.type == FLOAT64:
-        a, b = operands(fc, s, FLOAT64)
+def mod_values(fc: FunctionGen, a, b, t) -> L.Value:
+    """Python's `a % b` (the result has the divisor's sign)."""
+    if t == FLOAT64:
         fc.raise_if(fc.b.fcmp_ordered("==", b, ZERO_F), ZeroDivisionError, "float modulo")
         return float_divmod(fc, a, b)[1]
-    a, b = operands(fc, s, INT64)
     fc.raise_if(fc.b.icmp_signed("==", b, ZERO_I), ZeroDivisionError,
                 "integer division or modulo by zero")
     safe_b = fc.b.select(fc.b.icmp_signed("==", b, L.Constant(I64, -1)), ONE_I, b)
@@ -169,9 +177,10 @@ def _cg_pow(fc: FunctionGen, s, ts):
 
 def float_pow(fc: FunctionGen, iv, iw) -> L.Value:
     b = fc.b
-    fc.raise_if(b.and_(b.fcmp_ordered("==", iv, ZERO_F), b.fcmp_ordered("<", iw, ZERO_F)),
-                ZeroDivisionError, "0.0 cannot be raised to a negative power")
     finite = b.and_(_isfinite(fc, iv), _isfinite(fc, iw))
+    zero_neg = b.and_(b.fcmp_ordered("==", iv, ZERO_F), b.fcmp_ordered("<", iw, ZERO_F))
+    fc.raise_if(b.and_(zero_neg, _isfinite(fc, iw)), ZeroDivisionError,
+                "0.0 cannot be raised to a negative power")
     fractional = b.fcmp_unordered("!=", iw, fintrinsic(fc, "floor", iw))
     fc.deopt_if(b.and_(b.and_(finite, b.fcmp_ordered("<", iv, ZERO_F)), fractional),
                 "negative number raised to a fractional power is complex")
@@ -296,15 +305,7 @@ def _cg_compare(fc: FunctionGen, s, ts):
     if NONE in ts:
         same = ts[0] == ts[1]
         return L.Constant(I1, int(same == (s.op == "eq")))
-    if ts[0] == FLOAT64 and ts[1] == FLOAT64:
-        return float_compare(fc, s.op, fc.get(s.args[0]), fc.get(s.args[1]))
-    if FLOAT64 not in ts:
-        a, b = operands(fc, s, INT64)
-        return fc.b.icmp_signed(_SIGNED[s.op], a, b)
-    if ts[0] == FLOAT64:
-        flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(s.op, s.op)
-        return mixed_compare(fc, flipped, fc.get(s.args[1], INT64), fc.get(s.args[0]))
-    return mixed_compare(fc, s.op, fc.get(s.args[0], INT64), fc.get(s.args[1]))
+    return compare_values(fc, s.op, fc.get(s.args[0]), ts[0], fc.get(s.args[1]), ts[1])
 
 
 def float_compare(fc: FunctionGen, op: str, a, b) -> L.Value:
@@ -328,6 +329,28 @@ def mixed_compare(fc: FunctionGen, op: str, i, f) -> L.Value:
     big_res = L.Constant(I1, int(op in ("lt", "le", "ne")))
     exact = b.select(huge, big_res, exact)
     return b.select(same, exact, approx)
+
+
+def compare_values(fc: FunctionGen, op: str, a, ta, b, tb) -> L.Value:
+    """`a op b` for two numeric values of types ta, tb (exact for int/float mixes)."""
+    if ta == FLOAT64 and tb == FLOAT64:
+        return float_compare(fc, op, a, b)
+    if FLOAT64 not in (ta, tb):
+        return fc.b.icmp_signed(_SIGNED[op], fc.convert(a, ta, INT64), fc.convert(b, tb, INT64))
+    if ta == FLOAT64:
+        flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
+        return mixed_compare(fc, flipped, fc.convert(b, tb, INT64), a)
+    return mixed_compare(fc, op, fc.convert(a, ta, INT64), b)
+
+
+@codegen("in", "notin")
+def _cg_in(fc: FunctionGen, s, ts):
+    x, tup = fc.get(s.args[0]), fc.get(s.args[1])
+    found = L.Constant(I1, 0)
+    for i, e in enumerate(ts[1].elems):
+        hit = compare_values(fc, "eq", x, ts[0], fc.b.extract_value(tup, i), e)
+        found = fc.b.or_(found, hit)
+    return found if s.op == "in" else fc.b.not_(found)
 
 
 @codegen("is", "isnot")

@@ -58,16 +58,17 @@ class Typing:
 
     ir: IR
     argtypes: tuple
+    source: Optional[IR] = None
     ret: Optional[Type] = None
     types: dict = field(default_factory=dict)
     calls: dict = field(default_factory=dict)
     done: bool = False
-    tainted: bool = False
+    taint: float = float("inf")
     writes: bool = False
 
     @property
     def key(self) -> tuple:
-        return (self.ir, self.argtypes)
+        return (self.source, self.argtypes)
 
 
 class Context:
@@ -147,31 +148,37 @@ class Engine:
         t = self.table.get(key)
         if t is not None:
             if not t.done and self.stack:
-                self.stack[-1].tainted = True
+                top = self.stack[-1]
+                top.taint = min(top.taint, self.stack.index(t))
             return t
-        t = Typing(ir.copy(), tuple(argtypes))
+        t = Typing(ir.copy(), tuple(argtypes), ir)
         self.table[key] = t
-        self._solve(t)
+        try:
+            self._solve(t)
+        except BaseException:
+            self.table.pop(key, None)
+            raise
         return t
 
     def _solve(self, t: Typing) -> None:
         if len(t.argtypes) != len(t.ir.args):
             raise TypingError(f"{t.ir.name} takes {len(t.ir.args)} arguments "
                               f"({len(t.argtypes)} given)")
+        level = len(self.stack)
         self.stack.append(t)
         try:
             for _ in range(MAX_ROUNDS):
                 before = t.ret
-                t.tainted = False
+                t.taint = float("inf")
                 self._run(t)
                 if t.ret == before:
                     break
         finally:
             self.stack.pop()
-        if t.tainted:
-            del self.table[t.key]
-            if self.stack:
-                self.stack[-1].tainted = True
+        if t.taint < level:  # read the guess of a caller still in progress: redo later
+            self.table.pop(t.key, None)
+            top = self.stack[-1]
+            top.taint = min(top.taint, t.taint)
             return
         self._finish(t)
 
@@ -259,6 +266,9 @@ class Engine:
         if t.ret is None:
             t.ret = NONE
         t.done = True
+        for c in t.calls.values():
+            if c.target is not None and not c.target.done:
+                c.target = self.infer(c.target.source, c.target.argtypes)
 
 
 # ---------------------------------------------------------------------------
@@ -357,6 +367,13 @@ def _t_is(ctx: Context, s: Stmt, ts: list) -> Type:
     if NONE in ts or ts[0] == BOOL and ts[1] == BOOL:
         return BOOL
     ctx.fail(f"'is' between {ts[0]} and {ts[1]} is only supported against None or bools")
+
+
+@rule("in", "notin")
+def _t_in(ctx: Context, s: Stmt, ts: list) -> Type:
+    if is_numeric(ts[0]) and isinstance(ts[1], TupleT) and _numeric(list(ts[1].elems)):
+        return BOOL
+    ctx.fail(f"'in' is supported for a number in a tuple of numbers, not {ts[1]}")
 
 
 @rule("copy")

@@ -190,3 +190,27 @@ def _t_index(ctx, s, ts) -> Type:
     if len(ts) != 1 or not is_int_like(ts[0]):
         ctx.fail(f"operator.index of {ts[0] if ts else 'nothing'} is not supported")
     return INT64
+
+
+@call_rule(builtins.divmod)
+def _t_divmod(ctx, s, ts) -> Type:
+    _scalar_args(ctx, ts, 2)
+    r = numeric_join(ts[0], ts[1])
+    r = INT64 if r == BOOL else r
+    return TupleT((r, r))
+
+
+def _range_step_callee():
+    try:
+        from lowering.runtime import range_step
+    except ImportError:
+        return None
+    return range_step
+
+
+@call_rule(_range_step_callee())
+def _t_range_step(ctx, s, ts) -> Type:
+    _scalar_args(ctx, ts, 1)
+    if not is_int_like(ts[0]):
+        ctx.fail(f"range step of type {ts[0]}")
+    return INT64

@@ -98,6 +98,20 @@ class ClosureT(Type):
         return f"closure({getattr(self.func, '__qualname__', self.func)}; {inner})"
 
 
+@dataclass(frozen=True, repr=False)
+class OpaqueT(Type):
+    """A runtime object passed by pointer (`tape`, `reader`: see jit.runtime_tape)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+TAPE = OpaqueT("tape")
+READER = OpaqueT("reader")
+
+
 def is_numeric(t: Any) -> bool:
     return t in _RANK
 
@@ -137,10 +151,16 @@ def typeof(value: Any) -> Type:
         return t
     if isinstance(value, np.ndarray):
         return _array_type(value)
+    opaque = getattr(type(value), "__jit_type__", None)
+    if isinstance(opaque, OpaqueT):
+        return opaque
     if isinstance(value, tuple):
         return TupleT(tuple(typeof(v) for v in value))
     if isinstance(value, pytypes.FunctionType) and value.__closure__:
-        cells = tuple(typeof(c.cell_contents) for c in value.__closure__)
+        try:
+            cells = tuple(typeof(c.cell_contents) for c in value.__closure__)
+        except ValueError:  # an empty cell: the nested function as a constant
+            return FunctionT(value)
         return ClosureT(value, cells)
     if callable(value):
         return FunctionT(value)

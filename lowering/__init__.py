@@ -7,4 +7,4 @@ from .api import CodeLowered, code_lowered, lower
 from .errors import UnsupportedError
 from .runtime import UNBOUND
 
-__all__ = ["lower", "code_lowered", "CodeLowered", "UnsupportedError", "UNBOUND"]
+__all__ = ["UNBOUND", "CodeLowered", "UnsupportedError", "code_lowered", "lower"]

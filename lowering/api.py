@@ -8,7 +8,7 @@ from ssair.ir import IR
 from . import closures, loops, ops_basic, ops_call, ops_control  # noqa: F401  (handlers)
 from .frame import Lowerer
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def lower(f) -> IR:

@@ -8,6 +8,9 @@ stored exactly once, outside any loop, before the closure is made.
 """
 from __future__ import annotations
 
+import dis
+import types
+
 from ssair.ir import Const, Var
 
 from .frame import handles
@@ -54,6 +57,15 @@ def check_cell_store(lw, name: str) -> None:
     where = _cell_stores(lw).get(name, [])
     if name in params or len(where) != 1 or where[0] in lw.reader.cyclic:
         lw.refuse(REASSIGNED)
+
+
+def writes_free_variable(code) -> bool:
+    """True if `code` (or a function nested in it) assigns one of its free
+    variables (`nonlocal` writes), which value capture cannot express."""
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in code.co_freevars:
+            return True
+    return any(writes_free_variable(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 @handles("LOAD_DEREF")

@@ -1,8 +1,6 @@
 """Errors raised while lowering bytecode, and the table of refused opcodes."""
 from __future__ import annotations
 
-from typing import Optional
-
 
 class UnsupportedError(Exception):
     """A Python construct the lowering does not handle.
@@ -11,8 +9,8 @@ class UnsupportedError(Exception):
     "unsupported construct 'try/except' in mymod.f at /path/x.py:12".
     """
 
-    def __init__(self, construct: str, func_qualname: str, file: Optional[str],
-                 line: Optional[int]):
+    def __init__(self, construct: str, func_qualname: str, file: str | None,
+                 line: int | None):
         self.construct = construct
         self.qualname = func_qualname
         self.file = file
@@ -45,7 +43,7 @@ REFUSED_OPCODES = {
     "LOAD_BUILD_CLASS": "class definition", "LOAD_SUPER_ATTR": "super()",
     "LOAD_CLASSDEREF": "class body", "LOAD_FROM_DICT_OR_DEREF": "class body",
     "SETUP_ANNOTATIONS": "annotations", "STORE_NAME": "module-level code",
-    "LOAD_NAME": "module-level code", "UNPACK_EX": "starred assignment",
+    "LOAD_NAME": "module-level code",
     "STORE_ATTR": "attribute assignment", "BUILD_MAP": "dict display",
     "BUILD_CONST_KEY_MAP": "dict display", "BUILD_SET": "set display",
 }

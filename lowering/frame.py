@@ -10,7 +10,7 @@ travel in the per-block stack shape instead.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ssair.ir import IR, Branch, Const, Goto, Return, Var
 
@@ -117,7 +117,7 @@ class Lowerer:
         if self.block.term is None:
             self.goto(bb.fall)
 
-    def refuse(self, construct: str, line: Optional[int] = None):
+    def refuse(self, construct: str, line: int | None = None):
         raise UnsupportedError(construct, self.qualname, self.code.co_filename,
                                line if line is not None else self.line)
 
@@ -218,7 +218,7 @@ class Lowerer:
             self.ssa.seal(tb)
         return tb.id
 
-    def goto(self, target: Optional[int]) -> None:
+    def goto(self, target: int | None) -> None:
         if target is None:
             self.refuse("falling off the end of the bytecode")
         self.block.term = Goto(self.edge(target, self.stack), self.line)

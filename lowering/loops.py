@@ -5,8 +5,9 @@ CPython's checks kept: bounds that are not known integers go through
 `operator.index` (TypeError for floats), a constant zero step calls `range` itself
 (ValueError), a dynamic step goes through `lowering.runtime.range_step` and the loop
 test is chosen by its sign at run time.  Anything else is iterated by index:
-`len(s)` then `getitem(s, i)`; `enumerate(s[, start])`, `zip(a, b, ...)` and `reversed(s)` likewise.  (A dict is
-not a sequence: iterating one this way would index it by position.)
+`len(s)` then `getitem(s, i)`; `enumerate(s[, start])`, `zip(a, b, ...)` and `reversed(s)`
+likewise.  (A dict is not a sequence: iterating one this way would index it by
+position.)
 """
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import types
 
 from ssair.ir import Const
 
+from .closures import writes_free_variable
 from .errors import COMPREHENSION_NAMES
 from .values import FuncBuild, LazyCall, LazyList, LazyTuple
 
@@ -35,6 +36,8 @@ def make_function(lw, fb: FuncBuild):
     code = fb.code
     if code.co_name in COMPREHENSION_NAMES:
         lw.refuse("comprehension")
+    if writes_free_variable(code):
+        lw.refuse("nonlocal write")
     fn = function_object(code, lw.func.__globals__, fb.qualname, fb.defaults, fb.kwdefaults)
     if not code.co_freevars:
         return Const(fn)

@@ -8,6 +8,7 @@ from ssair.ir import Const
 
 from .closures import check_capture
 from .frame import handles
+from .runtime import unpack_star
 from .values import LazyList, LazyTuple
 
 PY = sys.version_info[:2]
@@ -235,4 +236,13 @@ def op_unpack(lw, ins):
         return
     u = lw.emit("unpack", v, Const(n))
     items = [lw.emit("getitem", u, Const(k)) for k in range(n)]
+    lw.stack.extend(reversed(items))
+
+
+@handles("UNPACK_EX")
+def op_unpack_ex(lw, ins):
+    """`a, *b, c = t` through `lowering.runtime.unpack_star` (b is a list)."""
+    before, after = ins.arg & 0xFF, ins.arg >> 8
+    u = lw.emit("call", Const(unpack_star), lw.pop(), Const(before), Const(after))
+    items = [lw.emit("getitem", u, Const(k)) for k in range(before + after + 1)]
     lw.stack.extend(reversed(items))

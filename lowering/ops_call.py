@@ -56,7 +56,8 @@ def attribute(lw, obj, name: str):
             return Const(getattr(obj.value, name))
         except AttributeError:
             raise AttributeError(f"module {obj.value.__name__!r} has no attribute {name!r} "
-                                 f"(in {lw.qualname} at {lw.code.co_filename}:{lw.line})")
+                                 f"(in {lw.qualname} at {lw.code.co_filename}:{lw.line})"
+                                 ) from None
     return lw.emit("getattr", obj, Const(name))
 
 

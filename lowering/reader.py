@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import linecache
 from dataclasses import dataclass, field
-from typing import Optional
 
 from bytecode import Bytecode, Instr, Label
 
@@ -35,11 +34,11 @@ class BBlock:
     index: int
     instrs: list = field(default_factory=list)
     succs: list = field(default_factory=list)
-    target: Optional[int] = None
-    fall: Optional[int] = None
+    target: int | None = None
+    fall: int | None = None
 
     @property
-    def first_line(self) -> Optional[int]:
+    def first_line(self) -> int | None:
         return next((i.lineno for i in self.instrs if i.lineno is not None), None)
 
 
@@ -59,7 +58,7 @@ class CodeReader:
         self.cyclic = self.cyclic_blocks()
         self.assigned = self.definitely_assigned()
 
-    def refuse(self, construct: str, line: Optional[int]) -> None:
+    def refuse(self, construct: str, line: int | None) -> None:
         raise UnsupportedError(construct, self.qualname, self.code.co_filename,
                                line if line is not None else self.code.co_firstlineno)
 
@@ -105,6 +104,21 @@ class CodeReader:
                 b.target = self.label_block[last.arg]
             if last is None or not (last.name in FINAL or last.name in UNCOND_JUMPS):
                 b.fall = nxt
+            b.succs = [s for s in (b.fall, b.target) if s is not None]
+        self.thread_jumps()
+
+    def thread_jumps(self) -> None:
+        """Send edges that enter a block holding nothing but an unconditional jump
+        straight to that jump's target (3.12+ puts each loop's back jump in its own
+        block; this keeps one listing for every CPython version)."""
+        def forward(i):
+            seen = set()
+            while i is not None and i not in seen and _only_jump(self.blocks[i]):
+                seen.add(i)
+                i = self.blocks[i].target
+            return i
+        for b in self.blocks:
+            b.fall, b.target = forward(b.fall), forward(b.target)
             b.succs = [s for s in (b.fall, b.target) if s is not None]
 
     def reverse_postorder(self) -> list:
@@ -183,12 +197,19 @@ def stored_names(block: BBlock) -> set:
     return out
 
 
+def _only_jump(block: BBlock) -> bool:
+    names = [i.name for i in block.instrs if i.name not in ("NOP", "NOT_TAKEN")]
+    return len(names) == 1 and names[0] in UNCOND_JUMPS
+
+
 def def_line(code) -> int:
     """The line of the `def` (co_firstlineno points at the first decorator)."""
     line = code.co_firstlineno
     for k in range(line, line + 50):
         text = linecache.getline(code.co_filename, k).lstrip()
-        if text.startswith(("def ", "async def ", "lambda")) or "lambda" in text:
+        if text.startswith(("def ", "async def ")):
+            return k
+        if code.co_name == "<lambda>" and "lambda" in text:
             return k
         if not text:
             break
@@ -199,9 +220,9 @@ def _is_try(ins) -> bool:
     return type(ins).__name__ in ("TryBegin", "TryEnd")
 
 
-def _line_of(instrs: list, name: str) -> Optional[int]:
+def _line_of(instrs: list, name: str) -> int | None:
     return next((i.lineno for i in instrs if isinstance(i, Instr) and i.name == name), None)
 
 
-def _next_line(instrs: list, k: int) -> Optional[int]:
+def _next_line(instrs: list, k: int) -> int | None:
     return next((i.lineno for i in instrs[k:] if isinstance(i, Instr) and i.lineno), None)

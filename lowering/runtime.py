@@ -25,6 +25,17 @@ def range_step(step):
     return step
 
 
+def unpack_star(seq, before: int, after: int) -> tuple:
+    """`a, *b, c = seq`: the `before` leading items, a list of the middle, then the
+    `after` trailing items, with CPython's ValueError when there are too few."""
+    items = list(seq)
+    if len(items) < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least "
+                         f"{before + after}, got {len(items)})")
+    middle = items[before:len(items) - after]
+    return tuple(items[:before]) + (middle,) + tuple(items[len(items) - after:])
+
+
 def unbound_local(name: str):
     """Raise what CPython raises when a local is read before assignment."""
     raise UnboundLocalError(
@@ -39,5 +50,6 @@ def check_bound(value, name: str):
 
 
 check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
+unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"
 unbound_local.__zygopy_symbol__ = "lowering.runtime.unbound_local"

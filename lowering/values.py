@@ -12,7 +12,7 @@ from block to block in the stack shape rather than through SSA.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 
 class _Marker:
@@ -62,8 +62,8 @@ class FuncBuild(Lazy):
 
     code: Any = None
     qualname: str = ""
-    defaults: Optional[tuple] = None
-    kwdefaults: Optional[dict] = None
+    defaults: tuple | None = None
+    kwdefaults: dict | None = None
     closure: list = field(default_factory=list)
 
 
@@ -79,7 +79,7 @@ class ForState:
     key: Any
     stop: Any
     step: Any = 1
-    sign: Optional[int] = 1
+    sign: int | None = 1
     positive: Any = None
     seqs: list = field(default_factory=list)
     offset: Any = None

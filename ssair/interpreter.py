@@ -454,10 +454,11 @@ def _compile_stmt(ir: IR, b, s, slots: _Slots, handlers: dict) -> tuple:
     prim = PRIMITIVES.get(s.op)
     if prim is None or prim.impl is None:
         raise ValueError(f"interpret: no implementation for op {s.op!r} ({where})")
+    impl = prim.impl
     if kw:
-        return (PRIMKW, s.var.id, prim.impl, args, kw, s)
+        return (PRIMKW, s.var.id, impl, args, kw, s)
     kind = PRIM1 if len(args) == 1 else PRIM2 if len(args) == 2 else PRIMN
-    return (kind, s.var.id, prim.impl, args, kw, s)
+    return (kind, s.var.id, impl, args, kw, s)
 
 
 def _closure_func(ir: IR, s) -> Any:

@@ -75,16 +75,21 @@ COMPARE = {
     "in": (lambda a, b: a in b, "in"), "notin": (lambda a, b: a not in b, "not in"),
 }
 
+# In-place operators (`x += y`): Python's `operator.iadd` etc.  On numbers they are the
+# plain operators; on mutable objects (numpy arrays, lists) they update the left operand
+# in place, so they are impure until `ssair.passes.inplace` proves the operand a scalar.
+INPLACE = {"i" + name: name for name in BINARY}
+_INPLACE_IMPL = {
+    "add": operator.iadd, "sub": operator.isub, "mul": operator.imul,
+    "truediv": operator.itruediv, "floordiv": operator.ifloordiv, "mod": operator.imod,
+    "pow": operator.ipow, "matmul": operator.imatmul, "lshift": operator.ilshift,
+    "rshift": operator.irshift, "bitand": operator.iand, "bitor": operator.ior,
+    "bitxor": operator.ixor,
+}
+
 # Python's binary-operator spelling -> primitive name (lowering uses this).
 SYMBOL_TO_BINARY = {sym: name for name, (_, sym) in BINARY.items()}
 SYMBOL_TO_COMPARE = {sym: name for name, (_, sym) in COMPARE.items()}
-
-
-def _large_pow(a, b):
-    """`**` folding guard: refuse to fold huge integer powers at compile time."""
-    if isinstance(a, int) and isinstance(b, int) and abs(b) > 64 and abs(a) > 1:
-        raise OverflowError("not folded")
-    return operator.pow(a, b)
 
 
 def _getitem(obj, *idx):
@@ -114,7 +119,9 @@ def _make_list(*xs):
 
 
 for _name, (_fn, _sym) in BINARY.items():
-    register(_name, 2, _large_pow if _name == "pow" else _fn, symbol=_sym)
+    register(_name, 2, _fn, symbol=_sym)
+for _name, _base in INPLACE.items():
+    register(_name, 2, _INPLACE_IMPL[_base], pure=False, symbol=BINARY[_base][1] + "=")
 for _name, (_fn, _sym) in UNARY.items():
     register(_name, 1, _fn, symbol=_sym)
 for _name, (_fn, _sym) in COMPARE.items():

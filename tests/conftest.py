@@ -37,7 +37,7 @@ def _checked_run_pass(original):
 def verify_after_each_pass(monkeypatch):
     """Wrap `ssair.passes.run_pass` (when the passes package exists)."""
     try:
-        import ssair.passes as passes
+        from ssair import passes
     except ImportError:
         yield
         return

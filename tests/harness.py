@@ -2,7 +2,9 @@
 
 `check_lowering(f, *args)` runs one function through the whole foundation:
 
-    lower -> verify -> print -> parse -> print (identical) -> interpret == CPython
+    lower -> verify -> print -> parse -> print (identical) -> source lines present
+          -> interpret == CPython
+          (and the parsed IR too, when all its constants resolve)
           -> optimize -> verify -> print/parse round trip -> interpret == CPython
 
 Results are compared strictly: same type, floats bit-for-bit (NaN equals NaN, -0.0
@@ -17,17 +19,19 @@ Run as a script for a per-case report over the corpus:
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 import lowering
 import ssair
-from ssair.parser import parse
+from ssair.parser import Symbol, parse
 from ssair.passes import optimize
 
 
@@ -59,7 +63,7 @@ def same(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     try:
         return bool(a == b)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any exception is an outcome to compare
         return a is b
 
 
@@ -94,7 +98,7 @@ def run_python(f: Callable, args: tuple) -> tuple:
     mine = copy.deepcopy(args)
     try:
         return ("return", f(*mine)), mine
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any exception is an outcome to compare
         return ("raise", e), mine
 
 
@@ -110,7 +114,7 @@ def run_ir(ir: ssair.IR, f: Callable, args: tuple) -> tuple:
     free = closure_values(f) if ir.nfree else ()
     try:
         return ("return", ssair.interpret(ir, *free, *mine)), mine
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any exception is an outcome to compare
         return ("raise", e), mine
 
 
@@ -140,21 +144,29 @@ def compare_runs(stage: str, f: Callable, ir: ssair.IR, args: tuple) -> None:
 
 # -- the pipeline -----------------------------------------------------------------
 
-def check_roundtrip(stage: str, f: Callable, ir: ssair.IR) -> str:
-    """verify, then print -> parse -> print must be identical; returns the text."""
+def check_roundtrip(stage: str, f: Callable, ir: ssair.IR) -> ssair.IR:
+    """verify, then print -> parse -> print must be identical; returns the parsed IR."""
     try:
         ssair.verify(ir)
     except ssair.VerifyError as e:
         raise CheckFailure(f"verify{stage}", f, f"{e}\n{ir}") from None
     text = ssair.format_ir(ir)
     try:
-        again = ssair.format_ir(parse(text))
-    except Exception as e:
+        parsed = parse(text)
+        again = ssair.format_ir(parsed)
+    except Exception as e:  # noqa: BLE001 - any exception is an outcome to compare
         raise CheckFailure(f"parse{stage}", f, f"{type(e).__name__}: {e}\n{text}") from None
     if again != text:
         raise CheckFailure(f"roundtrip{stage}", f, "print -> parse -> print differs:\n"
                            + _first_difference(text, again))
-    return text
+    return parsed
+
+
+def fully_resolved(ir: ssair.IR) -> bool:
+    """True when every object constant of a parsed IR resolved to a real object (nested
+    functions print as names that cannot be imported and parse as `Symbol`s)."""
+    return not any(isinstance(a, ssair.Const) and isinstance(a.value, Symbol)
+                   for _, a in ir.uses())
 
 
 def _first_difference(a: str, b: str) -> str:
@@ -165,12 +177,28 @@ def _first_difference(a: str, b: str) -> str:
     return f"lengths differ: {len(la)} vs {len(lb)} lines"
 
 
+def check_lines(f: Callable, ir: ssair.IR) -> None:
+    """Every phi, statement and terminator of the lowered IR carries a source line
+    inside the function's own lines."""
+    try:
+        lines, first = inspect.getsourcelines(f)
+    except (OSError, TypeError):
+        return
+    last = first + len(lines) - 1
+    for b in ir.blocks:
+        for d in [*b.definitions(), b.term]:
+            if d.line is None or not first <= d.line <= last:
+                what = getattr(d, "var", None) or type(d).__name__
+                raise CheckFailure("lines", f, f"block #{b.id} {what}: line {d.line} "
+                                   f"outside {first}-{last}\n{ir}")
+
+
 def lower(f: Callable) -> ssair.IR:
     try:
         return lowering.lower(f)
     except lowering.UnsupportedError as e:
         raise CheckFailure("lower", f, f"refused: {e}") from None
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any exception is an outcome to compare
         raise CheckFailure("lower", f, f"{type(e).__name__}: {e}\n"
                            + traceback.format_exc(limit=-4)) from None
 
@@ -179,12 +207,19 @@ def check_lowering(f: Callable, *arglists: tuple) -> ssair.IR:
     """The full differential check of `f` on each argument tuple; returns the
     optimised IR.  Raises `CheckFailure` naming the first stage that failed."""
     ir = lower(f)
-    text = check_roundtrip("", f, ir)
+    text = ssair.format_ir(ir)
+    parsed = check_roundtrip("", f, ir)
+    check_lines(f, ir)
     for args in arglists:
         compare_runs("interpret", f, ir, args)
+    if ssair.format_ir(ir) != text:
+        raise CheckFailure("interpret", f, "interpreting modified the IR")
+    if fully_resolved(parsed):
+        for args in arglists:
+            compare_runs("interpret-parsed", f, parsed, args)
     try:
         opt = optimize(ir)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any exception is an outcome to compare
         raise CheckFailure("optimize", f, f"{type(e).__name__}: {e}\n"
                            + traceback.format_exc(limit=-4)) from None
     if ssair.format_ir(ir) != text:
@@ -210,7 +245,7 @@ def run_case(case: Any) -> Outcome:
         check_lowering(case.func, *case.args)
     except CheckFailure as e:
         return Outcome(case.id, False, e.stage, str(e))
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any exception is an outcome to compare
         return Outcome(case.id, False, "harness", f"{type(e).__name__}: {e}")
     return Outcome(case.id, True)
 

@@ -355,3 +355,9 @@ def unpack_error(t):
 @case((np.arange(3.0), 5), (np.arange(3.0), 1))
 def index_error(a, k):
     return a[k]
+
+
+@case(((1, 2, 3, 4),), ([1, 2],), ((1,),))
+def star_assign(t):
+    a, *b, c = t
+    return a, b, c

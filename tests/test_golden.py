@@ -14,10 +14,11 @@ import re
 import tempfile
 
 import pytest
+from harness import check_lowering
 
 import lowering
 import ssair
-from harness import check_lowering
+from ssair.passes import optimize
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "pow_lowered.txt")
 POW_SOURCE = """def pow(x, n):
@@ -36,7 +37,7 @@ def load_pow():
         fh.write(POW_SOURCE)
     linecache.cache[path] = (len(POW_SOURCE), None, POW_SOURCE.splitlines(True), path)
     namespace = {"__name__": "golden_pow"}
-    exec(compile(POW_SOURCE, path, "exec"), namespace)
+    exec(compile(POW_SOURCE, path, "exec"), namespace)  # noqa: S102 - lines from pow.py
     return namespace["pow"]
 
 
@@ -48,7 +49,7 @@ def normalise(listing: str) -> str:
     def renumber(m):
         return "%" + str(numbers.setdefault(m.group(1), len(numbers) + 1))
     text = re.sub(r"%(\d+)", renumber, listing)
-    text = re.sub(r" @ \S*?([^/\\\s]+):(\d+)$", r" @ \1:\2", text, flags=re.M)
+    text = re.sub(r" @ \S*?([^/\\\s]+):(\d+)$", r" @ \1:\2", text, flags=re.MULTILINE)
     text = re.sub(r"\s{2,}#", "  #", text)
     return "\n".join(line.rstrip() for line in text.strip().splitlines()) + "\n"
 
@@ -93,6 +94,6 @@ def test_normalise_is_stable():
 
 
 def test_optimised_pow_still_verifies(pow_fn):
-    ir = ssair.passes.optimize(lowering.lower(pow_fn))
+    ir = optimize(lowering.lower(pow_fn))
     ssair.verify(ir)
     assert len(ir.blocks) <= len(lowering.lower(pow_fn).blocks)

@@ -393,3 +393,12 @@ def test_make_closure_from_code_object_with_defaults():
     two = ir.push(b, "call", c, x, kwargs={"s": Const(0)})
     b.term = Return(ir.push(b, "tuple", one, two))
     assert interpret(ir, 3, 4) == (17, 12)
+
+
+def test_huge_integer_powers_are_exact():
+    ir = IR("p")
+    x, n = ir.add_arg("x"), ir.add_arg("n")
+    b = ir.add_block()
+    b.term = Return(ir.push(b, "pow", x, n))
+    assert interpret(ir, 3, 500) == 3 ** 500
+    assert interpret(ir, 2, -70) == 2 ** -70

@@ -5,10 +5,11 @@ import copy
 
 import numpy as np
 import pytest
+from lowering_cases import CASES, pow_
 
 import lowering
+import lowering.runtime
 import ssair
-from lowering_cases import CASES, pow_
 from ssair.ir import Branch, Const, Phi, Var
 
 BOOLISH = {"lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth"}
@@ -148,3 +149,27 @@ def test_phi_values_are_vars_or_consts():
         for b in lowering.lower(f).blocks:
             for p in b.phis:
                 assert all(isinstance(v, (Var, Const)) for v in p.incoming.values())
+
+
+@pytest.mark.parametrize("f", [f for f, _ in CASES], ids=[f.__name__ for f, _ in CASES])
+def test_listing_round_trips(f):
+    text = str(lowering.lower(f))
+    assert str(ssair.parse(text)) == text
+
+
+def test_maybe_unbound_read_is_checked():
+    from lowering_cases import maybe_unbound
+    ir = lowering.lower(maybe_unbound)
+    calls = [s.args[0].value for b in ir.blocks for s in b.stmts if s.op == "call"]
+    assert lowering.runtime.check_bound in calls
+    with pytest.raises(UnboundLocalError):
+        ssair.interpret(ir, 0)
+
+
+def test_dynamic_step_chooses_test_by_sign():
+    from lowering_cases import range_dynamic_step
+    ir = lowering.lower(range_dynamic_step)
+    ops = [s.op for b in ir.blocks for s in b.stmts]
+    assert "lt" in ops and "gt" in ops
+    calls = [s.args[0].value for b in ir.blocks for s in b.stmts if s.op == "call"]
+    assert lowering.runtime.range_step in calls

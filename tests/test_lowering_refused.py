@@ -3,9 +3,9 @@ function's qualified name and file:line."""
 import inspect
 
 import pytest
+from lowering_refused_cases import REFUSED
 
 import lowering
-from lowering_refused_cases import REFUSED
 
 
 def marked_line(f) -> int:

@@ -2,7 +2,9 @@
 text, lowered and interpreted (before and after optimisation) must agree with CPython,
 exceptions included (ZeroDivisionError from `/`, `//`, `%`).
 
-The generated functions take `a, b` (ints) and `x` (float).  Statements are
+The generated functions take `a, b` (ints) and `x` (float, including inf, nan, -0.0);
+expressions use arithmetic, comparison, bitwise and `and`/`or` operators, conditional
+expressions, `abs`, `min`, `max` and `** 2`.  Statements are
 assignments and augmented assignments, if/elif/else, while loops with bounded counters
 (with break/continue), for over range(...) with 1-3 arguments and negative steps,
 and early returns.  Loop bodies keep integers small (`% 1009`, or additions only) so
@@ -18,10 +20,9 @@ import linecache
 import os
 import tempfile
 
+from harness import CheckFailure, check_lowering
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from harness import CheckFailure, check_lowering
 
 VARS = ("a", "b", "x", "y", "z")
 PARAMS = "a, b, x"
@@ -55,8 +56,14 @@ def _expr(draw, readable, depth: int) -> str:
     if kind == 4:
         cond = _cond(draw, readable, depth - 1)
         return f"({lhs} if {cond} else {_expr(draw, readable, depth - 1)})"
+    rhs = _expr(draw, readable, depth - 1)
+    if kind == 5:
+        op = draw(st.sampled_from(["and", "or", "<", "==", "&", "|", "^", ">>", "<<"]))
+        if op == "<<":  # a small literal count: no runaway integer sizes
+            rhs = str(draw(st.integers(0, 8)))
+        return f"({lhs} {op} {rhs})"
     fn = draw(st.sampled_from(["min", "max"]))
-    return f"{fn}({lhs}, {_expr(draw, readable, depth - 1)})"
+    return f"{fn}({lhs}, {rhs})"
 
 
 def _cond(draw, readable, depth: int) -> str:
@@ -87,7 +94,7 @@ class _Gen:
         self.lines.append("    " * indent + text)
 
     def block(self, indent, readable, depth, in_loop) -> None:
-        for _ in range(self.draw(st.integers(1, 3))):
+        for _ in range(self.draw(st.integers(1, 2))):
             self.stmt(indent, readable, depth, in_loop)
 
     def stmt(self, indent, readable, depth, in_loop) -> None:
@@ -101,7 +108,7 @@ class _Gen:
 
     def stmt_assign(self, indent, readable, depth, in_loop) -> None:
         target = self.draw(st.sampled_from(VARS))
-        value = _expr(self.draw, readable, 2)
+        value = _expr(self.draw, readable, 1 + self.draw(st.integers(0, 1)))
         if not in_loop:
             op = self.draw(st.sampled_from(["=", "=", "+=", "-=", "*="]))
             self.emit(indent, f"{target} {op} {value}")
@@ -114,7 +121,7 @@ class _Gen:
     def stmt_if(self, indent, readable, depth, in_loop) -> None:
         self.emit(indent, f"if {_cond(self.draw, readable, 1)}:")
         self.block(indent + 1, readable, depth - 1, in_loop)
-        for _ in range(self.draw(st.integers(0, 2))):
+        for _ in range(self.draw(st.integers(0, 1))):
             self.emit(indent, f"elif {_cond(self.draw, readable, 1)}:")
             self.block(indent + 1, readable, depth - 1, in_loop)
         if self.draw(st.booleans()):
@@ -123,7 +130,7 @@ class _Gen:
 
     def stmt_return(self, indent, readable, depth, in_loop) -> None:
         self.emit(indent, f"if {_cond(self.draw, readable, 1)}:")
-        self.emit(indent + 1, f"return {_expr(self.draw, readable, 2)}")
+        self.emit(indent + 1, f"return {_expr(self.draw, readable, 1)}")
 
     def stmt_break(self, indent, readable, depth, in_loop) -> None:
         self.emit(indent, f"if {_cond(self.draw, readable, 1)}:")
@@ -173,7 +180,7 @@ def branchy_sources(draw) -> str:
     g = _Gen(draw)
     g.emit(1, "y = 1")
     g.emit(1, "z = 0.5")
-    for _ in range(draw(st.integers(1, 4))):
+    for _ in range(draw(st.integers(1, 3))):
         g.stmt(1, VARS, 2, False)
     g.emit(1, draw(st.sampled_from(["return a, b, x, y, z", f"return {_expr(draw, VARS, 2)}"])))
     return _function(g.lines)
@@ -183,8 +190,9 @@ def _function(body: list) -> str:
     return f"def generated({PARAMS}):\n" + "\n".join(body) + "\n"
 
 
-ARGS = st.tuples(st.integers(-20, 20), st.integers(-20, 20),
-                 st.floats(-10.0, 10.0, allow_nan=False, width=32))
+FLOATS = st.one_of(st.floats(-10.0, 10.0, allow_nan=False, width=32),
+                   st.sampled_from([0.0, -0.0, float("inf"), float("-inf"), float("nan")]))
+ARGS = st.tuples(st.integers(-20, 20), st.integers(-20, 20), FLOATS)
 
 
 def compile_source(source: str):
@@ -196,7 +204,7 @@ def compile_source(source: str):
         fh.write(source)
     linecache.cache[path] = (len(source), None, source.splitlines(True), path)
     namespace = {"__name__": f"zygopy_generated_{digest}"}
-    exec(compile(source, path, "exec"), namespace)
+    exec(compile(source, path, "exec"), namespace)  # noqa: S102 - generated test programs
     return namespace["generated"]
 
 

@@ -9,11 +9,11 @@ import inspect
 import os
 import re
 
-import pytest
-
 import corpus
-import lowering
+import pytest
 from harness import check_lowering
+
+import lowering
 
 corpus.load()
 STRICT = [r for r in corpus.REFUSED if not r.or_supported]

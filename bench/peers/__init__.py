@@ -9,15 +9,16 @@ resolves to a shim whose functions accept the peer's traced values.
 from __future__ import annotations
 
 import math
+import sys
 import types
+from collections.abc import Callable
 from types import ModuleType, SimpleNamespace
-from typing import Callable, Optional
 
 MATH_NAMES = ("exp", "log", "sqrt", "erf", "sin", "cos", "tanh")
 
 
-def rebind(module: ModuleType, overrides: Optional[dict] = None,
-           wrap: Optional[Callable] = None) -> SimpleNamespace:
+def rebind(module: ModuleType, overrides: dict | None = None,
+           wrap: Callable | None = None) -> SimpleNamespace:
     """Clone every function defined in `module` with a fresh globals dict.
 
     `overrides` replaces global names (typically `math`) in that dict; `wrap` (e.g.
@@ -39,8 +40,22 @@ def rebind(module: ModuleType, overrides: Optional[dict] = None,
 
 
 def _defined_in(obj, module: ModuleType) -> bool:
-    return isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__ \
-        and not obj.__name__.startswith("_")
+    return isinstance(obj, types.FunctionType) and obj.__module__ == module.__name__
+
+
+class Rebound:
+    """`rebind` applied lazily to the module of each function asked for, once per
+    module, so that an adapter works for any suite of workloads (bench.workloads, or a
+    papers/ script's own module)."""
+
+    def __init__(self, overrides: dict | None = None, wrap: Callable | None = None):
+        self.overrides, self.wrap, self.modules = overrides, wrap, {}
+
+    def __call__(self, func: Callable) -> Callable:
+        name = func.__module__
+        if name not in self.modules:
+            self.modules[name] = rebind(sys.modules[name], self.overrides, self.wrap)
+        return getattr(self.modules[name], func.__name__)
 
 
 def math_shim(lib_funcs: dict, traced: Callable[[object], bool]) -> SimpleNamespace:

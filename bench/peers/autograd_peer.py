@@ -3,8 +3,7 @@
 Python loops and branches run as written)."""
 from __future__ import annotations
 
-from bench import workloads
-from bench.peers import is_plain_number, math_shim, rebind
+from bench.peers import Rebound, is_plain_number, math_shim
 from bench.systems import Task, Unavailable, grads_at
 from bench.workloads import Workload
 
@@ -24,13 +23,13 @@ class Autograd:
         funcs = {"exp": anp.exp, "log": anp.log, "sqrt": anp.sqrt, "erf": asp.erf,
                  "sin": anp.sin, "cos": anp.cos, "tanh": anp.tanh}
         shim = math_shim(funcs, lambda x: not is_plain_number(x))
-        self.ns = rebind(workloads, overrides={"math": shim})
+        self.rebound = Rebound(overrides={"math": shim})
 
     def warm(self) -> None:
         self.autograd.grad(lambda x: x * x + 1.0)(1.5)
 
     def tasks(self, w: Workload) -> list:
-        f, args = getattr(self.ns, w.func.__name__), w.args()
+        f, args = self.rebound(w.func), w.args()
         g = self.autograd.grad(f, argnum=w.wrt)
 
         def result(out):

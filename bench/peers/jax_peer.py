@@ -4,14 +4,14 @@
   Python loops op by op, `math` is routed to `jax.numpy` / `jax.scipy.special`.
 - `JaxJit`: `jax.jit(jax.grad(...))` of the idiomatic JAX rewrite of each workload
   (`bench.peers.jax_rewrites`), integer arguments static; its first call is the
-  compile time the runner reports.
+  compile time the runner reports.  A workload without a rewrite (straight-line code
+  of another suite) is jitted as written, which is what a JAX user would do.
 """
 from __future__ import annotations
 
 import os
 
-from bench import workloads
-from bench.peers import is_plain_number, math_shim, rebind
+from bench.peers import Rebound, is_plain_number, math_shim
 from bench.systems import Task, Unavailable, grads_at
 from bench.workloads import Workload
 
@@ -32,6 +32,15 @@ def _device_args(jax, args: tuple) -> tuple:
     return tuple(a if isinstance(a, int) else jax.numpy.asarray(a) for a in args)
 
 
+def _plain_code(jax) -> Rebound:
+    """The workloads' own code with `math` sent to `jax.numpy` for traced values."""
+    import jax.scipy.special as jsp
+    funcs = {"exp": jax.numpy.exp, "log": jax.numpy.log, "sqrt": jax.numpy.sqrt,
+             "erf": jsp.erf, "sin": jax.numpy.sin, "cos": jax.numpy.cos,
+             "tanh": jax.numpy.tanh}
+    return Rebound(overrides={"math": math_shim(funcs, lambda x: not is_plain_number(x))})
+
+
 def _grad_result(w: Workload):
     def result(out):
         return None, grads_at(out, range(len(w.wrt)))
@@ -43,19 +52,14 @@ class JaxEager:
     kinds = ("grad",)
 
     def setup(self) -> None:
-        self.jax = jax = _import_jax()
-        import jax.scipy.special as jsp
-        funcs = {"exp": jax.numpy.exp, "log": jax.numpy.log, "sqrt": jax.numpy.sqrt,
-                 "erf": jsp.erf, "sin": jax.numpy.sin, "cos": jax.numpy.cos,
-                 "tanh": jax.numpy.tanh}
-        shim = math_shim(funcs, lambda x: not is_plain_number(x))
-        self.ns = rebind(workloads, overrides={"math": shim})
+        self.jax = _import_jax()
+        self.rebound = _plain_code(self.jax)
 
     def warm(self) -> None:
         self.jax.grad(lambda x: x * x + 1.0)(1.5).block_until_ready()
 
     def tasks(self, w: Workload) -> list:
-        f = getattr(self.ns, w.func.__name__)
+        f = self.rebound(w.func)
         args = _device_args(self.jax, w.args())
         g = self.jax.grad(f, argnums=w.wrt)
 
@@ -72,14 +76,13 @@ class JaxJit:
         self.jax = _import_jax()
         from bench.peers import jax_rewrites
         self.rewrites = jax_rewrites
+        self.rebound = _plain_code(self.jax)
 
     def warm(self) -> None:
         self.jax.jit(self.jax.grad(lambda x: x * x + 1.0))(1.5).block_until_ready()
 
     def tasks(self, w: Workload) -> list:
-        rewrite = getattr(self.rewrites, w.name, None)
-        if rewrite is None:
-            return [Task("grad", missing=f"no JAX rewrite of {w.name}")]
+        rewrite = getattr(self.rewrites, w.name, None) or self.rebound(w.func)
         raw = w.args()
         static = tuple(i for i, a in enumerate(raw) if isinstance(a, int))
         g = self.jax.jit(self.jax.grad(rewrite, argnums=w.wrt), static_argnums=static)

@@ -2,15 +2,14 @@
 no reverse mode).  Compilation happens at the first call, which the runner times."""
 from __future__ import annotations
 
-from bench import workloads
-from bench.peers import rebind
+from bench.peers import Rebound
 from bench.systems import Task, Unavailable
 from bench.workloads import Workload
 
 
 def _warm_function(x, n):
     s = 0.0
-    for i in range(n):
+    for _ in range(n):
         if x > 0.0:
             s = s + x * 1.5
     return s
@@ -26,11 +25,11 @@ class Numba:
         except ImportError as e:
             raise Unavailable(f"numba is not installed ({e})") from None
         self.numba = numba
-        self.ns = rebind(workloads, wrap=numba.njit)
+        self.rebound = Rebound(wrap=numba.njit)
 
     def warm(self) -> None:
         self.numba.njit(_warm_function)(0.5, 3)
 
     def tasks(self, w: Workload) -> list:
-        f, args = getattr(self.ns, w.func.__name__), w.args()
+        f, args = self.rebound(w.func), w.args()
         return [Task("primal", lambda: f(*args), lambda out: (float(out), None))]

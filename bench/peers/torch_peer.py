@@ -4,8 +4,7 @@ prebuilt ones), runs the code, which builds the autograd graph op by op, and bac
 through it, as a PyTorch user would."""
 from __future__ import annotations
 
-from bench import workloads
-from bench.peers import is_plain_number, math_shim, rebind
+from bench.peers import Rebound, is_plain_number, math_shim
 from bench.systems import Task, Unavailable
 from bench.workloads import Workload
 
@@ -24,14 +23,14 @@ class Torch:
         funcs = {name: getattr(torch, name) for name in
                  ("exp", "log", "sqrt", "erf", "sin", "cos", "tanh")}
         shim = math_shim(funcs, lambda x: not is_plain_number(x))
-        self.ns = rebind(workloads, overrides={"math": shim})
+        self.rebound = Rebound(overrides={"math": shim})
 
     def warm(self) -> None:
         x = self.torch.tensor(1.5, dtype=self.torch.float64, requires_grad=True)
         (x * x + 1.0).backward()
 
     def tasks(self, w: Workload) -> list:
-        f, raw = getattr(self.ns, w.func.__name__), w.args()
+        f, raw = self.rebound(w.func), w.args()
         base = [self.torch.tensor(a, dtype=self.torch.float64) if i in w.wrt else a
                 for i, a in enumerate(raw)]
 

@@ -7,12 +7,14 @@ Order constraints of `PIPELINE` (one round; `optimize` repeats rounds until the
 listing stops changing, at most `MAX_ROUNDS` times):
   1. `simplifycfg` first: it drops unreachable blocks, so that the dominator tree
      used by `cse` covers every block that is left.
-  2. `constfold` before `algebraic`: the rules of `algebraic` look for literal
+  2. `inplace` before the arithmetic passes: it turns `iadd(x, y)` on a scalar `x`
+     into `add(x, y)`, which they know (an `iadd` is impure: it may mutate an array).
+  3. `constfold` before `algebraic`: the rules of `algebraic` look for literal
      operands (`x * 1`), which folding and propagation expose.
-  3. `algebraic` before `cse`: rewrites such as `0 - x -> neg(x)` bring expressions
+  4. `algebraic` before `cse`: rewrites such as `0 - x -> neg(x)` bring expressions
      to one form, so that more of them compare equal.
-  4. `cse` and `algebraic` before `dce`: both leave definitions without uses.
-  5. `simplifycfg` last: `constfold` turns branch conditions into constants and
+  5. `cse` and `algebraic` before `dce`: both leave definitions without uses.
+  6. `simplifycfg` last: `constfold` turns branch conditions into constants and
      `dce` empties blocks, which only then can be folded, merged or bypassed.
 
 Debugging: `ZYGOPY_DUMP=constfold` (a comma-separated list of pass names, or `all`)
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from ..ir import IR
 from ..printer import format_ir
@@ -30,10 +32,12 @@ from .algebraic import algebraic
 from .constfold import constfold
 from .cse import cse
 from .dce import dce
+from .inplace import inplace
 from .simplifycfg import simplifycfg
 
 PIPELINE: list = [
     ("simplifycfg", simplifycfg),
+    ("inplace", inplace),
     ("constfold", constfold),
     ("algebraic", algebraic),
     ("cse", cse),
@@ -61,7 +65,7 @@ def run_pass(name: str, fn: Callable, ir: IR) -> IR:
     return out
 
 
-def optimize(ir: IR, passes: Optional[Sequence] = None, rounds: int = MAX_ROUNDS) -> IR:
+def optimize(ir: IR, passes: Sequence | None = None, rounds: int = MAX_ROUNDS) -> IR:
     """Run the pipeline (or `passes`: names or (name, function) pairs) in rounds until
     the printed IR stops changing, at most `rounds` times.  Returns a new IR; the
     input is untouched."""
@@ -89,5 +93,15 @@ def _resolve(passes: Sequence) -> list:
     return table
 
 
-__all__ = ["PIPELINE", "PASSES", "optimize", "run_pass", "dce", "constfold", "cse",
-           "algebraic", "simplifycfg"]
+__all__ = [
+    "PASSES",
+    "PIPELINE",
+    "algebraic",
+    "constfold",
+    "cse",
+    "dce",
+    "inplace",
+    "optimize",
+    "run_pass",
+    "simplifycfg",
+]

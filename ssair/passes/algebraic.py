@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 from ..ir import IR, Const, Var
 from .scalars import BOOL, FLOAT, INT, Scalars
@@ -64,7 +64,7 @@ def _arity(s) -> int:
 
 
 # -- constant tests -------------------------------------------------------------
-def _num(a: Any) -> Optional[Any]:
+def _num(a: Any) -> Any | None:
     """The numeric value of a constant operand of exact type int, float or bool."""
     if isinstance(a, Const) and type(a.value) in (int, float, bool):
         return a.value
@@ -82,7 +82,7 @@ _I = (int, bool)
 _F = (int, bool, float)
 
 
-def _pick(s, sc, test, kind_ok) -> Optional[tuple]:
+def _pick(s, sc, test, kind_ok) -> tuple | None:
     """(x, const) when one operand passes `test` and the other has an accepted kind."""
     x, y = s.args
     if test(y) and sc.kind(x) in kind_ok:
@@ -205,7 +205,7 @@ def _identity(s, sc, defs):
     return None
 
 
-def _inner(a: Any, op: str, defs: dict) -> Optional[Any]:
+def _inner(a: Any, op: str, defs: dict) -> Any | None:
     """`y` when `a` is defined by `op(y)`."""
     d = defs.get(a) if isinstance(a, Var) else None
     if d is None or getattr(d, "op", None) != op or d.kwargs or len(d.args) != 1:

@@ -17,7 +17,7 @@ FOLDABLE_CALLS = (
     math.fabs, math.floor, math.ceil, math.trunc, math.hypot, math.pow, math.copysign,
     math.degrees, math.radians, math.erf, math.erfc, math.gamma, math.lgamma, math.fmod,
     math.isnan, math.isinf, math.isfinite, math.gcd,
-    operator.add, operator.sub, operator.mul, operator.neg,
+    operator.add, operator.sub, operator.mul, operator.neg, operator.index,
 )
 
 

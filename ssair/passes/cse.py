@@ -1,10 +1,10 @@
 """Common subexpression elimination over the dominator tree."""
 from __future__ import annotations
 
+from ..cfg import DomTree
 from ..ir import IR, Const, Var
 from ..primitives import PRIMITIVES
 from .scalars import Scalars
-from ..cfg import DomTree
 from .util import is_literal
 
 # Never merged: new mutable objects (`list`, closures), effects, and operations that
@@ -36,9 +36,21 @@ def cse(ir: IR) -> IR:
     ir = ir.copy()
     sc = Scalars(ir)
     has_effects = any(not _pure(s.op) for b in ir.blocks for s in b.stmts)
+    mapping: dict = {}
+
+    def visit(block, table: dict) -> list:
+        return _visit(block, sc, has_effects, mapping, table)
+
+    _walk_dominator_tree(ir, visit)
+    ir.replace_uses(mapping)
+    return ir
+
+
+def _walk_dominator_tree(ir: IR, visit) -> None:
+    """Call `visit(block, table)` in dominator-tree preorder; the keys a block adds
+    to `table` stay visible to the blocks it dominates and are removed after them."""
     children = DomTree(ir).children
     blocks = ir.block_map()
-    mapping: dict = {}
     table: dict = {}
     stack = [(ir.entry.id, None)]
     while stack:
@@ -47,27 +59,23 @@ def cse(ir: IR) -> IR:
             for key in undo:
                 del table[key]
             continue
-        added = _visit(blocks[bid], sc, has_effects, mapping, table)
-        stack.append((bid, added))
+        stack.append((bid, visit(blocks[bid], table)))
         stack += [(c, None) for c in reversed(children[bid])]
-    ir.replace_uses(mapping)
-    return ir
 
 
 def _visit(block, sc, has_effects, mapping, table) -> list:
     """Merge the phis and statements of `block`; return the keys it added."""
     added = []
-    sub = lambda a: mapping.get(a, a)  # noqa: E731
     keep_phis = []
     for p in block.phis:
-        key = ("φ", block.id, tuple((b, sub(v)) for b, v in p.incoming.items()))
+        key = ("φ", block.id, tuple((b, mapping.get(v, v)) for b, v in p.incoming.items()))
         if _record(key, p.var, table, mapping, added):
             keep_phis.append(p)
     block.phis = keep_phis
     keep = []
     for s in block.stmts:
-        args = [sub(a) for a in s.args]
-        kwargs = {k: sub(v) for k, v in s.kwargs.items()}
+        args = [mapping.get(a, a) for a in s.args]
+        kwargs = {k: mapping.get(v, v) for k, v in s.kwargs.items()}
         if not _mergeable(s.op, args, sc, has_effects):
             keep.append(s)
             continue

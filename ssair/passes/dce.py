@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..ir import IR, Const, Var
 from ..primitives import PRIMITIVES
 from .scalars import BOOL, FLOAT, INT, Scalars
-from .util import is_pure, literal_operand, raises
+from .util import evaluator, is_pure, literal_operand, raises
 
 # Pure ops that never raise, whatever their operands.
 NEVER_RAISE = {"is", "isnot", "tuple", "list", "copy", "make_closure"}
@@ -52,7 +52,7 @@ def may_raise(stmt, sc: Scalars) -> bool:
     if stmt.kwargs or stmt.op not in PRIMITIVES:
         return True
     if all(literal_operand(a) for a in stmt.args):
-        impl = PRIMITIVES[stmt.op].impl
+        impl = evaluator(stmt.op)
         return impl is None or raises(impl, [a.value for a in stmt.args])
     kinds = {sc.kind(a) for a in stmt.args}
     if None in kinds:

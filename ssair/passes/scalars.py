@@ -7,11 +7,12 @@ as `i = φ(0, i + 1)` come out as `int`) and knows:
 
   * constants (`type(v)` exactly `int`, `float` or `bool`);
   * a `.type` of `int64`, `float64` or `bool` set by type inference;
-  * arithmetic on known scalars, with Python's result types (`bool + bool` is an
+  * arithmetic on known scalars (in-place `iadd` ... too: on numbers they are the
+    plain operators), with Python's result types (`bool + bool` is an
     `int`; `int / int` a `float`; `int ** c` an `int` only for a constant `c >= 0`);
   * operations whose result is always a bool (`not`, `truth`, `is`, `in`, and
     comparisons of known scalars);
-  * calls of `len`, `bool` and the float functions of `math` (always exact `int`,
+  * calls of `len`, `operator.index`, `bool` and the float functions of `math` (always exact
     `bool`, `float`), and of `int`, `float`, `abs` on known scalars.
 
 Anything else is unknown (None).
@@ -19,9 +20,11 @@ Anything else is unknown (None).
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+import operator
+from typing import Any
 
-from ..ir import IR, Const, Phi, Var
+from ..ir import IR, Const, Phi
+from ..primitives import INPLACE
 
 INT, FLOAT, BOOL = "int", "float", "bool"
 _TOP = "top"  # not yet computed (optimistic start)
@@ -39,12 +42,12 @@ _FLOAT_MATH = tuple(getattr(math, n) for n in (
     "degrees", "radians", "erf", "erfc", "gamma", "lgamma", "fmod"))
 
 
-def const_kind(value: Any) -> Optional[str]:
+def const_kind(value: Any) -> str | None:
     """The kind of a constant value, exact types only."""
     return {bool: BOOL, int: INT, float: FLOAT}.get(type(value))
 
 
-def type_kind(t: Any) -> Optional[str]:
+def type_kind(t: Any) -> str | None:
     """The kind named by an inferred `.type`, if any."""
     return None if t is None else _TYPE_NAMES.get(str(t))
 
@@ -60,13 +63,13 @@ class Scalars:
             self.kinds[d.var] = type_kind(d.type) or (None if _is_arg(d) else _TOP)
         self._solve([d for d in defs if type_kind(d.type) is None and not _is_arg(d)])
 
-    def kind(self, a: Any) -> Optional[str]:
+    def kind(self, a: Any) -> str | None:
         if isinstance(a, Const):
             return const_kind(a.value)
         k = self.kinds.get(a)
         return None if k == _TOP else k
 
-    def _raw(self, a: Any) -> Optional[str]:
+    def _raw(self, a: Any) -> str | None:
         if isinstance(a, Const):
             return const_kind(a.value)
         return self.kinds.get(a)
@@ -81,13 +84,13 @@ class Scalars:
                     self.kinds[d.var] = new
                     changed = True
 
-    def _phi(self, p: Phi) -> Optional[str]:
+    def _phi(self, p: Phi) -> str | None:
         ks = {self._raw(v) for v in p.incoming.values()} - {_TOP}
         if not ks:
             return _TOP
         return ks.pop() if len(ks) == 1 else None
 
-    def _stmt(self, s) -> Optional[str]:
+    def _stmt(self, s) -> str | None:
         if s.op in _ALWAYS_BOOL:
             return BOOL
         ks = [self._raw(a) for a in s.args]
@@ -99,14 +102,14 @@ class Scalars:
             return ks[0]
         if s.kwargs or None in ks:
             return None
-        return result_kind(s.op, ks, s.args)
+        return result_kind(INPLACE.get(s.op, s.op), ks, s.args)
 
 
 def _is_arg(d: Any) -> bool:
     return not hasattr(d, "op")
 
 
-def result_kind(op: str, ks: list, args: list) -> Optional[str]:
+def result_kind(op: str, ks: list, args: list) -> str | None:
     """Python's result kind of `op` on operands of known kinds `ks`."""
     if op in _COMPARE:
         return BOOL if len(ks) == 2 else None
@@ -128,7 +131,7 @@ def result_kind(op: str, ks: list, args: list) -> Optional[str]:
     return None
 
 
-def _unary_kind(op: str, k: str) -> Optional[str]:
+def _unary_kind(op: str, k: str) -> str | None:
     if op in ("neg", "pos"):
         return FLOAT if k == FLOAT else INT
     if op == "invert":
@@ -136,7 +139,7 @@ def _unary_kind(op: str, k: str) -> Optional[str]:
     return None
 
 
-def _pow_kind(a: str, b: str, exponent: Any) -> Optional[str]:
+def _pow_kind(a: str, b: str, exponent: Any) -> str | None:
     """`int ** int` is an int only for exponents >= 0; `float ** y` may be complex
     unless `y` is integral."""
     const = exponent.value if isinstance(exponent, Const) else None
@@ -151,12 +154,12 @@ def _pow_kind(a: str, b: str, exponent: Any) -> Optional[str]:
     return None
 
 
-def _call_kind(s, ks: list) -> Optional[str]:
+def _call_kind(s, ks: list) -> str | None:
     f = s.args[0].value if isinstance(s.args[0], Const) else None
     rest = ks[1:]
     if f is None or s.kwargs:
         return None
-    if f is len:
+    if f is len or f is operator.index:
         return INT
     if f is bool:
         return BOOL

@@ -1,8 +1,8 @@
 """Control-flow graph simplification."""
 from __future__ import annotations
 
-from ..ir import IR, Branch, Const, Goto
 from ..cfg import reachable
+from ..ir import IR, Branch, Const, Goto
 from .util import is_literal, rekey_incoming, remove_trivial_phis
 
 
@@ -19,10 +19,11 @@ def simplifycfg(ir: IR) -> IR:
       * phis whose incoming operands are all one value are replaced by it;
       * a block whose unique predecessor ends in `goto` to it is merged into that
         predecessor;
-      * an empty block (no phis, no statements) that only `goto`s another block is
-        bypassed: its predecessors jump to the target directly and the target's phis
-        get an entry per such predecessor; skipped when a predecessor already jumps to
-        the target with a different phi value (phis are keyed by predecessor);
+      * a block without statements that only `goto`s another block is bypassed: its
+        predecessors jump to the target directly and the target's phis get an entry
+        per such predecessor.  Skipped when the block's own phis are used anywhere
+        but in the target's phis, or when a predecessor already jumps to the target
+        with a different phi value (phis are keyed by predecessor);
       * the entry block stays first; blocks are renumbered 1..n in their order.
     """
     ir = ir.copy()
@@ -104,7 +105,7 @@ def _merge(ir: IR, a, b, blocks: dict, preds: dict) -> None:
 def _bypass_forwarders(ir: IR) -> bool:
     changed = False
     for f in list(ir.blocks[1:]):
-        if f.phis or f.stmts or not isinstance(f.term, Goto) or f.term.target == f.id:
+        if f.stmts or not isinstance(f.term, Goto) or f.term.target == f.id:
             continue
         if _bypass(ir, f):
             changed = True
@@ -112,28 +113,48 @@ def _bypass_forwarders(ir: IR) -> bool:
 
 
 def _bypass(ir: IR, f) -> bool:
-    """Redirect the predecessors of the empty block `f` to its target; False if a
-    predecessor already reaching the target would need a different phi value."""
+    """Redirect the predecessors of the statement-free block `f` to its target.
+
+    `f`'s own phis must be used only by the target's phis (on the edge from `f`);
+    the target's phi entry for a predecessor `p` of `f` is then the value that entry
+    took through `f`.  False (nothing changed) when that is not so, or when a
+    predecessor already jumping to the target would need a different value."""
     target = ir.block(f.term.target)
+    if target.id == ir.entry.id or not _phis_only_forwarded(ir, f, target):
+        return False
     preds = ir.predecessors()
-    fpreds = preds[f.id]
-    for p in fpreds:
-        if p in preds[target.id] and any(ph.incoming[p] != ph.incoming[f.id] for ph in target.phis):
+    fphis = {p.var: p for p in f.phis}
+
+    def through(ph, p):
+        v = ph.incoming[f.id]
+        return fphis[v].incoming[p] if v in fphis else v
+
+    for p in preds[f.id]:
+        if p in preds[target.id] and any(ph.incoming[p] != through(ph, p) for ph in target.phis):
             return False
     for ph in target.phis:
-        value = ph.incoming[f.id]
         new = {}
         for k, v in ph.incoming.items():
             if k != f.id:
                 new[k] = v
                 continue
-            for p in fpreds:
-                new[p] = value
+            for p in preds[f.id]:
+                new[p] = through(ph, p)
         ph.incoming = new
-    for p in fpreds:
+    for p in preds[f.id]:
         ir.block(p).term.retarget(f.id, target.id)
     ir.blocks.remove(f)
     return True
+
+
+def _phis_only_forwarded(ir: IR, f, target) -> bool:
+    """Whether every use of a phi of `f` is a phi entry of `target` for edge `f`."""
+    if not f.phis:
+        return True
+    mine = {p.var for p in f.phis}
+    allowed = sum(1 for ph in target.phis if ph.incoming.get(f.id) in mine)
+    used = sum(1 for _, a in ir.uses() if a in mine)
+    return used == allowed
 
 
 def _renumber(ir: IR) -> None:

@@ -12,13 +12,14 @@ imports all of them and returns both lists.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 # Modules whose constructs the issue (#2, section 3) requires the lowering to support.
 CORE_MODULES = (
     "straight", "branches", "logic", "loops", "ranges", "iteration", "recursion",
-    "calls", "closures", "tuples", "arrays", "numpy_calls", "bigints", "errors",
+    "calls", "closures", "tuples", "arrays", "numpy_calls", "bigints", "errors", "effects",
 )
 # Ordinary Python the issue does not list explicitly (slices, methods, walrus, ...).
 EXTRA_MODULES = ("extras",)

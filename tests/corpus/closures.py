@@ -17,12 +17,12 @@ def square(t):
     return t * t
 
 
-TRIPLE = lambda t: 3 * t  # noqa: E731
+TRIPLE = lambda t: 3 * t
 
 
 @case((2.0, 3.0), (-1, 4))
 def local_lambda(x, y):
-    sq = lambda t: t * t  # noqa: E731
+    sq = lambda t: t * t
     return sq(x) + sq(y)
 
 
@@ -64,7 +64,7 @@ def compose_inside(x):
 def closure_in_loop(n):
     acc = 0
     for i in range(n):
-        g = lambda t: t + i  # noqa: E731
+        g = lambda t: t + i  # noqa: B023 - called at once
         acc += g(10)
     return acc
 
@@ -101,7 +101,7 @@ def closure_reads_later_binding(x):
 
 @case((5,), (1,))
 def lambda_default_arg(n):
-    f = lambda t, s=n: t * s  # noqa: E731
+    f = lambda t, s=n: t * s
     return f(2) + f(2, 3)
 
 

@@ -113,3 +113,10 @@ def negative_shift(k):
 @case((0,), (3,))
 def mod_by_zero_ternary(k):
     return 10 % k if k >= 0 else 0
+
+
+@case((V,), (np.array([2.0]),))
+def truth_of_array(a):
+    if a:
+        return 1
+    return 0

@@ -20,7 +20,7 @@ def sum_array(a):
 def max_array(a):
     m = a[0]
     for v in a:
-        if v > m:
+        if v > m:  # noqa: PLR1730 - a branch on purpose
             m = v
     return m
 

@@ -15,7 +15,7 @@ def chained_mixed(a, b, c, d):
 
 @case((0.5,), (1.5,), (-0.1,))
 def in_unit_interval(x):
-    if 0.0 <= x <= 1.0:
+    if 0.0 <= x <= 1.0:  # noqa: SIM103 - a branch on purpose
         return True
     return False
 

@@ -170,6 +170,6 @@ def while_else_no_break(n):
     while n > 0:
         s += n
         n -= 1
-    else:
+    else:  # noqa: PLW0120 - else without break on purpose
         s = -s
     return s

@@ -102,6 +102,6 @@ def range_step_arg(n, step):
 def range_loop_var_shadow(n):
     total = 0
     for n2 in range(n):
-        for n2 in range(n2):
+        for n2 in range(n2):  # noqa: B020 - shadowing on purpose
             total += n2
     return total

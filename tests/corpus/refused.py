@@ -43,7 +43,7 @@ def with_block_no_import(cm, x):
 
 @refuses("generator", "yield")
 def generator(n):
-    for i in range(n):
+    for i in range(n):  # noqa: UP028 - a yield loop on purpose
         yield i
 
 

@@ -1,0 +1,270 @@
+"""Nested reverse mode: `gradient(lambda x: gradient(f, x)[0], x)`, `hessian`.
+
+Choice: reverse over reverse, by making the tape operations themselves
+differentiable, so that the J transform applies to its own output.
+
+  * A call of `adjoint.gradient(f, *args)` inside differentiated code is run as the
+    *gradient program* of f, an IR built here:
+        %tape = call(@adjoint.tape.new_tape)
+        %t    = call(<f_forward>, %tape, args...)
+        %r    = call(@adjoint.tape.reader_of, %tape)
+        %g    = call(<f_adjoint>, %r, getitem(%t, 1), 1.0)
+        return call(@adjoint.nested.finish_grads, %g, tuple(args...), nfree)
+    and the outer transform differentiates that program like any user function:
+    its calls of the forward and adjoint IR are transformed in turn.
+  * The ops of forward and adjoint IR get rules: `push(tape, v)` and `pop(reader)`
+    are always recorded; the adjoint of `pop` is `spush(reader, dy)` (the popped
+    value's cotangent goes on the tape's sensitivity stack) and the adjoint of `push`
+    is `spop(tape)` (it takes it back off).  The outer reverse pass runs the inner
+    adjoint's pops backwards first, then the inner forward's pushes, so the two
+    stacks pair up exactly like the tape itself.  `accum`, `dget`, `accum_index`,
+    `take_index`, `zero_index`, `snapshot` and `unbcast` are linear and get small
+    pullbacks here.
+  * A first-order pullback called in an adjoint IR (`call(@...d_sin, %dy, %x)`) is a
+    plain Python function: the outer transform lowers `Pullback.fn` and transforms it
+    like user code (rules whose code the lowering refuses cannot be nested).
+Limits: calls of user functions inside the inner function (`jcall`/`jback` in its
+forward/adjoint IR) are not differentiable a second time yet; `pullback` and
+`jacobian` called inside differentiated code are not supported (`gradient` is).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ssair import IR, Const, Return
+from ssair import interpreter as interp
+from ssair.primitives import register
+
+from .rules import Pullback, nondiff, pullback_rule, structural
+from .tape import accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
+from . import transform as T
+
+
+def spush(reader, g) -> None:
+    reader.tape.sens.append(g)
+
+
+def spop(tape):
+    return tape.sens.pop()
+
+
+register("spush", 2, spush, pure=False, foldable=False, symbol="sens.push(g)")
+register("spop", 1, spop, pure=False, foldable=False, symbol="sens.pop()")
+structural("push", needs=lambda act: {0})
+structural("pop", needs=lambda act: {0})
+nondiff(new_tape, reader_of)
+
+
+# -- pullbacks of the cotangent primitives ----------------------------------------------
+@pullback_rule("accum")
+def d_accum(dz, a, b):
+    return dz, dz
+
+
+@pullback_rule("dget")
+def d_dget(dz, t, k):
+    if t is None:
+        return None, None
+    parts = [None] * len(t)
+    parts[k] = dz
+    return tuple(parts), None
+
+
+@pullback_rule("accum_index")
+def d_accum_index(dz, s, dy, x, *idx):
+    return (dz, take_index(dz, *idx), None) + (None,) * len(idx)
+
+
+@pullback_rule("take_index")
+def d_take_index(dz, s, *idx):
+    if s is None:
+        return (None,) * (1 + len(idx))
+    return (accum_index(None, dz, s, *idx),) + (None,) * len(idx)
+
+
+@pullback_rule("zero_index")
+def d_zero_index(dz, s, *idx):
+    return (zero_index(fresh(dz), *idx),) + (None,) * len(idx)
+
+
+@pullback_rule("snapshot")
+def d_snapshot(dz, x):
+    return dz
+
+
+@pullback_rule(("unbcast", unbcast))
+def d_unbcast(dz, dy, x):
+    if isinstance(dy, np.ndarray) and isinstance(dz, (np.ndarray, float, np.floating)):
+        return np.broadcast_to(dz, dy.shape).astype(float), None
+    return dz, None
+
+
+def finish_grads(g, xs, nfree):
+    """The cotangents `adjoint.gradient` returns, from the adjoint IR's raw tuple."""
+    from .api import _finish
+    return tuple(_finish(v, x) for v, x in zip(g[nfree:], xs[nfree:]))
+
+
+@pullback_rule(finish_grads)
+def d_finish_grads(dz, g, xs, nfree):
+    from .transform import is_differentiable
+    parts = [None] * nfree + [d if is_differentiable(x) else None
+                              for d, x in zip(dz, xs[nfree:])]
+    return tuple(parts), None, None
+
+
+finish_grads.__zygopy_symbol__ = "adjoint.nested.finish_grads"
+
+
+# -- the gradient program ---------------------------------------------------------------
+_PROGRAMS: dict = {}
+
+
+def gradient_program(jf: "T.JFunction", nfree: int) -> IR:
+    """An IR computing the gradient of `jf`'s primal (see the module docstring)."""
+    key = (id(jf), nfree)
+    hit = _PROGRAMS.get(key)
+    if hit is not None and hit[0] is jf:
+        return hit[1]
+    p = jf.primal
+    ir = IR(f"{p.name}_gradient", file=p.file, firstline=p.firstline)
+    xs = [ir.add_arg(a.name) for a in p.args]
+    b = ir.add_block()
+    tape = ir.push(b, "call", Const(new_tape))
+    t = ir.push(b, "call", Const(jf.forward), tape, *xs)
+    env = ir.push(b, "getitem", t, 1)
+    r = ir.push(b, "call", Const(reader_of), tape)
+    g = ir.push(b, "call", Const(jf.adjoint), r, env, 1.0)
+    out = ir.push(b, "call", Const(finish_grads), g, ir.push(b, "tuple", *xs), nfree)
+    b.term = Return(out)
+    _PROGRAMS[key] = (jf, ir)
+    return ir
+
+
+def forward_gradient(state, f, tape, pos: tuple, kw: dict) -> tuple:
+    """jcall of `adjoint.gradient(fn, *args)`: run J(gradient program of fn)."""
+    from .api import _prepare
+    if kw:
+        raise TypeError("adjoint: nested gradient() takes no keyword arguments")
+    fn, args = pos[0], tuple(pos[1:])
+    ir, free = _prepare(fn, args)
+    all_args = tuple(free) + args
+    active = tuple(T.is_differentiable(a) for a in all_args)
+    jf = T.transform(ir, active)
+    jg = T.transform(gradient_program(jf, len(free)), active)
+    y, env = interp._call_ir(state, jg.forward, (tape,) + all_args)
+    slots = [None] + [len(free) + k for k in range(len(args))]
+    return y, T.CallPB(jg, env, len(free), slots, False)
+
+
+class _UnwrapPB:
+    """A transformed pullback whose plain function returned one bare cotangent."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def back(self, state, reader, dy):
+        return self.inner.back(state, reader, None if dy is None else dy[0])
+
+
+def forward_pullback(state, pb: Pullback, tape, pos: tuple, kw: dict) -> tuple:
+    """jcall of a first-order `Pullback`: differentiate its plain-Python function."""
+    nops = 1 + len(pos) + len(kw)
+    if pos[0] is None:
+        return pb(*pos, **kw), T.NondiffPB(nops)
+    y, data = T.call_forward(state, pb.fn, tape, pos, kw, plain=True)
+    if isinstance(y, tuple):
+        return y, data
+    return (y,), _UnwrapPB(data)
+
+
+T.SPECIAL_TYPES.append((Pullback, forward_pullback))
+
+
+def _register_gradient() -> None:
+    from . import api
+    T.SPECIAL_CALLEES[id(api.gradient)] = (api.gradient, forward_gradient)
+
+
+_register_gradient()
+
+
+# -- calls inside a transformed IR: jcall / jback differentiated again ----------------------
+def run_jcall(f, tape, kwnames, *args):
+    """`jcall` as a callee (what a `jcall` statement becomes when its IR is
+    differentiated; only ever run through `forward_jcall`)."""
+    raise RuntimeError("adjoint: run_jcall is only called by the J transform")
+
+
+def run_jback(pb, reader, dy):
+    raise RuntimeError("adjoint: run_jback is only called by the J transform")
+
+
+run_jcall.__zygopy_symbol__ = "adjoint.nested.run_jcall"
+run_jback.__zygopy_symbol__ = "adjoint.nested.run_jback"
+
+
+def as_call(s):
+    """`%t = jcall(f, %tape, kw, args...)` -> `%t = call(@run_jcall, f, %tape, kw, args...)`."""
+    from ssair import Stmt
+    fn = run_jcall if s.op == "jcall" else run_jback
+    return Stmt(s.var, "call", [Const(fn)] + list(s.args), line=s.line, name=s.name)
+
+
+class _NestedPB:
+    """Outer pullback data of a differentiated jcall/jback: J of the inner IR, its
+    env, and how to map cotangents between the statement and the inner IR."""
+
+    __slots__ = ("jj", "env", "to_inner", "from_inner")
+
+    def __init__(self, jj, env, to_inner, from_inner):
+        self.jj, self.env, self.to_inner, self.from_inner = jj, env, to_inner, from_inner
+
+    def back(self, state, reader, dz):
+        grads = interp._call_ir(state, self.jj.adjoint, (reader, self.env, self.to_inner(dz)))
+        return self.from_inner(grads)
+
+
+def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
+    f, tape, kwnames = pos[0], pos[1], pos[2]
+    rest = pos[3:]
+    npos = len(rest) - len(kwnames)
+    target = T._target(f)
+    if target is None or T.lookup_callee(f) is not None:
+        raise TypeError(f"adjoint: nested AD through a call of {T._name(f)} (a rule or "
+                        f"library callee) is not supported")
+    jf, args, slots, nfree, closure = T.resolve_call(
+        target, tuple(rest[:npos]), dict(zip(kwnames, rest[npos:])))
+    fwd_args = (tape,) + args
+    jj = T.transform(jf.forward, tuple(T.is_differentiable(a) for a in fwd_args))
+    (y, env), env2 = interp._call_ir(state, jj.forward, (tape2,) + fwd_args)
+    inner = T.CallPB(jf, env, nfree, slots, closure)
+
+    def from_inner(g):          # (d_tape, d_args...) -> (d_run_jcall, d_f, d_tape, d_kw, d_rest...)
+        d = inner.route(g[1:])
+        return (None, d[0], None, None) + tuple(d[1:])
+    return (y, inner), _NestedPB(jj, env2, lambda dz: dz, from_inner)
+
+
+def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
+    inner, reader, dy = pos
+    if not isinstance(inner, T.CallPB):
+        raise TypeError("adjoint: nested AD through a rule's pullback inside a call is "
+                        "not supported")
+    args = (reader, inner.env, dy)
+    jj = T.transform(inner.jf.adjoint, tuple(T.is_differentiable(a) for a in args))
+    grads, env2 = interp._call_ir(state, jj.forward, (tape2,) + args)
+    nargs = len(inner.jf.primal.args)
+
+    def to_inner(dz):
+        return inner.unroute(dz, nargs)
+
+    def from_inner(g):          # (d_reader, d_env, d_dy) -> (d_run_jback, d_pb, d_reader, d_dy)
+        return (None, g[1], None, g[2])
+    return inner.route(grads), _NestedPB(jj, env2, to_inner, from_inner)
+
+
+T.SPECIAL_CALLEES[id(run_jcall)] = (run_jcall, forward_jcall)
+T.SPECIAL_CALLEES[id(run_jback)] = (run_jback, forward_jback)

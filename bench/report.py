@@ -1,0 +1,272 @@
+"""The tables: medians per system and workload, the ratios the JIT issue sets targets
+for, footnotes for every cell that could not be filled.  Plain text or Markdown.
+
+`Results` holds what the workers reported; `render` turns it into text.  A cell is
+"n/a[k]" where footnote k gives the reason (system not installed, API not there yet,
+error, crash, over budget, or a gradient that failed the cross-check).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench.timing import format_ns
+
+
+@dataclass(frozen=True)
+class Column:
+    """A time column: `field` is "median" (steady-state per call) or "compile" (first
+    call minus the median: compilation and other one-time work)."""
+
+    header: str
+    system: str
+    kind: str
+    field: str = "median"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """num / den of two time columns; `target` is (op, bound) from the issue, checked
+    only on loop workloads when `loops_only`."""
+
+    header: str
+    num: Column
+    den: Column
+    target: tuple | None = None
+    loops_only: bool = False
+
+
+ZY_PRIMAL = Column("zy primal", "zygopy", "primal")
+ZY_GRAD = Column("zy grad", "zygopy", "grad")
+ZY_COMPILE = Column("zy grad 1st", "zygopy", "grad", "compile")
+NUMBA = Column("Numba", "numba", "primal")
+NUMBA_COMPILE = Column("Numba 1st", "numba", "primal", "compile")
+JAX_EAGER = Column("JAX eager", "jax-eager", "grad")
+JAX_JIT = Column("JAX jit", "jax-jit", "grad")
+AUTOGRAD = Column("autograd", "autograd", "grad")
+TORCH = Column("PyTorch", "torch", "grad")
+
+TIME_COLUMNS = (
+    Column("CPython", "cpython", "primal"), ZY_PRIMAL, ZY_GRAD, ZY_COMPILE,
+    Column("zy interp", "zygopy-interp", "grad"), NUMBA, NUMBA_COMPILE, JAX_EAGER,
+    JAX_JIT, Column("JAX jit 1st", "jax-jit", "grad", "compile"), AUTOGRAD, TORCH,
+)
+
+RATIOS = (
+    Ratio("zy/Numba", ZY_PRIMAL, NUMBA, ("<=", 1.5)),
+    Ratio("zy grad/zy", ZY_GRAD, ZY_PRIMAL, ("<=", 3.0)),
+    Ratio("JAX eager/zy grad", JAX_EAGER, ZY_GRAD, (">=", 100.0), loops_only=True),
+    Ratio("autograd/zy grad", AUTOGRAD, ZY_GRAD, (">=", 100.0), loops_only=True),
+    Ratio("PyTorch/zy grad", TORCH, ZY_GRAD, (">=", 100.0), loops_only=True),
+    Ratio("zy grad/JAX jit", ZY_GRAD, JAX_JIT, ("<=", 1.0)),
+    Ratio("zy 1st/Numba 1st", ZY_COMPILE, NUMBA_COMPILE, ("<=", 1.0)),
+)
+
+
+@dataclass
+class Results:
+    """What the runner collected: `cells[(system, workload, kind)]` is a worker's result
+    record; `down[system]` the reason a whole system could not run; `bad[(system,
+    workload)]` a failed cross-check."""
+
+    systems: list
+    workloads: list
+    cells: dict = field(default_factory=dict)
+    down: dict = field(default_factory=dict)
+    bad: dict = field(default_factory=dict)
+
+    def lookup(self, col: Column, workload: str) -> tuple:
+        """(nanoseconds, None) or (None, the reason there is no number)."""
+        if col.system in self.down:
+            return None, f"{col.system}: {self.down[col.system]}"
+        rec = self.cells.get((col.system, workload, col.kind))
+        if rec is None:
+            return None, f"{col.system}: no result reported"
+        if not rec.get("ok"):
+            return None, f"{col.system} {col.kind}: {rec.get('error', 'failed')}"
+        if (col.system, workload) in self.bad:
+            return None, f"{col.system}: {self.bad[(col.system, workload)]}"
+        if col.field == "compile":
+            return max(rec["first_ns"] - rec["median_ns"], 0.0), None
+        return rec["median_ns"], None
+
+
+class Footnotes:
+    """Numbers reasons in order of first use; the same reason gets the same number."""
+
+    def __init__(self) -> None:
+        self.reasons: list = []
+
+    def mark(self, reason: str) -> str:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return f"n/a[{self.reasons.index(reason) + 1}]"
+
+    def lines(self) -> list:
+        return [f"[{i}] {r}" for i, r in enumerate(self.reasons, 1)]
+
+
+def time_rows(res: Results, notes: Footnotes) -> tuple:
+    cols = [c for c in TIME_COLUMNS if c.system in res.systems]
+    rows = []
+    for w in res.workloads:
+        row = [w]
+        for c in cols:
+            ns, why = res.lookup(c, w)
+            row.append(format_ns(ns) if why is None else notes.mark(why))
+        rows.append(row)
+    return ["workload"] + [c.header for c in cols], rows
+
+
+def ratio_rows(res: Results, notes: Footnotes, loops: dict) -> tuple:
+    ratios = [r for r in RATIOS if r.num.system in res.systems and r.den.system in res.systems]
+    rows = []
+    for w in res.workloads:
+        rows.append([w] + [_ratio_cell(res, r, w, loops[w], notes) for r in ratios])
+    return ["workload"] + [r.header for r in ratios], rows, ratios
+
+
+def _ratio_cell(res: Results, r: Ratio, w: str, loop: bool, notes: Footnotes) -> str:
+    num, why = res.lookup(r.num, w)
+    den, why2 = res.lookup(r.den, w)
+    if why or why2:
+        return notes.mark(why or why2)
+    if den <= 0:
+        return notes.mark(f"{r.den.header} measured as 0")
+    value = num / den
+    text = format_ratio(value)
+    applies = r.target is not None and (loop or not r.loops_only)
+    return text + ("!" if applies and not meets(value, r.target) else "")
+
+
+def meets(value: float, target: tuple) -> bool:
+    op, bound = target
+    return value <= bound if op == "<=" else value >= bound
+
+
+def format_ratio(x: float) -> str:
+    if x >= 1000:
+        return f"{x:,.0f}x"
+    if x >= 10:
+        return f"{x:.1f}x"
+    return f"{x:.2f}x" if x >= 0.01 else f"{x:.1e}x"
+
+
+def target_legend(ratios: list) -> str:
+    parts = []
+    for r in ratios:
+        if r.target:
+            scope = " on loop workloads" if r.loops_only else ""
+            parts.append(f"{r.header} {r.target[0]} {r.target[1]:g}{scope}")
+    return "Targets (issue 4), '!' marks a miss: " + "; ".join(parts) + "."
+
+
+def format_table(header: list, rows: list, markdown: bool) -> str:
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |",
+                 "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    def line(cells):
+        first = str(cells[0]).ljust(widths[0])
+        rest = [str(c).rjust(wd) for c, wd in zip(cells[1:], widths[1:])]
+        return "  ".join([first] + rest).rstrip()
+    return "\n".join([line(header), line(["-" * wd for wd in widths])] + [line(r) for r in rows])
+
+
+def render(res: Results, loops: dict, markdown: bool = False) -> str:
+    """Both tables and their footnotes."""
+    notes = Footnotes()
+    th, trows = time_rows(res, notes)
+    rh, rrows, ratios = ratio_rows(res, notes, loops)
+    title = ("Median time per call (gradient columns: value and every gradient; "
+             "'1st': first call minus median, i.e. compilation)")
+    out = [title, "", format_table(th, trows, markdown)]
+    if ratios:
+        out += ["", "Ratios of the medians above", "", format_table(rh, rrows, markdown),
+                "", target_legend(ratios)]
+    if notes.reasons:
+        out += [""] + [_note(line, markdown) for line in notes.lines()]
+    return "\n".join(out)
+
+
+def _note(line: str, markdown: bool) -> str:
+    return line.replace("|", "/") + ("  " if markdown else "")
+
+
+def results_from(payload: dict) -> Results:
+    """Rebuild the cells of a run from its payload (live or read back from --json)."""
+    res = Results(systems=payload["systems"], workloads=payload["workloads"])
+    for rec in payload["records"]:
+        if rec.get("suite") == "bench.overhead":
+            continue
+        if rec["event"] == "unavailable":
+            res.down[rec["system"]] = rec["reason"]
+        elif rec["event"] == "result":
+            res.cells[(rec["system"], rec["workload"], rec["kind"])] = rec
+    for d in payload["disagreements"]:
+        res.bad[(d["system"].split()[0], d["workload"])] = d["what"]
+    return res
+
+
+def render_run(payload: dict, markdown: bool = False) -> str:
+    """Everything a run prints: header, tables, cross-check, contention, overhead, tape."""
+    res = results_from(payload)
+    env = payload["environment"]
+    parts = [header_line(env), render(res, payload["loops"], markdown),
+             verification_text(payload["disagreements"], payload["summaries"]),
+             contention_text(res, env["clock"])]
+    if payload.get("overhead"):
+        parts.append(overhead_line(payload["overhead"]))
+    if payload.get("tape"):
+        parts.append(tape_line(payload["tape"]))
+    return "\n\n".join(p for p in parts if p)
+
+
+def header_line(env: dict) -> str:
+    versions = ", ".join(f"{s} {v}" for s, v in env["versions"].items() if s != "cpython")
+    return (f"zygopy benchmarks, {env['date']}, {env['machine']}, CPython {env['python']}, "
+            f"{env['pinning']}, {env['mode']} mode, {env['clock']} clock, "
+            f"budget {env['budget_s']:g} s/task\nzygopy commit "
+            f"{env.get('zygopy_commit', 'unknown')}; versions: {versions}")
+
+
+def verification_text(disagreements: list, summaries: list) -> str:
+    head = ("Cross-check: all values and gradients agree." if not disagreements else
+            f"Cross-check: {len(disagreements)} disagreement(s); those cells show n/a:")
+    bad = [f"  ! {d['workload']} / {d['system']}: {d['what']}" for d in disagreements]
+    return "\n".join([head] + bad + [f"  {s}" for s in summaries])
+
+
+def contention_text(res: Results, clock: str) -> str:
+    """How much of its core each worker got while timing (CPU time over wall time)."""
+    shares = sorted((rec["cpu_share"], f"{s} {w} {k}") for (s, w, k), rec in res.cells.items()
+                    if rec.get("ok") and "cpu_share" in rec)
+    if not shares:
+        return ""
+    mean = sum(x for x, _ in shares) / len(shares)
+    line = (f"Share of its core each worker got while timing: mean {mean:.0%}, "
+            f"lowest {shares[0][0]:.0%} ({shares[0][1]}).")
+    if shares[0][0] < 0.8 and clock == "wall":
+        line += (" Other jobs were running: wall-clock medians are inflated and their "
+                 "ratios unreliable; rerun on an idle machine or with --clock cpu.")
+    return line
+
+
+def overhead_line(found: dict) -> str:
+    cells = []
+    for name, rec in found.items():
+        text = format_ns(rec["median_ns"]) if rec.get("ok") else "n/a (" + rec["error"] + ")"
+        cells.append(f"{name} {text}")
+    return ("Per-call overhead, value and gradient of f(x) = x * x (target: zygopy under "
+            "3 us):\n  " + "\n  ".join(cells))
+
+
+def tape_line(tape: dict) -> str:
+    if not tape.get("ok"):
+        return f"Tape memory (pow_loop, n = {tape['n']:,}, zygopy llvm): n/a: {tape['error']}"
+    bpi = tape["bytes_per_iter"]
+    verdict = "meets" if bpi <= 16 else "misses"
+    return (f"Tape memory (pow_loop, n = {tape['n']:,}, zygopy pullback llvm + back): "
+            f"{bpi:.2f} bytes/iteration (peak RSS {tape['peak'] / 2**20:.1f} MiB over a "
+            f"{tape['baseline'] / 2**20:.1f} MiB baseline; {verdict} the <= 16 target; "
+            f"gradient {tape['grad']:.10g}, exact {tape['grad_expected']:.10g})")
