@@ -7,12 +7,15 @@
 Modules: `rules` (+ `rules_math`, `rules_numpy`) the derivative table; passes
 `merge_returns`, `branches`, `activity`, `instrument`, `stacks`, `reverse`;
 `transform` orchestration, cache and call runtime; `tape` the runtime tape and
-cotangent primitives; `api` the user functions.
+cotangent primitives; `api` the user functions; `nested` second order (rules for
+the tape operations, so that J applies to its own output).
 """
 from . import tape  # noqa: F401
 from .rules import Pullback as RulePullback, rule  # noqa: F401
 from .transform import clear_cache  # noqa: F401
-from .api import code_adjoint, gradient, hessian, jacobian, pullback  # noqa: F401
+from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: F401
+                  register_backend)
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 
-__all__ = ["pullback", "gradient", "jacobian", "hessian", "code_adjoint", "rule"]
+__all__ = ["pullback", "gradient", "jacobian", "hessian", "code_adjoint", "rule",
+           "register_backend"]

@@ -21,9 +21,11 @@ holding them; ints, bools, None and strings are not):
   * a call of a user function with a varied operand may write into array operands,
     so containers passed to it (`np.zeros(...)` results, lists) become varied.
 
-Useful (backward from the return value): the operands of a useful varied statement
+Useful (backward from the return value, and from arguments the function writes
+into, which its caller sees): the operands of a useful varied statement
 or phi are useful; `a[i] = v` with a useful `a` makes `v` useful; a user-function
-call is useful when its result or any operand is (it may mutate an operand).
+call is useful when its result, any operand, or any value captured by a closure
+operand is (it may write into them).
 """
 from __future__ import annotations
 
@@ -174,22 +176,28 @@ def _is_var_in(a, s: set) -> bool:
 
 def _useful(ir: IR, varied: set) -> set:
     useful = set()
+    args = {a.var for a in ir.args}
     for b in ir.blocks:
         if isinstance(b.term, Return) and isinstance(b.term.value, Var):
             useful.add(b.term.value)
+        for s in b.stmts:   # arguments written into: the caller sees them
+            if s.op == "setitem" and s.args[0] in args:
+                useful.add(s.args[0])
+    captured = {s.var: _vars(s.args[1:]) for b in ir.blocks for s in b.stmts
+                if s.op == "make_closure"}
     changed = True
     while changed:
         changed = False
         for b in reversed(ir.blocks):
             for d in reversed(list(b.definitions())):
-                add = _useful_step(d, varied, useful)
+                add = _useful_step(d, varied, useful, captured)
                 if not add <= useful:
                     useful |= add
                     changed = True
     return useful
 
 
-def _useful_step(d, varied: set, useful: set) -> set:
+def _useful_step(d, varied: set, useful: set, captured: dict) -> set:
     ops = _vars(d.operands())
     if isinstance(d, Phi):
         return set(ops) if d.var in useful and d.var in varied else set()
@@ -198,7 +206,8 @@ def _useful_step(d, varied: set, useful: set) -> set:
     if d.op == "push":
         return set(ops)
     if is_user_call(d) and any(v in varied for v in ops):
-        if d.var in useful or any(v in useful for v in ops):
+        reach = ops + [c for v in ops for c in captured.get(v, ())]
+        if d.var in useful or any(v in useful for v in reach):
             return set(ops) | {d.var}
         return set()
     if d.var in useful and d.var in varied:

@@ -6,46 +6,68 @@
     hessian(f, x)                    # jacobian of the gradient (nested AD)
 
 Backends: `"interp"` runs the forward and adjoint IR with `ssair.interpret`;
-`"llvm"` compiles them with `jit` (when it provides `jit.run_forward`/`run_adjoint`);
-`"auto"` picks llvm when available, else interp.
+`"llvm"` is whatever `jit` registers with `register_backend("llvm", runner)` (a
+`runner` has `forward(jf, tape, args) -> (y, env)`, `adjoint(jf, reader, env, dy)
+-> tuple` and `errors`, the exception types meaning "cannot compile this");
+`"auto"` uses llvm when registered and able, else interp.
 
 Returned cotangents: a float for a float argument (0.0 when no gradient reaches it),
 an ndarray of the argument's shape for an array, a tuple for a tuple, `None` for
 ints, bools and other non-differentiable values.  The caller's arrays are copied on
 entry, so the function may write into them without changing the caller's.
 
-Nested AD: `gradient(lambda x: gradient(f, x)[0], x)` works because a call of
-`pullback`, `gradient`, `jacobian` inside differentiated code is a call of a library
-function with a rule: its pullback differentiates the inner derivative by central
-differences of reverse-mode gradients?  No: see `adjoint.nested` for the rule used.
+Nested AD: `gradient(lambda x: gradient(f, x)[0], x)` gives the second derivative by
+reverse over reverse: a call of `gradient` inside differentiated code runs f's
+gradient program (its forward and adjoint IR), which the J transform differentiates
+again, tape operations included (see `adjoint.nested`).  `hessian(f, x)` is the
+jacobian of that gradient.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 import numpy as np
 
 from ssair import interpret
 
+from .inplace import arg_types
 from .tape import Tape, fresh
-from .transform import JFunction, cells, is_differentiable, lower_function, transform
+from .transform import (JFunction, activity_of, cells, is_differentiable, lower_function,
+                        transform)
 
+class InterpBackend:
+    """Runs forward and adjoint IR with the reference interpreter."""
+
+    errors: tuple = ()
+
+    def forward(self, jf: JFunction, tape: Tape, args: tuple) -> tuple:
+        return interpret(jf.forward, tape, *args)
+
+    def adjoint(self, jf: JFunction, reader: Any, env: Any, dy: Any) -> tuple:
+        return interpret(jf.adjoint, reader, env, dy)
+
+
+RUNNERS: dict = {"interp": InterpBackend()}
+# backend name -> fast(f, args) -> (y, back) or None: a runner's shortcut for calls it
+# has compiled (see jit.grad_fast); None means "take the general path".
+FAST_PATHS: dict = {}
 BACKENDS = ("auto", "interp", "llvm")
 
 
-def _backend(name: str) -> str:
+def register_backend(name: str, runner: Any) -> None:
+    """Make `backend=name` run forward/adjoint IR with `runner` (see module doc)."""
+    RUNNERS[name] = runner
+
+
+def _runners(name: str) -> list:
+    """Runners to try in order for backend `name`."""
     if name not in BACKENDS:
         raise ValueError(f"pullback: unknown backend {name!r} (one of {BACKENDS})")
-    if name == "llvm":
-        try:
-            import jit
-            if hasattr(jit, "run_forward"):
-                return "llvm"
-        except ImportError:
-            pass
-        raise NotImplementedError("pullback: backend 'llvm' is not available yet")
-    return "interp"
+    if name == "auto":
+        return [RUNNERS[k] for k in ("llvm", "interp") if k in RUNNERS]
+    if name not in RUNNERS:
+        raise NotImplementedError(f"pullback: backend {name!r} is not available yet")
+    return [RUNNERS[name]]
 
 
 def _copy_in(x: Any) -> Any:
@@ -81,11 +103,16 @@ def _finish(g: Any, x: Any) -> Any:
 class Pullback:
     """`back(dy)`: the adjoint of one forward run; may be called any number of times."""
 
-    def __init__(self, jf: JFunction, tape: Tape, env: Any, args: tuple, nfree: int):
+    def __init__(self, jf: JFunction, tape: Tape, env: Any, args: tuple, nfree: int,
+                 runner: Any = None):
         self.jf, self.tape, self.env, self.args, self.nfree = jf, tape, env, args, nfree
+        self.runner = runner or RUNNERS["interp"]
 
     def __call__(self, dy: Any) -> tuple:
-        grads = interpret(self.jf.adjoint, self.tape.reader(), self.env, fresh(dy))
+        dy = fresh(dy)
+        if self.jf.inout:
+            dy = (dy, None)
+        grads = self.runner.adjoint(self.jf, self.tape.reader(), self.env, dy)
         own = grads[self.nfree:]
         return tuple(_finish(g, x) for g, x in zip(own, self.args))
 
@@ -105,17 +132,31 @@ def _prepare(f: Callable, args: tuple) -> tuple:
 
 def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
     """Run `f(*args)` recording a tape; return `(y, back)`."""
-    _backend(backend)
+    fast = FAST_PATHS.get(backend)
+    if fast is not None:    # the JIT's per-signature shortcut (jit.grad_fast)
+        hit = fast(f, args)
+        if hit is not None:
+            return hit
+    runners = _runners(backend)
     ir, free = _prepare(f, args)
     args = tuple(_copy_in(a) for a in args)
     all_args = free + args
     if len(all_args) != len(ir.args):
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
-    jf = transform(ir, tuple(is_differentiable(a) for a in all_args))
-    tape = Tape()
-    y, env = interpret(jf.forward, tape, *all_args)
-    return y, Pullback(jf, tape, env, args, len(free))
+    jf = transform(ir, activity_of(all_args), arg_types(all_args))
+    for k, runner in enumerate(runners):
+        tape = Tape()
+        try:
+            y, env = runner.forward(jf, tape, all_args)
+        except runner.errors as exc:
+            if k == len(runners) - 1:
+                raise
+            if hasattr(runner, "fallback"):  # the JIT's one-time warning saying why
+                runner.fallback(exc)
+            continue
+        return y, Pullback(jf, tape, env, args, len(free), runner)
+    raise RuntimeError("pullback: no backend ran")
 
 
 def _is_scalar(y: Any) -> bool:
@@ -177,7 +218,5 @@ class CodeAdjoint:
 
 def code_adjoint(f: Callable, *args: Any) -> CodeAdjoint:
     ir, free = _prepare(f, args)
-    return CodeAdjoint(transform(ir, tuple(is_differentiable(a) for a in free + args)))
+    return CodeAdjoint(transform(ir, activity_of(free + args), arg_types(free + args)))
 
-
-_ = math

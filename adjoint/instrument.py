@@ -83,12 +83,15 @@ def _mutated(ir: IR, act: Activity) -> set:
         for s in b.stmts:
             if s.op == "setitem" and isinstance(s.args[0], Var):
                 out.add(s.args[0])
-    groups = {}
-    for b in ir.blocks:
-        for p in b.phis:
-            if p.var in out or any(v in out for v in p.operands()):
-                out.add(p.var)
-                out.update(v for v in p.operands() if isinstance(v, Var))
+    changed = True
+    while changed:
+        size = len(out)
+        for b in ir.blocks:
+            for p in b.phis:
+                if p.var in out or any(v in out for v in p.operands()):
+                    out.add(p.var)
+                    out.update(v for v in p.operands() if isinstance(v, Var))
+        changed = len(out) != size
     return out
 
 

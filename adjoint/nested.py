@@ -134,7 +134,8 @@ def gradient_program(jf: "T.JFunction", nfree: int) -> IR:
     t = ir.push(b, "call", Const(jf.forward), tape, *xs)
     env = ir.push(b, "getitem", t, 1)
     r = ir.push(b, "call", Const(reader_of), tape)
-    g = ir.push(b, "call", Const(jf.adjoint), r, env, 1.0)
+    seed = ir.push(b, "tuple", 1.0, None) if jf.inout else Const(1.0)
+    g = ir.push(b, "call", Const(jf.adjoint), r, env, seed)
     out = ir.push(b, "call", Const(finish_grads), g, ir.push(b, "tuple", *xs), nfree)
     b.term = Return(out)
     _PROGRAMS[key] = (jf, ir)
@@ -149,9 +150,10 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict) -> tuple:
     fn, args = pos[0], tuple(pos[1:])
     ir, free = _prepare(fn, args)
     all_args = tuple(free) + args
-    active = tuple(T.is_differentiable(a) for a in all_args)
-    jf = T.transform(ir, active)
-    jg = T.transform(gradient_program(jf, len(free)), active)
+    active = T.activity_of(all_args)
+    types = T.arg_types(all_args)
+    jf = T.transform(ir, active, types)
+    jg = T.transform(gradient_program(jf, len(free)), active, types)
     y, env = interp._call_ir(state, jg.forward, (tape,) + all_args)
     slots = [None] + [len(free) + k for k in range(len(args))]
     return y, T.CallPB(jg, env, len(free), slots, False)
@@ -198,7 +200,7 @@ def run_jcall(f, tape, kwnames, *args):
     raise RuntimeError("adjoint: run_jcall is only called by the J transform")
 
 
-def run_jback(pb, reader, dy):
+def run_jback(pb, reader, dy, cur):
     raise RuntimeError("adjoint: run_jback is only called by the J transform")
 
 
@@ -231,14 +233,17 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     f, tape, kwnames = pos[0], pos[1], pos[2]
     rest = pos[3:]
     npos = len(rest) - len(kwnames)
+    rule = T.lookup_callee(f)
+    if rule is not None and rule.pullback is not None:
+        return _forward_rule_call(state, f, tape, pos, npos, kwnames)
     target = T._target(f)
-    if target is None or T.lookup_callee(f) is not None:
-        raise TypeError(f"adjoint: nested AD through a call of {T._name(f)} (a rule or "
-                        f"library callee) is not supported")
+    if target is None:
+        raise TypeError(f"adjoint: nested AD through a call of {T._name(f)} (a library "
+                        f"callee without a rule) is not supported")
     jf, args, slots, nfree, closure = T.resolve_call(
         target, tuple(rest[:npos]), dict(zip(kwnames, rest[npos:])))
     fwd_args = (tape,) + args
-    jj = T.transform(jf.forward, tuple(T.is_differentiable(a) for a in fwd_args))
+    jj = T.transform(jf.forward, T.activity_of(fwd_args), T.arg_types(fwd_args))
     (y, env), env2 = interp._call_ir(state, jj.forward, (tape2,) + fwd_args)
     inner = T.CallPB(jf, env, nfree, slots, closure)
 
@@ -248,22 +253,91 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     return (y, inner), _NestedPB(jj, env2, lambda dz: dz, from_inner)
 
 
+def _forward_rule_call(state, f, tape, pos, npos, kwnames) -> tuple:
+    """A jcall whose callee has a rule (math.sin passed as a value): y = f(args) and
+    its RulePB.  The RulePB's cotangent is `(d_y, d_args...)` for the values it holds
+    (see `forward_jback`); both it and d_y reach the args through the rule."""
+    rest = pos[3:]
+    args, kw = tuple(rest[:npos]), dict(zip(kwnames, rest[npos:]))
+    y, inner = T.call_forward(state, f, tape, args, kw, plain=False)
+    if not isinstance(inner, T.RulePB) or inner.bound:
+        raise TypeError(f"adjoint: nested AD through {T._name(f)} is not supported")
+
+    def from_outer(dz):
+        d_y, d_pb = (None, None) if dz is None else dz
+        d_hold = (None,) * (1 + len(args)) if d_pb is None else d_pb
+        dy_total = _add(d_y, d_hold[0])
+        grads = inner.back(state, None, dy_total)[1:1 + len(args)]
+        d_args = tuple(_add(g, h) for g, h in zip(grads, d_hold[1:]))
+        return (None, None, None, None) + d_args + (None,) * len(kw)
+    return (y, inner), _RulePB2(from_outer)
+
+
+class _RulePB2:
+    __slots__ = ("from_outer",)
+
+    def __init__(self, from_outer):
+        self.from_outer = from_outer
+
+    def back(self, state, reader, dz):
+        return self.from_outer(dz)
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _forward_rule_back(state, inner, tape2, reader, dy, cur) -> tuple:
+    """jback of a RulePB, differentiated: its pullback call is transformed."""
+    lead = (inner.y,) if inner.pb.uses_result else ()
+    grads, data = forward_pullback(state, inner.pb, tape2, (dy,) + lead + inner.args,
+                                   inner.kw)
+    nargs = len(inner.args)
+    out = T.combine((None,) + tuple(grads) + (None,) * (inner.nops - 1 - len(grads)),
+                    cur, set())
+
+    def from_inner(g):      # g: (d_fn, d_dy, [d_y], d_args...) -> (None, d_pb, None, d_dy, d_cur)
+        g = (None,) * (1 + len(lead) + nargs) if g is None else g[1:]
+        d_y = g[1] if lead else None
+        return (None, (d_y,) + tuple(g[1 + len(lead):1 + len(lead) + nargs]), None, g[0],
+                _dz[0])
+    _dz = [None]
+
+    class _Back:
+        def back(self, state, reader2, dz):
+            _dz[0] = dz
+            d = None if dz is None else tuple(dz[1:1 + len(grads)])
+            return from_inner(data.back(state, reader2, d))
+    return out, _Back()
+
+
 def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
-    inner, reader, dy = pos
-    if not isinstance(inner, T.CallPB):
-        raise TypeError("adjoint: nested AD through a rule's pullback inside a call is "
-                        "not supported")
+    """jback(pb, reader, dy, cur), differentiated: J of the callee's adjoint IR.  The
+    result is `cur + route(grads)`, so `cur` receives the outer cotangent as is."""
+    inner, reader, dy, cur = pos
+    if isinstance(inner, T.RulePB) and not inner.bound:
+        return _forward_rule_back(state, inner, tape2, reader, dy, cur)
+    if not isinstance(inner, T.CallPB) or inner.jf.inout:
+        raise TypeError("adjoint: nested AD through this call (a callee that writes into "
+                        "its arguments, or a library callee) is not supported")
     args = (reader, inner.env, dy)
-    jj = T.transform(inner.jf.adjoint, tuple(T.is_differentiable(a) for a in args))
+    jj = T.transform(inner.jf.adjoint, T.activity_of(args), T.arg_types(args))
     grads, env2 = interp._call_ir(state, jj.forward, (tape2,) + args)
     nargs = len(inner.jf.primal.args)
 
-    def to_inner(dz):
+    seen = [None]
+
+    def keep(dz):
+        seen[0] = dz
         return inner.unroute(dz, nargs)
 
-    def from_inner(g):          # (d_reader, d_env, d_dy) -> (d_run_jback, d_pb, d_reader, d_dy)
-        return (None, g[1], None, g[2])
-    return inner.route(grads), _NestedPB(jj, env2, to_inner, from_inner)
+    def from_inner(g):   # (d_reader, d_env, d_dy) -> (d_run_jback, d_pb, d_reader, d_dy, d_cur)
+        return (None, g[1], None, g[2], seen[0])
+    return T.combine(inner.route(grads), cur, set()), _NestedPB(jj, env2, keep, from_inner)
 
 
 T.SPECIAL_CALLEES[id(run_jcall)] = (run_jcall, forward_jcall)

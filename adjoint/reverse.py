@@ -5,7 +5,9 @@ Requires: `emit_stacks` (records, pushes, env slots, dummy phis in `meta`) and t
 tuple with one cotangent per argument of the primal IR (captured values first), in
 which
   * block 1 unpacks the env slots (`getitem(%env, k)`) and seeds the returned
-    value's adjoint with `%dy`;
+    value's adjoint with `%dy`; when the function may write into some of its
+    arguments (`meta["inout"]`), `%dy` is the pair (dy, their adjoints at the end of
+    the call), which seed those arguments' adjoints too;
   * every primal block B gets an adjoint block A(B), laid out in reverse block order:
     it pops B's pushed values (reverse order of the pushes) when B is in a cycle,
     then runs the pullbacks of B's records in reverse statement order;
@@ -51,6 +53,8 @@ class _Ctx:
         self.local: dict = {}
         self.cyclic = fwd.meta["cyclic"]
         self.accums: dict = {}     # accum result -> the primal value it is for
+        self.closures = {s.var: s for b in fwd.blocks for s in b.stmts
+                         if s.op == "make_closure"}
         self.indexed = {r.operands[0] for recs in fwd.meta["records"].values()
                         for r in recs if r.kind in ("getitem", "setitem")}
 
@@ -87,9 +91,7 @@ def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
     ctx.adj.blocks = [entry]
     for k, v in enumerate(fwd.meta["env"]):
         ctx.env_vals[v] = ctx.emit(entry, "getitem", ctx.env, k)
-    ret = fwd.meta["ret"]
-    if isinstance(ret, Var):
-        ctx.ssa.write(ret, entry.id, ctx.dy)
+    _seed(ctx, entry, fwd.meta["ret"], fwd.meta.get("inout", ()))
     entry.term = Goto(ids[fwd.meta["exit"]])
     preds = fwd.predecessors()
     for b in reversed(fwd.blocks):
@@ -115,12 +117,30 @@ def _drop_copies(ctx: _Ctx) -> None:
     ctx.adj.replace_uses(repl)
 
 
+def _seed(ctx: _Ctx, entry, ret, inout: tuple) -> None:
+    """The returned value's adjoint is `dy`; with in-out arguments `dy` is the pair
+    `(dy, initial adjoints of the arguments)`."""
+    dy = ctx.dy
+    if inout:
+        dy = ctx.emit(entry, "getitem", ctx.dy, 0)
+        init = ctx.emit(entry, "getitem", ctx.dy, 1)
+        for k in inout:
+            v = ctx.primal_args[k]
+            ctx.ssa.write(v, entry.id, ctx.emit(entry, "dget", init, k))
+    if isinstance(ret, Var):
+        if ret in [ctx.primal_args[k] for k in inout]:
+            ctx.ssa.write(ret, entry.id, ctx.emit(entry, "accum", ctx.read(ret, entry), dy))
+        else:
+            ctx.ssa.write(ret, entry.id, dy)
+
+
 def _adjoint_block(ctx: _Ctx, b, ids: dict, preds: list) -> None:
     a = _new_block(ctx, ids[b.id])
     ctx.local = {}
     if b.id in ctx.cyclic:
         for v in reversed(ctx.fwd.meta["pushes"][b.id]):
             ctx.local[v] = ctx.emit(a, "pop", ctx.reader)
+            ctx.adj.meta.setdefault("pop_of", {})[ctx.local[v].id] = v.id  # for the JIT
     for rec in reversed(ctx.fwd.meta["records"].get(b.id, [])):
         _pullback(ctx, rec, a)
     if not preds:
@@ -212,11 +232,50 @@ def _emit_rule(ctx: _Ctx, rec: Record, blk, dy) -> None:
 
 
 def _emit_jcall(ctx: _Ctx, rec: Record, blk, dy) -> None:
+    """`jback` takes the operands' current adjoints and returns their new ones (an
+    argument the callee writes into is replaced, see `adjoint.transform`).  When the
+    callee is a closure made in this function, its entry is the tuple of the
+    captured values' adjoints, so that writes into captured arrays are seen."""
     pb = ctx.alpha(next(iter(rec.alpha.values())), rec.block)
-    g = ctx.emit(blk, "jback", pb, ctx.reader, dy, line=rec.line)
+    captured = _captured(ctx, rec)
+    first = [ctx.act.is_active(a) and a not in rec.operands[:k]
+             for k, a in enumerate(rec.operands)]
+    cur = [ctx.read(a, blk) if on else NONE for a, on in zip(rec.operands, first)]
+    if captured is not None:
+        cur[0] = ctx.emit(blk, "tuple", *[ctx.read(v, blk) if ctx.act.is_active(v) else NONE
+                                           for v in captured])
+    g = ctx.emit(blk, "jback", pb, ctx.reader, dy, ctx.emit(blk, "tuple", *cur),
+                 line=rec.line)
+    if captured is not None:
+        _write_captured(ctx, blk, captured, ctx.emit(blk, "dget", g, 0, line=rec.line))
     for k, a in enumerate(rec.operands):
-        if ctx.act.is_active(a):
-            ctx.add(a, ctx.emit(blk, "dget", g, k, line=rec.line), blk, rec.line)
+        if not ctx.act.is_active(a) or (k == 0 and captured is not None):
+            continue
+        part = ctx.emit(blk, "dget", g, k, line=rec.line)
+        if first[k]:
+            ctx.ssa.write(a, blk.id, part)
+        else:
+            ctx.add(a, part, blk, rec.line)
+
+
+def _captured(ctx: _Ctx, rec: Record):
+    """The captured values when the callee is `make_closure(...)` of this function
+    (each active one at most once, and none also passed as an argument)."""
+    f = rec.operands[0]
+    d = ctx.closures.get(f) if isinstance(f, Var) else None
+    if d is None:
+        return None
+    vals = [v for v in d.args[1:]]
+    active = [v for v in vals if ctx.act.is_active(v)]
+    if len(set(active)) != len(active) or any(v in rec.operands[1:] for v in active):
+        return None
+    return vals
+
+
+def _write_captured(ctx: _Ctx, blk, captured: list, d_free) -> None:
+    for k, v in enumerate(captured):
+        if ctx.act.is_active(v):
+            ctx.ssa.write(v, blk.id, ctx.emit(blk, "dget", d_free, k))
 
 
 def _emit_parts(ctx: _Ctx, rec: Record, blk, dy, skip: int = 0) -> None:

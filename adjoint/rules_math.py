@@ -15,11 +15,6 @@ from .rules import nondiff, pullback_rule
 from .tape import unbcast
 
 
-def _other_needed(act: tuple) -> set:
-    """For bilinear ops: operand k is read only when the other one is active."""
-    return {k for k in range(2) if act[1 - k]}
-
-
 def _floor(x):
     return np.floor(x) if isinstance(x, np.ndarray) else math.floor(x)
 
@@ -39,7 +34,20 @@ def d_sub(dy, x, y):
 
 @pullback_rule("mul", needs=lambda act: set(range(2)))
 def d_mul(dy, x, y):
+    if isinstance(x, tuple) or isinstance(y, tuple):
+        return _d_repeat(dy, x, y)
     return unbcast(dy * y, x), unbcast(dy * x, y)
+
+
+def _d_repeat(dy, x, y):
+    """`t * n`: each entry of t receives the sum over its n copies."""
+    t, first = (x, True) if isinstance(x, tuple) else (y, False)
+    g = [None] * len(t)
+    for k in range(len(dy)):
+        i = k % len(t)
+        if dy[k] is not None:
+            g[i] = dy[k] if g[i] is None else g[i] + dy[k]
+    return (tuple(g), None) if first else (None, tuple(g))
 
 
 @pullback_rule("truediv")
@@ -247,7 +255,7 @@ d_max = pullback_rule(builtins.max, uses_result=True)(_extreme_pullback("max"))
 def d_sum(dy, xs, start=0):
     if isinstance(xs, np.ndarray):
         return np.full(xs.shape, dy, dtype=float), dy
-    return tuple(dy for _ in xs), dy
+    return (dy,) * len(xs), dy
 
 
 nondiff(math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtins.len,
@@ -279,7 +287,9 @@ def d_radians(dy, x):
 @pullback_rule("unpack")
 def d_unpack(dy, x, n):
     if isinstance(x, np.ndarray):
-        rows = [np.zeros(x.shape[1:]) if g is None else g for g in dy]
+        rows = []
+        for g in dy:
+            rows.append(np.zeros(x.shape[1:]) if g is None else g)
         return np.array(rows, dtype=float), None
     return dy, None
 
@@ -297,7 +307,7 @@ def d_getattr(dy, x, name):
 def d_fsum(dy, xs):
     if isinstance(xs, np.ndarray):
         return (np.full(xs.shape, dy, dtype=float),)
-    return (tuple(dy for _ in xs),)
+    return ((dy,) * len(xs),)
 
 
 @pullback_rule((builtins.tuple, builtins.list))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .rules import defmethod, nondiff, pullback_rule
+from .rules_math import _d_pow_array, d_matmul
 from .tape import unbcast
 
 
@@ -134,7 +135,6 @@ def d_np_divide(dy, x, y):
 
 @pullback_rule(np.power)
 def d_np_power(dy, x, y):
-    from .rules_math import _d_pow_array
     return _d_pow_array(dy, x, y)
 
 
@@ -172,14 +172,11 @@ def d_np_where(dy, c, x, y):
 
 # -- reductions and products ------------------------------------------------------------
 def _expand(dy, x, axis, keepdims=False):
+    """Broadcast a reduction's cotangent back over the reduced axes."""
     x = np.asarray(x)
-    if axis is None:
-        return np.broadcast_to(dy, x.shape).astype(float)
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    g = np.asarray(dy)
-    if not keepdims:
-        for ax in sorted(a % x.ndim for a in axes):
-            g = np.expand_dims(g, ax)
+    g = np.asarray(dy, dtype=float)
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
     return np.broadcast_to(g, x.shape).astype(float)
 
 
@@ -210,7 +207,6 @@ def _like(g, x):
 
 @pullback_rule(np.dot)
 def d_np_dot(dy, x, y):
-    from .rules_math import d_matmul
     if np.ndim(x) == 0 or np.ndim(y) == 0:
         return unbcast(dy * y, x), unbcast(dy * x, y)
     return d_matmul.fn(dy, x, y)
@@ -218,13 +214,22 @@ def d_np_dot(dy, x, y):
 
 @pullback_rule(np.matmul)
 def d_np_matmul(dy, x, y):
-    from .rules_math import d_matmul
     return d_matmul.fn(dy, x, y)
 
 
 @pullback_rule(np.outer)
 def d_np_outer(dy, x, y):
     return dy @ _f(y).ravel(), dy.T @ _f(x).ravel()
+
+
+@pullback_rule(np.broadcast_to)
+def d_np_broadcast_to(dy, x, shape):
+    return unbcast(dy, x), None
+
+
+@pullback_rule(np.expand_dims)
+def d_np_expand_dims(dy, x, axis):
+    return np.reshape(dy, np.shape(x)), None
 
 
 # -- shapes -----------------------------------------------------------------------------

@@ -65,14 +65,9 @@ def _return_env(ir: IR, env: list) -> None:
         builder.write(v, where[v], v)
     slots = [builder.read(v, exit_id) for v in env]
     builder.finish()
-    slots = [_resolve(builder, s) for s in slots]
+    slots = [builder.resolve(s) for s in slots]
     ret = exit_block.term
     e = ir.push(exit_block, "tuple", *slots, line=ret.line)
     out = ir.push(exit_block, "tuple", ret.value, e, line=ret.line)
     exit_block.term = Return(out, ret.line)
 
-
-def _resolve(builder: SSABuilder, v):
-    while isinstance(v, Var) and v in builder.repl:
-        v = builder.repl[v]
-    return v

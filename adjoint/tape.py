@@ -26,8 +26,9 @@ Primitives (all typeable from their operands, so the JIT can compile them):
   * `jcall(f, tape, kwnames, args...)` call f's forward on the same tape:
                                returns `(y, pb)`; the last len(kwnames) args are
                                keywords; see `adjoint.transform.jcall`;
-  * `jback(pb, reader, dy)`    run the adjoint recorded in pb with the same reader:
-                               returns (d_f, d_arg1, ...), one per jcall operand.
+  * `jback(pb, reader, dy, cur)` run the adjoint recorded in pb with the same reader:
+                               returns the new (d_f, d_arg1, ...), one per jcall
+                               operand, given their current cotangents `cur`.
 """
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 runtime of calls between transformed functions.
 
 Pass order (each output verified with `ssair.verify`):
+  0. `canonical_inplace` in-place operators: `OP` on scalars (argument types seeded
+                        from the runtime values), an explicit array write otherwise;
   1. `merge_returns`    one exit block, an entry without predecessors;
   2. `record_branches`  dummy phis in blocks with >= 2 predecessors;
   3. activity analysis  (`adjoint.activity.analyze`) on the result;
@@ -16,8 +18,11 @@ lazily: a recursive function's forward contains `jcall(@f, ...)`, which transfor
 `f` (from the cache) only when it runs, so recursion never transforms forever.
 
 Calls.  `jcall(f, tape, kwnames, args...)` (an interpreter handler) runs the
-callee's forward on the same tape and returns `(y, pb)`; `jback(pb, reader, dy)`
-runs its adjoint with the same reader and returns `(d_f, d_args...)`.  The callee is
+callee's forward on the same tape and returns `(y, pb)`; `jback(pb, reader, dy, cur)`
+runs its adjoint with the same reader and returns the new cotangents of the jcall
+operands `(d_f, d_args...)` given their current ones `cur`: an argument the callee may
+write into (`JFunction.inout`) starts the callee's adjoint with the caller's cotangent
+and comes back replaced; the others come back accumulated.  The callee is
 resolved at run time, so functions passed as arguments and closures work: a rule in
 the table (math.sin passed as a value) is applied directly; a `Closure` or user
 function is lowered, transformed for the activity of the actual argument values,
@@ -37,12 +42,13 @@ from typing import Any
 import numpy as np
 
 import ssair
-from ssair import IR, Return
+from ssair import IR
 from ssair import interpreter as interp
 
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
 from .activity import Activity, analyze
 from .branches import record_branches
+from .inplace import arg_types, canonical_inplace
 from .instrument import instrument
 from .merge_returns import merge_returns
 from .reverse import build_adjoint
@@ -59,6 +65,7 @@ class JFunction:
     adjoint: IR
     active_args: tuple
     activity: Activity
+    inout: tuple = ()
 
     @property
     def nargs(self) -> int:
@@ -74,15 +81,19 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-def transform(ir: IR, active_args: tuple) -> JFunction:
-    """J(ir) for arguments whose differentiability is `active_args` (cached)."""
+def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFunction:
+    """J(ir) for arguments whose differentiability is `active_args` (cached): per
+    argument 0 (not differentiable), 1 (a float or tuple) or 2 (an array, which the
+    function may write into); `activity_of(values)` computes it.  Booleans work.
+    `types` (`adjoint.inplace.arg_types(values)`, or the JIT's type names) lets
+    in-place operators on scalar arguments become plain operators."""
     per_ir = _CACHE.get(ir)
     if per_ir is None:
         per_ir = _CACHE[ir] = {}
-    key = tuple(bool(a) for a in active_args)
+    key = (tuple(int(a) for a in active_args), tuple(types) if types else None)
     jf = per_ir.get(key)
     if jf is None:
-        jf = per_ir[key] = _build(ir, key)
+        jf = per_ir[key] = _build(ir, *key)
     return jf
 
 
@@ -96,21 +107,63 @@ def _check(ir: IR, stage: str) -> IR:
     return ir
 
 
-def _build(ir: IR, active: tuple) -> JFunction:
+def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     if len(active) != len(ir.args):
         raise TypeError(f"adjoint: {ir.name} takes {len(ir.args)} arguments (with "
                         f"captured values), got {len(active)}")
+    ir = _check(canonical_inplace(ir, types), "canonical_inplace")
     primal = _check(record_branches(_check(merge_returns(ir), "merge_returns")),
                     "record_branches")
     act = analyze(primal, active)
+    refuse_active_cells(primal, act)
+    inout = inout_args(primal, act, active)
     fwd = instrument(primal, act)
+    fwd.meta["inout"] = inout
     fwd.name = f"{ir.name}_forward"
     fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value
     _check(emit_stacks(fwd), "emit_stacks")
     adj = _check(build_adjoint(fwd, act, [a.var for a in primal.args]), "reverse")
     adj = _check(_cleanup(adj), "cleanup")
+    fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
     _dump(fwd, adj)
-    return JFunction(primal, fwd, adj, active, act)
+    return JFunction(primal, fwd, adj, active, act, inout)
+
+
+def refuse_active_cells(ir: IR, act: Activity) -> None:
+    """Cells (`make_cell`, `cell_set`: variables a nested function reads after they
+    are reassigned) hide data flow from activity analysis: refuse them when they
+    would hold a differentiable value."""
+    from ssair import Var
+    defs = ir.defs_by_var()
+    for b in ir.blocks:
+        for s in b.stmts:
+            value = s.args[-1] if s.op in ("make_cell", "cell_set") and s.args else None
+            if isinstance(value, Var) and value in act.varied:
+                cell = defs.get(s.args[0]) if s.op == "cell_set" else s
+                name = f"variable {cell.name!r}" if getattr(cell, "name", None) else "a variable"
+                raise TypeError(
+                    f"adjoint: {name} is read by a nested function through "
+                    f"a cell (a closure made in a loop, a recursive inner function, or a "
+                    f"variable assigned after the closure is made) and holds a "
+                    f"differentiable value at {ir.file}:{s.line}: reverse mode does not "
+                    f"support cells ({s.op})")
+
+
+def inout_args(ir: IR, act: Activity, active: tuple) -> tuple:
+    """Indices of active array arguments this function may write into (`a[i] = v`,
+    or passed on to a user call that may): their cotangent is passed *in* to the
+    adjoint as well as out (see `adjoint.reverse`)."""
+    from .activity import is_user_call
+    from ssair import Var
+    written = set()
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op == "setitem" and isinstance(s.args[0], Var):
+                written.add(s.args[0])
+            elif is_user_call(s):
+                written.update(v for v in s.operands()[1:] if isinstance(v, Var))
+    return tuple(k for k, a in enumerate(ir.args)
+                 if active[k] == 2 and a.var in written and act.is_active(a.var))
 
 
 def _cleanup(adj: IR) -> IR:
@@ -143,7 +196,17 @@ def is_differentiable(x: Any) -> bool:
         return any(is_differentiable(v) for v in x)
     if isinstance(x, interp.Closure):
         return any(is_differentiable(v) for v in x.values)
+    if isinstance(x, CallPB):     # a recorded call: its env (nested AD)
+        return is_differentiable(x.env)
+    if isinstance(x, RulePB):
+        return is_differentiable(x.args) or is_differentiable(x.y)
     return False
+
+
+def activity_of(values: tuple) -> tuple:
+    """The `transform` key of argument values: 0, 1, or 2 for mutable arrays."""
+    return tuple(0 if not is_differentiable(v) else 2 if isinstance(v, (np.ndarray, list))
+                 else 1 for v in values)
 
 
 def lower_function(f: Any) -> IR:
@@ -159,6 +222,14 @@ def cells(f: types.FunctionType) -> tuple:
 
 
 # -- runtime of jcall / jback -------------------------------------------------------------
+def combine(out: tuple, cur: Any, replaced: set) -> tuple:
+    """`out[k]` where operand k was seeded, else `cur[k] + out[k]`."""
+    if cur is None:
+        return out
+    return tuple(g if k in replaced else _tape.accum(c, g)
+                 for k, (g, c) in enumerate(zip(out, cur)))
+
+
 class RulePB:
     """Pullback data of a call that used a rule of the table."""
 
@@ -210,8 +281,41 @@ class CallPB:
     def __init__(self, jf, env, nfree, slots, closure):
         self.jf, self.env, self.nfree, self.slots, self.closure = jf, env, nfree, slots, closure
 
-    def back(self, state, reader, dy) -> tuple:
-        return self.route(interp._call_ir(state, self.jf.adjoint, (reader, self.env, dy)))
+    def back(self, state, reader, dy, cur=None) -> tuple:
+        """New cotangents of the jcall operands, given their current ones `cur`:
+        arguments the callee may write into are seeded with theirs and replaced,
+        the others accumulate (see `adjoint.reverse`).  A closure's entry in `cur`
+        is the tuple of its captured values' cotangents."""
+        seeded, replaced = self._seed(cur)
+        arg = dy if not self.jf.inout else (dy, seeded)
+        out = self.route(interp._call_ir(state, self.jf.adjoint, (reader, self.env, arg)))
+        if self.closure and cur is not None and out[0] is not None:
+            out = (self._free_combine(out[0], cur[0]),) + out[1:]
+            replaced.add(0)
+        return combine(out, cur, replaced)
+
+    def _seed(self, cur) -> tuple:
+        """(initial adjoints of the callee's arguments, operands to replace)."""
+        if not self.jf.inout or cur is None:
+            return None, set()
+        init = [None] * len(self.jf.primal.args)
+        if self.closure and cur[0] is not None:
+            for k in range(self.nfree):
+                if k in self.jf.inout:
+                    init[k] = cur[0][k]
+        replaced = set()
+        for k, slot in enumerate(self.slots):
+            if slot in self.jf.inout and init[slot] is None and k + 1 not in replaced:
+                init[slot] = cur[k + 1]
+                replaced.add(k + 1)
+        return tuple(init), replaced
+
+    def _free_combine(self, d_free: tuple, cur_free: Any) -> tuple:
+        """A closure's captured values: written ones come back whole, others add."""
+        if cur_free is None:
+            return d_free
+        return tuple(g if k in self.jf.inout else _tape.accum(c, g)
+                     for k, (g, c) in enumerate(zip(d_free, cur_free)))
 
     def route(self, grads: tuple) -> tuple:
         """The adjoint's per-argument cotangents -> one per jcall operand."""
@@ -245,8 +349,10 @@ def _jcall(state, stmt, values) -> tuple:
 
 
 def _jback(state, stmt, values) -> tuple:
-    pb, reader, dy = values
-    return pb.back(state, reader, dy)
+    pb, reader, dy, cur = values
+    if isinstance(pb, CallPB):
+        return pb.back(state, reader, dy, cur)
+    return combine(pb.back(state, reader, dy), cur, set())
 
 
 SPECIAL_CALLEES: dict = {}   # id(callee) -> (callee, handler): adjoint.gradient (nested)
@@ -292,7 +398,7 @@ def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:
     ir, sig_fn, free, closure = target
     params, slots = _bind(ir, sig_fn, pos, kw)
     args = tuple(free) + params
-    jf = transform(ir, tuple(is_differentiable(a) for a in args))
+    jf = transform(ir, activity_of(args), arg_types(args))
     slots = [None if s is None else s + len(free) for s in slots]
     return jf, args, slots, len(free), closure
 
@@ -354,5 +460,4 @@ def _name_slots(ir: IR, npos: int, kw: dict) -> list:
 interp.register_handler("jcall", _jcall)
 interp.register_handler("jback", _jback)
 ssair.register("jcall", (3, None), None, pure=False, foldable=False, symbol="J(f)(args)")
-ssair.register("jback", 3, None, pure=False, foldable=False, symbol="back(dy)")
-_ = Return
+ssair.register("jback", 4, None, pure=False, foldable=False, symbol="back(dy)")

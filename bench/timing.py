@@ -22,8 +22,9 @@ from contextlib import contextmanager
 NS = 1_000_000_000
 
 
-class BudgetExceeded(Exception):
-    """Raised inside the timed code when its wall-clock budget runs out."""
+class BudgetExceeded(BaseException):
+    """Raised inside the timed code when its budget runs out.  A BaseException, like
+    KeyboardInterrupt, so that a library's `except Exception` does not swallow it."""
 
 
 TIMERS = {"wall": ("ITIMER_REAL", "SIGALRM"), "cpu": ("ITIMER_PROF", "SIGPROF")}
@@ -43,7 +44,7 @@ def budget(seconds: float, clock: str = "wall") -> Iterator[None]:
 
     timer, signum = getattr(signal, timer_name), getattr(signal, signal_name)
     previous = signal.signal(signum, on_signal)
-    signal.setitimer(timer, seconds)
+    signal.setitimer(timer, seconds, 1.0)  # and every second after, until it gets out
     try:
         yield
     finally:

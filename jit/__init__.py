@@ -10,3 +10,15 @@ from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, Tup
 __all__ = ["jit", "code_typed", "code_llvm", "code_native", "TypingError", "infer", "typeof",
            "Typing", "Dispatcher", "compile_typing", "ENGINE", "BOOL", "INT64", "FLOAT64",
            "NONE", "ArrayT", "TupleT", "FunctionT", "ClosureT", "Type"]
+from . import codegen_adjoint, codegen_tape  # noqa: E402,F401  (register the tape rules)
+from .runtime_tape import NativeReader, NativeTape  # noqa: E402
+from .types import READER, TAPE  # noqa: E402
+from . import cuda  # noqa: E402  (the CUDA path; imports no CUDA library until used)
+from .cuda import code_ptx  # noqa: E402
+from . import grad_array, grad_calls  # noqa: E402,F401  (array cotangents, jcall / jback)
+from .grad_backend import BACKEND as GRAD_BACKEND, JitFallbackWarning, register as _register  # noqa: E402
+_register()
+from .grad_fast import register as _register_fast  # noqa: E402
+_register_fast()
+from . import array_ops  # noqa: E402,F401  (whole-array operations as compiled loops)
+from . import strings  # noqa: E402,F401  (str values chosen by branches)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import weakref
 
 import numpy as np
 from dataclasses import dataclass
@@ -27,15 +28,15 @@ from ssair.ir import IR
 
 from . import runtime
 from .codegen import ModuleGen
-from .codegen_entry import (LAYOUT_OK, build_entry, contains_array, ctype_of, flat_ctypes,
-                            is_direct, unbox)
+from .codegen_entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
+                            flat_ctypes, is_direct, unbox_expr)
 from .infer import ENGINE, Typing, infer, lower_function
 from .types import (FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, BOOL, ClosureT,
-                    FunctionT, TupleT, TypingError, typeof)
+                    FunctionT, OpaqueT, TupleT, TypingError, typeof)
 
 def _load_tables() -> None:
     """Import the modules that fill the codegen tables."""
-    from . import codegen_array, codegen_calls, codegen_scalar  # noqa: F401
+    from . import codegen_array, codegen_calls, codegen_scalar, codegen_tape  # noqa: F401
 
 
 @dataclass(eq=False)
@@ -91,12 +92,10 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
     names = [f"a{i}" for i in range(len(t.argtypes))]
     flat = [e for n, a in zip(names, t.argtypes) for e in _flatten_expr(n, a)]
     checks = [c for n, a in zip(names, t.argtypes) for c in _range_checks(n, a)]
-    env = {"cf": cfunc, "err": runtime.ERRINFO, "fail": _failure(t, fallback),
-           "unbox": unbox, "rt": runtime}
+    env = {"np": np, "cf": cfunc, "err": runtime.ERRINFO, "fail": _failure(t, fallback),
+           "rt": runtime, "copy_array": copy_array}
     lines = [f"def call({', '.join(names)}):"]
     sig = ", ".join(names)
-    for c in checks:
-        lines.append(f"    if not ({c}): return fallback_big({sig})")
     env["fallback_big"] = fallback
     env["reroute"] = reroute
     for n, a in zip(names, t.argtypes):
@@ -104,16 +103,20 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
             num = np.dtype(np.float64 if a.dtype == FLOAT64 else np.int64).num
             lines.append(f"    if {n}.dtype.num != {num} or {n}.ndim != {a.ndim}: "
                          f"return reroute(({sig}{',' if names else ''}))")
+        if isinstance(a, TupleT) and reroute is not None:
+            lines.append(f"    if not ({_guard_expr(n, a)}): "
+                         f"return reroute(({sig}{',' if names else ''}))")
         if isinstance(a, ArrayT) and t.writes:
             # a read-only array: let Python raise exactly what CPython raises
             lines.append(f"    if not {n}.flags.writeable: return fallback_big({sig})")
+    for c in checks:  # after the guards: a tuple's shape is known here
+        lines.append(f"    if not ({c}): return fallback_big({sig})")
     if direct:
         lines += [f"    r = cf({', '.join(flat)})",
                   f"    if err[0]: return fail(({sig}{',' if names else ''}))",
                   "    return r"]
     else:
-        env["out"] = out = ctype_of(t.ret)()
-        env["ret_t"] = t.ret
+        env["o"] = out = ctype_of(t.ret)()
         flat.append(str(ctypes.addressof(out)))
         keep = contains_array(t.ret)
         lines += ["    mark = rt.ARENA_HEAD.value" if keep else "    mark = None",
@@ -121,11 +124,28 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
                   "    if err[0]:",
                   "        if mark is not None: rt.arena_release(mark)",
                   f"        return fail(({sig}{',' if names else ''}))",
-                  "    r = unbox(ret_t, out)",
+                  f"    r = {unbox_expr(t.ret, env, [0])}",
                   "    if mark is not None: rt.arena_release(mark)",
                   "    return r"]
     exec(compile("\n".join(lines), f"<jit wrapper {t.ir.name}>", "exec"), env)
     return env["call"]
+
+
+def _guard_expr(name: str, t: Any) -> str:
+    """A Python test that `name` holds a value of exactly type `t` (tuple arguments)."""
+    if isinstance(t, TupleT):
+        inner = [_guard_expr(f"{name}[{i}]", e) for i, e in enumerate(t.elems)]
+        return " and ".join([f"type({name}) is tuple", f"len({name}) == {len(t.elems)}"] + inner)
+    simple = {FLOAT64: "float", INT64: "int", BOOL: "bool"}
+    if t in simple:
+        return f"type({name}) is {simple[t]}"
+    if t == NONE:
+        return f"{name} is None"
+    if isinstance(t, ArrayT):
+        num = np.dtype(np.float64 if t.dtype == FLOAT64 else np.int64).num
+        return (f"type({name}) is np.ndarray and {name}.dtype.num == {num} "
+                f"and {name}.ndim == {t.ndim}")
+    return "False"
 
 
 def _flatten_expr(name: str, t: Any) -> list:
@@ -136,6 +156,8 @@ def _flatten_expr(name: str, t: Any) -> list:
                 for e in _flatten_expr(f"{name}.__closure__[{i}].cell_contents", et)]
     if t == NONE or isinstance(t, FunctionT):
         return []
+    if isinstance(t, OpaqueT):
+        return [f"{name}.addr"]
     return [name]
 
 
@@ -203,7 +225,8 @@ class Dispatcher:
         c = self.compile(argtypes)
         key = tuple(map(type, args))
         cells = _closure_cells(self.get_ir(), self.func)
-        if all(k in _FAST_TYPES or k is np.ndarray for k in key) and not cells:
+        if all(k in _FAST_TYPES or k is np.ndarray or k is tuple or hasattr(k, "__jit_type__")
+               for k in key) and not cells:
             self.fast[key] = c.wrapper
         return c.wrapper(*_plain(cells + args, argtypes))
 
@@ -225,12 +248,15 @@ def _closure_cells(ir: IR, func: Any) -> tuple:
     return ()
 
 
-_DISPATCHERS: dict = {}
+_DISPATCHERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def dispatcher_for(func: Any) -> Dispatcher:
     """The one Dispatcher of a function (compiled code is shared by every jit(func))."""
-    d = _DISPATCHERS.get(func)
+    try:
+        d = _DISPATCHERS.get(func)
+    except TypeError:  # not weak-referenceable: no sharing
+        return Dispatcher(func)
     if d is None:
         d = _DISPATCHERS[func] = Dispatcher(func)
     return d
@@ -295,8 +321,23 @@ def _dispatcher(f: Any) -> Dispatcher:
     return d if isinstance(d, Dispatcher) else dispatcher_for(f)
 
 
-def code_typed(f: Any, *args: Any) -> Listing:
-    """The IR specialised on the types of `args`, every value annotated `::type`."""
+STAGES = ("primal", "forward", "adjoint", "pullback")
+
+
+def _stage_listing(kind: str, stage: str, f: Any, args: tuple) -> Listing:
+    """A listing of the compiled forward and/or adjoint of `f` (see jit.grad_backend)."""
+    if stage not in STAGES:
+        raise ValueError(f"jit: unknown stage {stage!r} (one of {STAGES})")
+    from .grad_backend import stage_listing
+    return Listing(stage_listing(kind, stage, f, args))
+
+
+def code_typed(f: Any, *args: Any, stage: str = "primal") -> Listing:
+    """The IR specialised on the types of `args`, every value annotated `::type`;
+    `stage="forward"`, `"adjoint"` or `"pullback"` (both) shows the compiled J
+    transform instead of the primal."""
+    if stage != "primal":
+        return _stage_listing("typed", stage, f, args)
     d = _dispatcher(f)
     t = infer(d.get_ir(), d.signature(args))
     listings = [str(t.ir)] + [str(c.target.ir) for c in _callees(t) if c is not t]
@@ -315,14 +356,20 @@ def _callees(t: Typing) -> list:
     return out
 
 
-def code_llvm(f: Any, *args: Any, optimized: bool = True) -> Listing:
-    """The LLVM IR compiled for the types of `args` (after optimisation by default)."""
+def code_llvm(f: Any, *args: Any, optimized: bool = True, stage: str = "primal") -> Listing:
+    """The LLVM IR compiled for the types of `args` (after optimisation by default);
+    `stage` as for `code_typed`."""
+    if stage != "primal":
+        return _stage_listing("llvm" if optimized else "llvm-raw", stage, f, args)
     d = _dispatcher(f)
     c = d.compile(d.signature(args))
     return Listing(c.optimized_llvm() if optimized else c.llvm_text)
 
 
-def code_native(f: Any, *args: Any) -> Listing:
-    """The machine code (assembly) compiled for the types of `args`."""
+def code_native(f: Any, *args: Any, stage: str = "primal") -> Listing:
+    """The machine code (assembly) compiled for the types of `args`; `stage` as for
+    `code_typed`."""
+    if stage != "primal":
+        return _stage_listing("native", stage, f, args)
     d = _dispatcher(f)
     return Listing(d.compile(d.signature(args)).assembly())

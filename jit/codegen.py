@@ -27,14 +27,16 @@ from ssair.ir import Branch, Const, Goto, Return, Var
 
 from . import runtime
 from .infer import Engine, LiteralT, Typing
-from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, Scalar,
-                    TupleT, Type, TypingError)
+from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, OpaqueT, Scalar,
+                    StrT, TupleT, Type, TypingError, intern_string)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
 ARRAY = L.LiteralStructType([PTR, I64, I64, I64, I64])  # data, shape0, shape1, stride0, stride1
 
 CODEGEN: dict = {}
+# Calls of callable objects by their class: fn(fc, stmt, types, call) -> value.
+CALL_TYPE_CODEGEN: dict = {}
 _COUNTER = itertools.count()
 
 
@@ -57,12 +59,16 @@ def lltype(t: Type) -> L.Type:
         return F64
     if isinstance(t, ArrayT):
         return ARRAY
+    if isinstance(t, StrT):
+        return I64
     if isinstance(t, TupleT):
         return L.LiteralStructType([lltype(e) for e in t.elems])
     if isinstance(t, ClosureT):
         return L.LiteralStructType([lltype(e) for e in t.captured])
-    if t == NONE or isinstance(t, (FunctionT, LiteralT)):
+    if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):
         return I8
+    if isinstance(t, OpaqueT):
+        return PTR
     raise TypingError(f"jit: no native representation for {t}")
 
 
@@ -76,9 +82,20 @@ def const_value(value: Any, t: Type) -> L.Constant:
         return L.Constant(F64, float(value))
     if isinstance(t, TupleT):
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(value, t.elems)])
-    if t == NONE or isinstance(t, (FunctionT, LiteralT)):
+    if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):
         return L.Constant(I8, 0)
     raise TypingError(f"jit: constant {value!r} of type {t} cannot be compiled")
+
+
+def zero_of(t: Type) -> L.Constant:
+    """The zero value of `t` (what `None` stands for in cotangent code)."""
+    if isinstance(t, TupleT):
+        return L.Constant.literal_struct([zero_of(e) for e in t.elems])
+    if isinstance(t, ArrayT):  # data == NULL: the None cotangent of an array
+        return L.Constant(ARRAY, [L.Constant(PTR, None)] + [L.Constant(I64, 0)] * 4)
+    if isinstance(t, ClosureT):
+        return L.Constant.literal_struct([zero_of(e) for e in t.captured])
+    return L.Constant(lltype(t), 0)
 
 
 class ModuleGen:
@@ -91,6 +108,9 @@ class ModuleGen:
         self.module = L.Module(name=f"zy{self.uid}_{root.ir.name}")
         import llvmlite.binding as llvm
         self.module.triple = llvm.get_process_triple()
+        # without the target's data layout LLVM aligns i64 to 4 bytes in structs,
+        # which would not match the C (ctypes) layout of results
+        self.module.data_layout = str(runtime.target_machine().target_data)
         self.functions: dict = {}
         self.pending: list = []
         self.externs: dict = {}
@@ -102,7 +122,7 @@ class ModuleGen:
         fn = self.functions.get(t.key)
         if fn is not None:
             return fn
-        params = [I64, PTR] + [lltype(a) for a in t.argtypes]
+        params = [I64, self.out_pointer(lltype(t.ret))] + [self.value_type(a) for a in t.argtypes]
         name = f"{_sanitize(t.ir.name)}.{len(self.functions)}"
         fn = L.Function(self.module, L.FunctionType(I32, params), name=name)
         fn.linkage = "internal"
@@ -120,6 +140,27 @@ class ModuleGen:
 
     def intrinsic(self, name: str, ret: L.Type, args: list) -> L.Function:
         return self.extern(name, ret, args)
+
+    # Target hooks (jit.cuda.target overrides them for NVVM, which wants typed
+    # pointers, a device-resident error record and a shallower native stack).
+    max_depth = runtime.MAX_DEPTH
+
+    def out_pointer(self, pointee: L.Type) -> L.Type:
+        """The type of a function's result pointer (opaque on the CPU)."""
+        return PTR
+
+    def value_type(self, t: Type) -> L.Type:
+        """The LLVM type of a parameter of JIT type `t` (the device gives the tape and
+        reader typed pointers)."""
+        return lltype(t)
+
+    def errinfo_base(self, b: L.IRBuilder) -> L.Value:
+        """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU)."""
+        return L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
+
+    def lowering(self, op: str):
+        """The lowering of primitive `op` for this target (None when missing)."""
+        return CODEGEN.get(op)
 
     def build(self) -> L.Function:
         root = self.function(self.root)
@@ -167,7 +208,7 @@ class FunctionGen:
         self._wire_phis([blocks[bid] for bid in order])
 
     def _depth_guard(self) -> None:
-        limit = L.Constant(I64, runtime.MAX_DEPTH)
+        limit = L.Constant(I64, self.mg.max_depth)
         self.raise_if(self.b.icmp_signed(">", self.depth, limit), RecursionError,
                       "maximum recursion depth exceeded")
 
@@ -183,7 +224,7 @@ class FunctionGen:
         self._emit_term(block.term)
 
     def _emit_stmt(self, s) -> L.Value:
-        fn = CODEGEN.get(s.op)
+        fn = self.mg.lowering(s.op)
         if fn is None:
             raise TypingError(f"jit: no LLVM lowering for primitive {s.op!r} "
                               f"in {self.ir.name} at {self.ir.file}:{s.line}")
@@ -237,6 +278,10 @@ class FunctionGen:
             return self.b.uitofp(v, F64)
         if have == INT64 and want == FLOAT64:
             return self.b.sitofp(v, F64)
+        if have == NONE and self.ir.meta.get("none_is_zero"):
+            return zero_of(want)
+        if isinstance(want, StrT) and isinstance(have, (LiteralT, StrT)):
+            return v if isinstance(have, StrT) else L.Constant(I64, intern_string(have.value))
         if isinstance(have, TupleT) and isinstance(want, TupleT):
             out = L.Constant(lltype(want), L.Undefined)
             for i, (h, w) in enumerate(zip(have.elems, want.elems)):
@@ -262,7 +307,7 @@ class FunctionGen:
 
     def _exit_if(self, cond: L.Value, status: int, sid: int, details: tuple) -> None:
         with self.b.if_then(cond, likely=False):
-            base = L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
+            base = self.mg.errinfo_base(self.b)
             self.b.store(L.Constant(I64, sid), self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
             for k, d in enumerate(details):
                 d = self.b.bitcast(d, I64) if d.type == F64 else d
@@ -300,6 +345,9 @@ def _cg_call(fc: FunctionGen, s, ts):
     call = fc.typing.calls.get(s.var)
     if call is None:
         raise TypingError(f"jit: unresolved call {s.var} in {fc.ir.name}")
+    by_type = CALL_TYPE_CODEGEN.get(type(call.callee))
+    if by_type is not None:
+        return by_type(fc, s, ts, call)
     if call.target is None:
         from .codegen_calls import CALL_CODEGEN
         fn = CALL_CODEGEN.get(call.callee)

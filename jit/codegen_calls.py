@@ -64,10 +64,14 @@ def math_checks(fc: FunctionGen, args: list, r, can_overflow: bool) -> None:
                 "math range error" if can_overflow else "math domain error")
 
 
+# C names that differ from the math module's: C's gamma() is lgamma in glibc
+LIBM_NAMES = {"gamma": "tgamma"}
+
+
 def _math_unary(name: str, can_overflow: bool):
     def gen(fc: FunctionGen, s, ts):
         args = float_args(fc, s)
-        r = libm(fc, name, args)
+        r = libm(fc, LIBM_NAMES.get(name, name), args)
         math_checks(fc, args, r, can_overflow)
         return r
     return gen
@@ -259,6 +263,25 @@ def _cg_range_step(fc: FunctionGen, s, ts):
     fc.raise_if(fc.b.icmp_signed("==", step, L.Constant(I64, 0)), ValueError,
                 "range() arg 3 must not be zero")
     return step
+
+
+@call_codegen(builtins.isinstance)
+def _cg_isinstance(fc: FunctionGen, s, ts):
+    from .infer_calls import static_isinstance
+    return L.Constant(I1, int(static_isinstance(ts[0], s.args[2].value)))
+
+
+def _cg_updates_float_array(fc: FunctionGen, s, ts):
+    from .infer_calls import static_updates_float_array
+    return L.Constant(I1, int(bool(static_updates_float_array(ts[0]))))
+
+
+def _register_inplace_test() -> None:
+    from ssair.passes.inplace import updates_float_array
+    CALL_CODEGEN[updates_float_array] = _cg_updates_float_array
+
+
+_register_inplace_test()
 
 
 __all__ = ["CALL_CODEGEN", "ArrayT", "BOOL"]

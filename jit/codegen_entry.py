@@ -22,8 +22,9 @@ from llvmlite import ir as L
 from . import runtime
 from .codegen import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltype
 from .codegen_array import make_array
-from .infer import Typing
-from .types import BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, TupleT, Type
+from .infer import LiteralT, Typing
+from .types import (BOOL, FLOAT64, INT64, NONE, STRINGS, ArrayT, ClosureT, FunctionT, OpaqueT,
+                    StrT, TupleT, Type)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -53,6 +54,8 @@ def flat_ctypes(t: Type) -> list:
         return [ctypes.c_bool]
     if isinstance(t, ArrayT):
         return [ctypes.py_object]
+    if isinstance(t, OpaqueT):
+        return [ctypes.c_void_p]
     if isinstance(t, TupleT):
         return [c for e in t.elems for c in flat_ctypes(e)]
     if isinstance(t, ClosureT):
@@ -61,7 +64,7 @@ def flat_ctypes(t: Type) -> list:
 
 
 _LL_OF_CTYPE = {ctypes.c_double: F64, ctypes.c_int64: I64, ctypes.c_bool: I8,
-                ctypes.py_object: PTR}
+                ctypes.py_object: PTR, ctypes.c_void_p: PTR}
 
 
 def is_direct(t: Type) -> bool:
@@ -106,10 +109,36 @@ def _release(mg: ModuleGen, b: L.IRBuilder, mark) -> None:
     b.call(callee, [mark])
 
 
+def out_leaves(t: Type, path: tuple = ()) -> list:
+    """(path of element indices, leaf type) for every stored part of a result:
+    float64/int64/bool scalars and arrays; none and functions store nothing."""
+    if isinstance(t, TupleT):
+        return [x for i, e in enumerate(t.elems) for x in out_leaves(e, path + (i,))]
+    if t in (FLOAT64, INT64, BOOL) or isinstance(t, (ArrayT, StrT)):
+        return [(path, t)]
+    return []
+
+
+_MEM = {FLOAT64: F64, INT64: I64, BOOL: I8}
+
+
+def out_struct(t: Type) -> L.LiteralStructType:
+    """The flat memory layout results are returned in (mirrored by `ctype_of`)."""
+    return L.LiteralStructType([ARRAY if isinstance(x, ArrayT) else _MEM.get(x, I64)
+                                for _, x in out_leaves(t)])
+
+
 def _return(b: L.IRBuilder, ret: Type, out, outp) -> None:
     value = b.load(out, typ=lltype(ret))
     if outp is not None:
-        b.store(value, outp)
+        flat = out_struct(ret)
+        for k, (path, leaf) in enumerate(out_leaves(ret)):
+            v = value
+            for i in path:
+                v = b.extract_value(v, i)
+            if leaf == BOOL:
+                v = b.zext(v, I8)
+            b.store(v, b.gep(outp, [L.Constant(I32, 0), L.Constant(I32, k)], source_etype=flat))
         b.ret_void()
     elif ret == NONE:
         b.ret_void()
@@ -121,7 +150,7 @@ def _return(b: L.IRBuilder, ret: Type, out, outp) -> None:
 
 def _rebuild(b: L.IRBuilder, t: Type, it) -> L.Value:
     """The native value of an argument from its flattened C parameters."""
-    if t in (FLOAT64, INT64):
+    if t in (FLOAT64, INT64) or isinstance(t, OpaqueT):
         return next(it)
     if t == BOOL:
         return b.icmp_unsigned("!=", next(it), L.Constant(I8, 0))
@@ -161,34 +190,41 @@ class ArrayStruct(ctypes.Structure):
                 ("stride1", ctypes.c_int64)]
 
 
+_CTYPES = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}
+
+
 def ctype_of(t: Type) -> Any:
-    """A ctypes type with the memory layout LLVM gives a value of type `t`."""
-    simple = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}
-    if t in simple:
-        return simple[t]
-    if isinstance(t, ArrayT):
-        return ArrayStruct
+    """The ctypes structure of a result returned through `out` (see `out_struct`)."""
+    fields = [(f"f{k}", ArrayStruct if isinstance(x, ArrayT) else _CTYPES.get(x, ctypes.c_int64))
+              for k, (_, x) in enumerate(out_leaves(t))]
+    return type("Result", (ctypes.Structure,), {"_fields_": fields})
+
+
+def unbox_expr(t: Type, env: dict, counter: list) -> str:
+    """Python source building the result from the flat structure `o`."""
     if isinstance(t, TupleT):
-        fields = [(f"f{i}", ctype_of(e)) for i, e in enumerate(t.elems)]
-        return type("TupleStruct", (ctypes.Structure,), {"_fields_": fields})
-    return ctypes.c_int8
-
-
-def unbox(t: Type, v: Any) -> Any:
-    """A Python value from a ctypes field of type `ctype_of(t)`."""
-    if t == FLOAT64 or t == INT64 or t == BOOL:
-        return v
+        parts = [unbox_expr(e, env, counter) for e in t.elems]
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
     if t == NONE or isinstance(t, FunctionT):
-        return None
-    if isinstance(t, TupleT):
-        return tuple(unbox(e, getattr(v, f"f{i}")) for i, e in enumerate(t.elems))
+        return "None"
+    if isinstance(t, LiteralT):  # a constant: no native data
+        env[f"L{len(env)}"] = t.value
+        return f"L{len(env) - 1}"
+    k = counter[0]
+    counter[0] += 1
     if isinstance(t, ArrayT):
-        return copy_array(v, t)
-    raise TypeError(f"cannot return a value of type {t}")
+        env[f"T{k}"] = t
+        return f"copy_array(o.f{k}, T{k})"
+    if isinstance(t, StrT):
+        env["STRINGS"] = STRINGS
+        return f"STRINGS[o.f{k}]"
+    return f"o.f{k}"
 
 
 def copy_array(s: ArrayStruct, t: ArrayT) -> np.ndarray:
     """A numpy-owned copy of a native array (native memory is freed after the call)."""
+    if not s.data:  # the None cotangent of an array (see jit.grad_array)
+        return None
     dtype = np.float64 if t.dtype == FLOAT64 else np.int64
     shape = (s.shape0,) if t.ndim == 1 else (s.shape0, s.shape1)
     strides = (s.stride0,) if t.ndim == 1 else (s.stride0, s.stride1)
@@ -201,4 +237,4 @@ def copy_array(s: ArrayStruct, t: ArrayT) -> np.ndarray:
     return view.copy()
 
 
-__all__ = ["build_entry", "flat_ctypes", "ctype_of", "unbox", "is_direct", "ARRAY", "I32"]
+__all__ = ["build_entry", "flat_ctypes", "ctype_of", "unbox_expr", "is_direct", "ARRAY"]

@@ -365,3 +365,18 @@ def _cg_is(fc: FunctionGen, s, ts):
 def const_int(operand):
     v = const_operand(operand)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _cg_inplace(fc: FunctionGen, s, ts):
+    """`iOP` typed on numbers or tuples (see `jit.infer_rules._t_inplace`) is `OP`."""
+    from .infer_rules import plain_inplace
+    plain = plain_inplace(s)
+    return fc.mg.lowering(plain.op)(fc, plain, ts)
+
+
+def _register_inplace() -> None:
+    from ssair.primitives import INPLACE
+    codegen(*INPLACE)(_cg_inplace)
+
+
+_register_inplace()

@@ -6,8 +6,16 @@ callee (another `Typing` for user functions and closures).  The engine is a mono
 fixed point over the blocks (phis and returns join, see `jit.types.join`); the
 per-operation rules live in two tables:
 
-  * `RULES[op](ctx, stmt, types) -> Type`      keyed by primitive name;
-  * `jit.infer_calls.CALL_RULES[callee]`        keyed by the library callable.
+  * `RULES[op](ctx, stmt, types) -> Type`      keyed by primitive name
+                                                (jit.infer_rules, jit.codegen_tape,
+                                                jit.codegen_adjoint);
+  * `jit.infer_calls.CALL_RULES[callee]`        keyed by the library callable;
+  * `CALL_TYPE_RULES[type(callee)]`             callable objects by class.
+
+Only blocks reachable from the entry are typed: a branch on a value known at compile
+time (`isinstance` of a typed value, `STATIC_CALLS`) reaches only its target, and
+`_prune` drops the dead blocks from the typed copy, so rule functions written for
+several types (arrays or floats) compile for the one at hand.
 
 Recursion: a call to a signature that is still being inferred reads its current
 return-type guess (unknown at first, so the call's result stays unknown); the
@@ -20,10 +28,9 @@ import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from ssair.ir import IR, Branch, Const, Phi, Return, Stmt, Var
+from ssair.ir import IR, Branch, Const, Goto, Phi, Return, Stmt, Var
 
-from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, Scalar,
-                    TupleT, Type, TypingError, is_int_like, is_numeric, join, numeric_join,
+from .types import (BOOL, NONE, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, join,
                     typeof)
 
 MAX_ROUNDS = 64
@@ -63,6 +70,8 @@ class Typing:
     types: dict = field(default_factory=dict)
     calls: dict = field(default_factory=dict)
     done: bool = False
+    reachable: set = field(default_factory=set)
+    static: dict = field(default_factory=dict)
     taint: float = float("inf")
     writes: bool = False
 
@@ -93,6 +102,10 @@ class Context:
 
 
 RULES: dict = {}
+# Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
+STATIC_CALLS: dict = {}
+# Calls of callable objects by their class (e.g. adjoint rule objects): rule(ctx, s, ts).
+CALL_TYPE_RULES: dict = {}
 
 
 def rule(*ops: str) -> Callable:
@@ -102,6 +115,14 @@ def rule(*ops: str) -> Callable:
             RULES[op] = fn
         return fn
     return deco
+
+
+def _callee_key(f: Any) -> Any:
+    try:
+        hash(f)
+        return f
+    except TypeError:
+        return None
 
 
 def describe(typing: Typing, d: Any) -> str:
@@ -134,6 +155,35 @@ def is_user_function(f: Any) -> bool:
     from ssair.interpreter import LIBRARY_MODULES
     mod = (getattr(f, "__module__", None) or "").split(".")[0]
     return mod not in LIBRARY_MODULES
+
+
+def string_like(t: Any) -> bool:
+    """A str constant or a StrT (see jit.types.StrT)."""
+    return isinstance(t, StrT) or isinstance(t, LiteralT) and type(t.value) is str
+
+
+def string_values(t: Any) -> frozenset:
+    return t.values if isinstance(t, StrT) else frozenset([t.value])
+
+
+def _static_is_none(a: Optional[Type], b: Optional[Type]) -> Optional[bool]:
+    """`x is y` known from the types alone when one side is `none`."""
+    if a is None or b is None or (a != NONE and b != NONE):
+        return None
+    if isinstance(a, LiteralT) or isinstance(b, LiteralT):
+        return None
+    return a == b
+
+
+def cotangent_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
+    """Join where `none` is the zero of any float, int or tuple type."""
+    if a is None or a == NONE and b is not None:
+        return b
+    if b is None or b == NONE:
+        return a
+    if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
+        return TupleT(tuple(cotangent_join(x, y) for x, y in zip(a.elems, b.elems)))
+    return join(a, b)
 
 
 class Engine:
@@ -183,26 +233,75 @@ class Engine:
         self._finish(t)
 
     def _run(self, t: Typing) -> None:
+        """Type the blocks reachable from the entry; a branch on a condition known
+        at compile time (`isinstance` of a typed value) only reaches its target."""
         for a, at in zip(t.ir.args, t.argtypes):
             t.types[a.var] = at
+        t.reachable = {t.ir.entry.id}
         changed = True
         rounds = 0
         while changed and rounds < MAX_ROUNDS:
             changed = False
             rounds += 1
             for b in t.ir.blocks:
+                if b.id not in t.reachable:
+                    continue
                 for p in b.phis:
                     changed |= self._update(t, p, self._phi_type(t, p))
                 for s in b.stmts:
                     changed |= self._update(t, s, self._stmt_type(t, s))
+                    self._note_static(t, s)
+                for succ in self._live_successors(t, b):
+                    if succ not in t.reachable:
+                        t.reachable.add(succ)
+                        changed = True
         t.ret = self._return_type(t)
+
+    def _note_static(self, t: Typing, s: Stmt) -> None:
+        """Record values known at compile time (isinstance, not/truth of those)."""
+        if s.var in t.static:
+            return
+        if s.op == "call" and s.var in t.calls:
+            fn = STATIC_CALLS.get(_callee_key(t.calls[s.var].callee))
+            if fn is not None:
+                val = fn(self, t, s)
+                if val is not None:
+                    t.static[s.var] = val
+        elif s.op == "pop" and s.var.id in t.ir.meta.get("pop_static", {}):
+            t.static[s.var] = t.ir.meta["pop_static"][s.var.id]
+        elif s.op in ("eq", "ne") and all(isinstance(self.static_value(t, a), int)
+                                          for a in s.args):
+            same = self.static_value(t, s.args[0]) == self.static_value(t, s.args[1])
+            t.static[s.var] = same if s.op == "eq" else not same
+        elif s.op in ("is", "isnot") and isinstance(s.args[0], Var) and s.args[0] == s.args[1]:
+            t.static[s.var] = s.op == "is"
+        elif s.op in ("is", "isnot") and not t.ir.meta.get("none_is_zero"):
+            v = _static_is_none(self.operand_type(t, s.args[0]), self.operand_type(t, s.args[1]))
+            if v is not None:
+                t.static[s.var] = v if s.op == "is" else not v
+        elif s.op in ("not", "truth") and self.static_value(t, s.args[0]) is not None:
+            v = bool(self.static_value(t, s.args[0]))
+            t.static[s.var] = (not v) if s.op == "not" else v
+
+    def static_value(self, t: Typing, a: Any) -> Any:
+        if isinstance(a, Const):
+            return a.value if isinstance(a.value, (bool, int, float)) else None
+        return t.static.get(a)
+
+    def _live_successors(self, t: Typing, b) -> list:
+        term = b.term
+        if isinstance(term, Branch):
+            v = self.static_value(t, term.cond)
+            if isinstance(v, bool):
+                return [term.then if v else term.else_]
+        return b.successors()
 
     def _update(self, t: Typing, d: Any, new: Optional[Type]) -> bool:
         if new is None:
             return False
         old = t.types.get(d.var)
         try:
-            merged = join(old, new)
+            merged = self.join(t, old, new)
         except TypingError as e:
             raise TypingError(f"jit: {describe(t, d)}: {e}") from None
         if merged == old:
@@ -212,11 +311,13 @@ class Engine:
 
     def _phi_type(self, t: Typing, p: Phi) -> Optional[Type]:
         out = None
-        for v in p.incoming.values():
+        for pred, v in p.incoming.items():
+            if pred not in t.reachable:
+                continue
             vt = self.operand_type(t, v)
             if vt is not None:
                 try:
-                    out = join(out, vt)
+                    out = self.join(t, out, vt)
                 except TypingError as e:
                     raise TypingError(f"jit: {describe(t, p)}: {e}") from None
         return out
@@ -239,9 +340,18 @@ class Engine:
     def _return_type(self, t: Typing) -> Optional[Type]:
         out = None
         for b in t.ir.blocks:
-            if isinstance(b.term, Return):
-                out = join(out, self.operand_type(t, b.term.value))
+            if isinstance(b.term, Return) and b.id in t.reachable:
+                out = self.join(t, out, self.operand_type(t, b.term.value))
         return out
+
+    def join(self, t: Typing, a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
+        """`types.join`; in IR marked `meta["none_is_zero"]` (cotangent code, where
+        None is the zero cotangent) None also joins with numbers and tuples."""
+        if string_like(a) and string_like(b):
+            return StrT(string_values(a) | string_values(b))
+        if t.ir.meta.get("none_is_zero"):
+            return cotangent_join(a, b)
+        return join(a, b)
 
     def operand_type(self, t: Typing, a: Any) -> Optional[Type]:
         if isinstance(a, Var):
@@ -251,7 +361,20 @@ class Engine:
         except TypingError:
             return LiteralT(a.value)
 
+    def _prune(self, t: Typing) -> None:
+        """Drop blocks never reached and fold branches decided at compile time."""
+        live = [b for b in t.ir.blocks if b.id in t.reachable]
+        for b in live:
+            if isinstance(b.term, Branch) and isinstance(self.static_value(t, b.term.cond), bool):
+                b.term = Goto(self._live_successors(t, b)[0], b.term.line)
+        t.ir.blocks = live
+        preds = t.ir.predecessors()
+        for b in live:  # an edge of a folded branch is gone too, not only dead blocks
+            for p in b.phis:
+                p.incoming = {k: v for k, v in p.incoming.items() if k in preds[b.id]}
+
     def _finish(self, t: Typing) -> None:
+        self._prune(t)
         for d in t.ir.definitions():
             ty = t.types.get(d.var)
             if ty is None:
@@ -272,206 +395,6 @@ class Engine:
 
 
 # ---------------------------------------------------------------------------
-# Arithmetic, comparisons, logic.
-
-def _numeric(ts: list) -> bool:
-    return all(is_numeric(x) for x in ts)
-
-
-def _arith_result(ts: list) -> Scalar:
-    out = numeric_join(ts[0], ts[1])
-    return INT64 if out is BOOL else out
-
-
-@rule("add", "sub", "mul")
-def _t_arith(ctx: Context, s: Stmt, ts: list) -> Type:
-    if _numeric(ts):
-        return _arith_result(ts)
-    if s.op == "add" and all(isinstance(x, TupleT) for x in ts):
-        return TupleT(ts[0].elems + ts[1].elems)
-    ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
-
-
-@rule("truediv")
-def _t_truediv(ctx: Context, s: Stmt, ts: list) -> Type:
-    if not _numeric(ts):
-        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
-    return FLOAT64
-
-
-@rule("floordiv", "mod")
-def _t_floordiv(ctx: Context, s: Stmt, ts: list) -> Type:
-    if not _numeric(ts):
-        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
-    return _arith_result(ts)
-
-
-@rule("pow")
-def _t_pow(ctx: Context, s: Stmt, ts: list) -> Type:
-    if not _numeric(ts):
-        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
-    if FLOAT64 in ts:
-        return FLOAT64
-    e = ctx.const(s.args[1])
-    if isinstance(e, int) and e < 0:
-        return FLOAT64
-    return INT64  # a negative runtime exponent falls back to the interpreter
-
-
-@rule("lshift", "rshift", "bitand", "bitor", "bitxor")
-def _t_bits(ctx: Context, s: Stmt, ts: list) -> Type:
-    if not all(is_int_like(x) for x in ts):
-        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
-    if ts[0] == BOOL and ts[1] == BOOL and s.op in ("bitand", "bitor", "bitxor"):
-        return BOOL
-    return INT64
-
-
-@rule("neg", "pos")
-def _t_neg(ctx: Context, s: Stmt, ts: list) -> Type:
-    if not is_numeric(ts[0]):
-        ctx.fail(f"bad operand type {ts[0]}")
-    return INT64 if ts[0] == BOOL else ts[0]
-
-
-@rule("invert")
-def _t_invert(ctx: Context, s: Stmt, ts: list) -> Type:
-    if not is_int_like(ts[0]):
-        ctx.fail(f"bad operand type {ts[0]}")
-    return INT64
-
-
-@rule("not", "truth")
-def _t_truth(ctx: Context, s: Stmt, ts: list) -> Type:
-    if is_numeric(ts[0]) or ts[0] == NONE or isinstance(ts[0], TupleT):
-        return BOOL
-    ctx.fail(f"truth value of {ts[0]} is not supported")
-
-
-@rule("lt", "le", "gt", "ge")
-def _t_order(ctx: Context, s: Stmt, ts: list) -> Type:
-    if not _numeric(ts):
-        ctx.fail(f"cannot order {ts[0]} and {ts[1]}")
-    return BOOL
-
-
-@rule("eq", "ne")
-def _t_eq(ctx: Context, s: Stmt, ts: list) -> Type:
-    if _numeric(ts) or NONE in ts and all(isinstance(x, (Scalar, TupleT)) for x in ts):
-        return BOOL
-    ctx.fail(f"cannot compare {ts[0]} and {ts[1]}")
-
-
-@rule("is", "isnot")
-def _t_is(ctx: Context, s: Stmt, ts: list) -> Type:
-    if NONE in ts or ts[0] == BOOL and ts[1] == BOOL:
-        return BOOL
-    ctx.fail(f"'is' between {ts[0]} and {ts[1]} is only supported against None or bools")
-
-
-@rule("in", "notin")
-def _t_in(ctx: Context, s: Stmt, ts: list) -> Type:
-    if is_numeric(ts[0]) and isinstance(ts[1], TupleT) and _numeric(list(ts[1].elems)):
-        return BOOL
-    ctx.fail(f"'in' is supported for a number in a tuple of numbers, not {ts[1]}")
-
-
-@rule("copy")
-def _t_copy(ctx: Context, s: Stmt, ts: list) -> Type:
-    return ts[0]
-
-
-# ---------------------------------------------------------------------------
-# Tuples and arrays.
-
-@rule("tuple")
-def _t_tuple(ctx: Context, s: Stmt, ts: list) -> Type:
-    for x in ts:
-        if isinstance(x, LiteralT):
-            ctx.fail(f"tuple element {x} is not supported")
-    return TupleT(tuple(ts))
-
-
-@rule("unpack")
-def _t_unpack(ctx: Context, s: Stmt, ts: list) -> Type:
-    n = ctx.const(s.args[1])
-    if isinstance(ts[0], TupleT) and len(ts[0].elems) == n:
-        return ts[0]
-    if isinstance(ts[0], TupleT):
-        ctx.fail(f"cannot unpack {ts[0]} into {n} values")
-    if isinstance(ts[0], ArrayT):
-        inner = ts[0].dtype if ts[0].ndim == 1 else ArrayT(ts[0].dtype, 1)
-        return TupleT((inner,) * n)
-    ctx.fail(f"cannot unpack {ts[0]}")
-
-
-def index_types(ctx: Context, ts: list) -> list:
-    """Flatten `a[i, j]` given as one tuple operand or as several operands."""
-    if len(ts) == 1 and isinstance(ts[0], TupleT):
-        return list(ts[0].elems)
-    return list(ts)
-
-
-@rule("getitem")
-def _t_getitem(ctx: Context, s: Stmt, ts: list) -> Type:
-    obj, idx = ts[0], index_types(ctx, ts[1:])
-    if isinstance(obj, TupleT):
-        return _tuple_item(ctx, s, obj, idx)
-    if not isinstance(obj, ArrayT):
-        ctx.fail(f"indexing {obj} is not supported")
-    if not all(is_int_like(i) for i in idx):
-        ctx.fail(f"array index of type {', '.join(map(str, idx))} is not supported "
-                 "(only integer indices)")
-    if len(idx) > obj.ndim:
-        ctx.fail(f"too many indices for {obj}")
-    if len(idx) == obj.ndim:
-        return obj.dtype
-    return ArrayT(obj.dtype, obj.ndim - len(idx))
-
-
-def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
-    if len(idx) != 1 or not is_int_like(idx[0]):
-        ctx.fail(f"tuple index must be one integer, got {idx}")
-    k = ctx.const(s.args[1])
-    if isinstance(k, int):
-        n = len(obj.elems)
-        if not -n <= k < n:
-            ctx.fail(f"tuple index {k} out of range for {obj}")
-        return obj.elems[k]
-    if obj.elems and all(e == obj.elems[0] for e in obj.elems) and is_numeric(obj.elems[0]):
-        return obj.elems[0]
-    ctx.fail(f"a variable index into the heterogeneous {obj} is not supported")
-
-
-@rule("setitem")
-def _t_setitem(ctx: Context, s: Stmt, ts: list) -> Type:
-    obj, val, idx = ts[0], ts[1], index_types(ctx, ts[2:])
-    if not isinstance(obj, ArrayT):
-        ctx.fail(f"item assignment into {obj} is not supported")
-    if len(idx) != obj.ndim or not all(is_int_like(i) for i in idx):
-        ctx.fail(f"assignment to {obj} needs {obj.ndim} integer indices")
-    if not is_numeric(val) or val == FLOAT64 and obj.dtype == INT64:
-        ctx.fail(f"cannot store {val} into {obj}")
-    ctx.typing.writes = True
-    return NONE
-
-
-ARRAY_ATTRS = {
-    "shape": lambda a: TupleT((INT64,) * a.ndim),
-    "ndim": lambda a: INT64,
-    "size": lambda a: INT64,
-}
-
-
-@rule("getattr")
-def _t_getattr(ctx: Context, s: Stmt, ts: list) -> Type:
-    name = ctx.const(s.args[1])
-    if isinstance(ts[0], ArrayT) and name in ARRAY_ATTRS:
-        return ARRAY_ATTRS[name](ts[0])
-    ctx.fail(f"attribute {name!r} of {ts[0]} is not supported")
-
-
-# ---------------------------------------------------------------------------
 # Calls and closures.
 
 @rule("make_closure")
@@ -479,6 +402,9 @@ def _t_make_closure(ctx: Context, s: Stmt, ts: list) -> Type:
     f = ctx.const(s.args[0])
     if f is None:
         ctx.fail("make_closure needs a constant function")
+    if s.kwargs:
+        ctx.fail("default arguments computed at run time (make_closure defaults=) "
+                 "are not supported")
     for x in ts[1:]:
         if isinstance(x, LiteralT):
             ctx.fail(f"captured value {x} is not supported")
@@ -487,7 +413,7 @@ def _t_make_closure(ctx: Context, s: Stmt, ts: list) -> Type:
 
 @rule("call")
 def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
-    from .infer_calls import CALL_RULES, call_rule_for
+    from .infer_calls import call_rule_for
     callee = ts[0]
     if isinstance(callee, ClosureT):
         return _user_call(ctx, s, callee.func, list(callee.captured), closure=True)
@@ -496,12 +422,28 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     f = callee.func
     if isinstance(f, IR) or is_user_function(f):
         return _user_call(ctx, s, f, [], closure=False)
+    by_type = CALL_TYPE_RULES.get(type(f))
+    if by_type is not None:
+        return by_type(ctx, s, ts)
     fn = call_rule_for(f)
+    if fn is None and _rule_helper(f):  # plain-Python helpers of the derivative rules
+        return _user_call(ctx, s, f, [], closure=False)
     if fn is None:
         from ssair.printer import object_name
         ctx.fail(f"the JIT has no rule for calling {object_name(f)}")
     ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), f)
     return fn(ctx, s, ts[1:])
+
+
+def _rule_helper(f: Any) -> bool:
+    """A plain function of the adjoint package (derivative rules call them)."""
+    return type(f) is pytypes.FunctionType and (f.__module__ or "").startswith("adjoint.")
+
+
+def user_call(ctx: Context, s: Stmt, f: Any) -> Optional[Type]:
+    """Type a call statement as a native call of the user function `f` (public for
+    CALL_TYPE_RULES entries that forward to a wrapped function)."""
+    return _user_call(ctx, s, f, [], closure=False)
 
 
 def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> Type:
@@ -560,3 +502,6 @@ def infer(ir: IR, argtypes: tuple, engine: Optional[Engine] = None) -> Typing:
 
 
 ENGINE = Engine()
+
+
+from . import infer_rules  # noqa: E402,F401  (fills RULES)

@@ -15,7 +15,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .types import BOOL, FLOAT64, INT64, ArrayT, TupleT, Type, is_int_like, is_numeric, numeric_join
+from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like, is_numeric,
+                    numeric_join)
 
 CALL_RULES: dict = {}
 
@@ -214,3 +215,70 @@ def _t_range_step(ctx, s, ts) -> Type:
     if not is_int_like(ts[0]):
         ctx.fail(f"range step of type {ts[0]}")
     return INT64
+
+
+def static_isinstance(t: Type, classes) -> Optional[bool]:
+    """isinstance(v, classes) for every value v of JIT type t, or None if unknown."""
+    if not isinstance(classes, tuple):
+        classes = (classes,)
+    if not all(isinstance(c, type) for c in classes):
+        return None
+    py = {BOOL: bool, INT64: int, FLOAT64: float, NONE: type(None)}.get(t)
+    if py is None and isinstance(t, TupleT):
+        py = tuple
+    if py is None and isinstance(t, ArrayT):
+        py = np.ndarray
+    if py is None:
+        return None
+    return issubclass(py, classes)
+
+
+@call_rule(builtins.isinstance)
+def _t_isinstance(ctx, s, ts) -> Type:
+    if len(ts) != 2 or not ctx.is_const(s.args[2]):
+        ctx.fail("isinstance needs a constant class argument")
+    if static_isinstance(ts[0], ctx.const(s.args[2])) is None:
+        ctx.fail(f"isinstance of {ts[0]} cannot be decided statically")
+    return BOOL
+
+
+def _static_isinstance_call(engine, t, s) -> Optional[bool]:
+    obj = engine.operand_type(t, s.args[1])
+    cls = s.args[2].value if len(s.args) > 2 and hasattr(s.args[2], "value") else None
+    return static_isinstance(obj, cls) if cls is not None else None
+
+
+def _register_static() -> None:
+    from .infer import STATIC_CALLS
+    STATIC_CALLS[builtins.isinstance] = _static_isinstance_call
+
+
+_register_static()
+
+
+# `ssair.passes.inplace.updates_float_array(x)`: the adjoint's test before an in-place
+# operator on a value of unknown kind; decided by the type (a float array or not).
+def static_updates_float_array(t: Optional[Type]) -> Optional[bool]:
+    if t is None:
+        return None
+    return isinstance(t, ArrayT) and t.dtype == FLOAT64
+
+
+def _t_updates_float_array(ctx, s, ts) -> Type:
+    if len(ts) != 1:
+        ctx.fail("updates_float_array takes one argument")
+    return BOOL
+
+
+def _static_updates_float_array(engine, t, s) -> Optional[bool]:
+    return static_updates_float_array(engine.operand_type(t, s.args[1]))
+
+
+def _register_inplace_test() -> None:
+    from ssair.passes.inplace import updates_float_array
+    from .infer import STATIC_CALLS
+    CALL_RULES[updates_float_array] = _t_updates_float_array
+    STATIC_CALLS[updates_float_array] = _static_updates_float_array
+
+
+_register_inplace_test()

@@ -108,6 +108,31 @@ class OpaqueT(Type):
         return self.name
 
 
+@dataclass(frozen=True, repr=False)
+class StrT(Type):
+    """A str known to be one of `values` (constants joined at phis, e.g. a label
+    chosen by a branch).  Natively the i64 id of the string in `STRINGS`, so equal
+    strings have equal ids whatever the set."""
+
+    values: frozenset
+
+    def __str__(self) -> str:
+        return "str"
+
+
+STRINGS: list = []
+_STRING_IDS: dict = {}
+
+
+def intern_string(text: str) -> int:
+    """The native id of a string constant (see StrT)."""
+    k = _STRING_IDS.get(text)
+    if k is None:
+        k = _STRING_IDS[text] = len(STRINGS)
+        STRINGS.append(text)
+    return k
+
+
 TAPE = OpaqueT("tape")
 READER = OpaqueT("reader")
 

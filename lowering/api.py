@@ -6,6 +6,7 @@ import weakref
 from ssair.ir import IR
 
 from . import closures, loops, ops_basic, ops_call, ops_control  # noqa: F401  (handlers)
+from .closures import NeedsCell
 from .frame import Lowerer
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -22,10 +23,24 @@ def lower(f) -> IR:
         raise TypeError(f"lowering.lower: {f!r} is not a Python function")
     ir = _CACHE.get(f)
     if ir is None or ir.meta.get("code") is not f.__code__:
-        ir = Lowerer(f).run()
+        ir = _lower_with_cells(f)
         ir.meta["code"] = f.__code__
         _CACHE[f] = ir
     return ir
+
+
+def _lower_with_cells(f) -> IR:
+    """Lower with value capture of cell variables, then again with a real cell for
+    each variable that value capture cannot express exactly (`lowering.closures`)."""
+    cells: set = set()
+    while True:
+        try:
+            return Lowerer(f, frozenset(cells)).run()
+        except NeedsCell as e:
+            if e.name in cells:
+                raise RuntimeError(f"lowering: cell {e.name!r} of {f.__qualname__} "
+                                   "requested twice") from None
+            cells.add(e.name)
 
 
 class CodeLowered:

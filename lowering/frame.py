@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ssair.ir import IR, Branch, Const, Goto, Return, Var
+from ssair.ssabuild import SSABuilder
 
 from .errors import REFUSED_OPCODES, UnsupportedError
 from .reader import CodeReader
 from .runtime import UNBOUND, check_bound, unbound_local
-from .ssa import SSABuilder
 from .values import EXHAUSTED, NULL, ForState, Lazy
 
 HANDLERS: dict = {}
@@ -40,14 +40,14 @@ def is_marker(v) -> bool:
 class Lowerer:
     """Lowers one Python function to an `ssair.IR`."""
 
-    def __init__(self, func):
+    def __init__(self, func, cells: frozenset = frozenset()):
         self.func = func
         self.code = func.__code__
         self.qualname = f"{func.__module__}.{func.__qualname__}"
         self.reader = CodeReader(func, self.qualname)
         self.ir = IR(func.__qualname__, func=func, file=self.code.co_filename,
                      firstline=self.code.co_firstlineno)
-        self.ssa = SSABuilder(self.ir)
+        self.ssa = SSABuilder(self.ir, default=_unbound, phi_name=_local_name)
         self.line = self.code.co_firstlineno
         self.bools, self.ints = set(), set()
         self.known_funcs = {}      # Var of a make_closure -> the Python function
@@ -58,6 +58,9 @@ class Lowerer:
         self.kwnames = None
         self.counters = 0
         self.prologues = {}        # bytecode block -> action run at its head
+        self.cells = set(cells)    # cell variables kept in real cells (lowering.closures)
+        self.free_cells = set(getattr(func, "__zygopy_cells__", ()))
+        self.cell_of = {}          # cell or free variable name -> Var of its cell
 
     # -- driver -------------------------------------------------------------
     def run(self) -> IR:
@@ -94,6 +97,10 @@ class Lowerer:
         self.ir.nfree = len(code.co_freevars)
         for name in names:
             self.ssa.write(name, self.entry, self.ir.add_arg(name))
+        if self.cells or self.free_cells:
+            from .closures import make_cells
+            self.block = self.entry
+            make_cells(self)
 
     def lower_block(self, idx: int) -> None:
         bb = self.reader.blocks[idx]
@@ -246,6 +253,14 @@ class Lowerer:
                 p.incoming = {ids[k]: v for k, v in p.incoming.items()}
             _retarget(b.term, ids)
         self.ir.blocks = order
+
+
+def _unbound(key) -> Const:
+    return Const(UNBOUND)
+
+
+def _local_name(key):
+    return key if isinstance(key, str) else None
 
 
 def _retarget(term, ids: dict) -> None:

@@ -6,7 +6,7 @@ import types
 
 from ssair.ir import Const
 
-from .closures import writes_free_variable
+from .closures import CELLS_ATTR, cell_names, writes_free_variable
 from .errors import COMPREHENSION_NAMES
 from .values import FuncBuild, LazyCall, LazyList, LazyTuple
 
@@ -38,18 +38,27 @@ def make_function(lw, fb: FuncBuild):
         lw.refuse("comprehension")
     if writes_free_variable(code):
         lw.refuse("nonlocal write")
-    fn = function_object(code, lw.func.__globals__, fb.qualname, fb.defaults, fb.kwdefaults)
-    if not code.co_freevars:
-        return Const(fn)
     if len(fb.closure) != len(code.co_freevars):
         lw.refuse("closure of unexpected shape")
+    cells = cell_names(lw, fb.closure, code.co_freevars)
+    fn = function_object(code, lw.func.__globals__, fb.qualname, fb.defaults, fb.kwdefaults,
+                         cells)
+    if fb.dynamic_defaults is not None:
+        return lw.emit("make_closure", Const(fn), *fb.closure,
+                       kwargs={"defaults": fb.dynamic_defaults})
+    if not code.co_freevars:
+        return Const(fn)
     v = lw.emit("make_closure", Const(fn), *fb.closure)
     lw.known_funcs[v] = fn
     return v
 
 
-def function_object(code, globals_: dict, qualname: str, defaults, kwdefaults):
-    key = (code, repr(defaults), repr(_freeze(kwdefaults)))
+def function_object(code, globals_: dict, qualname: str, defaults, kwdefaults,
+                    cells: frozenset = frozenset()):
+    """The Python function lowered for a nested function (cached): empty placeholder
+    cells, constant defaults, and `__zygopy_cells__` naming the free variables that
+    arrive as cells (`lowering.closures`)."""
+    key = (code, repr(defaults), repr(_freeze(kwdefaults)), cells)
     try:
         return _FUNCTIONS[key]
     except (KeyError, TypeError):
@@ -59,6 +68,8 @@ def function_object(code, globals_: dict, qualname: str, defaults, kwdefaults):
     fn.__qualname__ = qualname or getattr(code, "co_qualname", code.co_name)
     if kwdefaults:
         fn.__kwdefaults__ = dict(kwdefaults)
+    if cells:
+        setattr(fn, CELLS_ATTR, cells)
     try:
         _FUNCTIONS[key] = fn
     except TypeError:

@@ -40,15 +40,21 @@ def op_load_const(lw, ins):
 
 @handles("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW")
 def op_load_fast(lw, ins):
-    if type(ins.arg).__name__ == "CellVar":
-        check_capture(lw, ins.arg.name)
-    lw.push(lw.load_local(_name(ins.arg)))
+    lw.push(load_fast(lw, ins.arg))
+
+
+def load_fast(lw, arg):
+    """A local, or (3.13, building a closure tuple) a cell variable's cell."""
+    name = _name(arg)
+    if type(arg).__name__ == "CellVar" or name in lw.code.co_cellvars:
+        return check_capture(lw, name)
+    return lw.load_local(name)
 
 
 @handles("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW")
 def op_load_fast_pair(lw, ins):
     for n in ins.arg:
-        lw.push(lw.load_local(_name(n)))
+        lw.push(load_fast(lw, n))
 
 
 @handles("STORE_FAST")
@@ -107,26 +113,40 @@ def op_rot(lw, ins):
     lw.stack.insert(len(lw.stack) - (n - 1), top)
 
 
-def binary(lw, op: str):
+def binary(lw, op: str, inplace: bool = False):
+    """`a OP b`, or `a OP= b` when `inplace`: that is `iOP(a, b)` (it updates a
+    mutable `a` in place), unless `a` is a known int or bool, which has no in-place
+    method, so that Python computes `a OP b` instead."""
     b, a = lw.pop(), lw.pop()
+    ints = lw.is_int(lw.operand(a)) and lw.is_int(lw.operand(b))
+    if inplace and not is_immutable_scalar(lw, lw.operand(a)):
+        op = "i" + op
     v = lw.emit(op, a, b)
-    if op in INT_CLOSED and lw.is_int(lw.operand(a)) and lw.is_int(lw.operand(b)):
+    if op in INT_CLOSED and ints:
         lw.ints.add(v)
     lw.push(v)
+
+
+def is_immutable_scalar(lw, v) -> bool:
+    """True when `v` is certainly an int, bool or float (no `__iadd__` and friends)."""
+    if isinstance(v, Const):
+        return type(v.value) in (int, bool, float)
+    return lw.is_int(v) or v in lw.bools
 
 
 @handles("BINARY_OP")
 def op_binary_op(lw, ins):
     name = ins.arg.name if hasattr(ins.arg, "name") else str(ins.arg)
+    inplace = name.startswith("INPLACE_")
     name = name.replace("INPLACE_", "")
     if name not in BINARY_NAMES:
         lw.refuse(f"operator {name}")
-    binary(lw, BINARY_NAMES[name])
+    binary(lw, BINARY_NAMES[name], inplace)
 
 
 def _legacy_binary(lw, ins):
     name = ins.name.replace("BINARY_", "").replace("INPLACE_", "")
-    binary(lw, BINARY_NAMES[name])
+    binary(lw, BINARY_NAMES[name], ins.name.startswith("INPLACE_"))
 
 
 for _op in BINARY_NAMES:

@@ -209,7 +209,7 @@ def set_attribute(lw, fb: FuncBuild, flag: int, value) -> None:
     if flag == 8:
         fb.closure = [lw.operand(v) for v in _elements(lw, value)]
     elif flag == 1:
-        fb.defaults = _constant_tuple(lw, value)
+        set_defaults(lw, fb, value)
     elif flag == 2:
         lw.refuse("keyword-only defaults of a nested function")
     elif flag != 4:
@@ -224,8 +224,14 @@ def _elements(lw, value) -> list:
     lw.refuse("closure of unexpected shape")
 
 
-def _constant_tuple(lw, value) -> tuple:
+def set_defaults(lw, fb: FuncBuild, value) -> None:
+    """Positional defaults: constants become part of the function; others are the
+    tuple evaluated now (MAKE_FUNCTION time), passed to `make_closure`."""
+    if isinstance(value, Const) and isinstance(value.value, tuple):
+        fb.defaults = value.value
+        return
     elems = [lw.operand(e) if isinstance(e, Lazy) else e for e in _elements(lw, value)]
-    if not all(isinstance(e, Const) for e in elems):
-        lw.refuse("non-constant default argument")
-    return tuple(e.value for e in elems)
+    if all(isinstance(e, Const) for e in elems):
+        fb.defaults = tuple(e.value for e in elems)
+        return
+    fb.dynamic_defaults = lw.emit("tuple", *elems)

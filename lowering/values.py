@@ -58,13 +58,16 @@ class LazyCall(Lazy):
 
 @dataclass(eq=False)
 class FuncBuild(Lazy):
-    """A nested function being made (MAKE_FUNCTION, SET_FUNCTION_ATTRIBUTE)."""
+    """A nested function being made (MAKE_FUNCTION, SET_FUNCTION_ATTRIBUTE).
+    Constant defaults are part of the function; others (`dynamic_defaults`, the tuple
+    evaluated when the function is made) go to `make_closure(...; defaults=%t)`."""
 
     code: Any = None
     qualname: str = ""
     defaults: tuple | None = None
     kwdefaults: dict | None = None
     closure: list = field(default_factory=list)
+    dynamic_defaults: Any = None   # an operand: defaults computed at run time
 
 
 @dataclass(eq=False)

@@ -140,3 +140,33 @@ register("call", (1, None), None, pure=False, foldable=False, symbol="f(x)")
 register("make_closure", (1, None), None, foldable=False, symbol="lambda")
 # copy(x): an identity; lowering and passes may use it to name a value.
 register("copy", 1, lambda x: x, symbol="x")
+
+
+# Cells (Python's closure cells, for variables a nested function reads after the
+# enclosing function reassigns them): `make_cell()` / `make_cell(v)` makes a cell,
+# `cell_get(c, name, kind)` reads it (`kind` "local" in the function owning the cell,
+# "free" in a nested function: CPython's two errors for an empty cell), `cell_set(c, v)`
+# writes it.  All impure: a cell's identity and contents are state.
+def _make_cell(*value):
+    import types
+    return types.CellType(*value)
+
+
+def _cell_get(cell, name, kind):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        if kind == "free":
+            raise NameError(f"cannot access free variable {name!r} where it is not "
+                            f"associated with a value in enclosing scope") from None
+        raise UnboundLocalError(f"cannot access local variable {name!r} where it is not "
+                                f"associated with a value") from None
+
+
+def _cell_set(cell, value):
+    cell.cell_contents = value
+
+
+register("make_cell", (0, 1), _make_cell, pure=False, foldable=False, symbol="cell")
+register("cell_get", 3, _cell_get, pure=False, foldable=False, symbol="cell.get")
+register("cell_set", 2, _cell_set, pure=False, foldable=False, symbol="cell.set")

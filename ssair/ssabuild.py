@@ -1,123 +1,191 @@
-"""A generic SSA builder for passes that generate code with mutable variables
-(Braun, Buchwald, Hack, Leissa, Mallon, Zwinkau 2013, "Simple and Efficient
-Construction of Static Single Assignment Form").
+"""SSA construction for code written with mutable variables (Braun, Buchwald, Hack,
+Leissa, Mallon, Zwinkau 2013, "Simple and Efficient Construction of Static Single
+Assignment Form").  One builder serves both of its users:
 
-A pass creates its blocks and terminators, then `write(key, block_id, operand)` and
-`read(key, block_id)` in any order while it fills the blocks: a read in a block
-that has no local definition creates an operandless phi there (every block counts
-as unsealed until `finish`), which `finish` completes from the block's
-predecessors.  `finish` then removes trivial phis (all operands the same value,
-ignoring self references) to a fixpoint and rewrites every use.  A read that
-reaches a block without predecessors and without a definition yields
-`default(key)`.
+* the lowering *declares* its blocks and their predecessors as it discovers them
+  (`add_block`, `add_pred`) and *seals* a block (`seal`) once all its predecessors
+  are known;
+* a pass that generates code (the adjoint) creates blocks and terminators in the IR
+  in any order and never declares them: an undeclared block counts as unsealed
+  until `finish`, which takes its predecessors from the IR.
 
-Requires: every terminator is in place before `finish`.  Guarantees: the phis it
-adds have exactly one incoming operand per predecessor.
+Variables are keys (any hashable: a local's name, a stack slot, a primal `Var`).
+`write(key, block, operand)` and `read(key, block)` take a `Block` or a block id.
+A read in a block without a local definition
+  * in an unsealed block, creates an operandless ("incomplete") phi that sealing
+    completes from the block's predecessors;
+  * in a sealed block with one predecessor, reads there;
+  * in a sealed block with several, creates a phi filled from all of them;
+  * in a sealed block without predecessors, yields `default(key)` (the undefined
+    value: `Const(None)` unless the user passes another).
+A phi whose operands are all one value (ignoring self references) is removed when
+it is completed and again, to a fixpoint, in `finish`, which then rewrites every use
+of a removed phi.  Phis are named `phi_name(key)` (None by default) and carry the
+line `phi_line[block id]` when the user sets one.
+
+Requires: every terminator is in place before `finish`; a declared block's declared
+predecessors are its predecessors in the IR.  Guarantees: every phi left has exactly
+one incoming operand per predecessor, in predecessor order.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from .ir import IR, Const, Phi, Var
+from .ir import IR, Block, Const, Phi, Var
+
+
+def _no_name(key: Any) -> Optional[str]:
+    return None
+
+
+def _none(key: Any) -> Any:
+    return Const(None)
 
 
 class SSABuilder:
-    """Variables `key` (any hashable) -> current definition per block."""
+    """Current definitions per (key, block), predecessor lists, sealed blocks and
+    the phis created for one IR under construction.
 
-    def __init__(self, ir: IR, default: Optional[Callable[[Any], Any]] = None):
+    `phis` maps every phi value the builder created to its `Phi` (removed ones
+    included); `repl` maps a removed phi's value to the operand replacing it.
+    """
+
+    def __init__(self, ir: IR, default: Optional[Callable[[Any], Any]] = None,
+                 phi_name: Optional[Callable[[Any], Optional[str]]] = None):
         self.ir = ir
-        self.default = default or (lambda key: Const(None))
-        self.defs: dict = {}       # key -> {block id: operand}
-        self.pending: list = []    # (key, block id, Phi) to complete in finish
-        self.repl: dict = {}       # removed phi Var -> operand
-        self.preds: dict = {}
-        self.blocks: dict = {}
+        self.default = default or _none
+        self.phi_name = phi_name or _no_name
+        self.defs: dict = {}        # key -> {block id: operand}
+        self.preds: dict = {}       # declared block id -> [pred block id]
+        self.blocks: dict = {}      # block id -> Block
+        self.sealed: set = set()
+        self.incomplete: dict = {}  # block id -> {key: Phi}
+        self.repl: dict = {}
+        self.phis: dict = {}
+        self.keys: dict = {}        # phi Var -> key
+        self.phi_line: dict = {}    # block id -> line of phis made there
         self.done = False
 
-    def write(self, key: Any, block: int, value: Any) -> None:
-        self.defs.setdefault(key, {})[block] = value
+    # -- declaring blocks (incremental use) ------------------------------------
+    def add_block(self, block: Block) -> None:
+        """Declare `block`: its predecessors come from `add_pred`."""
+        self.blocks[block.id] = block
+        self.preds.setdefault(block.id, [])
 
-    def read(self, key: Any, block: int) -> Any:
-        v = self.defs.get(key, {}).get(block)
-        if v is not None:
-            return v
-        if self.done:
-            return self._read_sealed(key, block)
-        b = self._block(block)
-        var = self.ir.add_phi(b, {})
-        phi = b.phis[-1]
-        self.pending.append((key, block, phi))
-        self.write(key, block, var)
-        return var
+    def add_pred(self, block: Block, pred: Block) -> None:
+        self.add_block(block)
+        if pred.id not in self.preds[block.id]:
+            self.preds[block.id].append(pred.id)
 
-    def _block(self, bid: int):
-        if not self.blocks:
-            self.blocks = self.ir.block_map()
-        b = self.blocks.get(bid)
-        if b is None:
-            self.blocks = self.ir.block_map()
-            b = self.blocks[bid]
-        return b
+    def seal(self, block: Any) -> None:
+        """All predecessors of `block` are known: complete its incomplete phis."""
+        bid = _bid(block)
+        if bid in self.sealed:
+            return
+        self.sealed.add(bid)
+        for key, phi in self.incomplete.pop(bid, {}).items():
+            self._add_operands(key, phi, bid)
 
-    def _read_sealed(self, key: Any, block: int) -> Any:
-        preds = self.preds.get(block, [])
-        if not preds:
-            val = self.default(key)
-        elif len(preds) == 1:
-            val = self.read(key, preds[0])
-        else:
-            b = self._block(block)
-            var = self.ir.add_phi(b, {})
-            phi = b.phis[-1]
-            self.write(key, block, var)
-            for p in preds:
-                phi.incoming[p] = self.read(key, p)
-            val = var
-        self.write(key, block, val)
-        return val
-
-    def finish(self) -> None:
-        """Complete the pending phis, drop trivial ones, rewrite all uses."""
-        self.blocks = self.ir.block_map()
-        self.preds = self.ir.predecessors()
-        self.done = True
-        for key, bid, phi in self.pending:
-            preds = self.preds.get(bid, [])
-            if not preds:
-                phi.incoming = {}
-                self.repl[phi.var] = self.default(key)
-                continue
-            for p in preds:
-                phi.incoming[p] = self.read(key, p)
-        self._remove_trivial()
-        self.ir.replace_uses(self.repl)
-
-    def _resolve(self, v: Any) -> Any:
+    # -- variables ---------------------------------------------------------------
+    def resolve(self, v: Any) -> Any:
+        """`v` with removed phis replaced by what replaced them."""
         while isinstance(v, Var) and v in self.repl:
             v = self.repl[v]
         return v
 
-    def _remove_trivial(self) -> None:
+    def write(self, key: Any, block: Any, value: Any) -> None:
+        self.defs.setdefault(key, {})[_bid(block)] = value
+
+    def read(self, key: Any, block: Any) -> Any:
+        bid = _bid(block)
+        v = self.defs.get(key, {}).get(bid)
+        if v is not None:
+            return self.resolve(v)
+        return self._read_recursive(key, bid)
+
+    def _read_recursive(self, key: Any, bid: int) -> Any:
+        preds = self._preds(bid)
+        if bid not in self.sealed:
+            phi = self._new_phi(bid, key)
+            self.incomplete.setdefault(bid, {})[key] = phi
+            val = phi.var
+        elif len(preds) == 1:
+            val = self.read(key, preds[0])
+        elif not preds:
+            val = self.default(key)
+        else:
+            phi = self._new_phi(bid, key)
+            self.write(key, bid, phi.var)
+            val = self._add_operands(key, phi, bid)
+        self.write(key, bid, val)
+        return val
+
+    def _preds(self, bid: int) -> list:
+        return self.preds.get(bid, [])
+
+    def _block(self, bid: int) -> Block:
+        b = self.blocks.get(bid)
+        if b is None:
+            self.blocks.update((x.id, x) for x in self.ir.blocks if x.id not in self.blocks)
+            b = self.blocks[bid]
+        return b
+
+    def _new_phi(self, bid: int, key: Any) -> Phi:
+        block = self._block(bid)
+        self.ir.add_phi(block, {}, line=self.phi_line.get(bid), name=self.phi_name(key))
+        phi = block.phis[-1]
+        self.phis[phi.var] = phi
+        self.keys[phi.var] = key
+        return phi
+
+    def _add_operands(self, key: Any, phi: Phi, bid: int) -> Any:
+        for p in self._preds(bid):
+            phi.incoming[p] = self.read(key, p)
+        return self._try_remove(phi, bid)
+
+    def _try_remove(self, phi: Phi, bid: int) -> Any:
+        same = _trivial_value(phi, self.resolve)
+        if same is _UNDEFINED:
+            same = self.default(self.keys.get(phi.var))
+        if same is None:
+            return phi.var
+        self.repl[phi.var] = same
+        block = self._block(bid)
+        block.phis = [p for p in block.phis if p is not phi]
+        return same
+
+    # -- finishing -----------------------------------------------------------------
+    def finish(self) -> None:
+        """Seal every block (undeclared ones get their IR predecessors), drop trivial
+        phis to a fixpoint and rewrite every use of a removed phi."""
+        ir_preds = self.ir.predecessors()
+        for b in self.ir.blocks:
+            self.blocks.setdefault(b.id, b)
+            if b.id not in self.preds:
+                self.preds[b.id] = ir_preds.get(b.id, [])
+        for bid in list(self.blocks):
+            self.seal(bid)
+        self.done = True
         changed = True
         while changed:
             changed = False
             for b in self.ir.blocks:
-                keep = []
-                for phi in b.phis:
-                    if phi.var in self.repl:
+                for phi in list(b.phis):
+                    if self._try_remove(phi, b.id) is not phi.var:
                         changed = True
-                        continue
-                    same = _trivial_value(phi, self._resolve)
-                    if same is None:
-                        keep.append(phi)
-                        continue
-                    self.repl[phi.var] = same
-                    changed = True
-                b.phis = keep
+        self.ir.replace_uses(self.repl)
+
+
+_UNDEFINED = object()
+
+
+def _bid(block: Any) -> int:
+    return block if isinstance(block, int) else block.id
 
 
 def _trivial_value(phi: Phi, resolve) -> Any:
-    """The one value `phi` merges (ignoring itself), or None when it is needed."""
+    """The one value `phi` merges (ignoring itself), `_UNDEFINED` when it merges
+    only itself, or None when it is needed."""
     same = None
     for op in phi.incoming.values():
         op = resolve(op)
@@ -126,4 +194,4 @@ def _trivial_value(phi: Phi, resolve) -> Any:
         if same is not None:
             return None
         same = op
-    return same if same is not None else Const(None)
+    return same if same is not None else _UNDEFINED

@@ -7,7 +7,8 @@ Invariants (structure; checked first, all errors reported together):
       thing in the block, and every jump target is an existing block;
   S3. a block's phis come first: `phis` holds only `Phi`s, `stmts` only `Stmt`s;
   S4. every statement's op is in `ssair.primitives.PRIMITIVES` and its positional
-      operand count passes the primitive's `arity_ok`; only `call` has keyword operands;
+      operand count passes the primitive's `arity_ok`; only `call` has keyword operands
+      (and `make_closure`: `defaults=`, `kwdefaults=` computed at run time);
   S5. every operand is a `Var` or a `Const`; a `Branch` condition is a `Var` or a
       bool `Const`;
   S6. every value is defined exactly once (by an argument, a phi or a statement), and
@@ -157,7 +158,7 @@ class _Verifier:
         if not prim.arity_ok(len(s.args)):
             self.error(bid, s, f"op {s.op!r} takes {_arity_text(prim.nargs)} operands, "
                                f"got {len(s.args)}")
-        if s.kwargs and s.op != "call":
+        if s.kwargs and s.op != "call" and not _closure_keywords(s):
             self.error(bid, s, f"op {s.op!r} has keyword operands (only 'call' may)")
 
     def operands(self, bid: int, d: Any, ops: list) -> None:
@@ -282,3 +283,8 @@ def _arity_text(nargs: Any) -> str:
         lo, hi = nargs
         return f"at least {lo}" if hi is None else f"{lo} to {hi}"
     return str(nargs)
+
+
+def _closure_keywords(s) -> bool:
+    """`make_closure(...; defaults=%t, kwdefaults=%d)`: run-time default values."""
+    return s.op == "make_closure" and set(s.kwargs) <= {"defaults", "kwdefaults"}

@@ -37,6 +37,8 @@ def close_enough(want, got) -> bool:
     if isinstance(want, complex):
         return (isinstance(got, complex) and close_enough(want.real, got.real)
                 and close_enough(want.imag, got.imag))
+    if isinstance(want, str):
+        return type(got) is str and want == got
     if isinstance(want, (bool, np.bool_)) or isinstance(got, bool):
         return type(got) is bool and bool(want) == got
     if isinstance(want, (int, np.integer)) and isinstance(got, int):

@@ -235,6 +235,74 @@ def nested_closure(a, b):
     return outer(10)
 
 
+@case((3,), (0,))
+def closure_loop_cells(n):
+    acc = 0
+    for i in range(n):
+        acc += (lambda: i)()
+    return acc
+
+
+@case((2.0,),)
+def closure_reassigned_after(x):
+    y = x
+    f = lambda: y  # noqa: E731
+    y = y + 1
+    return f()
+
+
+@case((3,),)
+def closures_see_last_value(n):
+    fs = []
+    for i in range(n):
+        fs.append(lambda: i * 10)  # noqa: B023 - late binding is the point
+    return fs[0](), fs[-1]()
+
+
+@case((2.0,), (-1.0,))
+def param_cell_reassigned(x):
+    def get():
+        return x
+    before = get()
+    x = x * 3
+    return before, get()
+
+
+@case((4,),)
+def cell_through_two_levels(n):
+    k = 1
+
+    def outer(t):
+        def inner():
+            return k + t
+        return inner()
+    k = n
+    return outer(100)
+
+
+@case((5,), (0,))
+def recursive_local(n):
+    def fact(k):
+        return 1 if k <= 1 else k * fact(k - 1)
+    return fact(n)
+
+
+@case((1,), (0,))
+def empty_cell_read(c):
+    def g():
+        return y
+    if c:
+        y = 7
+    return g()
+
+
+@case((3,),)
+def default_from_local(n):
+    f = lambda t, s=n * 2: t + s  # noqa: E731
+    n = 100
+    return f(1), f(1, 2), n
+
+
 @case(((1, 2, 3),), ((4, 5, 6),))
 def tuple_ops(t):
     a, b, c = t

@@ -138,21 +138,6 @@ def f_class(x):
     return C
 
 
-@refused("closure over reassigned variable")
-def f_closure_loop(n):
-    acc = 0
-    for i in range(n):  # HERE
-        acc += (lambda: i)()
-    return acc
-
-
-@refused("closure over reassigned variable")
-def f_closure_twice(x):
-    y = x  # HERE
-    y = y + 1
-    return lambda: y
-
-
 @refused("attribute assignment")
 def f_store_attr(o):
     o.x = 1  # HERE

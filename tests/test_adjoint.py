@@ -61,7 +61,6 @@ def test_golden_leaky_relu():
 # -- the passes, one by one, each verified -------------------------------------------
 
 def _passes(f, *args):
-    ir = ssair.interpreter._lowered(f) if hasattr(ssair.interpreter, "_lowered") else None
     import lowering
     ir = lowering.lower(f)
     merged = merge_returns(ir)
@@ -89,6 +88,8 @@ def early_returns(x, n):
 
 def test_passes_verify_each_step():
     ir, fwd, adj, act = _passes(early_returns, 1.0, 2)
+    assert act.is_active(ir.args[0].var) and not act.is_active(ir.args[1].var)
+    assert any(s.op == "call" for b in adj.blocks for s in b.stmts)
     rets = [b for b in fwd.blocks if isinstance(b.term, ssair.Return)]
     assert len(rets) == 1
     assert fwd.meta["dummy_phis"], "the merged exit has several predecessors"
@@ -359,7 +360,7 @@ def test_code_adjoint_prints_both_functions():
 def test_tape_holds_only_cyclic_values():
     """pow's loop pushes its edge and r per iteration; x is loop invariant (env)."""
     import lowering
-    jf = transform(lowering.lower(ex.pow), (True, False))
+    jf = transform(lowering.lower(ex.pow), (True, False), ("float64", "int64"))
     tape = Tape()
     ssair.interpret(jf.forward, tape, 2.0, 5)
     assert len(tape) == 2 * 5
@@ -394,3 +395,108 @@ def test_adjoint_size_linear_in_primal(k):
     jf = transform(ir, (True, False))
     assert _size(jf.forward) <= 3 * _size(ir) + 10
     assert _size(jf.adjoint) <= 5 * _size(ir) + 10
+
+
+# -- backends -------------------------------------------------------------------------------
+
+def test_unknown_and_missing_backends():
+    from adjoint import api
+    with pytest.raises(ValueError, match="unknown backend"):
+        adjoint.pullback(ex.pow, 2.0, 3, backend="gpu")
+    if "llvm" not in api.RUNNERS:
+        with pytest.raises(NotImplementedError):
+            adjoint.pullback(ex.pow, 2.0, 3, backend="llvm")
+
+
+def test_auto_backend_falls_back_when_a_runner_refuses(monkeypatch):
+    from adjoint import api
+
+    class Refuses(Exception):
+        pass
+
+    class Picky(api.InterpBackend):
+        errors = (Refuses,)
+        calls = 0
+
+        def forward(self, jf, tape, args):
+            Picky.calls += 1
+            raise Refuses()
+    monkeypatch.setitem(api.RUNNERS, "llvm", Picky())
+    assert adjoint.gradient(ex.pow, 2.0, 3, backend="auto") == (12.0, None)
+    assert Picky.calls == 1
+    with pytest.raises(Refuses):
+        adjoint.pullback(ex.pow, 2.0, 3, backend="llvm")
+
+
+def test_jacobian_of_tuple_output_with_int_argument():
+    def f(x, k):
+        return (x * k, math.sin(x))
+    jx, jk = adjoint.jacobian(f, 0.5, 3)
+    np.testing.assert_allclose(jx, [3.0, math.cos(0.5)])
+    assert jk is None
+
+
+# -- arrays written by callees (in-out cotangents) -----------------------------------------
+
+def set_zero(a, i):
+    a[i] = 0.0
+
+
+def scale_into(out, a, s):
+    for i in range(len(a)):
+        out[i] = a[i] * s
+
+
+def mutated_by_callee(a):
+    b = a * 1.0
+    set_zero(b, 0)
+    return np.sum(b * b)
+
+
+def filled_by_callee(a, s):
+    out = np.zeros(len(a))
+    scale_into(out, a, s)
+    set_zero(out, 1)
+    return np.sum(out * out)
+
+
+def test_array_written_by_callee():
+    a = np.array([1.0, 2.0, 3.0])
+    (g,) = adjoint.gradient(mutated_by_callee, a)
+    np.testing.assert_allclose(g, [0.0, 4.0, 6.0])
+    check_gradient(filled_by_callee, a, 1.5)
+    np.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("f,args", [(ex.pow, (2.0, 3)), (ex.leaky_relu, (-2.0,)),
+                                    (is_even, (1.2, 3)), (swaps, (0.7, 1.3, 3))])
+def test_listing_round_trip_and_runs(f, args):
+    """print -> parse -> print is identical, and the parsed IR computes the gradient."""
+    from ssair.parser import parse
+    c = adjoint.code_adjoint(f, *args)
+    fwd, adj = parse(str(c.forward)), parse(str(c.adjoint))
+    assert str(fwd) == str(c.forward) and str(adj) == str(c.adjoint)
+    tape = Tape()
+    y, env = ssair.interpret(fwd, tape, *args)
+    grads = ssair.interpret(adj, tape.reader(), env, 1.0)
+    expect = adjoint.gradient(f, *args)
+    assert y == f(*args)
+    assert [0.0 if g is None else g for g, a in zip(grads, args) if isinstance(a, float)] \
+        == [e for e, a in zip(expect, args) if isinstance(a, float)]
+
+
+def closure_writes_captured(a, x):
+    def put(i, v):
+        a[i] = v * x
+    put(0, 2.0)
+    put(2, a[1])
+    return np.sum(a * a)
+
+
+def test_closure_writes_into_captured_array():
+    a = np.array([1.0, 2.0, 3.0])
+    check_gradient(closure_writes_captured, a, 0.5)
+    ga, gx = adjoint.gradient(closure_writes_captured, a, 0.5)
+    # a -> [2x, a1, a1 x]: f = 4x^2 + a1^2 + a1^2 x^2
+    np.testing.assert_allclose(ga, [0.0, 2 * 2.0 + 2 * 2.0 * 0.25, 0.0])
+    assert gx == pytest.approx(8 * 0.5 + 2 * 4.0 * 0.5)

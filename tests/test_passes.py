@@ -68,7 +68,8 @@ def same_behaviour(before, after, inputs) -> None:
 
 
 def _fresh(args):
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    """Copies of the mutable inputs (arrays and lists: `xs += [3]` extends in place)."""
+    return tuple(a.copy() if isinstance(a, (np.ndarray, list)) else a for a in args)
 
 
 def _aliases(v, args) -> list:

@@ -6,7 +6,15 @@ operands are plain scalars: a numpy array `x * 1` is a new array, so replacing i
 as `i = φ(0, i + 1)` come out as `int`) and knows:
 
   * constants (`type(v)` exactly `int`, `float` or `bool`);
-  * a `.type` of `int64`, `float64` or `bool` set by type inference;
+  * a `.type` of `int64`, `float64` or `bool` set by type inference (or by a caller
+    that knows the argument values: the adjoint seeds its arguments' types so);
+  * float arrays (internally `(FLOAT, ndim or None)`, never returned by `kind`):
+    arguments typed `array(float64, 1d)`, `np.zeros(n)`/`ones`/`empty` without
+    `dtype=`, and `+ - * /`, negation of float arrays with scalars or float arrays;
+    `is_float_array` says so;
+  * element reads `a[i]`, `a[i, j]` with known-int indices of an argument typed
+    `array(float64, 1d)` (an int64, float64 or bool array with as many dimensions as
+    indices: a bool index adds a dimension); the array itself stays unknown (None) to every user of `kind`;
   * arithmetic on known scalars (in-place `iadd` ... too: on numbers they are the
     plain operators), with Python's result types (`bool + bool` is an
     `int`; `int / int` a `float`; `int ** c` an `int` only for a constant `c >= 0`);
@@ -15,21 +23,28 @@ as `i = φ(0, i + 1)` come out as `int`) and knows:
   * calls of `len`, `operator.index`, `bool` and the float functions of `math` (always exact
     `bool`, `float`), and of `int`, `float`, `abs` on known scalars.
 
-Anything else is unknown (None).
+Phis merging different numeric kinds (`r = 1` then `r *= x` with a float `x`) and
+arithmetic on them are some immutable number (`NUMBER`): `is_scalar` says so, while
+`kind` (exact kinds only) says None.  Anything else is unknown (None).
 """
 from __future__ import annotations
 
 import math
 import operator
+import re
 from typing import Any
 
-from ..ir import IR, Const, Phi
+import numpy as np
+
+from ..ir import IR, Const, Phi, Var
 from ..primitives import INPLACE
 
 INT, FLOAT, BOOL = "int", "float", "bool"
+NUMBER = "number"  # an int, float, bool, complex or numpy scalar: no in-place methods
 _TOP = "top"  # not yet computed (optimistic start)
 _TYPE_NAMES = {"int64": INT, "float64": FLOAT, "bool": BOOL}
 _NUMERIC = (INT, FLOAT, BOOL)
+_SCALAR = _NUMERIC + (NUMBER,)
 
 _ARITH = {"add", "sub", "mul", "floordiv", "mod"}
 _BITS = {"bitand", "bitor", "bitxor"}
@@ -42,14 +57,35 @@ _FLOAT_MATH = tuple(getattr(math, n) for n in (
     "degrees", "radians", "erf", "erfc", "gamma", "lgamma", "fmod"))
 
 
+_NEW_FLOAT_ARRAY = (np.zeros, np.ones, np.empty)  # without dtype= (kwargs: unknown)
+
+
 def const_kind(value: Any) -> str | None:
     """The kind of a constant value, exact types only."""
     return {bool: BOOL, int: INT, float: FLOAT}.get(type(value))
 
 
+_ARRAY_TYPE = re.compile(r"array\((int64|float64|bool), (\d)d\)$")
+
+
 def type_kind(t: Any) -> str | None:
-    """The kind named by an inferred `.type`, if any."""
+    """The kind named by an inferred `.type`, if any (`array_kind` for arrays)."""
     return None if t is None else _TYPE_NAMES.get(str(t))
+
+
+def array_kind(t: Any) -> tuple | None:
+    """`(element kind, ndim)` for a `.type` such as `array(float64, 1d)`."""
+    m = _ARRAY_TYPE.match(str(t)) if t is not None else None
+    return (_TYPE_NAMES[m.group(1)], int(m.group(2))) if m else None
+
+
+def _seed(d: Any) -> Any:
+    """The kind a definition starts from: its `.type`, else unknown (arguments) or
+    not yet computed."""
+    k = type_kind(d.type) or array_kind(d.type)
+    if k is not None:
+        return k
+    return None if _is_arg(d) else _TOP
 
 
 class Scalars:
@@ -60,14 +96,24 @@ class Scalars:
         self.kinds: dict = {}
         defs = list(ir.definitions())
         for d in defs:
-            self.kinds[d.var] = type_kind(d.type) or (None if _is_arg(d) else _TOP)
-        self._solve([d for d in defs if type_kind(d.type) is None and not _is_arg(d)])
+            self.kinds[d.var] = _seed(d)
+        self._solve([d for d in defs if self.kinds[d.var] == _TOP])
 
     def kind(self, a: Any) -> str | None:
         if isinstance(a, Const):
             return const_kind(a.value)
         k = self.kinds.get(a)
-        return None if k == _TOP else k
+        return k if k in _NUMERIC else None
+
+    def is_float_array(self, a: Any) -> bool:
+        """True when `a` is certainly a float64 numpy array."""
+        return _is_float_array(self.kinds.get(a)) if isinstance(a, Var) else False
+
+    def is_scalar(self, a: Any) -> bool:
+        """True when `a` is certainly an immutable number (its kind may be mixed)."""
+        if isinstance(a, Const):
+            return type(a.value) in (int, float, bool, complex)
+        return self.kinds.get(a) in _SCALAR
 
     def _raw(self, a: Any) -> str | None:
         if isinstance(a, Const):
@@ -88,7 +134,11 @@ class Scalars:
         ks = {self._raw(v) for v in p.incoming.values()} - {_TOP}
         if not ks:
             return _TOP
-        return ks.pop() if len(ks) == 1 else None
+        if len(ks) == 1:
+            return ks.pop()
+        if all(_is_float_array(k) for k in ks):
+            return (FLOAT, None)
+        return NUMBER if ks <= set(_SCALAR) else None
 
     def _stmt(self, s) -> str | None:
         if s.op in _ALWAYS_BOOL:
@@ -100,9 +150,53 @@ class Scalars:
             return _call_kind(s, ks)
         if s.op == "copy":
             return ks[0]
-        if s.kwargs or None in ks:
+        if s.op == "getitem":
+            return _element_kind(ks)
+        if any(isinstance(k, tuple) for k in ks):
+            return _array_result(INPLACE.get(s.op, s.op), ks)
+        if s.kwargs or any(k not in _SCALAR for k in ks):
             return None
+        if NUMBER in ks:
+            return _number_kind(INPLACE.get(s.op, s.op), ks)
         return result_kind(INPLACE.get(s.op, s.op), ks, s.args)
+
+
+def _number_kind(op: str, ks: list) -> str | None:
+    """The result kind of `op` when some operand is a mixed `NUMBER`."""
+    if op in _COMPARE:
+        return BOOL
+    if op == "truediv":
+        return FLOAT
+    if op in _ARITH or op in ("pow", "neg", "pos"):
+        return NUMBER
+    return None
+
+
+def _is_float_array(k: Any) -> bool:
+    return isinstance(k, tuple) and k[0] == FLOAT
+
+
+_ARRAY_ARITH = {"add", "sub", "mul", "truediv", "neg", "pos"}
+
+
+def _array_result(op: str, ks: list) -> tuple | None:
+    """Float-array arithmetic: `a + 1.0`, `a * b`, `-a` with a float array operand and
+    scalars or float arrays otherwise is a float array (of the arrays' common ndim)."""
+    if op not in _ARRAY_ARITH:
+        return None
+    arrays = [k for k in ks if isinstance(k, tuple)]
+    if not all(_is_float_array(k) or k in _SCALAR for k in ks):
+        return None
+    dims = {k[1] for k in arrays}
+    return (FLOAT, dims.pop() if len(dims) == 1 else None)
+
+
+def _element_kind(ks: list) -> str | None:
+    """`a[i, j]` of a known array with one int index per dimension."""
+    arr, idx = ks[0], ks[1:]
+    if not isinstance(arr, tuple) or len(idx) != arr[1]:
+        return None
+    return arr[0] if all(k == INT for k in idx) else None  # a[True] adds a dimension
 
 
 def _is_arg(d: Any) -> bool:
@@ -159,14 +253,16 @@ def _call_kind(s, ks: list) -> str | None:
     rest = ks[1:]
     if f is None or s.kwargs:
         return None
+    if any(f is g for g in _NEW_FLOAT_ARRAY) and len(rest) == 1:
+        return (FLOAT, 1 if rest[0] == INT else None)
     if f is len or f is operator.index:
         return INT
     if f is bool:
         return BOOL
-    if (f is int or f is float) and len(rest) == 1 and rest[0] in _NUMERIC:
-        return const_kind(f(0))
-    if f is abs and len(rest) == 1 and rest[0] in _NUMERIC:
-        return FLOAT if rest[0] == FLOAT else INT
+    if (f is int or f is float) and len(rest) == 1 and rest[0] in _SCALAR:
+        return const_kind(f(0)) if rest[0] != NUMBER or f is int else None
+    if f is abs and len(rest) == 1 and rest[0] in _SCALAR:
+        return NUMBER if rest[0] == NUMBER else FLOAT if rest[0] == FLOAT else INT
     if any(f is g for g in _FLOAT_MATH):
         return FLOAT
     return None

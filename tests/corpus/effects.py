@@ -128,3 +128,68 @@ def write_in_loop_read_after(a):
     for i in range(3):
         a[i % 2] = a[i % 2] + a[2]
     return a[0], a[1]
+
+
+# -- augmented assignment: `a += b` updates a mutable `a` in place (the caller and
+#    every alias see it) and rebinds an immutable one -------------------------------
+
+@case((V, np.array([0.5, 0.25, 0.125])), (V, 2.0))
+def augmented_updates_caller_array(a, b):
+    a += b
+    return a[0]
+
+
+@case((V,),)
+def augmented_through_alias(a):
+    b = a
+    b *= 2.0
+    b -= a[0]
+    return a[1], b is a
+
+
+@case((V, np.array([1.0, -1.0, 0.5])))
+def augmented_accumulator_in_loop(w, x):
+    acc = np.zeros(3)
+    keep = acc
+    for i in range(3):
+        acc += w * x[i]
+    return keep, acc is keep
+
+
+@case((V,),)
+def augmented_fresh_copy_leaves_input(a):
+    c = a + 0.0
+    c -= 1.0
+    c /= 2.0
+    return c, a
+
+
+@case(([1, 2],),)
+def augmented_list_extends_in_place(xs):
+    ys = xs
+    ys += [3]
+    return len(xs), ys is xs
+
+
+@case(((1.0, 2.0),),)
+def augmented_tuple_rebinds(t):
+    u = t
+    u += (3.0,)
+    return t, u
+
+
+@case((np.array([1, 2, 3]), 0.5), (np.array([1, 2, 3]), 2))
+def augmented_int_array_casting(a, x):
+    a += x  # numpy refuses float -> int in place (a TypeError); ints are fine
+    return a
+
+
+@case((V, 3))
+def augmented_in_callee_reaches_caller(a, n):
+    for _ in range(n):
+        scale_in_place(a, 0.5)
+    return a
+
+
+def scale_in_place(a, f):
+    a *= f

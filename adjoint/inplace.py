@@ -1,0 +1,275 @@
+"""Pass `canonical_inplace`: in-place operators (`x += y`, lowered to `iadd(x, y)`)
+made differentiable, before the J transform.
+
+On a number (or any object without in-place methods) `iOP` *is* `OP`; on a numpy
+array it writes the result into `x`, which aliases and the caller see.  The pass
+  1. seeds the argument types from the runtime argument values (`arg_types`: a float
+     is `float64`, an int `int64`, a bool `bool`, a float array `array(float64, 1d)`)
+     on a copy and runs `ssair.passes.inplace`, which turns every `iOP` whose left
+     operand is then provably a scalar into `OP` (the common scalar code: `s += a[i]`,
+     `r *= x`);
+  2. rewrites `%r = iOP(%a, %b)` on a provably float array `%a` (an argument, an
+     `np.zeros(n)`, float-array arithmetic: `Scalars.is_float_array`) into
+     `%t = OP(%a, %b)`, `setitem(%a, %t, Ellipsis)` and uses `%a` for `%r`;
+  3. splits the block of every remaining `%r = iOP(%a, %b)` into a run-time test
+         %m = call(@updates_float_array, %a)
+         goto #num if not %m
+         #arr: %t = OP(%a, %b); setitem(%a, %t, Ellipsis)    (a[...] = a OP b)
+         #num: %s = iOP(%a, %b)                                (a number: OP itself)
+         #join: %r = φ (#arr => %a, #num => %s)
+     so an array update is an ordinary out-of-place op plus a whole-array write,
+     which activity analysis, snapshots and the adjoint of `setitem` already handle
+     (aliases included), while the value the primal computes is CPython's: for a
+     float array `a[...] = a OP b` stores what `a OP= b` does, anything else runs
+     `iOP` itself.  The `#num` statement's derivative is `OP`'s (`iOP` rules below).
+Requires: nothing.  Guarantees: the same results as the input on every input; every
+`iOP` left is alone in a block entered from such a test (a second run adds none).
+Returns a new IR; the input is not modified.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ssair import IR, Branch, Const, Goto, Phi, Stmt, Var
+from ssair.passes.inplace import inplace, updates_float_array
+from ssair.passes.scalars import Scalars
+from ssair.primitives import INPLACE
+
+from .rules import OP_RULES, Rule, nondiff
+
+
+def arg_type(x: Any) -> Optional[str]:
+    """The type name the scalar analysis reads for a runtime value (None: unknown)."""
+    if isinstance(x, (bool, np.bool_)):
+        return "bool"
+    if isinstance(x, (int, np.integer)):
+        return "int64"
+    if isinstance(x, (float, np.floating)):
+        return "float64"
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biuf" and 1 <= x.ndim <= 9:
+        kind = {"b": "bool", "i": "int64", "u": "int64", "f": "float64"}[x.dtype.kind]
+        return f"array({kind}, {x.ndim}d)"
+    return None
+
+
+def arg_types(values: tuple) -> tuple:
+    return tuple(arg_type(v) for v in values)
+
+
+def canonical_inplace(ir: IR, types: Optional[tuple] = None) -> IR:
+    """See the module docstring; `types[k]` is argument k's type name or None."""
+    if not _has_inplace(ir):
+        return ir
+    seeded = ir.copy()
+    for a, t in zip(seeded.args, types or ()):
+        if a.type is None and t is not None:
+            a.type = t
+    out = inplace(seeded)
+    arrays = Scalars(out)
+    for a, orig in zip(out.args, ir.args):
+        a.type = orig.type
+    writes = _write_arrays(out, arrays) + _split_all(out)
+    _check_aliases(out, writes)
+    return out
+
+
+def _write_arrays(ir: IR, kinds: Scalars) -> list:
+    """`%r = iOP(%a, %b)` on a known float array `%a`: `%t = OP(%a, %b)`,
+    `setitem(%a, %t, Ellipsis)`, and `%r` is `%a` itself (no new name for the same
+    object, so that every alias stays one value)."""
+    repl, writes = {}, []
+    for b in ir.blocks:
+        stmts = []
+        for s in b.stmts:
+            if s.op not in INPLACE or not kinds.is_float_array(s.args[0]):
+                stmts.append(s)
+                continue
+            t = Stmt(ir.new_var(), INPLACE[s.op], list(s.args), line=s.line, name=s.name)
+            stmts += [t, Stmt(ir.new_var(), "setitem", [s.args[0], t.var, Const(Ellipsis)],
+                              line=s.line)]
+            repl[s.var] = s.args[0]
+            writes.append(stmts[-1].var)
+        b.stmts = stmts
+    if repl:
+        ir.replace_uses(repl)
+        _drop_trivial_phis(ir)
+    return writes
+
+
+def _drop_trivial_phis(ir: IR) -> None:
+    """Remove phis that merge one value (ignoring themselves), to a fixpoint."""
+    changed = True
+    while changed:
+        changed = False
+        for b in ir.blocks:
+            for p in list(b.phis):
+                vals = {v for v in p.incoming.values() if v != p.var}
+                if len(vals) == 1:
+                    b.phis.remove(p)
+                    ir.replace_uses({p.var: vals.pop()})
+                    changed = True
+
+
+def _has_inplace(ir: IR) -> bool:
+    return any(s.op in INPLACE for b in ir.blocks for s in b.stmts)
+
+
+def _split_all(ir: IR) -> list:
+    k, writes = 0, []
+    while k < len(ir.blocks):
+        b = ir.blocks[k]
+        for i, s in enumerate(b.stmts):
+            if s.op in INPLACE and not _already_split(ir, b, s):
+                writes.append(_split(ir, k, i))
+                break
+        k += 1
+    return writes
+
+
+def _already_split(ir: IR, block, s: Stmt) -> bool:
+    """`s` is the `#num` statement of an earlier split (a second run keeps it)."""
+    if len(block.stmts) != 1:
+        return False
+    for p in ir.blocks:
+        t = p.term
+        if isinstance(t, Branch) and t.else_ == block.id and p.stmts:
+            test = p.stmts[-1]
+            if (test.var == t.cond and test.op == "call" and test.args[1:] == [s.args[0]]
+                    and test.args[0] == Const(updates_float_array)):
+                return True
+    return False
+
+
+def _split(ir: IR, k: int, i: int) -> Var:
+    """Split block `ir.blocks[k]` at its statement `i`, an `iOP` (module docstring);
+    returns the value of the `setitem` it adds."""
+    b = ir.blocks[k]
+    s = b.stmts[i]
+    a, rhs = s.args
+    base = max(x.id for x in ir.blocks)
+    arr, num, join = (ir.add_block(base + n) for n in (1, 2, 3))
+    ir.blocks[k + 1:] = [arr, num, join] + [x for x in ir.blocks[k + 1:]
+                                            if x not in (arr, num, join)]
+    join.stmts, join.term = b.stmts[i + 1:], b.term
+    _rename_pred(ir, join.term, b.id, join.id)
+    test = ir.new_var()
+    b.stmts = b.stmts[:i] + [Stmt(test, "call", [Const(updates_float_array), a], line=s.line)]
+    b.term = Branch(test, arr.id, num.id, s.line)
+    t = ir.push(arr, INPLACE[s.op], a, rhs, line=s.line)
+    write = ir.push(arr, "setitem", a, t, Const(Ellipsis), line=s.line)
+    arr.term = Goto(join.id, s.line)
+    num.stmts = [Stmt(ir.new_var(), s.op, [a, rhs], line=s.line, name=s.name)]
+    num.term = Goto(join.id, s.line)
+    join.phis = [Phi(s.var, {arr.id: a, num.id: num.stmts[0].var}, s.line, s.name)]
+    return write
+
+
+def _check_aliases(ir: IR, writes: list) -> None:
+    """Refuse an array write that another name of the same array outlives.
+
+    The adjoint follows an array's cotangent by SSA value; phis joining several
+    names of one object (`keep = acc` before a loop that does `acc += ...`, where
+    `acc` may be a number at run time) would hide the write from the other name."""
+    if not writes:
+        return
+    group = _phi_groups(ir)
+    live = _live_after(ir, set(writes))
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.var not in live:
+                continue
+            a = s.args[0]
+            others = {v for v in live[s.var] if v != a and group.get(v, v) == group.get(a, a)}
+            if others:
+                names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
+                other = sorted(others, key=lambda v: v.id)[0]
+                raise TypeError(
+                    f"adjoint: in-place update of {names.get(a) or a} at {ir.file}:{s.line} "
+                    f"while the same object is still reachable as {names.get(other) or other} "
+                    "(an alias "
+                    "through a loop or a branch of a value whose kind is only known at run "
+                    "time) is not differentiable; write `x = x + y` instead")
+
+
+def _phi_groups(ir: IR) -> dict:
+    """Var -> representative of the values phis (and copies) join."""
+    parent: dict = {}
+
+    def find(v):
+        while parent.get(v, v) != v:
+            v = parent[v]
+        return v
+    for b in ir.blocks:
+        joins = [(p.var, p.operands()) for p in b.phis]
+        joins += [(s.var, s.args) for s in b.stmts if s.op == "copy"]
+        for v, ops in joins:
+            for o in ops:
+                if isinstance(o, Var) and find(o) != find(v):
+                    parent[find(o)] = find(v)
+    return {v: find(v) for v in parent}
+
+
+def _live_after(ir: IR, stmts: set) -> dict:
+    """For each statement value in `stmts`: the Vars live just after it."""
+    live_in, live_out = _liveness(ir)
+    out = {}
+    for b in ir.blocks:
+        live = set(live_out[b.id]) | {o for o in b.term.operands() if isinstance(o, Var)}
+        for s in reversed(b.stmts):
+            if s.var in stmts:
+                out[s.var] = set(live)
+            live.discard(s.var)
+            live |= {o for o in s.operands() if isinstance(o, Var)}
+    return out
+
+
+def _liveness(ir: IR) -> tuple:
+    """Block live-in / live-out sets of Vars (phi operands live out of their edge)."""
+    succ = {b.id: b.successors() for b in ir.blocks}
+    blocks = ir.block_map()
+    live_in = {b.id: set() for b in ir.blocks}
+    live_out = {b.id: set() for b in ir.blocks}
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(ir.blocks):
+            out = set()
+            for t in succ[b.id]:
+                out |= live_in[t] - {p.var for p in blocks[t].phis}
+                out |= {p.incoming[b.id] for p in blocks[t].phis
+                        if isinstance(p.incoming.get(b.id), Var)}
+            new_in = _block_uses(b, out)
+            if out != live_out[b.id] or new_in != live_in[b.id]:
+                live_out[b.id], live_in[b.id] = out, new_in
+                changed = True
+    return live_in, live_out
+
+
+def _block_uses(b, out: set) -> set:
+    live = set(out) | {o for o in b.term.operands() if isinstance(o, Var)}
+    for s in reversed(b.stmts):
+        live.discard(s.var)
+        live |= {o for o in s.operands() if isinstance(o, Var)}
+    return live | {p.var for p in b.phis}
+
+
+def _rename_pred(ir: IR, term, old: int, new: int) -> None:
+    """The successors of a moved terminator now come from block `new`."""
+    for sid in term.successors() if term is not None else ():
+        for p in ir.block(sid).phis:
+            p.incoming = {(new if k == old else k): v for k, v in p.incoming.items()}
+
+
+def _alias_rules() -> None:
+    """`iOP` on a number is `OP`: the same derivative rule."""
+    for iop, op in INPLACE.items():
+        base = OP_RULES.get(op)
+        if base is not None:
+            OP_RULES[iop] = Rule(iop, base.pullback, base.emit, base.needs, base.varied)
+
+
+nondiff(updates_float_array)
+_alias_rules()
+__all__ = ["arg_type", "arg_types", "canonical_inplace"]

@@ -1,0 +1,127 @@
+"""The per-thread tape of gradient kernels, in device memory.
+
+Layout.  One buffer of `cap * threads` 8-byte words; word `k` of thread `t` lives at
+`data[k * threads + t]` (consecutive threads touch consecutive words: coalesced).
+Inside a thread the tape is a 4-word header (a private alloca, kept in registers by
+NVVM) that the forward's `tape` argument points to:
+
+    hdr[0] = address of data[t]     hdr[1] = threads (the word stride)
+    hdr[2] = len                    hdr[3] = cap
+
+and a reader is a 2-word record `[address of hdr, pos]`.  Both travel as `i64*`
+(`DeviceModuleGen.value_type`).
+
+Overflow.  `push` always advances `len` but writes only while `len + k <= cap`, so a
+thread never writes out of bounds; after the forward, a thread whose `len` exceeds
+`cap` raises its need into `@zy_tape_need` (atomic max) and skips its adjoint.  The
+launcher then retries with `cap = need` (jit.cuda.gradient).  The same encoding of
+values in words as on the CPU (`jit.codegen_tape`: floats bit-cast, bools widened)
+is reused.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from ..codegen import I64, FunctionGen
+from ..codegen_tape import _flatten, _rebuild, tape_leaves
+from .target import DEVICE_CODEGEN, GLOBAL_AS, DeviceModuleGen
+
+TAPE_NEED = "zy_tape_need"
+WORD_PTR = L.PointerType(I64)
+HDR_WORDS, READER_WORDS = 4, 2
+
+
+def device_codegen(*ops: str):
+    def deco(fn):
+        for op in ops:
+            DEVICE_CODEGEN[op] = fn
+        return fn
+    return deco
+
+
+def _word(b: L.IRBuilder, base, k: int):
+    return b.gep(base, [L.Constant(I64, k)])
+
+
+def _slot(b: L.IRBuilder, hdr, index):
+    """The address of tape word `index` of this thread."""
+    base = b.inttoptr(b.load(_word(b, hdr, 0)), WORD_PTR)
+    return b.gep(base, [b.mul(index, b.load(_word(b, hdr, 1)))])
+
+
+@device_codegen("push")
+def _dev_push(fc: FunctionGen, s, ts):
+    b = fc.b
+    hdr = fc.get(s.args[0])
+    words = _flatten(fc, fc.get(s.args[1]), ts[1])
+    if not words:
+        return
+    n = b.load(_word(b, hdr, 2))
+    end = b.add(n, L.Constant(I64, len(words)))
+    b.store(end, _word(b, hdr, 2))
+    with b.if_then(b.icmp_signed("<=", end, b.load(_word(b, hdr, 3)))):
+        for k, w in enumerate(words):
+            b.store(w, _slot(b, hdr, b.add(n, L.Constant(I64, k))))
+    return
+
+
+@device_codegen("pop")
+def _dev_pop(fc: FunctionGen, s, ts):
+    b = fc.b
+    reader = fc.get(s.args[0])
+    k = len(tape_leaves(s.type))
+    new = b.sub(b.load(_word(b, reader, 1)), L.Constant(I64, k))
+    fc.raise_if(b.icmp_signed("<", new, L.Constant(I64, 0)), RuntimeError,
+                "adjoint: tape read past its start (forward and adjoint disagree)")
+    b.store(new, _word(b, reader, 1))
+    hdr = b.inttoptr(b.load(_word(b, reader, 0)), WORD_PTR)
+    words = [b.load(_slot(b, hdr, b.add(new, L.Constant(I64, i)))) for i in range(k)]
+    return _rebuild(fc, words, s.type)
+
+
+def need_global(mg: DeviceModuleGen) -> L.GlobalVariable:
+    gv = mg.module.globals.get(TAPE_NEED)
+    if gv is None:
+        gv = L.GlobalVariable(mg.module, I64, TAPE_NEED, addrspace=GLOBAL_AS)
+        gv.initializer = L.Constant(I64, 0)
+    return gv
+
+
+class ThreadTape:
+    """Builds a thread's tape header and reader inside a kernel (see module doc)."""
+
+    def __init__(self, kg, data, cap) -> None:
+        self.kg, self.b = kg, kg.b
+        b = self.b
+        self.hdr = kg.alloca(L.ArrayType(I64, HDR_WORDS))
+        self.rdr = kg.alloca(L.ArrayType(I64, READER_WORDS))
+        threads = b.mul(kg.sreg("ntid"), kg.sreg("nctaid"))
+        tid = b.add(b.mul(kg.sreg("ctaid"), kg.sreg("ntid")), kg.sreg("tid"))
+        mine = b.ptrtoint(b.gep(data, [tid]), I64)
+        for k, v in enumerate((mine, threads, L.Constant(I64, 0), cap)):
+            b.store(v, self.word(self.hdr, k))
+
+    def word(self, arr, k: int):
+        return self.b.gep(arr, [L.Constant(I64, 0), L.Constant(I64, k)])
+
+    def tape_arg(self):
+        return self.b.bitcast(self.hdr, WORD_PTR)
+
+    def reset(self) -> None:
+        self.b.store(L.Constant(I64, 0), self.word(self.hdr, 2))
+
+    def overflowed(self):
+        """i1: this element's forward needed more than `cap` words (need recorded)."""
+        b = self.b
+        used = b.load(self.word(self.hdr, 2))
+        over = b.icmp_signed(">", used, b.load(self.word(self.hdr, 3)))
+        with b.if_then(over, likely=False):
+            gv = need_global(self.kg.mg)
+            b.atomic_rmw("max", b.addrspacecast(gv, WORD_PTR), used, "monotonic")
+        return over
+
+    def reader_arg(self):
+        b = self.b
+        b.store(b.ptrtoint(self.hdr, I64), self.word(self.rdr, 0))
+        b.store(b.load(self.word(self.hdr, 2)), self.word(self.rdr, 1))
+        return b.bitcast(self.rdr, WORD_PTR)

@@ -1,0 +1,182 @@
+"""The fast path of `adjoint.pullback` for compiled code: scalar arguments only.
+
+`adjoint.api.pullback` first asks `fast_pullback(f, args)` (registered in
+`adjoint.api.FAST_PATHS` for "llvm" and "auto").  For a plain function (no closure
+cells, no defaults, no keyword-only parameters) called with float/int/bool
+arguments, the result per (code object, argument classes) is a generated pair:
+
+  * `forward(a0, ...)`: int64 range checks, one native call, the status test, and a
+    `Back` object owning the native block;
+  * `Back.__call__(dy)`: for a float `dy` one native call of the adjoint and the
+    gradient tuple built inline (`None` for ints and bools, `0.0` where no gradient
+    reaches a float); any other `dy` goes through the general path.
+
+Everything else (arrays, tuples, closures, a function the JIT refuses) returns None
+and takes the general path of `adjoint.api.pullback`, with the same results.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from . import runtime
+from .grad_backend import BACKEND
+from .grad_runner import BLOCK_SLOT, NativeDeopt, _direct_leaf
+from .types import BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, TupleT, TypingError
+
+_SCALAR = {float: FLOAT64, int: INT64, bool: BOOL}
+_TABLE: dict = {}
+_RUNNERS: dict = {}   # adjoint.api.RUNNERS once registered: the fast path only runs
+                      # while the llvm runner is this module's BACKEND
+
+
+def fast_pullback(f: Any, args: tuple) -> Any:
+    """`(y, back)` from the compiled fast path, or None (use the general path)."""
+    code = getattr(f, "__code__", None)
+    if code is None or _RUNNERS.get("llvm") is not BACKEND:
+        return None
+    key = (code, tuple(map(type, args)))
+    entry = _TABLE.get(key)
+    if entry is None:
+        entry = _TABLE[key] = _build(f, args)
+    if entry is False or entry[0] is not f.__globals__:
+        return None
+    return entry[1](*args)
+
+
+def _eligible(f: Any, args: tuple) -> bool:
+    code = f.__code__
+    return (type(f).__name__ == "function" and not f.__closure__ and not f.__defaults__
+            and not f.__kwdefaults__ and code.co_argcount == len(args)
+            and not code.co_kwonlyargcount and not code.co_flags & 0x0C
+            and all(type(a) in _SCALAR for a in args))
+
+
+def _build(f: Any, args: tuple) -> Any:
+    if not _eligible(f, args):
+        return False
+    try:
+        from adjoint.transform import activity_of, lower_function, transform
+        jf = transform(lower_function(f), activity_of(args))
+        code = BACKEND.code_for(jf, args)
+        adj = code.adjoint_for_type(FLOAT64)
+    except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
+        return False
+    ret = adj.typing.ret
+    many = not _direct_leaf(ret) and _leaves(ret)
+    if many and not all(g in (FLOAT64, NONE) for g in ret.elems):
+        return False
+    if code.typing.ret.elems[0] not in (FLOAT64, INT64, BOOL, NONE):
+        return False
+    return f.__globals__, _make_forward(jf, code, adj, args)
+
+
+def _leaves(t: Any) -> int:
+    if isinstance(t, TupleT):
+        return sum(_leaves(e) for e in t.elems)
+    return 0 if t == NONE else 1
+
+
+def _grad_expr(argtypes: tuple, gtypes: tuple, many: bool) -> str:
+    """The gradient tuple as Python source over the returned float `r`, or over the
+    list `v` of the floats the adjoint stored (`many`)."""
+    parts, k = [], 0
+    for a, g in zip(argtypes, gtypes):
+        if g == FLOAT64:
+            parts.append(f"v[{k}]" if many else "r")
+            k += 1
+        if a != FLOAT64:
+            parts[len(parts) - (g == FLOAT64):] = ["None"]
+        elif g == NONE:
+            parts.append("0.0")
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
+    argtypes = tuple(_SCALAR[type(a)] for a in args)
+    fwd_cf = code.call.__globals__["cf"]
+    adj_cf = adj.call.__globals__["cf"]
+    env = {"fwd_cf": fwd_cf, "adj_cf": adj_cf, "err": runtime.ERRINFO, "code": code,
+           "free": code.free, "fail_fwd": code._failed, "fail_adj": _adjoint_failed,
+           "general": _general, "jf": jf}
+    gtypes = adj.typing.ret.elems
+    many = sum(g == FLOAT64 for g in gtypes) > 1
+    if many:
+        env["buf"] = buf = (ctypes.c_double * sum(g == FLOAT64 for g in gtypes))()
+        env["baddr"] = ctypes.addressof(buf)
+    back_cls = _back_class(env, argtypes, gtypes, many)
+    names = [f"a{i}" for i in range(len(args))]
+    checks = [f"{INT64_MIN} <= {n} <= {INT64_MAX}" for n, t in zip(names, argtypes)
+              if t == INT64]
+    sig = ", ".join(names)
+    lines = [f"def forward({sig}):"]
+    if checks:
+        lines.append(f"    if not ({' and '.join(checks)}): return None")
+    lines += [f"    y = fwd_cf({sig})", f"    blk = err[{BLOCK_SLOT}]",
+              "    if err[0]:", "        try:", "            fail_fwd(blk)",
+              "        except NativeDeopt:", "            return None",
+              "    return y, Back(blk, (" + sig + ("," if len(names) == 1 else "") + "))"]
+    env.update(Back=back_cls, NativeDeopt=NativeDeopt)
+    exec(compile("\n".join(lines), f"<jit fast pullback {jf.primal.name}>", "exec"), env)
+    return env["forward"]
+
+
+def _back_class(env: dict, argtypes: tuple, gtypes: tuple, many: bool) -> type:
+    call = ["        adj_cf(self.blk, dy, baddr)", "        v = buf[:]"] if many else \
+        ["        r = adj_cf(self.blk, dy)"]
+    src = "\n".join([
+        "class Back:",
+        "    __slots__ = ('blk', 'args', '__weakref__')",
+        "    def __init__(self, blk, args):",
+        "        self.blk = blk",
+        "        self.args = args",
+        "    def __call__(self, dy):",
+        "        if type(dy) is not float:",
+        "            return general(self, dy)",
+        *call,
+        "        if err[0]: fail_adj()",
+        f"        return {_grad_expr(argtypes, gtypes, many)}",
+        "    def __del__(self):",
+        "        if self.blk:",
+        "            free(self.blk)",
+        "            self.blk = 0",
+        "    @property",
+        "    def env(self):",
+        "        return self",
+        "    @property",
+        "    def code(self):",
+        "        return code",
+        "    def __repr__(self):",
+        "        return f'<compiled pullback of {jf.primal.name}>'",
+    ])
+    exec(compile(src, "<jit fast back>", "exec"), env)
+    return env["Back"]
+
+
+def _general(back: Any, dy: Any) -> tuple:
+    """`back(dy)` for a `dy` that is not a float (numpy scalars, None, ...)."""
+    from adjoint.api import _finish
+    from adjoint.tape import fresh
+    grads = BACKEND.adjoint(back.code.jf, None, back, fresh(dy))
+    return tuple(_finish(g, x) for g, x in zip(grads, back.args))
+
+
+def _adjoint_failed() -> None:
+    from .grad_runner import _adjoint_failed as fail
+    fail()
+
+
+def register() -> None:
+    """Install the fast path in `adjoint.api.FAST_PATHS` (when the API has it)."""
+    try:
+        from adjoint import api
+    except ImportError:
+        return
+    global _RUNNERS
+    paths = getattr(api, "FAST_PATHS", None)
+    if isinstance(paths, dict):
+        _RUNNERS = api.RUNNERS
+        paths["llvm"] = paths["auto"] = fast_pullback
+
+
+__all__ = ["fast_pullback", "register", "TypingError", "ctypes"]

@@ -1,0 +1,89 @@
+"""The kernels' logic without a GPU: the NVVM IR of primal and gradient kernels runs
+on the host as one GPU thread (tests/cuda_emulate.py) and must agree with the CPU
+JIT and the interpreter.  Exercises the grid-stride loop, operand marshalling,
+broadcasting, strides, the device error record and the tape overflow/retry path."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from cuda_cases import CASES, fact, leaky, pow_loop
+from cuda_emulate import run
+from test_cuda_ptx import with_pop_types
+
+import adjoint
+import jit
+from jit.cuda.compile import compile_map, operand_types
+from jit.cuda.gradient import compile_gradient
+
+
+def _cpu(f, args):
+    g = jit.jit(f)
+    shape = np.broadcast_shapes(*[np.shape(a) for a in args])
+    full = [np.broadcast_to(a, shape).ravel() for a in args]
+    return np.array([g(*[x.item() for x in xs]) for xs in zip(*full)]).reshape(shape)
+
+
+def _map(f, *args):
+    return run(compile_map(f, operand_types(args)), args)[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c[0].__name__)
+def test_primal_kernel_matches_the_cpu_jit(case):
+    f, args = case
+    np.testing.assert_allclose(_map(f, *args), _cpu(f, args), rtol=1e-12, atol=0)
+
+
+def test_broadcasting_and_strides():
+    x = np.linspace(0.5, 2.0, 12)
+    got = _map(pow_loop, x[::-3], np.arange(4))
+    np.testing.assert_array_equal(got, [pow_loop(v, n) for v, n in zip(x[::-3], range(4))])
+    grid = _map(pow_loop, x.reshape(3, 4)[:, :1], np.arange(4))
+    assert grid.shape == (3, 4) and grid[2, 3] == pow_loop(x[8], 3)
+
+
+def test_device_arrays_are_read_in_place_with_their_strides():
+    x = np.linspace(0.5, 2.0, 10)
+
+    class Dev:  # host memory behind a CUDA array interface: fine for the emulator
+        __cuda_array_interface__ = {"shape": (5,), "typestr": "<f8", "strides": (16,),
+                                    "data": (x.ctypes.data, False), "version": 3}
+    np.testing.assert_array_equal(_map(leaky, Dev()), [leaky(v) for v in x[::2]])
+
+
+def test_device_errors_become_python_exceptions():
+    def inv(x):
+        return 1.0 / x
+
+    def big(n):
+        return n * n
+    with pytest.raises(ZeroDivisionError, match="float division by zero.*inv"):
+        _map(inv, np.array([1.0, 0.0]))
+    with pytest.raises(OverflowError, match="integer overflow"):
+        _map(big, np.array([3, 2 ** 40]))
+    with pytest.raises(RecursionError, match="maximum recursion depth"):
+        _map(fact, np.array([3, 100]))
+    assert _map(fact, np.array([20]))[0] == math.factorial(20)
+
+
+def test_gradient_kernel_without_tape():
+    x = np.linspace(-1.0, 1.0, 9)
+    y, g = run(compile_gradient(leaky, operand_types((x,))), (x,), gradient=True)
+    np.testing.assert_array_equal(y, [leaky(v) for v in x])
+    np.testing.assert_array_equal(g, [adjoint.gradient(leaky, v, backend="interp")[0]
+                                      for v in x])
+
+
+def test_gradient_kernel_tape_overflow_is_retried():
+    with_pop_types(pow_loop, (True, False))
+    x = np.linspace(0.9, 1.1, 6)
+    k = compile_gradient(pow_loop, operand_types((x, 200)))
+    k.tape_cap = 64
+    y, g = run(k, (x, 200), gradient=True)
+    assert k.history[-2:] == [(64, 400), (400, 0)] and k.tape_cap == 400
+    want = [adjoint.gradient(pow_loop, v, 200, backend="interp")[0] for v in x]
+    np.testing.assert_allclose(y, [pow_loop(v, 200) for v in x], rtol=1e-15)
+    np.testing.assert_allclose(g, want, rtol=1e-13)
+    y2, g2 = run(k, (x, 200), gradient=True)  # the learnt capacity: one launch
+    assert k.history[-1] == (400, 0) and (g2 == g).all()
