@@ -28,7 +28,7 @@ Returns a new IR; the input is not modified.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from ssair.primitives import INPLACE
 from .rules import OP_RULES, Rule, nondiff
 
 
-def arg_type(x: Any) -> Optional[str]:
+def arg_type(x: Any) -> str | None:
     """The type name the scalar analysis reads for a runtime value (None: unknown)."""
     if isinstance(x, (bool, np.bool_)):
         return "bool"
@@ -58,7 +58,7 @@ def arg_types(values: tuple) -> tuple:
     return tuple(arg_type(v) for v in values)
 
 
-def canonical_inplace(ir: IR, types: Optional[tuple] = None) -> IR:
+def canonical_inplace(ir: IR, types: tuple | None = None) -> IR:
     """See the module docstring; `types[k]` is argument k's type name or None."""
     if not _has_inplace(ir):
         return ir
@@ -184,7 +184,7 @@ def _check_aliases(ir: IR, writes: list) -> None:
             others = {v for v in live[s.var] if v != a and group.get(v, v) == group.get(a, a)}
             if others:
                 names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
-                other = sorted(others, key=lambda v: v.id)[0]
+                other = min(others, key=lambda v: v.id)
                 raise TypeError(
                     f"adjoint: in-place update of {names.get(a) or a} at {ir.file}:{s.line} "
                     f"while the same object is still reachable as {names.get(other) or other} "
@@ -213,7 +213,7 @@ def _phi_groups(ir: IR) -> dict:
 
 def _live_after(ir: IR, stmts: set) -> dict:
     """For each statement value in `stmts`: the Vars live just after it."""
-    live_in, live_out = _liveness(ir)
+    live_out = _liveness(ir)[1]
     out = {}
     for b in ir.blocks:
         live = set(live_out[b.id]) | {o for o in b.term.operands() if isinstance(o, Var)}

@@ -81,8 +81,7 @@ def _callee(ctx: Context, ft: Type) -> tuple:
         ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
                  "is not compiled")
     if lookup_callee(f) is not None:
-        ctx.fail(f"{ft} has a derivative rule and is called through a value; "
-                 "such calls are not compiled yet")
+        return f, None, False   # a rule of the table (math.sin passed as a value)
     if isinstance(f, IR) or (type(f) is pytypes.FunctionType
                              and (is_user_function(f) or own_rule_code(f))):
         return f, [], False
@@ -118,6 +117,8 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
     if ts[1] != TAPE:
         ctx.fail(f"jcall on a {ts[1]}, not a tape")
     f, captured, closure = _callee(ctx, ts[0])
+    if captured is None:
+        return _t_rule_jcall(ctx, s, f)
     ir = f if isinstance(f, IR) else lower_function(f)
     kwnames = tuple(ctx.const(s.args[2], ()))
     rest = list(s.args[3:])
@@ -129,17 +130,86 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
     if closure and any(k < len(captured) for k in jf.inout):
         ctx.fail(f"{ir.name} writes into an array it captured; such closures are not "
                  "compiled yet")
-    primal = ctx.engine.infer(ir, argtypes)
     target = ctx.engine.infer(jf.forward, (TAPE,) + argtypes)
     ctx.typing.calls[s.var] = Call(target, operands, f)
-    if primal.ret is None:
+    y = _result_type(ctx, ir, argtypes, target)
+    if y is None:
         return None
     pb = CallPBT(id(jf), argtypes, slots, len(captured), closure, jf)
-    return TupleT((primal.ret, pb))
+    return TupleT((y, pb))
+
+
+def _result_type(ctx: Context, ir: IR, argtypes: tuple, forward: Any) -> Any:
+    """The callee's result type: the primal's (its typing converges through
+    recursion, as it does not carry the pullback tokens), else the forward's."""
+    from .types import TypingError
+    try:
+        return ctx.engine.infer(ir, argtypes).ret
+    except TypingError:
+        ret = forward.ret
+        return ret.elems[0] if isinstance(ret, TupleT) else None
+
+
+@dataclass(frozen=True, repr=False)
+class RulePBT(Type):
+    """The pullback token of a jcall of a function with a derivative rule: the values
+    its rule reads (`saved`: the result when the rule uses it, then the arguments)
+    are pushed on the tape; `jback` pops them and calls the rule."""
+
+    fid: int
+    saved: tuple
+    nops: int
+    rule: Any = field(compare=False, hash=False, default=None)
+    token = True
+
+    def __str__(self) -> str:
+        return "pullback(rule)"
+
+
+def _fake_call(s, f, operands: list):
+    from ssair.ir import Stmt
+    return Stmt(s.var, "call", [Const(f)] + list(operands), line=s.line)
+
+
+def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
+    from adjoint.rules import lookup_callee
+    from .infer_calls import call_rule_for
+    if ctx.const(s.args[2], ()):
+        ctx.fail("keyword arguments in a call of a function value with a rule")
+    operands = list(s.args[3:])
+    fn = call_rule_for(f)
+    if fn is None:
+        ctx.fail(f"the JIT cannot call {getattr(f, '__name__', f)}")
+    argtypes = tuple(ctx.type_of(a) for a in operands)
+    y = fn(ctx, _fake_call(s, f, operands), list(argtypes))
+    if y is None:
+        return None
+    pb = lookup_callee(f).pullback
+    saved = ((y,) if pb is not None and pb.uses_result else ()) + argtypes
+    ctx.typing.calls[s.var] = Call(None, operands, f)
+    return TupleT((y, RulePBT(id(pb), saved, 1 + len(operands), pb)))
+
+
+def _cg_rule_jcall(fc: FunctionGen, s, ts):
+    from .codegen_calls import CALL_CODEGEN
+    call = fc.typing.calls[s.var]
+    pbt = s.type.elems[1]
+    y = CALL_CODEGEN[call.callee](fc, _fake_call(s, call.callee, call.operands),
+                                  [fc.type_of(a) for a in call.operands])
+    y = fc.convert(y, s.type.elems[0], s.type.elems[0])
+    values = ([y] if len(pbt.saved) > len(call.operands) else []) + \
+        [fc.get(a) for a in call.operands]
+    tup = L.Constant(lltype(TupleT(pbt.saved)), L.Undefined)
+    for i, v in enumerate(values):
+        tup = fc.b.insert_value(tup, v, i)
+    push_value(fc, fc.get(s.args[1]), tup, TupleT(pbt.saved))
+    return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), y, 0)
 
 
 @codegen("jcall")
 def _cg_jcall(fc: FunctionGen, s, ts):
+    if isinstance(s.type.elems[1], RulePBT):
+        return _cg_rule_jcall(fc, s, ts)
     call = fc.typing.calls[s.var]
     tape = fc.get(s.args[1])
     lead = [tape]
@@ -226,6 +296,8 @@ def forward_typing(engine: Any, pb: CallPBT) -> Any:
 def _t_jback(ctx: Context, s, ts) -> Type:
     from .codegen_adjoint import accum_type
     pb, cur = ts[0], ts[3]
+    if isinstance(pb, RulePBT):
+        return _t_rule_jback(ctx, s, ts)
     if not isinstance(pb, CallPBT):
         ctx.fail(f"jback of a {pb} (only compiled jcalls are supported)")
     if ts[1] != READER:
@@ -267,6 +339,48 @@ def seeding(pb: CallPBT, curs: tuple) -> tuple:
     return seeds, replaced
 
 
+def _t_rule_jback(ctx: Context, s, ts) -> Type:
+    from .codegen_adjoint import accum_type
+    pb, dy, cur = ts[0], ts[2], ts[3]
+    grads = ()
+    if pb.rule is not None and dy != NONE:
+        target = ctx.engine.infer(lower_function(pb.rule.fn), (dy,) + pb.saved)
+        ctx.typing.calls[s.var] = Call(target, [], pb.rule)
+        if target.ret is None:
+            return None
+        grads = target.ret.elems if isinstance(target.ret, TupleT) else (target.ret,)
+    out = ((NONE,) + tuple(grads) + (NONE,) * pb.nops)[:pb.nops]
+    curs = cur.elems if isinstance(cur, TupleT) else (NONE,) * pb.nops
+    try:
+        return TupleT(tuple(accum_type(c, g) for c, g in zip(curs, out)))
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+def _cg_rule_jback(fc: FunctionGen, s, ts):
+    from .codegen_adjoint import accum_values
+    pb, cur_t = ts[0], ts[3]
+    saved = pop_value(fc, fc.get(s.args[1]), TupleT(pb.saved))
+    call = fc.typing.calls.get(s.var)
+    parts = [(None, NONE)]
+    if call is not None and call.target is not None:
+        target = fc.mg.engine.table.get(call.target.key, call.target)
+        lead = [fc.get(s.args[2])] + [fc.b.extract_value(saved, i) for i in range(len(pb.saved))]
+        g = fc.call_user(call.target, [], lead)
+        if isinstance(target.ret, TupleT):
+            parts += [(fc.b.extract_value(g, i), e) for i, e in enumerate(target.ret.elems)]
+        else:
+            parts.append((g, target.ret))
+    parts = (parts + [(None, NONE)] * pb.nops)[:pb.nops]
+    cur = fc.get(s.args[3])
+    result = L.Constant(lltype(s.type), L.Undefined)
+    for i, ((v, vt), want) in enumerate(zip(parts, s.type.elems)):
+        c, ct = (fc.b.extract_value(cur, i), cur_t.elems[i]) if isinstance(cur_t, TupleT) \
+            else (None, NONE)
+        result = fc.b.insert_value(result, accum_values(fc, c, ct, v, vt, want), i)
+    return result
+
+
 def route_types(pb: CallPBT, grads: TupleT) -> tuple:
     """The callee's per-argument cotangent types -> one per jcall operand."""
     g = grads.elems
@@ -278,6 +392,8 @@ def route_types(pb: CallPBT, grads: TupleT) -> tuple:
 def _cg_jback(fc: FunctionGen, s, ts):
     from .codegen_adjoint import accum_values
     pb = ts[0]
+    if isinstance(pb, RulePBT):
+        return _cg_rule_jback(fc, s, ts)
     call = fc.typing.calls[s.var]
     target = fc.mg.engine.table.get(call.target.key, call.target)
     reader = fc.get(s.args[1])

@@ -313,16 +313,21 @@ class ForwardCode:
         self.free = block_free()
         mg = ModuleGen(ENGINE, self.typing)
         entry = build_forward_entry(mg, self.typing, mg.build())
+        # the adjoint for the usual dy goes into the same module: one LLVM compile
+        dy_t = cotangent_type(self.typing.ret.elems[0], jf.inout)
+        adjoint = AdjointCode(self, dy_t, mg)
         self.llvm_text = str(mg.module)
         self.module = runtime.compile_ir(self.llvm_text)
+        adjoint.finish(self.module, self.llvm_text)
         addr = runtime.function_address(entry.name)
         env = {"deopt": _raise_deopt, "failed": self._failed}
         tail = [f"blk = err[{BLOCK_SLOT}]", "if err[0]: failed(blk)"]
         self.call = make_call("forward", addr, argtypes, self.typing.ret.elems[0], [], tail,
                               env, "{}, blk")
-        self.adjoints: dict = {}
-        self.default_adjoint = self.adjoint_for_type(
-            cotangent_type(self.typing.ret.elems[0], jf.inout))
+        self.adjoints: dict = {dy_t: adjoint}
+        if dy_t == FLOAT64:
+            self.adjoints[float] = adjoint
+        self.default_adjoint = adjoint
 
     def _failed(self, blk: int) -> Any:
         status = runtime.ERRINFO[0]
@@ -365,17 +370,28 @@ def cotangent_type(t: Type, inout: tuple = ()) -> Type:
 class AdjointCode:
     """The compiled adjoint for one forward signature and one type of `dy`."""
 
-    def __init__(self, fwd: ForwardCode, dy_t: Type) -> None:
+    def __init__(self, fwd: ForwardCode, dy_t: Type, mg: Any = None) -> None:
+        """Compile now, or (given the forward's `mg`) emit into that module and wait
+        for `finish` once the module is compiled."""
         adj = adjoint_ir(fwd.jf, fwd.typing)
+        self.dy_t = dy_t
         self.typing = ENGINE.infer(adj, (READER, fwd.env_t, dy_t))
-        mg = ModuleGen(ENGINE, self.typing)
-        entry = build_adjoint_entry(mg, self.typing, mg.build())
-        self.llvm_text = str(mg.module)
-        self.module = runtime.compile_ir(self.llvm_text)
-        addr = runtime.function_address(entry.name)
+        own = mg is None
+        mg = mg or ModuleGen(ENGINE, self.typing)
+        impl = mg.function(self.typing)
+        mg.build()  # emits every function declared but not yet emitted
+        self.entry = build_adjoint_entry(mg, self.typing, impl)
+        if own:
+            text = str(mg.module)
+            self.finish(runtime.compile_ir(text), text)
+
+    def finish(self, module: Any, text: str) -> None:
+        self.module, self.llvm_text = module, text
+        addr = runtime.function_address(self.entry.name)
         env = {"deopt": _raise_deopt, "failed": _adjoint_failed}
         tail = ["if err[0]: failed()"]
-        self.call = make_call("adjoint", addr, (dy_t,), self.typing.ret, ["blk"], tail, env)
+        self.call = make_call("adjoint", addr, (self.dy_t,), self.typing.ret, ["blk"], tail,
+                              env)
 
 
 def _adjoint_failed() -> None:

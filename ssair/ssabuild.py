@@ -29,12 +29,13 @@ one incoming operand per predecessor, in predecessor order.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .ir import IR, Block, Const, Phi, Var
 
 
-def _no_name(key: Any) -> Optional[str]:
+def _no_name(key: Any) -> str | None:
     return None
 
 
@@ -50,8 +51,8 @@ class SSABuilder:
     included); `repl` maps a removed phi's value to the operand replacing it.
     """
 
-    def __init__(self, ir: IR, default: Optional[Callable[[Any], Any]] = None,
-                 phi_name: Optional[Callable[[Any], Optional[str]]] = None):
+    def __init__(self, ir: IR, default: Callable[[Any], Any] | None = None,
+                 phi_name: Callable[[Any], str | None] | None = None):
         self.ir = ir
         self.default = default or _none
         self.phi_name = phi_name or _no_name

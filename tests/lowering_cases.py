@@ -239,14 +239,14 @@ def nested_closure(a, b):
 def closure_loop_cells(n):
     acc = 0
     for i in range(n):
-        acc += (lambda: i)()
+        acc += (lambda: i)()  # noqa: PLC3002 - a closure made in a loop
     return acc
 
 
 @case((2.0,),)
 def closure_reassigned_after(x):
     y = x
-    f = lambda: y  # noqa: E731
+    f = lambda: y
     y = y + 1
     return f()
 
@@ -298,7 +298,7 @@ def empty_cell_read(c):
 
 @case((3,),)
 def default_from_local(n):
-    f = lambda t, s=n * 2: t + s  # noqa: E731
+    f = lambda t, s=n * 2: t + s
     n = 100
     return f(1), f(1, 2), n
 

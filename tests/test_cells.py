@@ -29,7 +29,8 @@ def loop_closures(n):
 
 def captured_once(x):
     k = x * 2.0
-    return (lambda t: t + k)(1.0)
+    add_k = lambda t: t + k
+    return add_k(1.0)
 
 
 def later(x):
@@ -58,7 +59,7 @@ def nested_pass_through(n):
 
 
 def dynamic_default(n):
-    f = lambda t, s=n + 1: t * s  # noqa: E731
+    f = lambda t, s=n + 1: t * s
     return f(2), f(2, 3)
 
 

@@ -50,7 +50,7 @@ SUITE = [
     (T.deep, (0.3, 500)), (T.is_even, (1.2, 7)), (T.is_even, (1.2, 6)),
     (T.nested_loops, (1.1, 4, 3)), (T.nested_loops, (2.5, 3, 6)), (T.outer, (3.0, 4.0)),
     (T.calls_keywords, (1.0,)), (T.mutate, (np.array([1.0, 2.0, 3.0]), 2.0)),
-    (T.uses_special, (2.0,)),
+    (T.uses_special, (2.0,)), (T.higher_order, (0.5,)),
 ]
 
 
