@@ -267,7 +267,8 @@ def _alias_rules() -> None:
     for iop, op in INPLACE.items():
         base = OP_RULES.get(op)
         if base is not None:
-            OP_RULES[iop] = Rule(iop, base.pullback, base.emit, base.needs, base.varied)
+            OP_RULES[iop] = Rule(iop, base.pullback, base.emit, base.needs, base.varied,
+                                 base.scalar)
 
 
 nondiff(updates_float_array)

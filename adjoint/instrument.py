@@ -58,7 +58,9 @@ class Record:
         return out
 
 
-def instrument(ir: IR, act: Activity) -> IR:
+def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
+    """See the module docstring; `kinds` (an `ssair.passes.scalars.Scalars` of `ir`)
+    selects the scalar variants of rules whose operands are proven numbers."""
     out = ir.copy()
     tape = out.new_var()
     out.args.insert(0, Arg(tape, "tape"))
@@ -70,7 +72,7 @@ def instrument(ir: IR, act: Activity) -> IR:
     for b in out.blocks:
         stmts, recs = [], []
         for s in b.stmts:
-            stmts += _instrument_stmt(out, b.id, s, act, tape, mutated, recs)
+            stmts += _instrument_stmt(out, b.id, s, act, tape, mutated, recs, kinds)
         b.stmts = stmts
         records[b.id] = recs
     out.meta["records"] = records
@@ -110,7 +112,7 @@ def _is_active_stmt(s: Stmt, act: Activity) -> bool:
     return act.is_active(s.var)
 
 
-def _instrument_stmt(ir, bid, s, act, tape, mutated, recs) -> list:
+def _instrument_stmt(ir, bid, s, act, tape, mutated, recs, kinds=None) -> list:
     if s.op in ("push", "pop"):     # tape ops of a transformed IR (nested AD)
         rec = Record(s.var, s.op, bid, list(s.args), rule=lookup_op(s.op), line=s.line)
         rec.alpha = {s.args[0]: s.args[0]} if isinstance(s.args[0], Var) else {}
@@ -132,13 +134,20 @@ def _instrument_stmt(ir, bid, s, act, tape, mutated, recs) -> list:
         rec.alpha = {s.args[k]: s.args[k] for k in sorted(pos) if isinstance(s.args[k], Var)}
         recs.append(rec)
         return [s]
-    return _rule_record(ir, bid, s, rule, list(s.args), {}, mutated, recs)
+    if rule.scalar is not None and kinds is not None and not s.kwargs and all(
+            kinds.is_scalar(a) for a in s.args):
+        rule = rule.scalar
+    return _rule_record(ir, bid, s, rule, list(s.args), {}, mutated, recs, act)
 
 
-def _rule_record(ir, bid, s, rule, args, kwargs, mutated, recs) -> list:
+def _rule_record(ir, bid, s, rule, args, kwargs, mutated, recs, act) -> list:
+    """Record the operands the pullback reads (`Rule.alphas`; keyword operands are
+    always read) and the result when it `uses_result`."""
     rec = Record(s.var, "rule", bid, args, dict(kwargs), rule=rule, line=s.line)
     before, after = [], []
-    for a in list(args) + list(kwargs.values()):
+    read = rule.alphas(tuple(act.is_active(a) for a in args))
+    needed = [a for k, a in enumerate(args) if k in read] + list(kwargs.values())
+    for a in needed:
         if isinstance(a, Var) and a not in rec.alpha:
             rec.alpha[a] = _snap(ir, a, mutated, before, s.line)
     if rule.pullback.uses_result:
@@ -160,7 +169,8 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
     if isinstance(f, Const):
         rule = lookup_callee(f.value)
         if rule is not None and rule.pullback is not None:
-            return _rule_record(ir, bid, s, rule, list(s.args[1:]), s.kwargs, mutated, recs)
+            return _rule_record(ir, bid, s, rule, list(s.args[1:]), s.kwargs, mutated, recs,
+                                act)
         if rule is not None:
             return [s]   # non-differentiable: no cotangent reaches its operands
         if rule is None and not _transformable(f.value):

@@ -223,12 +223,21 @@ def _emit_rule(ctx: _Ctx, rec: Record, blk, dy) -> None:
     args = [dy]
     if rec.result_alpha is not None:
         args.append(ctx.alpha(rec.result_alpha, owner))
-    args += [ctx.alpha(rec.alpha.get(a, a), owner) for a in rec.operands]
+    args += [_operand(ctx, rec, a) for a in rec.operands]
     kw = {k: ctx.alpha(rec.alpha.get(v, v), owner) for k, v in rec.kwargs.items()}
     g = ctx.emit(blk, "call", Const(rec.rule.pullback), *args, line=rec.line, kwargs=kw)
     for k, a in enumerate(rec.operands):
         if ctx.act.is_active(a):
             ctx.add(a, ctx.emit(blk, "dget", g, k, line=rec.line), blk, rec.line)
+
+
+UNREAD = Const(0.0)   # an operand the pullback does not read (see `Rule.needs`)
+
+
+def _operand(ctx: _Ctx, rec: Record, a: Any) -> Any:
+    if isinstance(a, Var) and a not in rec.alpha:
+        return UNREAD
+    return ctx.alpha(rec.alpha.get(a, a), rec.block)
 
 
 def _emit_jcall(ctx: _Ctx, rec: Record, blk, dy) -> None:

@@ -16,7 +16,12 @@ A `Rule` is one of
 
 `needs(active)` says which positional operands the pullback reads (its *alphas*),
 given which operands are active; the transform records only those (and the result
-when `uses_result`).  Helpers: `nondiff`, `linear`, `defpullback`; users call
+when `uses_result`) and passes `None` for the others.  A rule may carry a `scalar`
+variant (`scalar_rule`): the pullback used when every operand is a proven number
+(`ssair.passes.scalars`), which needs no unbroadcasting and reads only what its
+formula reads (`add`: nothing, `mul`: the other operand).  Helpers: `nondiff`,
+`linear`, `defpullback`, `scalar_rule`, and `other_operand` / `no_operands` for the
+common `needs`; users call
 `@adjoint.rule(f)` on a pullback `(dy, *args) -> tuple` to register it for their
 function `f`.
 """
@@ -61,6 +66,7 @@ class Rule:
     emit: Optional[str] = None
     needs: Optional[Callable] = None   # (active mask: tuple of bool) -> set of positions
     varied: bool = True                # False: the result never carries a cotangent
+    scalar: Optional["Rule"] = None    # the variant for operands that are numbers
 
     @property
     def differentiable(self) -> bool:
@@ -139,6 +145,26 @@ def defmethod(cls: type, name: str, fn: Callable, uses_result: bool = False) -> 
     rule = Rule((cls, name), pullback=Pullback(fn, uses_result))
     METHOD_RULES[(cls, name)] = rule
     return rule
+
+
+def scalar_rule(key: Any, needs: Callable, uses_result: bool = False):
+    """Decorator: attach a scalar variant to the rule of op name `key` (defined
+    before); `needs(active)` gives the operand positions the variant reads."""
+    def deco(fn: Callable) -> Pullback:
+        pb = Pullback(fn, uses_result)
+        OP_RULES[key].scalar = Rule(key, pullback=pb, needs=needs)
+        return pb
+    return deco
+
+
+def no_operands(active: tuple) -> set:
+    """`needs` of a pullback that reads no operand (`add`, `exp` with its result)."""
+    return set()
+
+
+def other_operand(active: tuple) -> set:
+    """`needs` of a bilinear pullback: each active operand reads the other one."""
+    return {1 - k for k, on in enumerate(active[:2]) if on}
 
 
 def structural(op: str, needs: Optional[Callable] = None) -> Rule:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .rules import nondiff, pullback_rule
+from .rules import no_operands, nondiff, other_operand, pullback_rule, scalar_rule
 from .tape import unbcast
 
 
@@ -32,11 +32,29 @@ def d_sub(dy, x, y):
     return unbcast(dy, x), unbcast(-dy, y)
 
 
+# Scalar variants (every operand a proven number): an operand the variant does not
+# read (see its `needs`) arrives as the placeholder 0.0 and its cotangent, if
+# computed, is discarded.
+@scalar_rule("add", no_operands)
+def d_add_num(dy, x, y):
+    return dy, dy
+
+
+@scalar_rule("sub", no_operands)
+def d_sub_num(dy, x, y):
+    return dy, -dy
+
+
 @pullback_rule("mul", needs=lambda act: set(range(2)))
 def d_mul(dy, x, y):
     if isinstance(x, tuple) or isinstance(y, tuple):
         return _d_repeat(dy, x, y)
     return unbcast(dy * y, x), unbcast(dy * x, y)
+
+
+@scalar_rule("mul", other_operand)
+def d_mul_num(dy, x, y):
+    return dy * y, dy * x
 
 
 def _d_repeat(dy, x, y):
@@ -56,12 +74,18 @@ def d_truediv(dy, x, y):
     return unbcast(gx, x), unbcast(-gx * x / y, y)
 
 
+@scalar_rule("truediv", lambda act: ({1} if any(act) else set()) | ({0} if act[1] else set()))
+def d_truediv_num(dy, x, y):
+    gx = dy / y
+    return gx, -gx * x / y
+
+
 @pullback_rule("mod")
 def d_mod(dy, x, y):
     return unbcast(dy, x), unbcast(-dy * _floor(x / y), y)
 
 
-@pullback_rule("neg")
+@pullback_rule("neg", needs=no_operands)
 def d_neg(dy, x):
     return (-dy,)
 
@@ -109,7 +133,7 @@ def d_cos(dy, x):
     return -dy * math.sin(x)
 
 
-@pullback_rule(math.tan, uses_result=True)
+@pullback_rule(math.tan, uses_result=True, needs=no_operands)
 def d_tan(dy, y, x):
     return dy * (1.0 + y * y)
 
@@ -145,17 +169,17 @@ def d_cosh(dy, x):
     return dy * math.sinh(x)
 
 
-@pullback_rule(math.tanh, uses_result=True)
+@pullback_rule(math.tanh, uses_result=True, needs=no_operands)
 def d_tanh(dy, y, x):
     return dy * (1.0 - y * y)
 
 
-@pullback_rule(math.exp, uses_result=True)
+@pullback_rule(math.exp, uses_result=True, needs=no_operands)
 def d_exp(dy, y, x):
     return dy * y
 
 
-@pullback_rule(math.expm1, uses_result=True)
+@pullback_rule(math.expm1, uses_result=True, needs=no_operands)
 def d_expm1(dy, y, x):
     return dy * (y + 1.0)
 
@@ -183,7 +207,7 @@ def d_log10(dy, x):
     return dy / (x * math.log(10.0))
 
 
-@pullback_rule(math.sqrt, uses_result=True)
+@pullback_rule(math.sqrt, uses_result=True, needs=no_operands)
 def d_sqrt(dy, y, x):
     return dy / (2.0 * y)
 

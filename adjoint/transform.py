@@ -117,7 +117,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     act = analyze(primal, active)
     refuse_active_cells(primal, act)
     inout = inout_args(primal, act, active)
-    fwd = instrument(primal, act)
+    fwd = instrument(primal, act, _kinds(primal, types))
     fwd.meta["inout"] = inout
     fwd.name = f"{ir.name}_forward"
     fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value
@@ -127,6 +127,16 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
     _dump(fwd, adj)
     return JFunction(primal, fwd, adj, active, act, inout)
+
+
+def _kinds(primal: IR, types: tuple | None):
+    """`Scalars` of `primal` with its arguments' types seeded from `types`."""
+    from ssair.passes.scalars import Scalars
+    seeded = primal.copy()
+    for a, t in zip(seeded.args, types or ()):
+        if a.type is None and t is not None:
+            a.type = t
+    return Scalars(seeded)
 
 
 def refuse_active_cells(ir: IR, act: Activity) -> None:

@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 from llvmlite import ir as L
 
-from . import codegen_array, codegen_calls, codegen_scalar  # noqa: F401  (fill the tables first)
-from .codegen import CODEGEN, I64
 from ssair.ir import Const
 
+from . import codegen_array, codegen_calls, codegen_scalar  # noqa: F401  (fill the tables first)
+from .codegen import CODEGEN, I64
 from .infer import RULES, Call, Context, lower_function
-from .types import FLOAT64, INT64, BOOL, ArrayT, Type, is_numeric
+from .types import BOOL, FLOAT64, INT64, ArrayT, Type, is_numeric
 
 
 def same_length(n: int, m: int) -> None:
@@ -497,6 +497,7 @@ _builtin_pow.__module__ = "jit_array_impls"
 def _register_builtins() -> None:
     """Two-argument `pow(a, b)` is `a ** b` (compiled as the `pow` primitive)."""
     import builtins
+
     from .infer_calls import CALL_RULES
     plain = CALL_RULES.get(builtins.pow)
 
@@ -527,4 +528,4 @@ def _cg_same_length(fc, s, ts):
 
 
 _register()
-__all__ = ["impl_call", "pullback_impl", "I64"]
+__all__ = ["I64", "impl_call", "pullback_impl"]

@@ -11,8 +11,21 @@ from . import runtime_tape
 from .codegen import F64, I1, I64, PTR, FunctionGen, codegen, lltype
 from .codegen_array import _TypedPtr
 from .infer import Context, rule
-from .types import (BOOL, FLOAT64, INT64, NONE, READER, TAPE, ArrayT, ClosureT, FunctionT,
-                    StrT, TupleT, Type)
+from .types import (
+    BOOL,
+    FLOAT64,
+    INT64,
+    NONE,
+    READER,
+    TAPE,
+    ArrayT,
+    ClosureT,
+    FunctionT,
+    StrT,
+    TupleT,
+    Type,
+    TypingError,
+)
 
 ZERO = L.Constant(I64, 0)
 
@@ -139,18 +152,20 @@ def _cg_push(fc: FunctionGen, s, ts):
     from .grad_calls import static_phis
     done = _batched(fc)
     if s.var in done:
-        return None
+        return
+    from .grad_dead import decide
     run = _run_of(fc, s, "push")
     static = static_phis(fc.typing)
+    dead = decide(fc.typing, frozenset())
     words = []
     for st in run:
         done[st.var] = None
         v = st.args[1]
-        if getattr(v, "id", None) in static:
-            continue  # known at compile time: the pop yields the constant (pop_static)
+        if getattr(v, "id", None) in static or getattr(v, "id", None) in dead:
+            continue  # a constant (pop_static) or a value no adjoint reads (grad_dead)
         words += _flatten(fc, fc.get(v), fc.type_of(v))
     push_words(fc, fc.get(s.args[0]), words)
-    return None
+    return
 
 
 def push_value(fc: FunctionGen, tape, v, t: Type) -> None:
@@ -161,7 +176,7 @@ def push_value(fc: FunctionGen, tape, v, t: Type) -> None:
 def push_words(fc: FunctionGen, tape, words: list) -> None:
     """Append 64-bit words to the tape; the buffer grows (a call) only when full."""
     if not words:
-        return None
+        return
     b = fc.b
     lenp, capp = _field(fc, tape, 8), _field(fc, tape, 16)
     n = b.load(lenp, typ=I64)
@@ -176,7 +191,7 @@ def push_words(fc: FunctionGen, tape, words: list) -> None:
     for k, w in enumerate(words):
         b.store(w, b.gep(data, [b.add(n, L.Constant(I64, k))], source_etype=I64))
     b.store(need, lenp)
-    return None
+    return
 
 
 @codegen("pop")
@@ -185,8 +200,9 @@ def _cg_pop(fc: FunctionGen, s, ts):
     if s.var in done:
         return done[s.var]
     static = fc.ir.meta.get("pop_static", {})
+    dead = _dead_pops(fc)
     run = _run_of(fc, s, "pop")
-    live = [st for st in run if st.var.id not in static]
+    live = [st for st in run if st.var.id not in static and st.var.id not in dead]
     sizes = [len(tape_leaves(st.type)) for st in live]
     words = pop_words(fc, fc.get(s.args[0]), sum(sizes))
     top = len(words)
@@ -194,10 +210,32 @@ def _cg_pop(fc: FunctionGen, s, ts):
         if st.var.id in static:
             done[st.var] = L.Constant(lltype(st.type), static[st.var.id])
             continue
+        if st.var.id in dead:
+            from .codegen import zero_of
+            done[st.var] = zero_of(st.type)
+            continue
         k = sizes[live.index(st)]
         done[st.var] = _rebuild(fc, words[top - k:top], st.type)
         top -= k
     return done[s.var]
+
+
+def _dead_pops(fc: FunctionGen) -> set:
+    """Pops of this adjoint whose forward value was not pushed (jit.grad_dead);
+    a pop that is read although its value was dropped is refused."""
+    got = getattr(fc, "dead_pops", None)
+    if got is not None:
+        return got
+    from .grad_dead import decide, live_pops
+    meta = fc.ir.meta
+    fwd = fc.mg.engine.table.get(meta.get("forward_key"))
+    dead = decide(fwd, frozenset()) if fwd is not None else frozenset()
+    pop_of = meta.get("pop_of") or {}
+    got = fc.dead_pops = {p for p, f in pop_of.items() if f in dead}
+    if got & live_pops(fc.typing):
+        raise TypingError(f"jit: the adjoint {fc.ir.name} reads values its compiled "
+                          "forward does not record")
+    return got
 
 
 def pop_value(fc: FunctionGen, reader, t: Type):

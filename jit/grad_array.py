@@ -21,9 +21,16 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from .codegen import ARRAY, F64, I64, PTR, FunctionGen, codegen, lltype
-from .codegen_array import (ZERO, allocate, element_pointer, index_operands, make_array,
-                            shape, stride)
 from .codegen_adjoint import accum_values
+from .codegen_array import (
+    ZERO,
+    allocate,
+    element_pointer,
+    index_operands,
+    make_array,
+    shape,
+    stride,
+)
 from .infer import Context, rule
 from .infer_rules import index_types
 from .types import FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like
@@ -314,18 +321,16 @@ def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
     res = fc.alloca(ARRAY)
     b.store(a, res)
     with b.if_else(_null(fc, a)) as (a_null, a_ok):
-        with a_null:
-            with b.if_then(b.not_(_null(fc, b_))):
-                b.store(copy_array(fc, b_, t), res)
-        with a_ok:
-            with b.if_then(b.not_(_null(fc, b_))):
-                out = copy_array(fc, a, t)
-                if t.ndim == 1:
-                    add_into(fc, out, b_)
-                else:
-                    n0 = shape(fc, out, 0)
-                    _loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
-                b.store(out, res)
+        with a_null, b.if_then(b.not_(_null(fc, b_))):
+            b.store(copy_array(fc, b_, t), res)
+        with a_ok, b.if_then(b.not_(_null(fc, b_))):
+            out = copy_array(fc, a, t)
+            if t.ndim == 1:
+                add_into(fc, out, b_)
+            else:
+                n0 = shape(fc, out, 0)
+                _loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
+            b.store(out, res)
     return b.load(res, typ=ARRAY)
 
 
@@ -338,7 +343,7 @@ def zeros_like(fc: FunctionGen, x, t: ArrayT) -> L.Value:
     return allocate(fc, [shape(fc, x, k) for k in range(t.ndim)], FLOAT64, 0.0)
 
 
-__all__ = ["ensure_array", "add_arrays", "copy_array", "zeros_like", "PTR", "EIGHT"]
+__all__ = ["EIGHT", "PTR", "add_arrays", "copy_array", "ensure_array", "zeros_like"]
 
 
 def check_same_shape(fc: FunctionGen, dy, x, ndim: int) -> None:

@@ -33,8 +33,18 @@ from ssair.ir import IR, Const
 from .codegen import FunctionGen, codegen, lltype
 from .codegen_tape import pop_value, push_value
 from .infer import Call, Context, _defaults, is_user_function, lower_function, rule
-from .types import (BOOL, FLOAT64, INT64, NONE, READER, TAPE, ArrayT, ClosureT, FunctionT,
-                    TupleT, Type)
+from .types import (
+    BOOL,
+    FLOAT64,
+    NONE,
+    READER,
+    TAPE,
+    ArrayT,
+    ClosureT,
+    FunctionT,
+    TupleT,
+    Type,
+)
 
 
 @dataclass(frozen=True, repr=False)
@@ -173,6 +183,7 @@ def _fake_call(s, f, operands: list):
 
 def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     from adjoint.rules import lookup_callee
+
     from .infer_calls import call_rule_for
     if ctx.const(s.args[2], ()):
         ctx.fail("keyword arguments in a call of a function value with a rule")
@@ -252,6 +263,7 @@ def adjoint_ir(jf: Any, fwd: Any) -> IR:
             static[pid] = edges[fid]
     adj.meta["pop_types"] = types
     adj.meta["pop_static"] = static
+    adj.meta["forward_key"] = fwd.key  # whose dead tape slots its pops skip
     _ADJOINTS[key] = (jf, adj)
     return adj
 
@@ -430,7 +442,7 @@ def _seeded_dy(fc: FunctionGen, dy, cur, pb: CallPBT, seeds: list, want: TupleT)
     for p, t in enumerate(seeds):
         if t == NONE:
             continue
-        k = [k for k, slot in enumerate(pb.slots) if pb.nfree + slot == p][0]
+        k = next(k for k, slot in enumerate(pb.slots) if pb.nfree + slot == p)
         init = b.insert_value(init, b.extract_value(cur, k + 1), p)
     out = L.Constant(lltype(want), L.Undefined)
     out = b.insert_value(out, dy, 0)
@@ -461,7 +473,6 @@ def _register_updates() -> None:
     from .codegen_calls import CALL_CODEGEN
     from .infer import STATIC_CALLS
     from .infer_calls import call_rule
-    from .types import BOOL
     fn = _updates_float_array()
     if fn is None:
         return

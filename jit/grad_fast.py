@@ -179,4 +179,4 @@ def register() -> None:
         paths["llvm"] = paths["auto"] = fast_pullback
 
 
-__all__ = ["fast_pullback", "register", "TypingError", "ctypes"]
+__all__ = ["TypingError", "ctypes", "fast_pullback", "register"]

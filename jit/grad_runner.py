@@ -25,20 +25,45 @@ directly; anything else through a ctypes structure (`jit.codegen_entry`).
 from __future__ import annotations
 
 import ctypes
-import warnings
 from typing import Any
 
-import numpy as np
 from llvmlite import ir as L
 
 from . import runtime
 from .codegen import I32, I64, PTR, ModuleGen, lltype
-from .codegen_entry import (_LL_OF_CTYPE, _rebuild, _release, _return, contains_array,
-                            copy_array, ctype_of, flat_ctypes, out_leaves)
+from .codegen_entry import (
+    _LL_OF_CTYPE,
+    _rebuild,
+    _release,
+    _return,
+    contains_array,
+    copy_array,
+    ctype_of,
+    flat_ctypes,
+    out_leaves,
+)
 from .grad_calls import adjoint_ir
+from .grad_dead import check_adjoint, dead_pushes, decide
 from .infer import ENGINE, LiteralT
-from .types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, READER, STRINGS, TAPE,
-                    ArrayT, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, typeof)
+from .types import (
+    BOOL,
+    FLOAT64,
+    INT64,
+    INT64_MAX,
+    INT64_MIN,
+    NONE,
+    READER,
+    STRINGS,
+    TAPE,
+    ArrayT,
+    ClosureT,
+    FunctionT,
+    StrT,
+    TupleT,
+    Type,
+    TypingError,
+    typeof,
+)
 
 ENV_OFF, CHAIN_OFF, MARK_OFF = 40, 24, 32
 BLOCK_SLOT = 6          # ERRINFO index the forward entry stores its block address in
@@ -92,9 +117,9 @@ def block_free() -> Any:
 class NativeEnv:
     """The native block of one forward run; freed with this object."""
 
-    __slots__ = ("blk", "code", "args", "free", "__weakref__")
+    __slots__ = ("__weakref__", "args", "blk", "code", "free")
 
-    def __init__(self, blk: int, code: "ForwardCode", args: tuple) -> None:
+    def __init__(self, blk: int, code: ForwardCode, args: tuple) -> None:
         self.blk, self.code, self.args, self.free = blk, code, args, code.free
 
     def __del__(self) -> None:
@@ -311,10 +336,12 @@ class ForwardCode:
             raise TypingError(f"jit: {jf.forward.name} does not return (y, env)")
         self.env_t = self.typing.ret.elems[1]
         self.free = block_free()
+        dy_t = cotangent_type(self.typing.ret.elems[0], jf.inout)
+        adj_typing = ENGINE.infer(adjoint_ir(jf, self.typing), (READER, self.env_t, dy_t))
+        decide(self.typing, dead_pushes(self.typing, adj_typing))
         mg = ModuleGen(ENGINE, self.typing)
         entry = build_forward_entry(mg, self.typing, mg.build())
         # the adjoint for the usual dy goes into the same module: one LLVM compile
-        dy_t = cotangent_type(self.typing.ret.elems[0], jf.inout)
         adjoint = AdjointCode(self, dy_t, mg)
         self.llvm_text = str(mg.module)
         self.module = runtime.compile_ir(self.llvm_text)
@@ -338,13 +365,13 @@ class ForwardCode:
         site = runtime.SITES[runtime.ERRINFO[1]]
         raise NativeDeopt(f"{site.template} in compiled {site.func} at {site.file}:{site.line}")
 
-    def adjoint_for(self, dy: Any) -> "AdjointCode":
+    def adjoint_for(self, dy: Any) -> AdjointCode:
         code = self.adjoints.get(type(dy))
         if code is not None:
             return code
         return self.adjoint_for_type(typeof(dy))
 
-    def adjoint_for_type(self, dy_t: Type) -> "AdjointCode":
+    def adjoint_for_type(self, dy_t: Type) -> AdjointCode:
         code = self.adjoints.get(dy_t)
         if code is None:
             code = self.adjoints[dy_t] = AdjointCode(self, dy_t)
@@ -376,6 +403,7 @@ class AdjointCode:
         adj = adjoint_ir(fwd.jf, fwd.typing)
         self.dy_t = dy_t
         self.typing = ENGINE.infer(adj, (READER, fwd.env_t, dy_t))
+        check_adjoint(fwd.typing, self.typing)
         own = mg is None
         mg = mg or ModuleGen(ENGINE, self.typing)
         impl = mg.function(self.typing)

@@ -10,16 +10,16 @@ import math
 import warnings
 import weakref
 
-import numpy as np
-import pytest
-
-import adjoint
 import adjoint_examples as ex
 import corpus
-import jit
+import numpy as np
+import pytest
 import test_adjoint as T
-from jit.grad_backend import JitFallbackWarning
 from jit_grad_check import check_llvm, close
+
+import adjoint
+import jit
+from jit.grad_backend import JitFallbackWarning
 
 CASES, _ = corpus.load()
 RESULTS: dict = {}
@@ -77,7 +77,7 @@ def test_deep_recursion_raises_recursion_error():
 
 
 def test_jacobian_and_back_many_times():
-    y, back = adjoint.pullback(T.swaps, 0.7, 1.3, 4, backend="llvm")
+    _, back = adjoint.pullback(T.swaps, 0.7, 1.3, 4, backend="llvm")
     first = back(1.0)
     for _ in range(3):
         assert back(1.0) == first
@@ -91,7 +91,7 @@ def _block_words(back) -> int:
 
 
 def test_tape_is_released_with_back():
-    y, back = adjoint.pullback(ex.pow, 1.5, 50, backend="llvm")
+    _, back = adjoint.pullback(ex.pow, 1.5, 50, backend="llvm")
     env = weakref.ref(back.env)
     assert back(1.0)[0] == pytest.approx(50 * 1.5 ** 49, rel=1e-12)
     del back
@@ -102,7 +102,7 @@ def test_tape_is_released_with_back():
 def test_loop_tape_uses_16_bytes_per_iteration():
     """pow's loop records its edge and r per iteration: two 8-byte slots."""
     n = 10_000
-    y, back = adjoint.pullback(ex.pow, 1.0001, n, backend="llvm")
+    _, back = adjoint.pullback(ex.pow, 1.0001, n, backend="llvm")
     assert _block_words(back) * 8 <= 16 * n
 
 
@@ -187,7 +187,7 @@ def test_whole_array_operations_and_numpy_sum():
 def test_fast_path_matches_general_path():
     def f(x, n):
         return x ** 3 + n
-    y, back = adjoint.pullback(f, 1.5, 2, backend="llvm")
+    _, back = adjoint.pullback(f, 1.5, 2, backend="llvm")
     assert type(back).__name__ == "Back"  # the compiled shortcut
     assert back(1.0) == (3 * 1.5 ** 2, None)
     assert back(np.float64(2.0)) == (2 * 3 * 1.5 ** 2, None)  # general path for dy

@@ -1,0 +1,135 @@
+"""Analysis `induction`: loop counters the adjoint rebuilds instead of reading them
+from the tape.
+
+An *induction phi* is an integer phi `%i = φ (#out => %i0, #L => %j, ...)` of a block
+H in a CFG cycle whose every incoming value from a block of H's strongly connected
+component S is `%j = add(%i, c)`, `add(c, %i)` or `sub(%i, c)` for an int constant
+`c` (its *step* on that edge).  S is a maximal component, so it is entered at most
+once per call, through preds outside S, and `%i` changes inside S only by its steps.
+The adjoint therefore knows the value of `%i` at every point of S from its final
+value alone (one env slot): crossing a back edge #L -> H in reverse it subtracts
+that edge's step (exact: Python ints).  A value `add(%u, c)` / `sub(%u, c)` of a
+rebuildable `%u` defined in S is rebuilt by recomputing it where it is read: between
+its definition and any read in S no visit of H intervenes (H dominates the
+definition, which dominates the read).
+
+*Implied edges*: when H has exactly two predecessors, one outside S (#out) and one
+latch, and an induction phi of H has a nonzero step, that phi's value equals its
+entry value `%i0` exactly on the first visit; the adjoint tests that instead of
+recording H's dummy phi (when `%i0` is a constant or defined outside S).
+
+`rebuildable(ir, kinds)` returns an `Induction` (read by `adjoint.stacks` and
+`adjoint.reverse`).  The IR is not modified.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ssair import IR, Const, Var, cfg
+
+
+@dataclass
+class Induction:
+    """`phis`: induction phi -> (header id, {latch id: step}); `derived`: value ->
+    (op, operand, constant) for the recomputable `add`/`sub` of rebuildable values;
+    `scc`: block id -> component index; `implied`: header id -> (phi, entry pred,
+    latch, entry value) for headers whose dummy phi is not recorded."""
+
+    phis: dict = field(default_factory=dict)
+    derived: dict = field(default_factory=dict)
+    scc: dict = field(default_factory=dict)
+    implied: dict = field(default_factory=dict)
+
+    def can_rebuild(self, v: Any, where: dict, bid: int) -> bool:
+        """True when value `v`, read by a record of block `bid`, is rebuilt."""
+        if v not in self.phis and v not in self.derived:
+            return False
+        return self.scc.get(where.get(v)) == self.scc.get(bid)
+
+    def root(self, v: Var) -> Var:
+        while v in self.derived:
+            v = self.derived[v][1]
+        return v
+
+
+def rebuildable(ir: IR, kinds: Any) -> Induction:
+    out = Induction()
+    cyclic = cfg.blocks_in_cycles(ir)
+    out.scc = {b: k for k, comp in enumerate(cfg.strongly_connected_components(ir))
+               for b in comp}
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    where = def_blocks(ir)
+    preds = ir.predecessors()
+    for b in ir.blocks:
+        if b.id not in cyclic:
+            continue
+        for p in b.phis:
+            steps = _steps(p, b.id, preds[b.id], out.scc, defs, kinds)
+            if steps is not None:
+                out.phis[p.var] = (b.id, steps)
+    _derive(ir, out, where)
+    _implied(ir, out, preds, where)
+    return out
+
+
+def def_blocks(ir: IR) -> dict:
+    """Var -> id of the block defining it (arguments: the entry)."""
+    where = {a.var: ir.entry.id for a in ir.args}
+    for b in ir.blocks:
+        for d in b.definitions():
+            where[d.var] = b.id
+    return where
+
+
+def _steps(p, bid: int, preds: list, scc: dict, defs: dict, kinds: Any):
+    if kinds is None or kinds.kind(p.var) != "int" or p.name == "edge":
+        return None
+    steps = {}
+    for pred in preds:
+        if scc.get(pred) != scc[bid]:
+            continue
+        step = _step_of(defs.get(p.incoming.get(pred)), p.var)
+        if step is None:
+            return None
+        steps[pred] = step
+    return steps if steps else None
+
+
+def _step_of(s: Any, v: Var):
+    """c when `s` is `add(v, c)`, `add(c, v)` (-c for `sub(v, c)`), else None."""
+    if s is None or s.op not in ("add", "sub", "iadd", "isub") or s.kwargs:
+        return None
+    a, b = s.args
+    if b == v and s.op in ("add", "iadd"):
+        a, b = b, a
+    if a != v or not isinstance(b, Const) or type(b.value) is not int:
+        return None
+    return b.value if s.op in ("add", "iadd") else -b.value
+
+
+def _derive(ir: IR, out: Induction, where: dict) -> None:
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op not in ("add", "sub") or s.kwargs:
+                continue
+            u, c = s.args
+            if s.op == "add" and isinstance(u, Const):
+                u, c = c, u
+            ok = isinstance(c, Const) and type(c.value) is int
+            if ok and (u in out.phis or u in out.derived):
+                if out.scc[out.phis[out.root(u)][0]] == out.scc.get(b.id):
+                    out.derived[s.var] = (s.op, u, c)
+
+
+def _implied(ir: IR, out: Induction, preds: dict, where: dict) -> None:
+    dummies = ir.meta.get("dummy_phis", {})
+    for v, (h, steps) in out.phis.items():
+        if h not in dummies or h in out.implied or len(preds[h]) != 2 or len(steps) != 1:
+            continue
+        (latch, step), = steps.items()
+        entry = next(p for p in preds[h] if p != latch)
+        init = next(p for p in ir.block(h).phis if p.var == v).incoming[entry]
+        inside = isinstance(init, Var) and out.scc.get(where.get(init)) == out.scc[h]
+        if step != 0 and not inside and out.scc.get(entry) != out.scc[h]:
+            out.implied[h] = (v, entry, latch, init)
