@@ -96,6 +96,8 @@ def is_user_call(s) -> bool:
 
 
 def _containers(ir: IR) -> set:
+    """Lists and arrays made in the function, and their bound methods (`acc.append`
+    stores its argument into `acc`)."""
     out = set()
     for b in ir.blocks:
         for s in b.stmts:
@@ -105,7 +107,20 @@ def _containers(ir: IR) -> set:
                 name = getattr(s.args[0].value, "__name__", "")
                 if name in CONTAINER_CALLS:
                     out.add(s.var)
+            if _method_of(s) in out:
+                out.add(s.var)
     return out
+
+
+def _method_of(s):
+    """The receiver `obj` of `%m = getattr(obj, 'name')` (a bound method or other
+    attribute that may write into `obj`), or None."""
+    if s.op != "getattr" or not isinstance(s.args[0], Var):
+        return None
+    name = s.args[1]
+    if isinstance(name, Const) and name.value in SHAPE_ATTRS:
+        return None
+    return s.args[0]
 
 
 def _alias_groups(ir: IR) -> dict:
@@ -128,6 +143,9 @@ def _alias_groups(ir: IR) -> dict:
         for s in b.stmts:
             if s.op == "copy" and isinstance(s.args[0], Var):
                 union(s.var, s.args[0])
+            receiver = _method_of(s)
+            if receiver is not None:    # writing through a method writes the receiver
+                union(s.var, receiver)
     return {v: find(v) for v in list(parent)}
 
 
@@ -142,7 +160,7 @@ def _varied(ir: IR, varied: set) -> None:
             for d in b.definitions():
                 _varied_step(d, varied, containers, new, mutated)
         roots = {groups.get(v, v) for v in mutated}
-        new |= mutated | {v for v, g in groups.items() if g in roots}
+        new |= mutated | roots | {v for v, g in groups.items() if g in roots}
         if not new <= varied:
             varied |= new
             changed = True
@@ -185,6 +203,8 @@ def _useful(ir: IR, varied: set) -> set:
                 useful.add(s.args[0])
     captured = {s.var: _vars(s.args[1:]) for b in ir.blocks for s in b.stmts
                 if s.op == "make_closure"}
+    captured.update({s.var: [_method_of(s)] for b in ir.blocks for s in b.stmts
+                     if _method_of(s) is not None})
     changed = True
     while changed:
         changed = False

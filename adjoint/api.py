@@ -59,10 +59,28 @@ def register_backend(name: str, runner: Any) -> None:
     RUNNERS[name] = runner
 
 
+def _load_jit() -> None:
+    """Import `jit` once, which registers the llvm backend (kept lazy: `adjoint`
+    alone must not pay for llvmlite, and `jit` imports `adjoint`)."""
+    global _JIT_TRIED
+    if _JIT_TRIED:
+        return
+    _JIT_TRIED = True
+    try:
+        import jit  # noqa: F401
+    except ImportError:
+        pass
+
+
+_JIT_TRIED = False
+
+
 def _runners(name: str) -> list:
     """Runners to try in order for backend `name`."""
     if name not in BACKENDS:
         raise ValueError(f"pullback: unknown backend {name!r} (one of {BACKENDS})")
+    if name != "interp":
+        _load_jit()
     if name == "auto":
         return [RUNNERS[k] for k in ("llvm", "interp") if k in RUNNERS]
     if name not in RUNNERS:
@@ -132,6 +150,8 @@ def _prepare(f: Callable, args: tuple) -> tuple:
 
 def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
     """Run `f(*args)` recording a tape; return `(y, back)`."""
+    if backend != "interp":
+        _load_jit()
     fast = FAST_PATHS.get(backend)
     if fast is not None:    # the JIT's per-signature shortcut (jit.grad_fast)
         hit = fast(f, args)

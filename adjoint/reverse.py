@@ -30,6 +30,7 @@ from ssair import IR, Branch, Const, Goto, Return, Var
 from ssair.ssabuild import SSABuilder
 
 from .activity import Activity
+from .induction import def_blocks
 from .instrument import Record, where
 
 NONE = Const(None)
@@ -57,6 +58,11 @@ class _Ctx:
                          if s.op == "make_closure"}
         self.indexed = {r.operands[0] for recs in fwd.meta["records"].values()
                         for r in recs if r.kind in ("getitem", "setitem")}
+        self.ind = fwd.meta.get("induction")
+        self.rebuilt = fwd.meta.get("rebuilt", set())
+        self.where = def_blocks(fwd)
+        self.cur = None            # the adjoint block of the records being emitted
+        self.recomputed: dict = {}
 
     def emit(self, block, op: str, *args, line=None, kwargs=None) -> Var:
         return self.adj.push(block, op, *args, line=line, kwargs=kwargs)
@@ -67,9 +73,25 @@ class _Ctx:
             return v
         if v in self.local:
             return self.local[v]
+        if bid in self.cyclic and self.ind is not None and self.ind.can_rebuild(
+                v, self.where, bid):
+            return self.rebuild(v)
         if v not in self.env_vals:
             raise RuntimeError(f"adjoint: value {v} is not recorded for block #{bid}")
         return self.env_vals[v]
+
+    def rebuild(self, v: Var) -> Any:
+        """The value of loop counter `v` (or a constant offset of one) at the
+        current point of the adjoint (see `adjoint.induction`)."""
+        got = self.recomputed.get(v)
+        if got is None:
+            if v in self.ind.phis:
+                got = self.ssa.read(("counter", v), self.cur.id)
+            else:
+                op, u, c = self.ind.derived[v]
+                got = self.emit(self.cur, op, self.rebuild(u), c)
+            self.recomputed[v] = got
+        return got
 
     def read(self, v: Var, block) -> Any:
         return self.ssa.read(v, block.id)
@@ -91,6 +113,8 @@ def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
     ctx.adj.blocks = [entry]
     for k, v in enumerate(fwd.meta["env"]):
         ctx.env_vals[v] = ctx.emit(entry, "getitem", ctx.env, k)
+    for v in ctx.rebuilt:
+        ctx.ssa.write(("counter", v), entry.id, ctx.env_vals[v])
     _seed(ctx, entry, fwd.meta["ret"], fwd.meta.get("inout", ()))
     entry.term = Goto(ids[fwd.meta["exit"]])
     preds = fwd.predecessors()
@@ -136,7 +160,7 @@ def _seed(ctx: _Ctx, entry, ret, inout: tuple) -> None:
 
 def _adjoint_block(ctx: _Ctx, b, ids: dict, preds: list) -> None:
     a = _new_block(ctx, ids[b.id])
-    ctx.local = {}
+    ctx.local, ctx.cur, ctx.recomputed = {}, a, {}
     if b.id in ctx.cyclic:
         for v in reversed(ctx.fwd.meta["pushes"][b.id]):
             ctx.local[v] = ctx.emit(a, "pop", ctx.reader)
@@ -163,8 +187,7 @@ def _new_block(ctx: _Ctx, bid: int):
 
 def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
     """Branch on the recorded edge: eq-chain over the predecessors of b."""
-    d = ctx.alpha(ctx.fwd.meta["dummy_phis"][b.id], b.id)
-    routed = any(ctx.act.is_active(p.var) for p in b.phis)
+    routed = any(ctx.act.is_active(p.var) or p.var in ctx.rebuilt for p in b.phis)
     edges, targets = [], []
     for p in preds:
         if not routed:
@@ -175,6 +198,14 @@ def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
         e.term = Goto(ids[p])
         edges.append(e)
         targets.append(e.id)
+    implied = ctx.ind.implied.get(b.id) if ctx.ind is not None else None
+    if implied is not None:
+        v, entry, _, init = implied
+        first = ctx.emit(a, "eq", ctx.ssa.read(("counter", v), a.id), ctx.alpha(init, b.id))
+        a.term = Branch(first, targets[preds.index(entry)], targets[1 - preds.index(entry)])
+        _order_blocks(ctx, a, edges)
+        return
+    d = ctx.alpha(ctx.fwd.meta["dummy_phis"][b.id], b.id)
     test = a
     for k, p in enumerate(preds[:-1]):
         c = ctx.emit(test, "eq", d, Const(p))
@@ -205,6 +236,12 @@ def _route_phis(ctx: _Ctx, b, pred: int, blk) -> None:
         ctx.ssa.write(p.var, blk.id, NONE)
     for p, g in zip(phis, grads):
         ctx.add(p.incoming[pred], g, blk, line=p.line)
+    for p in b.phis:
+        step = ctx.ind.phis[p.var][1].get(pred) if p.var in ctx.rebuilt else None
+        if step is not None:   # back across a latch edge: the counter's previous value
+            now = ctx.ssa.read(("counter", p.var), blk.id)
+            op = "sub" if step > 0 else "add"
+            ctx.ssa.write(("counter", p.var), blk.id, ctx.emit(blk, op, now, Const(abs(step))))
 
 
 # -- pullbacks of single statements ----------------------------------------------------

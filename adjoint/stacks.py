@@ -15,7 +15,12 @@ Guarantees:
     definition does not dominate the exit is carried there through phis built with
     `ssair.ssabuild.SSABuilder` (`None` on paths where it was not defined: the
     adjoint only reads it on the path that defined it);
-  * `meta["cyclic"]` is the set of blocks in cycles.
+  * values the adjoint rebuilds (`meta["induction"]`, see `adjoint.induction`: loop
+    counters and constant offsets of them, read in their own component) are not
+    pushed; the counters' final values become env slots instead, as do the entry
+    values of the headers whose edge is implied (whose dummy phi is not pushed);
+  * `meta["cyclic"]` is the set of blocks in cycles, `meta["rebuilt"]` the counters
+    the adjoint rebuilds.
 The return value of the forward IR is therefore `(y, env)`.  The input is modified
 in place and returned.
 """
@@ -31,19 +36,28 @@ def emit_stacks(ir: IR) -> IR:
     where = _def_blocks(ir)
     dummies = ir.meta["dummy_phis"]
     records = ir.meta["records"]
-    pushes, env = {}, []
+    ind = ir.meta.get("induction")
+    implied = ind.implied if ind is not None else {}
+    pushes, env, roots = {}, [], []
     for b in ir.blocks:
-        values = ([dummies[b.id]] if b.id in dummies else [])
+        values = ([dummies[b.id]] if b.id in dummies and b.id not in implied else [])
         for rec in records.get(b.id, []):
             values += rec.recorded()
         values = list(dict.fromkeys(values))
+        if b.id in cyclic and ind is not None:
+            rebuilt = [v for v in values if ind.can_rebuild(v, where, b.id)]
+            roots += [ind.root(v) for v in rebuilt]
+            values = [v for v in values if v not in rebuilt]
         if b.id in cyclic:
             pushes[b.id] = [v for v in values if scc[where[v]] == scc[b.id]]
             tape = ir.meta["tape"]
             b.stmts += [Stmt(ir.new_var(), "push", [tape, v]) for v in pushes[b.id]]
             values = [v for v in values if scc[where[v]] != scc[b.id]]
         env += [v for v in values if v not in env]
-    ir.meta.update(cyclic=cyclic, pushes=pushes, env=env)
+    roots += [phi for phi, _, _, _ in implied.values()]
+    extra = roots + [init for _, _, _, init in implied.values() if isinstance(init, Var)]
+    env += [v for v in dict.fromkeys(extra) if v not in env]
+    ir.meta.update(cyclic=cyclic, pushes=pushes, env=env, rebuilt=set(roots))
     _return_env(ir, env)
     return ir
 

@@ -7,7 +7,9 @@ Pass order (each output verified with `ssair.verify`):
   1. `merge_returns`    one exit block, an entry without predecessors;
   2. `record_branches`  dummy phis in blocks with >= 2 predecessors;
   3. activity analysis  (`adjoint.activity.analyze`) on the result;
-  4. `instrument`       pullback records and alphas, `jcall`s, snapshots, `%tape`;
+  4. `instrument`       pullback records and alphas, `jcall`s, snapshots, `%tape`
+                        (scalar rule variants where operands are proven numbers);
+     `rebuildable`      loop counters the adjoint rebuilds (`adjoint.induction`);
   5. `emit_stacks`      pushes in cyclic blocks, env slots elsewhere, returns (y, env);
   6. `reverse`          the adjoint IR;
   7. cleanup            `simplifycfg` and `dce` on the adjoint IR.
@@ -48,6 +50,7 @@ from ssair import interpreter as interp
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
 from .activity import Activity, analyze
 from .branches import record_branches
+from .induction import rebuildable
 from .inplace import arg_types, canonical_inplace
 from .instrument import instrument
 from .merge_returns import merge_returns
@@ -117,7 +120,9 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     act = analyze(primal, active)
     refuse_active_cells(primal, act)
     inout = inout_args(primal, act, active)
-    fwd = instrument(primal, act, _kinds(primal, types))
+    kinds = _kinds(primal, types)
+    fwd = instrument(primal, act, kinds)
+    fwd.meta["induction"] = rebuildable(fwd, kinds)
     fwd.meta["inout"] = inout
     fwd.name = f"{ir.name}_forward"
     fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value
@@ -396,10 +401,25 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
         return y, RulePB(rule.pullback, args, kw, y, nops, bound)
     target = (lower_function(f), f, cells(f), False) if plain else _target(f)
     if target is None:
+        _refuse_opaque_write(f, pos, kw)
         return f(*pos, **kw), OpaquePB(f, nops)
     jf, args, slots, nfree, closure = resolve_call(target, pos, kw)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)
     return y, CallPB(jf, env, nfree, slots, closure)
+
+
+MUTABLE_RECEIVERS = (list, dict, set, bytearray, np.ndarray)
+
+
+def _refuse_opaque_write(f: Any, pos: tuple, kw: dict) -> None:
+    """A method without a rule that may store a differentiable value into its
+    receiver (`acc.append(x)`) would lose that value's cotangent: refuse it."""
+    owner = getattr(f, "__self__", None)
+    if not isinstance(owner, MUTABLE_RECEIVERS):
+        return
+    if any(is_differentiable(a) for a in pos + tuple(kw.values())):
+        name = f"method {type(owner).__name__}.{getattr(f, '__name__', '?')}"
+        raise missing_rule_error(name, " (it stores a differentiable value)")
 
 
 def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:

@@ -389,6 +389,7 @@ def _register_pullbacks() -> None:
                       (R.d_np_dot, {1: _d_dot11})):
         PULLBACK_IMPLS[id(pb)] = (pb, _by_first_array(impls))
     PULLBACK_IMPLS[id(M.d_pow)] = (M.d_pow, _pick_d_pow)
+    PULLBACK_IMPLS[id(M.d_hypot)] = (M.d_hypot, _pick_d_hypot)
 
 
 def _by_first_array(impls: dict):
@@ -403,6 +404,20 @@ def _pick_d_pow(argtypes):
     if len(argtypes) == 3 and is_float_array(argtypes[1]) and is_numeric(argtypes[2]):
         return {1: _d_pow_as1, 2: _d_pow_as2}[argtypes[1].ndim]
     return None
+
+
+def _d_hypot2(dy, y, a, b):
+    if y == 0:
+        return 0.0, 0.0
+    return dy * a / y, dy * b / y
+
+
+_d_hypot2.__module__ = "jit_array_impls"
+
+
+def _pick_d_hypot(argtypes):
+    """d_hypot(dy, y, *xs) is variadic; two coordinates get a fixed-arity version."""
+    return _d_hypot2 if len(argtypes) == 4 else None
 
 
 def pullback_impl(pb: Any, argtypes: list) -> Any:
@@ -441,6 +456,11 @@ def _register() -> None:
     def _t_same(ctx, s, ts):
         return _none_type()
     CALL_CODEGEN[same_length] = _cg_same_length
+    for check, bad, msg in ((check_modulus, 0, "pow() 3rd argument cannot be 0"),
+                            (check_invertible, 1,
+                             "base is not invertible for the given modulus")):
+        _call_rule(check)(lambda ctx, s, ts: _none_type())
+        CALL_CODEGEN[check] = _cg_value_check(bad == 0, msg)
     _register_pullbacks()
 
 
@@ -491,11 +511,68 @@ def _builtin_pow(a, b):
     return a ** b
 
 
-_builtin_pow.__module__ = "jit_array_impls"
+def check_modulus(m: int) -> None:
+    """CPython's ValueError for pow(a, b, 0) (compiled natively)."""
+    if m == 0:
+        raise ValueError("pow() 3rd argument cannot be 0")
+
+
+def check_invertible(g: int) -> None:
+    """CPython's ValueError when gcd(base, modulus) = g is not 1 (compiled natively)."""
+    if g != 1:
+        raise ValueError("base is not invertible for the given modulus")
+
+
+def _mulmod(x, y, n):
+    """x * y % n for 0 <= x, y < n without leaving int64 (doubling when n is large)."""
+    if n <= 3037000499:
+        return x * y % n
+    r = 0
+    while y > 0:
+        if y & 1:
+            r = r - (n - x) if r >= n - x else r + x
+        x = x - (n - x) if x >= n - x else x + x
+        y >>= 1
+    return r
+
+
+def _invmod(a, n):
+    """The inverse of a modulo n > 0 (extended Euclid), or CPython's ValueError."""
+    t, newt, r, newr = 0, 1, n, a
+    while newr != 0:
+        q = r // newr
+        t, newt = newt, t - q * newt
+        r, newr = newr, r - q * newr
+    check_invertible(r)
+    return t % n
+
+
+def _powmod(a, b, m):
+    """CPython's three-argument pow on integers: the result has the sign of m."""
+    check_modulus(m)
+    n = -m if m < 0 else m
+    a = a % n
+    if b < 0:
+        a = _invmod(a, n)
+        b = -b
+    r = 1 % n
+    while b > 0:
+        if b & 1:
+            r = _mulmod(r, a, n)
+        a = _mulmod(a, a, n)
+        b >>= 1
+    if m < 0 and r != 0:
+        r = r - n
+    return r
+
+
+for _f in (_builtin_pow, _mulmod, _invmod, _powmod):
+    _f.__module__ = "jit_array_impls"
 
 
 def _register_builtins() -> None:
-    """Two-argument `pow(a, b)` is `a ** b` (compiled as the `pow` primitive)."""
+    """Two-argument `pow(a, b)` is `a ** b` (compiled as the `pow` primitive); three
+    integer arguments run `_powmod` (modular exponentiation that stays in int64)."""
     import builtins
 
     from .infer_calls import CALL_RULES
@@ -504,6 +581,8 @@ def _register_builtins() -> None:
     def rule(ctx: Context, s, ts):
         if len(ts) == 2 and not s.kwargs:
             return impl_call(ctx, s, _builtin_pow, list(s.args[1:]))
+        if len(ts) == 3 and not s.kwargs and all(t in (INT64, BOOL) for t in ts):
+            return impl_call(ctx, s, _powmod, list(s.args[1:]))
         if plain is None:
             ctx.fail("pow() with a modulus is not compiled")
         return plain(ctx, s, ts)
@@ -525,6 +604,18 @@ def _cg_same_length(fc, s, ts):
     fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
                 "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
     return L.Constant(L.IntType(8), 0)
+
+
+def _cg_value_check(raise_on_zero: bool, msg: str):
+    """Codegen of check_modulus (raise when the operand is 0) and check_invertible
+    (raise when it is not 1)."""
+    def cg(fc, s, ts):
+        v = fc.get(s.args[1], INT64)
+        bad = fc.b.icmp_signed("==" if raise_on_zero else "!=", v,
+                               L.Constant(I64, 0 if raise_on_zero else 1))
+        fc.raise_if(bad, ValueError, msg, ())
+        return L.Constant(L.IntType(8), 0)
+    return cg
 
 
 _register()

@@ -174,9 +174,13 @@ def push_value(fc: FunctionGen, tape, v, t: Type) -> None:
 
 
 def push_words(fc: FunctionGen, tape, words: list) -> None:
-    """Append 64-bit words to the tape; the buffer grows (a call) only when full."""
+    """Append 64-bit words to the tape; the buffer grows (a call) only when full.
+    A module generator with its own tape layout (jit.cuda) supplies `push_words`."""
     if not words:
         return
+    own = getattr(fc.mg, "push_words", None)
+    if own is not None:
+        return own(fc, tape, words)
     b = fc.b
     lenp, capp = _field(fc, tape, 8), _field(fc, tape, 16)
     n = b.load(lenp, typ=I64)
@@ -247,6 +251,9 @@ def pop_words(fc: FunctionGen, reader, k: int) -> list:
     """Move `reader` back by `k` words and load them (in tape order)."""
     if not k:
         return []
+    own = getattr(fc.mg, "pop_words", None)
+    if own is not None:
+        return own(fc, reader, k)
     b = fc.b
     posp = _field(fc, reader, 8)
     new = b.sub(b.load(posp, typ=I64), L.Constant(I64, k))

@@ -356,7 +356,9 @@ def _t_rule_jback(ctx: Context, s, ts) -> Type:
     pb, dy, cur = ts[0], ts[2], ts[3]
     grads = ()
     if pb.rule is not None and dy != NONE:
-        target = ctx.engine.infer(lower_function(pb.rule.fn), (dy,) + pb.saved)
+        from .array_ops import pullback_impl  # the JIT's version of a rule, if any
+        fn = pullback_impl(pb.rule, (dy,) + pb.saved) or pb.rule.fn
+        target = ctx.engine.infer(lower_function(fn), (dy,) + pb.saved)
         ctx.typing.calls[s.var] = Call(target, [], pb.rule)
         if target.ret is None:
             return None

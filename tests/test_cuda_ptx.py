@@ -128,27 +128,9 @@ def test_primal_ptx_assembles(case):
         nvvm.ptxas_check(ptx, arch)
 
 
-def with_pop_types(f, active):
-    """Record the pop types on the adjoint of a function whose only cyclic block is
-    one loop (its pops are that block's pushes in reverse), as jit's tape tests do,
-    until the adjoint transform records them itself."""
-    from adjoint.transform import transform
-    from jit.infer import infer
-    from jit.types import FLOAT64, INT64, TAPE
-    jf = transform(lowering.lower(f), active, ("float64", "int64"))
-    ft = infer(jf.forward, (TAPE, FLOAT64, INT64))
-    pushes = [v for b in jf.forward.blocks
-              for v in reversed(jf.forward.meta["pushes"].get(b.id, []))]
-    pops = [s for b in jf.adjoint.blocks for s in b.stmts if s.op == "pop"]
-    assert len(pops) == len(pushes) > 0
-    jf.adjoint.meta.setdefault("pop_types", {s.var.id: ft.types[v]
-                                             for s, v in zip(pops, pushes)})
-
-
 @needs_nvvm
 @needs_ptxas
 def test_gradient_ptx_with_a_device_tape_assembles():
-    with_pop_types(pow_loop, (True, False))
     k = compile_gradient(pow_loop, operand_types((np.zeros(4), 3)))
     assert k.active == (0,)
     text = k.nvvm_ir
@@ -171,9 +153,6 @@ def test_gradient_ptx_without_tape_assembles():
 @needs_ptxas
 @pytest.mark.parametrize("case", [c for c in GRADIENT_CASES if c[0] not in (leaky, pow_loop)],
                          ids=_name)
-@pytest.mark.xfail(raises=(TypingError, lowering.UnsupportedError), strict=False,
-                   reason="needs pop types in the adjoint IR and JIT typing of jcall "
-                          "and some derivative rules (adjoint/JIT issues)")
 def test_gradient_ptx_assembles(case):
     f, args = case
     k = compile_gradient(f, operand_types(args))

@@ -6,8 +6,10 @@ device and run back to back in each thread.
                   grads = adjoint(reader, env, 1.0); store y and d y / d arg_k
 
 The forward and adjoint IR come from `adjoint.transform.transform` (what
-`adjoint.code_adjoint` prints); their typing from the JIT (`jit.infer`), which needs
-the adjoint to carry `meta["pop_types"]`.  The tape lives in device memory
+`adjoint.code_adjoint` prints); their typing and code from the CPU JIT's gradient
+machinery (`jit.grad_calls.adjoint_ir` for pop types, `jit.grad_dead` for dead tape
+slots, the `push`/`pop`/`jcall`/`jback` lowerings of `jit.codegen_tape` and
+`jit.grad_calls`), with only the tape's word moves replaced (`jit.cuda.tape`).  The tape lives in device memory
 (`jit.cuda.tape`); a launch whose threads needed more words than the buffer holds is
 retried once with the largest need, and the learnt capacity is kept on the kernel.
 """
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir as L
 
 from ..codegen import F64, I32, I64, lltype
-from ..infer import ENGINE, infer
+from ..infer import ENGINE
 from ..types import FLOAT64, INT64, NONE, READER, TAPE, TupleT, TypingError
 from .compile import DeviceKernel, refuse_arrays, typing_for
 from .kernel import KernelGen, KernelSpec
@@ -40,22 +42,29 @@ class GradientKernel(DeviceKernel):
 
 
 def _typings(f, operands: tuple) -> tuple:
+    """The typed forward and adjoint, exactly as the CPU JIT's pullback builds them
+    (jit.grad_runner.ForwardCode): pop types from `pop_of`, dead tape slots decided
+    before any code is generated, jcall/jback typed through jit.grad_calls."""
     from adjoint.transform import transform
+
+    from ..api import _load_tables
+    from ..grad_calls import adjoint_ir
+    from ..grad_dead import check_adjoint, dead_pushes, decide
+    from ..grad_runner import cotangent_type
+    _load_tables()
     argtypes = tuple(o.type for o in operands)
     primal = typing_for(f, argtypes)
     jf = transform(primal.source, tuple(t == FLOAT64 for t in argtypes),
                    tuple(str(t) for t in argtypes))
-    ft = infer(jf.forward, (TAPE,) + argtypes)
-    pops = any(s.op == "pop" for blk in jf.adjoint.blocks for s in blk.stmts)
-    if pops and "pop_types" not in jf.adjoint.meta:
-        raise TypingError(f"jit.cuda: the adjoint IR of {primal.ir.name} does not record "
-                          "the types of its pops (meta['pop_types']); gradient kernels "
-                          "need them")
+    ft = ENGINE.infer(jf.forward, (TAPE,) + argtypes)
     if not isinstance(ft.ret, TupleT) or ft.ret.elems[0] not in (FLOAT64, INT64):
         raise TypingError(f"jit.cuda: {primal.ir.name} must return a number for "
                           f"map_gradient, not {ft.ret}")
-    at = infer(jf.adjoint, (READER, ft.ret.elems[1], FLOAT64))
-    return ENGINE.table.get(ft.key, ft), ENGINE.table.get(at.key, at)
+    dy_t = cotangent_type(ft.ret.elems[0], jf.inout)
+    at = ENGINE.infer(adjoint_ir(jf, ft), (READER, ft.ret.elems[1], dy_t))
+    decide(ft, dead_pushes(ft, at))
+    check_adjoint(ft, at)
+    return ft, at
 
 
 def build_gradient(f, operands: tuple) -> GradientKernel:

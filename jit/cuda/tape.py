@@ -14,29 +14,23 @@ and a reader is a 2-word record `[address of hdr, pos]`.  Both travel as `i64*`
 Overflow.  `push` always advances `len` but writes only while `len + k <= cap`, so a
 thread never writes out of bounds; after the forward, a thread whose `len` exceeds
 `cap` raises its need into `@zy_tape_need` (atomic max) and skips its adjoint.  The
-launcher then retries with `cap = need` (jit.cuda.gradient).  The same encoding of
-values in words as on the CPU (`jit.codegen_tape`: floats bit-cast, bools widened)
-is reused.
+launcher then retries with `cap = need` (jit.cuda.gradient).
+
+Only the word moves are device-specific: `DeviceModuleGen.push_words/pop_words`
+route `jit.codegen_tape`'s hooks here, so the CPU lowering of `push`, `pop`,
+`jcall` and `jback` (batched runs, constant and dead slots, callee envs on the
+shared tape, the encoding of values in words) is the one that runs.
 """
 from __future__ import annotations
 
 from llvmlite import ir as L
 
 from ..codegen import I64, FunctionGen
-from ..codegen_tape import _flatten, _rebuild, tape_leaves
-from .target import DEVICE_CODEGEN, GLOBAL_AS, DeviceModuleGen
+from .target import GLOBAL_AS, DeviceModuleGen
 
 TAPE_NEED = "zy_tape_need"
 WORD_PTR = L.PointerType(I64)
 HDR_WORDS, READER_WORDS = 4, 2
-
-
-def device_codegen(*ops: str):
-    def deco(fn):
-        for op in ops:
-            DEVICE_CODEGEN[op] = fn
-        return fn
-    return deco
 
 
 def _word(b: L.IRBuilder, base, k: int):
@@ -49,34 +43,27 @@ def _slot(b: L.IRBuilder, hdr, index):
     return b.gep(base, [b.mul(index, b.load(_word(b, hdr, 1)))])
 
 
-@device_codegen("push")
-def _dev_push(fc: FunctionGen, s, ts):
+def push_words(fc: FunctionGen, hdr, words: list) -> None:
+    """Append words to the thread's tape: `len` always advances, the words are
+    written only while they fit (the kernel checks `len <= cap` afterwards)."""
     b = fc.b
-    hdr = fc.get(s.args[0])
-    words = _flatten(fc, fc.get(s.args[1]), ts[1])
-    if not words:
-        return
     n = b.load(_word(b, hdr, 2))
     end = b.add(n, L.Constant(I64, len(words)))
     b.store(end, _word(b, hdr, 2))
     with b.if_then(b.icmp_signed("<=", end, b.load(_word(b, hdr, 3)))):
         for k, w in enumerate(words):
             b.store(w, _slot(b, hdr, b.add(n, L.Constant(I64, k))))
-    return
 
 
-@device_codegen("pop")
-def _dev_pop(fc: FunctionGen, s, ts):
+def pop_words(fc: FunctionGen, reader, k: int) -> list:
+    """Move the reader back by `k` words and load them (in tape order)."""
     b = fc.b
-    reader = fc.get(s.args[0])
-    k = len(tape_leaves(s.type))
     new = b.sub(b.load(_word(b, reader, 1)), L.Constant(I64, k))
     fc.raise_if(b.icmp_signed("<", new, L.Constant(I64, 0)), RuntimeError,
                 "adjoint: tape read past its start (forward and adjoint disagree)")
     b.store(new, _word(b, reader, 1))
     hdr = b.inttoptr(b.load(_word(b, reader, 0)), WORD_PTR)
-    words = [b.load(_slot(b, hdr, b.add(new, L.Constant(I64, i)))) for i in range(k)]
-    return _rebuild(fc, words, s.type)
+    return [b.load(_slot(b, hdr, b.add(new, L.Constant(I64, i)))) for i in range(k)]
 
 
 def need_global(mg: DeviceModuleGen) -> L.GlobalVariable:

@@ -15,7 +15,8 @@ hooks:
     `llvm.s{add,sub,mul}.with.overflow.i64`, so that only operations NVVM documents
     are emitted;
   * a native call depth of `DEVICE_MAX_DEPTH` (a GPU thread's stack is small);
-  * the tape primitives lower to a per-thread device tape (`jit.cuda.tape`).
+  * the tape's word moves (`push_words`, `pop_words`, the hooks of
+    `jit.codegen_tape`) use a per-thread device tape (`jit.cuda.tape`).
 
 `finish_module` adds the `nvvm.annotations` (kernels) and `nvvmir.version` metadata.
 """
@@ -37,8 +38,6 @@ DEVICE_MAX_DEPTH = 64
 ERRINFO_NAME = "zy_errinfo"
 ERRINFO_WORDS = 8
 GLOBAL_AS = 1
-# Device-only lowerings that replace the CPU's for the same primitive (jit.cuda.tape).
-DEVICE_CODEGEN: dict = {}
 
 # libm / LLVM-intrinsic name -> libdevice function
 LIBDEVICE = {name: f"__nv_{name}" for name in (
@@ -61,7 +60,6 @@ class DeviceModuleGen(ModuleGen):
 
     def __init__(self, engine, root) -> None:
         super().__init__(engine, root)
-        from . import tape  # noqa: F401  (fills DEVICE_CODEGEN)
         self.module.triple = TRIPLE
         self.module.data_layout = DATALAYOUT
         self.kernels: list = []
@@ -105,9 +103,13 @@ class DeviceModuleGen(ModuleGen):
             return self._checked_arith(m.group(1))
         raise TypingError(f"jit.cuda: the intrinsic {name!r} is not supported on the device")
 
-    def lowering(self, op: str):
-        fn = DEVICE_CODEGEN.get(op)
-        return fn if fn is not None else super().lowering(op)
+    def push_words(self, fc, tape, words: list) -> None:
+        from .tape import push_words
+        push_words(fc, tape, words)
+
+    def pop_words(self, fc, reader, k: int) -> list:
+        from .tape import pop_words
+        return pop_words(fc, reader, k)
 
     # -- helpers -------------------------------------------------------------
     def _checked_arith(self, op: str) -> L.Function:

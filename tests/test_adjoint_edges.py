@@ -1,0 +1,39 @@
+"""Edge cases of the user API found by probing it as a user would."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import adjoint
+
+
+def appends(x):
+    acc = []
+    for i in range(3):
+        acc.append(x * i)
+    return acc[0] + acc[1] + acc[2]
+
+
+def test_method_storing_a_differentiable_value_is_refused_not_zero():
+    """`acc.append(x)` has no rule: the gradient must not silently be 0."""
+    with pytest.raises(TypeError, match="list.append"):
+        adjoint.gradient(appends, 2.0, backend="interp")
+
+
+def test_method_on_non_differentiable_values_still_runs():
+    def f(x, n):
+        idx = []
+        for i in range(n):
+            idx.append(i)
+        return x * len(idx)
+    assert adjoint.gradient(f, 2.0, 4, backend="interp") == (4.0, None)
+
+
+def test_llvm_backend_needs_no_explicit_jit_import():
+    code = ("import adjoint\n"
+            "def f(x):\n    return x * x\n"
+            "y, back = adjoint.pullback(f, 3.0, backend='llvm')\n"
+            "assert back(1.0) == (6.0,)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
