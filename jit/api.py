@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import inspect
 import weakref
 
 import numpy as np
@@ -265,11 +266,25 @@ def dispatcher_for(func: Any) -> Dispatcher:
 def jit(func: Any) -> Callable:
     """Compile `func` (a Python function or an `ssair.IR`) on first call per signature."""
     d = dispatcher_for(func)
-    call = _entry_for(d, _fixed_arity(func))
+    arity = _fixed_arity(func)
+    call = _entry_for(d, arity)
+    if arity is None and not isinstance(func, IR):
+        call = _binding_entry(func, call)
     if not isinstance(func, IR):
         functools.update_wrapper(call, func)
     call.dispatcher = d
     call.py_func = func
+    return call
+
+
+def _binding_entry(func: Any, positional: Callable) -> Callable:
+    """Keywords and defaults bound as Python binds them, then the positional entry."""
+    sig = inspect.signature(func)
+
+    def call(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return positional(*bound.arguments.values())
     return call
 
 
