@@ -8,10 +8,13 @@ component S is `%j = add(%i, c)`, `add(c, %i)` or `sub(%i, c)` for an int consta
 once per call, through preds outside S, and `%i` changes inside S only by its steps.
 The adjoint therefore knows the value of `%i` at every point of S from its final
 value alone (one env slot): crossing a back edge #L -> H in reverse it subtracts
-that edge's step (exact: Python ints).  A value `add(%u, c)` / `sub(%u, c)` of a
-rebuildable `%u` defined in S is rebuilt by recomputing it where it is read: between
-its definition and any read in S no visit of H intervenes (H dominates the
-definition, which dominates the read).
+that edge's step (exact: Python ints).  A scalar `add`, `sub`, `mul` or `neg` in S
+of constants, rebuildable values and invariants (defined outside S, so one value per
+call: env slots) is rebuilt by recomputing it where it is read (the same operation
+on the same operands: the same bits): between its definition and any read in S no
+visit of H intervenes (H dominates the definition, which dominates the read).
+Element reads `a[i]` are not recomputed: a caller may write into `a` after this
+function returns and before its adjoint runs.
 
 *Implied edges*: when H has exactly two predecessors, one outside S (#out) and one
 latch, and an induction phi of H has a nonzero step, that phi's value equals its
@@ -32,7 +35,7 @@ from ssair import IR, Const, Var, cfg
 @dataclass
 class Induction:
     """`phis`: induction phi -> (header id, {latch id: step}); `derived`: value ->
-    (op, operand, constant) for the recomputable `add`/`sub` of rebuildable values;
+    (op, operands, leaves) for the recomputable values (see `_derive`);
     `scc`: block id -> component index; `implied`: header id -> (phi, entry pred,
     latch, entry value) for headers whose dummy phi is not recorded."""
 
@@ -40,6 +43,8 @@ class Induction:
     derived: dict = field(default_factory=dict)
     scc: dict = field(default_factory=dict)
     implied: dict = field(default_factory=dict)
+    cyclic: set = field(default_factory=set)
+    kinds: Any = None
 
     def can_rebuild(self, v: Any, where: dict, bid: int) -> bool:
         """True when value `v`, read by a record of block `bid`, is rebuilt."""
@@ -47,15 +52,14 @@ class Induction:
             return False
         return self.scc.get(where.get(v)) == self.scc.get(bid)
 
-    def root(self, v: Var) -> Var:
-        while v in self.derived:
-            v = self.derived[v][1]
-        return v
+    def leaves(self, v: Var) -> list:
+        """The counters and invariants (env slots) rebuilding `v` reads."""
+        return self.derived[v][2] if v in self.derived else [v]
 
 
 def rebuildable(ir: IR, kinds: Any) -> Induction:
-    out = Induction()
-    cyclic = cfg.blocks_in_cycles(ir)
+    out = Induction(kinds=kinds)
+    out.cyclic = cyclic = cfg.blocks_in_cycles(ir)
     out.scc = {b: k for k, comp in enumerate(cfg.strongly_connected_components(ir))
                for b in comp}
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
@@ -108,18 +112,63 @@ def _step_of(s: Any, v: Var):
     return b.value if s.op in ("add", "iadd") else -b.value
 
 
+_RECOMPUTE = ("add", "sub", "mul", "neg")
+
+
 def _derive(ir: IR, out: Induction, where: dict) -> None:
+    """Scalar `add`/`sub`/`mul`/`neg` in a cycle whose operands are constants,
+    counters or recomputable values of the same component, or invariants (defined
+    outside it, never written into): rebuilt, not pushed."""
+    written = _written(ir, out.kinds)
+    changed = True
+    while changed:
+        changed = False
+        for b in ir.blocks:
+            for s in b.stmts:
+                if s.var in out.derived or s.op not in _RECOMPUTE or s.kwargs:
+                    continue
+                if not out.kinds.is_scalar(s.var) or b.id not in out.cyclic:
+                    continue
+                leaves = _leaves(out, s.args, out.scc[b.id], where, written)
+                if leaves is not None:
+                    out.derived[s.var] = (s.op, list(s.args), leaves)
+                    changed = True
+
+
+def _leaves(out: Induction, args: list, comp: int, where: dict, written: set):
+    """The counters and invariants `args` are computed from, or None."""
+    leaves = []
+    for a in args:
+        if isinstance(a, Const):
+            continue
+        if a in out.phis and out.scc[out.phis[a][0]] == comp:
+            leaves.append(a)
+        elif a in out.derived and out.scc.get(where.get(a)) == comp:
+            leaves += out.derived[a][2]
+        elif out.scc.get(where.get(a)) != comp and a not in written:
+            leaves.append(a)
+        else:
+            return None
+    return leaves
+
+
+def _ruled(s: Any) -> bool:
+    """A call of a library function in the rule table (which never writes into
+    its arguments: `len`, `math.exp`, `np.sum`, ...)."""
+    from .rules import lookup_callee
+    f = s.args[0] if s.op == "call" else None
+    return isinstance(f, Const) and lookup_callee(f.value) is not None
+
+
+def _written(ir: IR, kinds: Any) -> set:
+    """Values an array write or a transformed call may change."""
+    out = set(ir.meta.get("mutated", ()))
     for b in ir.blocks:
         for s in b.stmts:
-            if s.op not in ("add", "sub") or s.kwargs:
-                continue
-            u, c = s.args
-            if s.op == "add" and isinstance(u, Const):
-                u, c = c, u
-            ok = isinstance(c, Const) and type(c.value) is int
-            if ok and (u in out.phis or u in out.derived):
-                if out.scc[out.phis[out.root(u)][0]] == out.scc.get(b.id):
-                    out.derived[s.var] = (s.op, u, c)
+            if s.op in ("jcall", "call", "setitem") and not _ruled(s):
+                out.update(a for a in s.operands()
+                           if isinstance(a, Var) and not kinds.is_scalar(a))
+    return out
 
 
 def _implied(ir: IR, out: Induction, preds: dict, where: dict) -> None:

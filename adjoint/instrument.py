@@ -25,7 +25,7 @@ from typing import Any, Optional
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
-from .rules import Rule, lookup_callee, lookup_op, missing_rule_error
+from .rules import Rule, lookup_callee, lookup_op, missing_rule_error, scalar_variant
 
 
 @dataclass
@@ -134,9 +134,9 @@ def _instrument_stmt(ir, bid, s, act, tape, mutated, recs, kinds=None) -> list:
         rec.alpha = {s.args[k]: s.args[k] for k in sorted(pos) if isinstance(s.args[k], Var)}
         recs.append(rec)
         return [s]
-    if rule.scalar is not None and kinds is not None and not s.kwargs and all(
+    if rule.scalar and kinds is not None and not s.kwargs and all(
             kinds.is_scalar(a) for a in s.args):
-        rule = rule.scalar
+        rule = scalar_variant(rule, tuple(act.is_active(a) for a in s.args))
     return _rule_record(ir, bid, s, rule, list(s.args), {}, mutated, recs, act)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ssair import IR, Branch, Const, Goto, Return, Var
+from ssair import IR, Branch, Const, Goto, Return, Var, cfg
 from ssair.ssabuild import SSABuilder
 
 from .activity import Activity
@@ -83,13 +83,17 @@ class _Ctx:
     def rebuild(self, v: Var) -> Any:
         """The value of loop counter `v` (or a constant offset of one) at the
         current point of the adjoint (see `adjoint.induction`)."""
+        if not isinstance(v, Var):
+            return v
         got = self.recomputed.get(v)
         if got is None:
-            if v in self.ind.phis:
+            if v in self.rebuilt:
                 got = self.ssa.read(("counter", v), self.cur.id)
+            elif v in self.ind.derived:
+                op, args, _ = self.ind.derived[v]
+                got = self.emit(self.cur, op, *[self.rebuild(a) for a in args])
             else:
-                op, u, c = self.ind.derived[v]
-                got = self.emit(self.cur, op, self.rebuild(u), c)
+                got = self.env_vals[v]     # an invariant
             self.recomputed[v] = got
         return got
 
@@ -120,6 +124,8 @@ def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
     preds = fwd.predecessors()
     for b in reversed(fwd.blocks):
         _adjoint_block(ctx, b, ids, preds[b.id])
+    live = cfg.reachable(ctx.adj)    # the other detours of a silent join
+    ctx.adj.blocks = [blk for blk in ctx.adj.blocks if blk.id in live]
     ctx.ssa.finish()
     _drop_copies(ctx)
     return ctx.adj
@@ -187,6 +193,9 @@ def _new_block(ctx: _Ctx, bid: int):
 
 def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
     """Branch on the recorded edge: eq-chain over the predecessors of b."""
+    if b.id in ctx.fwd.meta.get("silent", ()):   # every edge's adjoint is the same
+        a.term = Goto(ids[preds[0]])
+        return
     routed = any(ctx.act.is_active(p.var) or p.var in ctx.rebuilt for p in b.phis)
     edges, targets = [], []
     for p in preds:

@@ -66,7 +66,8 @@ class Rule:
     emit: Optional[str] = None
     needs: Optional[Callable] = None   # (active mask: tuple of bool) -> set of positions
     varied: bool = True                # False: the result never carries a cotangent
-    scalar: Optional["Rule"] = None    # the variant for operands that are numbers
+    scalar: tuple = ()                 # variants for operands that are numbers
+    when: Optional[Callable] = None    # a variant's condition on the active mask
 
     @property
     def differentiable(self) -> bool:
@@ -147,14 +148,25 @@ def defmethod(cls: type, name: str, fn: Callable, uses_result: bool = False) -> 
     return rule
 
 
-def scalar_rule(key: Any, needs: Callable, uses_result: bool = False):
-    """Decorator: attach a scalar variant to the rule of op name `key` (defined
-    before); `needs(active)` gives the operand positions the variant reads."""
+def scalar_rule(key: Any, needs: Callable, when: Optional[Callable] = None):
+    """Decorator: add a scalar variant to the rule of op name `key` (defined
+    before); `needs(active)` gives the operand positions the variant reads; a
+    variant with `when` applies only where `when(active)` holds (the first that
+    applies is used)."""
     def deco(fn: Callable) -> Pullback:
-        pb = Pullback(fn, uses_result)
-        OP_RULES[key].scalar = Rule(key, pullback=pb, needs=needs)
+        pb = Pullback(fn)
+        rule = OP_RULES[key]
+        rule.scalar = rule.scalar + (Rule(key, pullback=pb, needs=needs, when=when),)
         return pb
     return deco
+
+
+def scalar_variant(rule: Rule, active: tuple) -> Rule:
+    """The scalar variant of `rule` for this active mask, or `rule` itself."""
+    for v in rule.scalar:
+        if v.when is None or v.when(active):
+            return v
+    return rule
 
 
 def no_operands(active: tuple) -> set:

@@ -102,6 +102,12 @@ def d_pow(dy, x, y):
     return gx, gy
 
 
+@scalar_rule("pow", lambda act: {0, 1} if act[0] else set(), when=lambda act: not act[1])
+def d_pow_base(dy, x, y):
+    """`x ** y` with a constant (or integer) exponent: no log(x) for dy/dy."""
+    return (0.0 if y == 0 else dy * y * x ** (y - 1)), 0.0
+
+
 def _d_pow_array(dy, x, y):
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     gx = np.where(y == 0, 0.0, dy * y * x ** np.where(y == 0, 1.0, y - 1))

@@ -19,6 +19,7 @@ Guarantees:
     counters and constant offsets of them, read in their own component) are not
     pushed; the counters' final values become env slots instead, as do the entry
     values of the headers whose edge is implied (whose dummy phi is not pushed);
+    the dummy phis of `meta["silent"]` joins are not recorded at all;
   * `meta["cyclic"]` is the set of blocks in cycles, `meta["rebuilt"]` the counters
     the adjoint rebuilds.
 The return value of the forward IR is therefore `(y, env)`.  The input is modified
@@ -38,15 +39,17 @@ def emit_stacks(ir: IR) -> IR:
     records = ir.meta["records"]
     ind = ir.meta.get("induction")
     implied = ind.implied if ind is not None else {}
+    silent = ir.meta.get("silent", set())
     pushes, env, roots = {}, [], []
     for b in ir.blocks:
-        values = ([dummies[b.id]] if b.id in dummies and b.id not in implied else [])
+        unneeded = b.id in implied or b.id in silent
+        values = ([dummies[b.id]] if b.id in dummies and not unneeded else [])
         for rec in records.get(b.id, []):
             values += rec.recorded()
         values = list(dict.fromkeys(values))
         if b.id in cyclic and ind is not None:
             rebuilt = [v for v in values if ind.can_rebuild(v, where, b.id)]
-            roots += [ind.root(v) for v in rebuilt]
+            roots += [leaf for v in rebuilt for leaf in ind.leaves(v)]
             values = [v for v in values if v not in rebuilt]
         if b.id in cyclic:
             pushes[b.id] = [v for v in values if scc[where[v]] == scc[b.id]]
@@ -57,7 +60,8 @@ def emit_stacks(ir: IR) -> IR:
     roots += [phi for phi, _, _, _ in implied.values()]
     extra = roots + [init for _, _, _, init in implied.values() if isinstance(init, Var)]
     env += [v for v in dict.fromkeys(extra) if v not in env]
-    ir.meta.update(cyclic=cyclic, pushes=pushes, env=env, rebuilt=set(roots))
+    counters = {v for v in roots if v in ind.phis} if ind is not None else set()
+    ir.meta.update(cyclic=cyclic, pushes=pushes, env=env, rebuilt=counters)
     _return_env(ir, env)
     return ir
 

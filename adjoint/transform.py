@@ -10,6 +10,7 @@ Pass order (each output verified with `ssair.verify`):
   4. `instrument`       pullback records and alphas, `jcall`s, snapshots, `%tape`
                         (scalar rule variants where operands are proven numbers);
      `rebuildable`      loop counters the adjoint rebuilds (`adjoint.induction`);
+     `silent_joins`     joins whose edge the adjoint does not need (`adjoint.branches`);
   5. `emit_stacks`      pushes in cyclic blocks, env slots elsewhere, returns (y, env);
   6. `reverse`          the adjoint IR;
   7. cleanup            `simplifycfg` and `dce` on the adjoint IR.
@@ -49,7 +50,7 @@ from ssair import interpreter as interp
 
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
 from .activity import Activity, analyze
-from .branches import record_branches
+from .branches import record_branches, silent_joins
 from .induction import rebuildable
 from .inplace import arg_types, canonical_inplace
 from .instrument import instrument
@@ -123,6 +124,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     kinds = _kinds(primal, types)
     fwd = instrument(primal, act, kinds)
     fwd.meta["induction"] = rebuildable(fwd, kinds)
+    fwd.meta["silent"] = silent_joins(fwd, act)
     fwd.meta["inout"] = inout
     fwd.name = f"{ir.name}_forward"
     fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value

@@ -32,6 +32,7 @@ from .codegen import ModuleGen
 from .codegen_entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
                             flat_ctypes, is_direct, unbox_expr)
 from .infer import ENGINE, Typing, infer, lower_function
+from .fastcall import native_wrapper
 from .types import (FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, BOOL, ClosureT,
                     FunctionT, OpaqueT, TupleT, TypingError, typeof)
 
@@ -69,7 +70,9 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None) -> C
     mod = runtime.compile_ir(text)
     addr = runtime.function_address(entry.name)
     wrapper = make_wrapper(t, addr, fallback, reroute)
-    return Compiled(t, text, mod, entry.name, wrapper)
+    fail = _failure(t, fallback)
+    native = native_wrapper(t, addr, wrapper, lambda *args: fail(args))
+    return Compiled(t, text, mod, entry.name, native or wrapper)
 
 
 def _check_signature(t: Typing) -> None:

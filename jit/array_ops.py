@@ -18,7 +18,9 @@ broadcast: they raise ValueError, as numpy does for other mismatched shapes.
 """
 from __future__ import annotations
 
+import inspect
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -168,11 +170,27 @@ def _pairwise(a, lo, n):
 
 
 def _sum1(a):
-    return _pairwise(a, 0, a.shape[0])
+    n = a.shape[0]
+    return _pairwise(a, 0, n) if n > 0 else 0.0  # numpy's identity for an empty sum
+
+
+def _at(a, m, k):
+    """Element k of a C-contiguous 2-D array with m columns, in flat order."""
+    return a[k // m, k % m]
+
+
+_NS["_at"] = _at
+_pairwise_flat = _make(re.sub(r"a\[([^\]]+)\]", r"_at(a, cols, \1)",
+                              inspect.getsource(_pairwise))
+                       .replace("def _pairwise(a, lo, n)", "def _pairwise_flat(a, cols, lo, n)")
+                       .replace("_pairwise(a, ", "_pairwise_flat(a, cols, "), "_pairwise_flat")
 
 
 def _sum2(a):
+    """numpy sums a C-contiguous array as one flat run, others row by row."""
     n, m = a.shape
+    if n * m > 0 and a.strides[1] == 8 and a.strides[0] == 8 * m:
+        return _pairwise_flat(a, m, 0, n * m)
     s = 0.0
     for i in range(n):
         s += _pairwise(a[i], 0, m)
@@ -284,7 +302,7 @@ def _assign_as2(a, v):
             a[i, j] = v
 
 
-for _f in (_d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign_as2,
+for _f in (_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign_as2,
            _pairwise, _sum1, _sum2, _mean1, _mean2, _dot11, _full1, _full2, _d_sum1,
            _d_sum2, _d_mean1, _d_mean2, _d_dot11):
     _f.__module__ = "jit_array_impls"
@@ -456,11 +474,6 @@ def _register() -> None:
     def _t_same(ctx, s, ts):
         return _none_type()
     CALL_CODEGEN[same_length] = _cg_same_length
-    for check, bad, msg in ((check_modulus, 0, "pow() 3rd argument cannot be 0"),
-                            (check_invertible, 1,
-                             "base is not invertible for the given modulus")):
-        _call_rule(check)(lambda ctx, s, ts: _none_type())
-        CALL_CODEGEN[check] = _cg_value_check(bad == 0, msg)
     _register_pullbacks()
 
 
@@ -511,68 +524,12 @@ def _builtin_pow(a, b):
     return a ** b
 
 
-def check_modulus(m: int) -> None:
-    """CPython's ValueError for pow(a, b, 0) (compiled natively)."""
-    if m == 0:
-        raise ValueError("pow() 3rd argument cannot be 0")
-
-
-def check_invertible(g: int) -> None:
-    """CPython's ValueError when gcd(base, modulus) = g is not 1 (compiled natively)."""
-    if g != 1:
-        raise ValueError("base is not invertible for the given modulus")
-
-
-def _mulmod(x, y, n):
-    """x * y % n for 0 <= x, y < n without leaving int64 (doubling when n is large)."""
-    if n <= 3037000499:
-        return x * y % n
-    r = 0
-    while y > 0:
-        if y & 1:
-            r = r - (n - x) if r >= n - x else r + x
-        x = x - (n - x) if x >= n - x else x + x
-        y >>= 1
-    return r
-
-
-def _invmod(a, n):
-    """The inverse of a modulo n > 0 (extended Euclid), or CPython's ValueError."""
-    t, newt, r, newr = 0, 1, n, a
-    while newr != 0:
-        q = r // newr
-        t, newt = newt, t - q * newt
-        r, newr = newr, r - q * newr
-    check_invertible(r)
-    return t % n
-
-
-def _powmod(a, b, m):
-    """CPython's three-argument pow on integers: the result has the sign of m."""
-    check_modulus(m)
-    n = -m if m < 0 else m
-    a = a % n
-    if b < 0:
-        a = _invmod(a, n)
-        b = -b
-    r = 1 % n
-    while b > 0:
-        if b & 1:
-            r = _mulmod(r, a, n)
-        a = _mulmod(a, a, n)
-        b >>= 1
-    if m < 0 and r != 0:
-        r = r - n
-    return r
-
-
-for _f in (_builtin_pow, _mulmod, _invmod, _powmod):
-    _f.__module__ = "jit_array_impls"
+_builtin_pow.__module__ = "jit_array_impls"
 
 
 def _register_builtins() -> None:
     """Two-argument `pow(a, b)` is `a ** b` (compiled as the `pow` primitive); three
-    integer arguments run `_powmod` (modular exponentiation that stays in int64)."""
+    integer arguments run `jit.array_more.powmod` (stays in int64)."""
     import builtins
 
     from .infer_calls import CALL_RULES
@@ -582,7 +539,8 @@ def _register_builtins() -> None:
         if len(ts) == 2 and not s.kwargs:
             return impl_call(ctx, s, _builtin_pow, list(s.args[1:]))
         if len(ts) == 3 and not s.kwargs and all(t in (INT64, BOOL) for t in ts):
-            return impl_call(ctx, s, _powmod, list(s.args[1:]))
+            from .array_more import powmod
+            return impl_call(ctx, s, powmod, list(s.args[1:]))
         if plain is None:
             ctx.fail("pow() with a modulus is not compiled")
         return plain(ctx, s, ts)
@@ -604,18 +562,6 @@ def _cg_same_length(fc, s, ts):
     fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
                 "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
     return L.Constant(L.IntType(8), 0)
-
-
-def _cg_value_check(raise_on_zero: bool, msg: str):
-    """Codegen of check_modulus (raise when the operand is 0) and check_invertible
-    (raise when it is not 1)."""
-    def cg(fc, s, ts):
-        v = fc.get(s.args[1], INT64)
-        bad = fc.b.icmp_signed("==" if raise_on_zero else "!=", v,
-                               L.Constant(I64, 0 if raise_on_zero else 1))
-        fc.raise_if(bad, ValueError, msg, ())
-        return L.Constant(L.IntType(8), 0)
-    return cg
 
 
 _register()

@@ -145,9 +145,10 @@ def _cg_getattr(fc: FunctionGen, s, ts):
         return L.Constant(I64, nd)
     if name == "size":
         return shape(fc, arr, 0) if nd == 1 else fc.b.mul(shape(fc, arr, 0), shape(fc, arr, 1))
+    field_of = stride if name == "strides" else shape
     out = L.Constant(lltype(s.type), L.Undefined)
     for k in range(nd):
-        out = fc.b.insert_value(out, shape(fc, arr, k), k)
+        out = fc.b.insert_value(out, field_of(fc, arr, k), k)
     return out
 
 

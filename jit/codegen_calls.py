@@ -19,7 +19,8 @@ from llvmlite import ir as L
 
 from .codegen import F64, I1, I64, FunctionGen
 from .codegen_array import allocate, array_dtype, shape, shape_operands
-from .codegen_scalar import _isfinite, _isinf, checked, fintrinsic, float_compare, truth
+from .codegen_scalar import (_isfinite, _isinf, checked, fintrinsic, float_compare,
+                             maybe_nonfinite, truth)
 from .infer_calls import MATH_BINARY, MATH_UNARY, _range_step_callee
 from .types import BOOL, FLOAT64, INT64, ArrayT, TupleT
 
@@ -50,7 +51,13 @@ def libm(fc: FunctionGen, name: str, args: list) -> L.Value:
 
 
 def math_checks(fc: FunctionGen, args: list, r, can_overflow: bool) -> None:
-    """CPython's is_error/math_1 checks after a libm call."""
+    """CPython's is_error/math_1 checks after a libm call (only when the result is
+    infinite or NaN: the common case costs one multiply and one compare)."""
+    with fc.b.if_then(maybe_nonfinite(fc, r), likely=False):
+        _exact_math_checks(fc, args, r, can_overflow)
+
+
+def _exact_math_checks(fc: FunctionGen, args: list, r, can_overflow: bool) -> None:
     b = fc.b
     arg_nan = L.Constant(I1, 0)
     finite = L.Constant(I1, 1)

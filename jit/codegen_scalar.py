@@ -185,9 +185,17 @@ def float_pow(fc: FunctionGen, iv, iw) -> L.Value:
     fc.deopt_if(b.and_(b.and_(finite, b.fcmp_ordered("<", iv, ZERO_F)), fractional),
                 "negative number raised to a fractional power is complex")
     r = b.call(fc.mg.extern("pow", F64, [F64, F64]), [iv, iw])
-    fc.raise_if(b.and_(finite, _isinf(fc, r)), OverflowError,
-                "(34, 'Numerical result out of range')")
+    with b.if_then(maybe_nonfinite(fc, r), likely=False):  # the exact test, off the hot path
+        fc.raise_if(b.and_(finite, _isinf(fc, r)), OverflowError,
+                    "(34, 'Numerical result out of range')")
     return r
+
+
+def maybe_nonfinite(fc: FunctionGen, r) -> L.Value:
+    """True when `r` is infinite or NaN, as `r * 0.0` unordered: one multiply and one
+    compare in SSE registers (LLVM turns `fabs(r) == inf` into integer bit tests)."""
+    z = fc.b.fmul(r, ZERO_F)
+    return fc.b.fcmp_unordered("uno", z, z)
 
 
 def _isfinite(fc: FunctionGen, x) -> L.Value:

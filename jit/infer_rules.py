@@ -201,6 +201,7 @@ ARRAY_ATTRS = {
     "shape": lambda a: TupleT((INT64,) * a.ndim),
     "ndim": lambda a: INT64,
     "size": lambda a: INT64,
+    "strides": lambda a: TupleT((INT64,) * a.ndim),
 }
 
 

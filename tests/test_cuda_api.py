@@ -148,8 +148,6 @@ def test_map_gradient_matches_the_interpreter():
 
 @needs_gpu
 def test_tape_overflow_retries_with_the_measured_need():
-    from test_cuda_ptx import with_pop_types
-    with_pop_types(pow_loop, (True, False))
     x = np.linspace(0.9, 1.1, 1000)
     y, (g, gn) = jit.cuda.map_gradient(pow_loop, x, 200)
     np.testing.assert_allclose(y, x ** 200, rtol=1e-12)

@@ -10,7 +10,6 @@ import pytest
 from cuda_cases import CASES, GRADIENT_CASES, leaky, pow_loop
 
 import jit
-import lowering
 from jit.cuda import nvvm
 from jit.cuda.compile import compile_map, operand_types
 from jit.cuda.gradient import compile_gradient
@@ -139,6 +138,15 @@ def test_gradient_ptx_with_a_device_tape_assembles():
     assert re.search(r'call i32 @"pow_loop_adjoint\.\d+"', text)
     assemble(k.ptx("sm_80"))
     nvvm.ptxas_check(k.ptx("sm_90"), "sm_90")
+
+
+def test_gradient_kernel_calls_the_callees_forward_and_adjoint():
+    """jcall/jback lower as on the CPU (jit.grad_calls): the callee's env goes on the
+    thread's tape, its adjoint is a device function of the same module."""
+    text = compile_gradient(CASES[2][0], operand_types(CASES[2][1])).nvvm_ir
+    assert re.search(r'define [^\n@]*@"_sq_forward\.\d+"', text)
+    assert re.search(r'call i32 @"_sq_adjoint\.\d+"', text)
+    assert check_typed(text, "test") == text
 
 
 @needs_nvvm

@@ -25,10 +25,10 @@ from ..infer import ENGINE
 from ..types import FLOAT64, INT64, NONE, READER, TAPE, TupleT, TypingError
 from .compile import DeviceKernel, refuse_arrays, typing_for
 from .kernel import KernelGen, KernelSpec
-from .tape import TAPE_NEED, WORD_PTR, ThreadTape
+from .tape import TAPE_NEED, WORD_PTR, ThreadTape, forward_words
 from .target import DeviceModuleGen, check_typed, nvvm_dialect
 
-INITIAL_CAP = 64  # tape words per thread before the first launch has measured the need
+INITIAL_CAP = 64  # words per thread for loops/calls before a launch has measured the need
 TAPE_BUDGET = 1 << 30  # bytes of tape buffer: fewer threads rather than more memory
 
 
@@ -81,7 +81,14 @@ def build_gradient(f, operands: tuple) -> GradientKernel:
     _GradientBody(mg, spec, fwd, adj, ft, at, active).emit()
     mg.finish_module()
     text = check_typed(nvvm_dialect(str(mg.module)), f"the gradient kernel of {ft.ir.name}")
-    return GradientKernel(ft, spec, text, active=active)
+    return GradientKernel(ft, spec, text, active=active, tape_cap=first_capacity(ft))
+
+
+def first_capacity(ft) -> int:
+    """Tape words per thread for the first launch: the forward's exact bound when it
+    has one (no loop records, no user calls), else that part plus INITIAL_CAP."""
+    words, bounded = forward_words(ft)
+    return max(words, 1) if bounded else words + INITIAL_CAP
 
 
 class _GradientBody:

@@ -14,7 +14,9 @@ and a reader is a 2-word record `[address of hdr, pos]`.  Both travel as `i64*`
 Overflow.  `push` always advances `len` but writes only while `len + k <= cap`, so a
 thread never writes out of bounds; after the forward, a thread whose `len` exceeds
 `cap` raises its need into `@zy_tape_need` (atomic max) and skips its adjoint.  The
-launcher then retries with `cap = need` (jit.cuda.gradient).
+launcher then retries with `cap = need` (jit.cuda.gradient).  The first `cap` comes
+from the typed forward (`forward_words`): exact when nothing is recorded in a loop or
+a user call, else that part plus a default the first launch corrects.
 
 Only the word moves are device-specific: `DeviceModuleGen.push_words/pop_words`
 route `jit.codegen_tape`'s hooks here, so the CPU lowering of `push`, `pop`,
@@ -25,7 +27,14 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
+from ssair.cfg import blocks_in_cycles
+
 from ..codegen import I64, FunctionGen
+from ..codegen_tape import tape_leaves
+from ..grad_calls import RulePBT, static_phis
+from ..grad_dead import decide
+from ..infer import ENGINE
+from ..types import TupleT
 from .target import GLOBAL_AS, DeviceModuleGen
 
 TAPE_NEED = "zy_tape_need"
@@ -64,6 +73,37 @@ def pop_words(fc: FunctionGen, reader, k: int) -> list:
     b.store(new, _word(b, reader, 1))
     hdr = b.inttoptr(b.load(_word(b, reader, 0)), WORD_PTR)
     return [b.load(_slot(b, hdr, b.add(new, L.Constant(I64, i)))) for i in range(k)]
+
+
+def _stmt_words(ft, s, skip: set):
+    """Tape words one forward statement pushes, or None when it is not bounded
+    statically (a jcall of a user function: its env and its own pushes)."""
+    if s.op == "push":
+        v = s.args[1]
+        if getattr(v, "id", None) in skip:
+            return 0
+        return len(tape_leaves(ENGINE.operand_type(ft, v)))
+    if s.op != "jcall":
+        return 0
+    pbt = ft.types[s.var].elems[1]
+    return len(tape_leaves(TupleT(pbt.saved))) if isinstance(pbt, RulePBT) else None
+
+
+def forward_words(ft) -> tuple:
+    """(words, bounded): an upper bound of the words the typed forward `ft` pushes
+    outside cycles, and whether that bounds the whole forward (no push in a cycle,
+    no call of a user function).  The gradient kernel's first tape capacity."""
+    skip = set(static_phis(ft)) | set(decide(ft, frozenset()))
+    cyclic = blocks_in_cycles(ft.ir)
+    total, bounded = 0, True
+    for blk in ft.ir.blocks:
+        for st in blk.stmts:
+            k = _stmt_words(ft, st, skip)
+            if k is None or (k and blk.id in cyclic):
+                bounded = False
+            elif k:
+                total += k
+    return total, bounded
 
 
 def need_global(mg: DeviceModuleGen) -> L.GlobalVariable:

@@ -1,0 +1,131 @@
+"""Native call wrappers for scalar signatures: a METH_FASTCALL builtin whose C body
+is LLVM IR, so `f(x, y)` on floats and ints costs no ctypes marshalling.
+
+For a compiled function whose arguments and result are float64 / int64, the
+wrapper built here (`native_wrapper(t, addr, slow, fail)`) does, natively:
+  1. check the argument count and each argument's exact class (`float`: read
+     `ob_fval`; `int`: PyLong_AsLongLongAndOverflow, an int beyond int64 is slow);
+  2. call the compiled entry at `addr`;
+  3. if the status word (runtime.ERRINFO[0]) is set, return `fail(*args)` (the Python
+     wrapper's error / deoptimisation path); else box the result
+     (PyFloat_FromDouble / PyLong_FromLongLong).
+Anything unexpected (wrong count or class) calls `slow(*args)`, the Python wrapper,
+which gives the exact behaviour.  The object layout (ob_type at 8, ob_fval at 16) is
+checked at import; where it differs, no native wrapper is built.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+from typing import Any, Callable, Optional
+
+from llvmlite import ir as L
+
+from . import runtime
+from .types import FLOAT64, INT64
+
+I8P = L.IntType(8).as_pointer()
+I64 = L.IntType(64)
+F64 = L.DoubleType()
+I32 = L.IntType(32)
+METH_FASTCALL = 0x80
+_COUNTER = itertools.count()
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p),
+                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
+
+def _addr(name: str) -> int:
+    return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+
+
+def _layout_ok() -> bool:
+    x = 1.25
+    try:
+        return (ctypes.c_void_p.from_address(id(x) + 8).value == id(float)
+                and ctypes.c_double.from_address(id(x) + 16).value == 1.25)
+    except (ValueError, OSError):  # pragma: no cover
+        return False
+
+
+LAYOUT_OK = _layout_ok()
+_NEW = ctypes.pythonapi.PyCFunction_NewEx
+_NEW.restype = ctypes.py_object
+_NEW.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+
+
+def _fnptr(b: L.IRBuilder, addr: int, ret: L.Type, args: list, var_arg: bool = False):
+    ty = L.FunctionType(ret, args, var_arg=var_arg)
+    return b.inttoptr(L.Constant(I64, addr), ty.as_pointer()), ty
+
+
+def _call_py(b: L.IRBuilder, target: Any, args, n: int) -> L.Value:
+    """PyObject_CallFunctionObjArgs(target, args[0], ..., args[n - 1], NULL)."""
+    fn, ty = _fnptr(b, _addr("PyObject_CallFunctionObjArgs"), I8P, [I8P], var_arg=True)
+    objs = [b.load(b.gep(args, [L.Constant(I64, i)])) for i in range(n)]
+    callee = b.inttoptr(L.Constant(I64, id(target)), I8P)
+    return b.call(fn, [callee] + objs + [L.Constant(I8P, None)])
+
+
+def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
+    """The float or int64 in `obj`, branching to `slow_block` on another class."""
+    cls = b.load(b.bitcast(b.gep(obj, [L.Constant(I64, 8)]), I64.as_pointer()))
+    want = id(float) if t == FLOAT64 else id(int)
+    ok = fn.append_basic_block("ok")
+    b.cbranch(b.icmp_unsigned("==", cls, L.Constant(I64, want)), ok, slow_block)
+    b.position_at_end(ok)
+    if t == FLOAT64:
+        return b.load(b.bitcast(b.gep(obj, [L.Constant(I64, 16)]), F64.as_pointer()))
+    conv, ty = _fnptr(b, _addr("PyLong_AsLongLongAndOverflow"), I64, [I8P, I32.as_pointer()])
+    v = b.call(conv, [obj, ovf])
+    fits = fn.append_basic_block("fits")
+    b.cbranch(b.icmp_signed("==", b.load(ovf), L.Constant(I32, 0)), fits, slow_block)
+    b.position_at_end(fits)
+    return v
+
+
+def _module(t: Any, addr: int, slow: Callable, fail: Callable, name: str) -> str:
+    mod = L.Module(name=name)
+    fn = L.Function(mod, L.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]), name=name)
+    _, args, nargs = fn.args
+    b = L.IRBuilder(fn.append_basic_block("entry"))
+    slow_block, err_block = fn.append_basic_block("slow"), fn.append_basic_block("error")
+    n = len(t.argtypes)
+    ovf = b.alloca(I32)
+    count = b.and_(nargs, L.Constant(I64, (1 << 63) - 1))  # less PY_VECTORCALL_ARGUMENTS_OFFSET
+    start = fn.append_basic_block("start")
+    b.cbranch(b.icmp_signed("==", count, L.Constant(I64, n)), start, slow_block)
+    b.position_at_end(start)
+    vals = [_unbox(fn, b, b.load(b.gep(args, [L.Constant(I64, i)])), a, slow_block, ovf)
+            for i, a in enumerate(t.argtypes)]
+    ret = F64 if t.ret == FLOAT64 else I64
+    native, ty = _fnptr(b, addr, ret, [F64 if a == FLOAT64 else I64 for a in t.argtypes])
+    r = b.call(native, vals)
+    status = b.load(b.inttoptr(L.Constant(I64, runtime.ERRINFO_ADDR), I64.as_pointer()))
+    done = fn.append_basic_block("done")
+    b.cbranch(b.icmp_signed("!=", status, L.Constant(I64, 0)), err_block, done)
+    b.position_at_end(done)
+    box, bty = _fnptr(b, _addr("PyFloat_FromDouble" if t.ret == FLOAT64 else
+                               "PyLong_FromLongLong"), I8P, [ret])
+    b.ret(b.call(box, [r]))
+    for block, target in ((slow_block, slow), (err_block, fail)):
+        b.position_at_end(block)
+        b.ret(_call_py(b, target, args, n))
+    return str(mod)
+
+
+def native_wrapper(t: Any, addr: int, slow: Callable, fail: Callable) -> Optional[Callable]:
+    """A builtin calling the compiled entry at `addr` (see the module docstring), or
+    None when the signature is not all float64/int64 scalars."""
+    if not LAYOUT_OK or t.ret not in (FLOAT64, INT64) or not t.argtypes:
+        return None
+    if any(a not in (FLOAT64, INT64) for a in t.argtypes):
+        return None
+    name = f"zy_fast_{next(_COUNTER)}"
+    runtime.compile_ir(_module(t, addr, slow, fail, name))
+    cname = ctypes.c_char_p(t.ir.name.encode())
+    mdef = _MethodDef(cname.value, runtime.function_address(name), METH_FASTCALL, None)
+    keep = (mdef, cname, slow, fail)  # `self` of the builtin: keeps all of these alive
+    return _NEW(ctypes.addressof(mdef), keep, None)

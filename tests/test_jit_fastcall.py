@@ -1,0 +1,78 @@
+"""The native call wrapper of scalar signatures (jit.fastcall): same results, errors,
+fallbacks and reference counts as the Python wrapper it stands in front of."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import jit
+from jit import fastcall
+
+
+def scale(a, n):
+    return a * n
+
+
+def recip(x):
+    return 1.0 / x
+
+
+def imul(n, m):
+    return n * m
+
+
+def _native(f, *args):
+    g = jit.jit(f)
+    g(*args)
+    return g, list(g.dispatcher.fast.values())
+
+
+def test_scalar_signature_gets_a_builtin():
+    if not fastcall.LAYOUT_OK:
+        pytest.skip("object layout differs")
+    _, wrappers = _native(recip, 2.0)
+    assert type(wrappers[0]).__name__ == "builtin_function_or_method"
+
+
+def test_values_and_types():
+    f, g = jit.jit(scale), jit.jit(imul)
+    assert f(2.0, 3) == 6.0 and type(f(2.0, 3)) is float
+    assert f(2, 3.0) == 6.0 and f(True, 2) == 2 and type(f(True, 2)) is int
+    assert g(3, 4) == 12 and type(g(3, 4)) is int
+
+
+def test_ints_beyond_int64_and_overflow_fall_back():
+    f, g = jit.jit(scale), jit.jit(imul)
+    g(1, 1)
+    assert g(2 ** 62, 4) == 2 ** 64
+    assert g(2 ** 40, 2 ** 40) == 2 ** 80
+    assert g(-5, 2 ** 80) == -5 * 2 ** 80
+    f(2.0, 3)
+    assert f(2.0, 2 ** 70) == 2.0 * 2 ** 70
+
+
+def test_errors_are_cpythons_and_repeatable():
+    f = jit.jit(recip)
+    assert f(4.0) == 0.25
+    for _ in range(100):
+        with pytest.raises(ZeroDivisionError):
+            f(0.0)
+    assert f(2.0) == 0.5
+
+
+def test_wrong_arity_raises_type_error():
+    f = jit.jit(recip)
+    f(1.0)
+    with pytest.raises(TypeError):
+        f(1.0, 2.0)
+
+
+def test_reference_counts_are_stable():
+    f = jit.jit(recip)
+    x = 2.5
+    f(x)
+    before = sys.getrefcount(x)
+    for _ in range(1000):
+        f(x)
+    assert sys.getrefcount(x) == before
