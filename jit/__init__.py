@@ -22,4 +22,5 @@ from .grad_fast import register as _register_fast  # noqa: E402
 _register_fast()
 from . import array_ops  # noqa: E402,F401  (whole-array operations as compiled loops)
 from . import array_more  # noqa: E402,F401  (more library calls as compiled loops)
+from . import numbers_more  # noqa: E402,F401  (round(x, n), min/max pullbacks)
 from . import strings  # noqa: E402,F401  (str values chosen by branches)

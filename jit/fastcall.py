@@ -63,7 +63,7 @@ def _fnptr(b: L.IRBuilder, addr: int, ret: L.Type, args: list, var_arg: bool = F
 
 def _call_py(b: L.IRBuilder, target: Any, args, n: int) -> L.Value:
     """PyObject_CallFunctionObjArgs(target, args[0], ..., args[n - 1], NULL)."""
-    fn, ty = _fnptr(b, _addr("PyObject_CallFunctionObjArgs"), I8P, [I8P], var_arg=True)
+    fn, _ = _fnptr(b, _addr("PyObject_CallFunctionObjArgs"), I8P, [I8P], var_arg=True)
     objs = [b.load(b.gep(args, [L.Constant(I64, i)])) for i in range(n)]
     callee = b.inttoptr(L.Constant(I64, id(target)), I8P)
     return b.call(fn, [callee] + objs + [L.Constant(I8P, None)])
@@ -78,7 +78,7 @@ def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
     b.position_at_end(ok)
     if t == FLOAT64:
         return b.load(b.bitcast(b.gep(obj, [L.Constant(I64, 16)]), F64.as_pointer()))
-    conv, ty = _fnptr(b, _addr("PyLong_AsLongLongAndOverflow"), I64, [I8P, I32.as_pointer()])
+    conv, _ = _fnptr(b, _addr("PyLong_AsLongLongAndOverflow"), I64, [I8P, I32.as_pointer()])
     v = b.call(conv, [obj, ovf])
     fits = fn.append_basic_block("fits")
     b.cbranch(b.icmp_signed("==", b.load(ovf), L.Constant(I32, 0)), fits, slow_block)
@@ -101,13 +101,13 @@ def _module(t: Any, addr: int, slow: Callable, fail: Callable, name: str) -> str
     vals = [_unbox(fn, b, b.load(b.gep(args, [L.Constant(I64, i)])), a, slow_block, ovf)
             for i, a in enumerate(t.argtypes)]
     ret = F64 if t.ret == FLOAT64 else I64
-    native, ty = _fnptr(b, addr, ret, [F64 if a == FLOAT64 else I64 for a in t.argtypes])
+    native, _ = _fnptr(b, addr, ret, [F64 if a == FLOAT64 else I64 for a in t.argtypes])
     r = b.call(native, vals)
     status = b.load(b.inttoptr(L.Constant(I64, runtime.ERRINFO_ADDR), I64.as_pointer()))
     done = fn.append_basic_block("done")
     b.cbranch(b.icmp_signed("!=", status, L.Constant(I64, 0)), err_block, done)
     b.position_at_end(done)
-    box, bty = _fnptr(b, _addr("PyFloat_FromDouble" if t.ret == FLOAT64 else
+    box, _ = _fnptr(b, _addr("PyFloat_FromDouble" if t.ret == FLOAT64 else
                                "PyLong_FromLongLong"), I8P, [ret])
     b.ret(b.call(box, [r]))
     for block, target in ((slow_block, slow), (err_block, fail)):

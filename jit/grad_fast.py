@@ -104,8 +104,13 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
     if many:
         env["buf"] = buf = (ctypes.c_double * sum(g == FLOAT64 for g in gtypes))()
         env["baddr"] = ctypes.addressof(buf)
+    nfwd, nadj = _native_pair(jf, argtypes, code, fwd_cf, adj_cf, many)
+    if nadj is not None:
+        env["adj_cf"] = nadj
     back_cls = _back_class(env, argtypes, gtypes, many)
     names = [f"a{i}" for i in range(len(args))]
+    if nfwd is not None:
+        return _native_forward(env, back_cls, nfwd, jf, names)
     checks = [f"{INT64_MIN} <= {n} <= {INT64_MAX}" for n, t in zip(names, argtypes)
               if t == INT64]
     sig = ", ".join(names)
@@ -117,6 +122,60 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
               "        except NativeDeopt:", "            return None",
               "    return y, Back(blk, (" + sig + ("," if len(names) == 1 else "") + "))"]
     env.update(Back=back_cls, NativeDeopt=NativeDeopt)
+    exec(compile("\n".join(lines), f"<jit fast pullback {jf.primal.name}>", "exec"), env)
+    return env["forward"]
+
+
+def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any,
+                 many: bool) -> tuple:
+    """Native (jit.fastcall) wrappers of the forward and adjoint entries where their C
+    signatures are all float64/int64 scalars; (None, None) elsewhere."""
+    from types import SimpleNamespace
+
+    from .fastcall import native_wrapper
+    kinds = {ctypes.c_double: FLOAT64, ctypes.c_int64: INT64, ctypes.c_void_p: INT64}
+    fargs = [kinds.get(c) for c in fwd_cf.argtypes]
+    fret = kinds.get(fwd_cf.restype)
+    if (None in fargs or fret is None or len(fargs) != len(argtypes) or many
+            or list(adj_cf.argtypes) != [ctypes.c_void_p, ctypes.c_double]
+            or adj_cf.restype is not ctypes.c_double):
+        return None, None
+
+    def fwd_error(*args):
+        try:
+            code._failed(runtime.ERRINFO[BLOCK_SLOT])  # raises the error, or NativeDeopt
+        except NativeDeopt:
+            pass
+        return _DEOPT
+
+    def adj_slow(blk, dy):
+        r = adj_cf(blk, dy)
+        if runtime.ERRINFO[0]:
+            _adjoint_failed()
+        return r
+
+    def adj_error(*args):
+        _adjoint_failed()
+    name = jf.primal.name
+    nfwd = native_wrapper(SimpleNamespace(argtypes=tuple(fargs), ret=fret,
+                                          ir=SimpleNamespace(name=name)),
+                          ctypes.cast(fwd_cf, ctypes.c_void_p).value,
+                          lambda *a: _DEOPT, fwd_error)
+    nadj = native_wrapper(SimpleNamespace(argtypes=(INT64, FLOAT64), ret=FLOAT64,
+                                          ir=SimpleNamespace(name=name)),
+                          ctypes.cast(adj_cf, ctypes.c_void_p).value, adj_slow, adj_error)
+    return nfwd, nadj
+
+
+_DEOPT = object()   # a native forward's "run the general path" answer
+
+
+def _native_forward(env: dict, back_cls: type, nfwd: Any, jf: Any, names: list) -> Any:
+    sig = ", ".join(names)
+    env.update(Back=back_cls, nfwd=nfwd, DEOPT=_DEOPT)
+    lines = [f"def forward({sig}):", f"    y = nfwd({sig})",
+             "    if y is DEOPT: return None",
+             f"    return y, Back(err[{BLOCK_SLOT}], ({sig}{',' if len(names) == 1 else ''}))"]
     exec(compile("\n".join(lines), f"<jit fast pullback {jf.primal.name}>", "exec"), env)
     return env["forward"]
 

@@ -2,6 +2,7 @@
 fallbacks and reference counts as the Python wrapper it stands in front of."""
 from __future__ import annotations
 
+import math
 import sys
 
 import pytest
@@ -76,3 +77,32 @@ def test_reference_counts_are_stable():
     for _ in range(1000):
         f(x)
     assert sys.getrefcount(x) == before
+
+
+def ratio_log(x, y):
+    return x / y + math.log(x)
+
+
+def square_times(n, x):
+    return n * n * x
+
+
+def test_native_pullback_matches_interpreter():
+    import adjoint
+    for args in [(2.0, 4.0), (0.5, -3.0)]:
+        y, back = adjoint.pullback(ratio_log, *args, backend="llvm")
+        yi, bi = adjoint.pullback(ratio_log, *args, backend="interp")
+        assert y == yi and back(1.0) == bi(1.0) and back(2.5) == bi(2.5)
+    for n in (3, 2 ** 40, 2 ** 70):
+        y, back = adjoint.pullback(square_times, n, 1.5, backend="llvm")
+        assert y == square_times(n, 1.5) and back(1.0) == (None, float(n * n))
+
+
+def test_native_pullback_errors_are_cpythons():
+    import adjoint
+    with pytest.raises(ZeroDivisionError):
+        adjoint.pullback(ratio_log, 2.0, 0.0, backend="llvm")
+    with pytest.raises(ValueError, match="math domain error"):
+        adjoint.pullback(ratio_log, -1.0, 2.0, backend="llvm")
+    y, back = adjoint.pullback(ratio_log, 2.0, 4.0, backend="llvm")
+    assert back(1.0) == (0.75, -0.125)

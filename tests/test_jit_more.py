@@ -6,9 +6,9 @@ import random
 
 import numpy as np
 import pytest
+from jit_grad_check import check_llvm
 
 import jit
-from jit_grad_check import check_llvm
 
 
 def _outcome(f, *args):
