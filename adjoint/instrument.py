@@ -66,6 +66,7 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     out.args.insert(0, Arg(tape, "tape"))
     out.nfree = 0
     out.meta["tape"] = tape
+    _refuse_view_writes(out, act)
     mutated = _mutated(out, act)
     out.meta["mutated"] = mutated
     records = {}
@@ -77,6 +78,70 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
         records[b.id] = recs
     out.meta["records"] = records
     return out
+
+
+VIEW_ATTRS = frozenset({"T", "real", "imag", "flat", "mT"})
+VIEW_CALLS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
+                        "expand_dims", "diagonal", "view", "asarray", "atleast_1d",
+                        "atleast_2d", "broadcast_to", "flip", "fliplr", "flipud"})
+
+
+def _refuse_view_writes(ir: IR, act: Activity) -> None:
+    """`row = m[i]; row[0] = v` writes into `m` through a view, which the recorded
+    old values cannot follow: refuse it instead of giving a wrong gradient."""
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    phis = {p.var: p for b in ir.blocks for p in b.phis}
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op != "setitem" or not isinstance(s.args[0], Var):
+                continue
+            view = _view_source(s.args[0], defs, phis, set())
+            if view is not None and view in act.varied:
+                raise TypeError(f"adjoint: writing into a view of an array (here a value "
+                                f"made by {_view_name(defs[view])}) is not differentiable "
+                                f"yet{where(ir, s.line)}; copy it first (`.copy()`)")
+
+
+def _view_source(v, defs: dict, phis: dict, seen: set):
+    """The statement (through phis and copies) that may make `v` a view, or None."""
+    if v in seen:
+        return None
+    seen.add(v)
+    if v in phis:
+        for x in phis[v].operands():
+            hit = isinstance(x, Var) and _view_source(x, defs, phis, seen)
+            if hit:
+                return hit
+        return None
+    s = defs.get(v)
+    if s is None:
+        return None
+    if s.op == "copy" and isinstance(s.args[0], Var):
+        return _view_source(s.args[0], defs, phis, seen)
+    return v if _makes_view(s, defs) else None
+
+
+def _makes_view(s, defs: dict) -> bool:
+    if s.op == "getitem":
+        return True
+    if s.op == "getattr":
+        return isinstance(s.args[1], Const) and s.args[1].value in VIEW_ATTRS
+    if s.op != "call":
+        return False
+    f = s.args[0]
+    if isinstance(f, Const):
+        return getattr(f.value, "__name__", None) in VIEW_CALLS
+    m = defs.get(f)
+    return (m is not None and m.op == "getattr" and isinstance(m.args[1], Const)
+            and m.args[1].value in VIEW_CALLS)
+
+
+def _view_name(s) -> str:
+    if s.op == "getitem":
+        return "indexing"
+    if s.op == "getattr":
+        return f".{s.args[1].value}"
+    return "a call that returns a view"
 
 
 def _mutated(ir: IR, act: Activity) -> set:

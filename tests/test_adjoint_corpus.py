@@ -16,7 +16,7 @@ CASES, _ = corpus.load()
 
 # Cases where the comparison is meaningless or a known limitation, with the reason.
 KNOWN = {
-    "arrays.row_view_write": "writes through a numpy view (aliasing of views is not tracked)",
+    "arrays.row_view_write": "writes through a numpy view: refused with a TypeError",
     "straight.builtin_numeric(0.5,)": "max() has a tie at this point: not differentiable",
     "loops.newton_sqrt(1.0, 1e-10)": "the iteration count jumps here: not differentiable",
     "calls.math_calls(0.0, -1.0)": "copysign has a kink at 0: not differentiable",

@@ -37,3 +37,25 @@ def test_llvm_backend_needs_no_explicit_jit_import():
             "y, back = adjoint.pullback(f, 3.0, backend='llvm')\n"
             "assert back(1.0) == (6.0,)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_write_through_a_view_is_refused_not_wrong():
+    import numpy as np
+
+    def row_write(m, i):
+        row = m[i]
+        row[0] = 42.0
+        return m[i, 0] * m[0, 1]
+    with pytest.raises(TypeError, match="view of an array"):
+        adjoint.gradient(row_write, np.ones((2, 3)), 1, backend="interp")
+
+
+def test_write_into_a_fresh_array_still_works():
+    import numpy as np
+
+    def fill(x):
+        out = np.zeros(3)
+        for i in range(3):
+            out[i] = x * i
+        return out[2] + out[1]
+    assert adjoint.gradient(fill, 2.0, backend="interp") == (3.0,)
