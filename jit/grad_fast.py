@@ -56,8 +56,9 @@ def _build(f: Any, args: tuple) -> Any:
     if not _eligible(f, args):
         return False
     try:
+        from adjoint.inplace import arg_types
         from adjoint.transform import activity_of, lower_function, transform
-        jf = transform(lower_function(f), activity_of(args))
+        jf = transform(lower_function(f), activity_of(args), arg_types(args))
         code = BACKEND.code_for(jf, args)
         adj = code.adjoint_for_type(FLOAT64)
     except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
