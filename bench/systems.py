@@ -47,7 +47,8 @@ def _value_only(out) -> tuple:
     return float(out), None
 
 
-def _warm_function(x, n):
+def warm_function(x, n):
+    """A small loop with a branch: each system pays its one-time start-up on it."""
     s = 0.0
     for _ in range(n):
         if x > 0.0:
@@ -89,7 +90,7 @@ class Zygopy:
         """Compile a trivial function both ways; each part fails on its own (a missing
         pullback must not leave the primal JIT's initialisation to the first workload)."""
         errors = []
-        tasks = self.tasks_for(_warm_function, (0.5, 3), (0,))
+        tasks = self.tasks_for(warm_function, (0.5, 3), (0,))
         for task in (t for t in tasks if t.run is not None):
             try:
                 task.run()

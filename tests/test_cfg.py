@@ -3,6 +3,7 @@ with break and continue, an irreducible graph, a self loop and unreachable code.
 import textwrap
 
 import pytest
+from ir_texts import POW_PLAIN
 
 from ssair import cfg
 from ssair.parser import parse
@@ -15,17 +16,7 @@ function diamond(%1 c)
 3 ─ goto #4
 4 ┄ return 0"""
 
-WHILE = """\
-function pow(%1 x, %2 n)
-1 ─      goto #2
-2 ┄ %3 = φ (#1 => 1, #3 => %7)
-│   %4 = φ (#1 => %2, #3 => %6)
-│   %5 = gt(%4, 0)
-└──      goto #4 if not %5
-3 ─ %6 = sub(%4, 1)
-│   %7 = mul(%3, %1)
-└──      goto #2
-4 ─      return %3"""
+WHILE = POW_PLAIN
 
 NESTED = """\
 function nested(%1 a, %2 b)

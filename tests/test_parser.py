@@ -9,22 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ir_texts import POW
 
 from ssair import IR, Branch, Const, Goto, Return, Var, format_ir
 from ssair import parser as parser_mod
 from ssair.parser import ParseError, Symbol, TypeName, parse, register_type_resolver
-
-POW = """\
-function pow(%1 x, %2 n) @ demo.py:1
-1 ─      goto #2
-2 ┄ %3 = φ (#1 => 1, #3 => %7)            # r @ 2
-│   %4 = φ (#1 => %2, #3 => %6)           # n @ 1
-│   %5 = gt(%4, 0)                        # @ 3
-└──      goto #4 if not %5                # @ 3
-3 ─ %6 = sub(%4, 1)                       # n @ 4
-│   %7 = mul(%3, %1)                      # r @ 5
-└──      goto #2                          # @ 5
-4 ─      return %3                        # @ 6"""
 
 
 def roundtrip(ir: IR) -> IR:

@@ -3,22 +3,11 @@ or by mutating IR), gives a message naming the function, block and value."""
 import textwrap
 
 import pytest
+from ir_texts import POW
 
 from ssair import IR, Branch, Const, Goto, Phi, Return, Stmt, Var, format_ir
 from ssair.parser import TypeName, parse
 from ssair.verifier import VerifyError, verify
-
-POW = """\
-function pow(%1 x, %2 n) @ demo.py:1
-1 ─      goto #2
-2 ┄ %3 = φ (#1 => 1, #3 => %7)            # r @ 2
-│   %4 = φ (#1 => %2, #3 => %6)           # n @ 1
-│   %5 = gt(%4, 0)                        # @ 3
-└──      goto #4 if not %5                # @ 3
-3 ─ %6 = sub(%4, 1)                       # n @ 4
-│   %7 = mul(%3, %1)                      # r @ 5
-└──      goto #2                          # @ 5
-4 ─      return %3                        # @ 6"""
 
 DIAMOND = """\
 function d(%1 c, %2 x)

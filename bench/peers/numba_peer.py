@@ -3,16 +3,8 @@ no reverse mode).  Compilation happens at the first call, which the runner times
 from __future__ import annotations
 
 from bench.peers import Rebound
-from bench.systems import Task, Unavailable
+from bench.systems import Task, Unavailable, warm_function
 from bench.workloads import Workload
-
-
-def _warm_function(x, n):
-    s = 0.0
-    for _ in range(n):
-        if x > 0.0:
-            s = s + x * 1.5
-    return s
 
 
 class Numba:
@@ -28,7 +20,7 @@ class Numba:
         self.rebound = Rebound(wrap=numba.njit)
 
     def warm(self) -> None:
-        self.numba.njit(_warm_function)(0.5, 3)
+        self.numba.njit(warm_function)(0.5, 3)
 
     def tasks(self, w: Workload) -> list:
         f, args = self.rebound(w.func), w.args()
