@@ -10,8 +10,11 @@ wrapper built here (`native_wrapper(t, addr, slow, fail)`) does, natively:
      wrapper's error / deoptimisation path); else box the result
      (PyFloat_FromDouble / PyLong_FromLongLong).
 Anything unexpected (wrong count or class) calls `slow(*args)`, the Python wrapper,
-which gives the exact behaviour.  The object layout (ob_type at 8, ob_fval at 16) is
-checked at import; where it differs, no native wrapper is built.
+which gives the exact behaviour.  An array argument (`ArrayT`) is accepted when it is
+exactly a `numpy.ndarray` with the expected dtype object and number of dimensions; the
+compiled entry gets the `PyArrayObject*` itself (see `jit.codegen_entry`).  The object
+layouts (ob_type at 8, ob_fval at 16; an array's nd at 24 and descr at 56) are checked
+at import; where they differ, no native wrapper is built.
 """
 from __future__ import annotations
 
@@ -22,7 +25,9 @@ from typing import Any, Callable, Optional
 from llvmlite import ir as L
 
 from . import runtime
-from .types import FLOAT64, INT64
+import numpy as np
+
+from .types import FLOAT64, INT64, ArrayT
 
 I8P = L.IntType(8).as_pointer()
 I64 = L.IntType(64)
@@ -50,7 +55,21 @@ def _layout_ok() -> bool:
         return False
 
 
-LAYOUT_OK = _layout_ok()
+ND_OFF, DESCR_OFF = 24, 56
+_DESCRS = {FLOAT64: np.dtype(np.float64), INT64: np.dtype(np.int64)}
+
+
+def _array_layout_ok() -> bool:
+    a = np.zeros((2, 3))[:, ::2]
+    try:
+        return (ctypes.c_int32.from_address(id(a) + ND_OFF).value == 2
+                and ctypes.c_void_p.from_address(id(a) + DESCR_OFF).value == id(a.dtype)
+                and a.dtype is _DESCRS[FLOAT64])
+    except (ValueError, OSError):  # pragma: no cover
+        return False
+
+
+LAYOUT_OK = _layout_ok() and _array_layout_ok()
 _NEW = ctypes.pythonapi.PyCFunction_NewEx
 _NEW.restype = ctypes.py_object
 _NEW.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
@@ -69,9 +88,28 @@ def _call_py(b: L.IRBuilder, target: Any, args, n: int) -> L.Value:
     return b.call(fn, [callee] + objs + [L.Constant(I8P, None)])
 
 
+def _field(b: L.IRBuilder, obj, off: int, ty: L.Type) -> L.Value:
+    return b.load(b.bitcast(b.gep(obj, [L.Constant(I64, off)]), ty.as_pointer()))
+
+
+def _check_array(fn: L.Function, b: L.IRBuilder, obj, t: ArrayT, slow_block) -> L.Value:
+    """`obj` itself once it is an exact ndarray of t's dtype and ndim, else `slow_block`."""
+    ok = b.and_(b.icmp_unsigned("==", _field(b, obj, 8, I64), L.Constant(I64, id(np.ndarray))),
+                b.icmp_unsigned("==", _field(b, obj, DESCR_OFF, I64),
+                                L.Constant(I64, id(_DESCRS[t.dtype]))))
+    ok = b.and_(ok, b.icmp_signed("==", _field(b, obj, ND_OFF, I32), L.Constant(I32, t.ndim)))
+    good = fn.append_basic_block("array_ok")
+    b.cbranch(ok, good, slow_block)
+    b.position_at_end(good)
+    return obj
+
+
 def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
-    """The float or int64 in `obj`, branching to `slow_block` on another class."""
-    cls = b.load(b.bitcast(b.gep(obj, [L.Constant(I64, 8)]), I64.as_pointer()))
+    """The float or int64 in `obj` (an array: `obj` itself), branching to `slow_block`
+    on another class."""
+    if isinstance(t, ArrayT):
+        return _check_array(fn, b, obj, t, slow_block)
+    cls = _field(b, obj, 8, I64)
     want = id(float) if t == FLOAT64 else id(int)
     ok = fn.append_basic_block("ok")
     b.cbranch(b.icmp_unsigned("==", cls, L.Constant(I64, want)), ok, slow_block)
@@ -101,7 +139,7 @@ def _module(t: Any, addr: int, slow: Callable, fail: Callable, name: str) -> str
     vals = [_unbox(fn, b, b.load(b.gep(args, [L.Constant(I64, i)])), a, slow_block, ovf)
             for i, a in enumerate(t.argtypes)]
     ret = F64 if t.ret == FLOAT64 else I64
-    native, _ = _fnptr(b, addr, ret, [F64 if a == FLOAT64 else I64 for a in t.argtypes])
+    native, _ = _fnptr(b, addr, ret, [_LL.get(a, I8P) for a in t.argtypes])
     r = b.call(native, vals)
     status = b.load(b.inttoptr(L.Constant(I64, runtime.ERRINFO_ADDR), I64.as_pointer()))
     done = fn.append_basic_block("done")
@@ -116,12 +154,20 @@ def _module(t: Any, addr: int, slow: Callable, fail: Callable, name: str) -> str
     return str(mod)
 
 
+_LL = {FLOAT64: F64, INT64: I64}
+
+
+def _passable(t: Any) -> bool:
+    return t in _LL or (isinstance(t, ArrayT) and t.dtype in _DESCRS and t.ndim in (1, 2))
+
+
 def native_wrapper(t: Any, addr: int, slow: Callable, fail: Callable) -> Optional[Callable]:
     """A builtin calling the compiled entry at `addr` (see the module docstring), or
-    None when the signature is not all float64/int64 scalars."""
+    None when the signature is not float64/int64 scalars and float64/int64 arrays
+    returning a float64 or an int64."""
     if not LAYOUT_OK or t.ret not in (FLOAT64, INT64) or not t.argtypes:
         return None
-    if any(a not in (FLOAT64, INT64) for a in t.argtypes):
+    if not all(_passable(a) for a in t.argtypes):
         return None
     name = f"zy_fast_{next(_COUNTER)}"
     runtime.compile_ir(_module(t, addr, slow, fail, name))

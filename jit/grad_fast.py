@@ -1,23 +1,31 @@
-"""The fast path of `adjoint.pullback` for compiled code: scalar arguments only.
+"""The fast path of `adjoint.pullback` for compiled code.
 
 `adjoint.api.pullback` first asks `fast_pullback(f, args)` (registered in
 `adjoint.api.FAST_PATHS` for "llvm" and "auto").  For a plain function (no closure
 cells, no defaults, no keyword-only parameters) called with float/int/bool
-arguments, the result per (code object, argument classes) is a generated pair:
+arguments and float64/int64 numpy arrays (1-D or 2-D), the result per (code
+object, argument classes) is a generated pair:
 
-  * `forward(a0, ...)`: int64 range checks, one native call, the status test, and a
-    `Back` object owning the native block;
+  * `forward(a0, ...)`: one native call (int64 range and array checks inside it), the
+    status test, and a `Back` object owning the native block;
   * `Back.__call__(dy)`: for a float `dy` one native call of the adjoint and the
     gradient tuple built inline (`None` for ints and bools, `0.0` where no gradient
     reaches a float); any other `dy` goes through the general path.
 
-Everything else (arrays, tuples, closures, a function the JIT refuses) returns None
-and takes the general path of `adjoint.api.pullback`, with the same results.
+A single float gradient of scalar arguments comes back as the adjoint's result (this
+module); several gradients or array arguments use the adjoint's `zy_adjf` entry,
+which writes into numpy arrays (`jit.grad_fast_many`).  Array arguments are copied
+first, as the general path does: inputs are never modified, and the tape may point
+into them.  An argument that does not match the compiled signature (another dtype or
+number of dimensions, an int beyond int64), closures, tuples, or a function the JIT
+refuses take the general path of `adjoint.api.pullback`, with the same results.
 """
 from __future__ import annotations
 
 import ctypes
 from typing import Any
+
+import numpy as np
 
 from . import runtime
 from .grad_backend import BACKEND
@@ -25,13 +33,19 @@ from .grad_runner import BLOCK_SLOT, NativeDeopt, _direct_leaf
 from .types import BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, TupleT, TypingError
 
 _SCALAR = {float: FLOAT64, int: INT64, bool: BOOL}
-_TABLE: dict = {}
+_ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.int64))
+_TABLE: dict = {}     # (code, argument classes) -> (globals, forward) or False
+_HOT: dict = {}       # (function, *argument classes) -> (code, forward): the cheap lookup
+_HOT_MAX = 4096
 _RUNNERS: dict = {}   # adjoint.api.RUNNERS once registered: the fast path only runs
                       # while the llvm runner is this module's BACKEND
 
 
 def fast_pullback(f: Any, args: tuple) -> Any:
     """`(y, back)` from the compiled fast path, or None (use the general path)."""
+    hot = _HOT.get((f, *map(type, args)))
+    if hot is not None and hot[0] is f.__code__ and _RUNNERS.get("llvm") is BACKEND:
+        return hot[1](*args)
     code = getattr(f, "__code__", None)
     if code is None or _RUNNERS.get("llvm") is not BACKEND:
         return None
@@ -41,6 +55,9 @@ def fast_pullback(f: Any, args: tuple) -> Any:
         entry = _TABLE[key] = _build(f, args)
     if entry is False or entry[0] is not f.__globals__:
         return None
+    if len(_HOT) >= _HOT_MAX:
+        _HOT.clear()
+    _HOT[(f, *map(type, args))] = (code, entry[1])
     return entry[1](*args)
 
 
@@ -49,7 +66,11 @@ def _eligible(f: Any, args: tuple) -> bool:
     return (type(f).__name__ == "function" and not f.__closure__ and not f.__defaults__
             and not f.__kwdefaults__ and code.co_argcount == len(args)
             and not code.co_kwonlyargcount and not code.co_flags & 0x0C
-            and all(type(a) in _SCALAR for a in args))
+            and all(type(a) in _SCALAR or _array_ok(a) for a in args))
+
+
+def _array_ok(a: Any) -> bool:
+    return type(a) is np.ndarray and a.dtype in _ARRAY_DTYPES and a.ndim in (1, 2)
 
 
 def _build(f: Any, args: tuple) -> Any:
@@ -63,29 +84,24 @@ def _build(f: Any, args: tuple) -> Any:
         adj = code.adjoint_for_type(FLOAT64)
     except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
         return False
-    ret = adj.typing.ret
-    many = not _direct_leaf(ret) and _leaves(ret)
-    if many and not all(g in (FLOAT64, NONE) for g in ret.elems):
-        return False
     if code.typing.ret.elems[0] not in (FLOAT64, INT64, BOOL, NONE):
+        return False
+    gtypes = adj.typing.ret.elems
+    if any(type(a) is np.ndarray for a in args) or sum(g == FLOAT64 for g in gtypes) > 1:
+        from .grad_fast_many import make_forward
+        forward = make_forward(jf, code, adj, args, _general)
+        return (f.__globals__, forward) if forward is not None else False
+    if not all(g in (FLOAT64, NONE) for g in gtypes):
         return False
     return f.__globals__, _make_forward(jf, code, adj, args)
 
 
-def _leaves(t: Any) -> int:
-    if isinstance(t, TupleT):
-        return sum(_leaves(e) for e in t.elems)
-    return 0 if t == NONE else 1
-
-
-def _grad_expr(argtypes: tuple, gtypes: tuple, many: bool) -> str:
-    """The gradient tuple as Python source over the returned float `r`, or over the
-    list `v` of the floats the adjoint stored (`many`)."""
-    parts, k = [], 0
+def _grad_expr(argtypes: tuple, gtypes: tuple) -> str:
+    """The gradient tuple as Python source over the returned float `r`."""
+    parts = []
     for a, g in zip(argtypes, gtypes):
         if g == FLOAT64:
-            parts.append(f"v[{k}]" if many else "r")
-            k += 1
+            parts.append("r")
         if a != FLOAT64:
             parts[len(parts) - (g == FLOAT64):] = ["None"]
         elif g == NONE:
@@ -101,17 +117,15 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
            "free": code.free, "fail_fwd": code._failed, "fail_adj": _adjoint_failed,
            "general": _general, "jf": jf}
     gtypes = adj.typing.ret.elems
-    many = sum(g == FLOAT64 for g in gtypes) > 1
-    if many:
-        env["buf"] = buf = (ctypes.c_double * sum(g == FLOAT64 for g in gtypes))()
-        env["baddr"] = ctypes.addressof(buf)
-    nfwd, nadj = _native_pair(jf, argtypes, code, fwd_cf, adj_cf, many)
+    nfwd, nadj = _native_pair(jf, argtypes, code, fwd_cf, adj_cf)
     if nadj is not None:
         env["adj_cf"] = nadj
-    back_cls = _back_class(env, argtypes, gtypes, many)
+    back_cls = back_class(env, ["        r = adj_cf(self.blk, dy)",
+                                "        if err[0]: fail_adj()"],
+                          _grad_expr(argtypes, gtypes))
     names = [f"a{i}" for i in range(len(args))]
     if nfwd is not None:
-        return _native_forward(env, back_cls, nfwd, jf, names)
+        return native_forward(env, back_cls, nfwd, jf, names)
     checks = [f"{INT64_MIN} <= {n} <= {INT64_MAX}" for n, t in zip(names, argtypes)
               if t == INT64]
     sig = ", ".join(names)
@@ -127,8 +141,7 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
     return env["forward"]
 
 
-def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any,
-                 many: bool) -> tuple:
+def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any) -> tuple:
     """Native (jit.fastcall) wrappers of the forward and adjoint entries where their C
     signatures are all float64/int64 scalars; (None, None) elsewhere."""
     from types import SimpleNamespace
@@ -137,17 +150,10 @@ def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any,
     kinds = {ctypes.c_double: FLOAT64, ctypes.c_int64: INT64, ctypes.c_void_p: INT64}
     fargs = [kinds.get(c) for c in fwd_cf.argtypes]
     fret = kinds.get(fwd_cf.restype)
-    if (None in fargs or fret is None or len(fargs) != len(argtypes) or many
+    if (None in fargs or fret is None or len(fargs) != len(argtypes)
             or list(adj_cf.argtypes) != [ctypes.c_void_p, ctypes.c_double]
             or adj_cf.restype is not ctypes.c_double):
         return None, None
-
-    def fwd_error(*args):
-        try:
-            code._failed(runtime.ERRINFO[BLOCK_SLOT])  # raises the error, or NativeDeopt
-        except NativeDeopt:
-            pass
-        return _DEOPT
 
     def adj_slow(blk, dy):
         r = adj_cf(blk, dy)
@@ -161,29 +167,42 @@ def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any,
     nfwd = native_wrapper(SimpleNamespace(argtypes=tuple(fargs), ret=fret,
                                           ir=SimpleNamespace(name=name)),
                           ctypes.cast(fwd_cf, ctypes.c_void_p).value,
-                          lambda *a: _DEOPT, fwd_error)
+                          lambda *a: DEOPT, forward_error(code))
     nadj = native_wrapper(SimpleNamespace(argtypes=(INT64, FLOAT64), ret=FLOAT64,
                                           ir=SimpleNamespace(name=name)),
                           ctypes.cast(adj_cf, ctypes.c_void_p).value, adj_slow, adj_error)
     return nfwd, nadj
 
 
-_DEOPT = object()   # a native forward's "run the general path" answer
+DEOPT = object()   # a native forward's "run the general path" answer
 
 
-def _native_forward(env: dict, back_cls: type, nfwd: Any, jf: Any, names: list) -> Any:
+def forward_error(code: Any) -> Any:
+    """The native forward's error path: raise the error, or answer DEOPT."""
+    def fail(*args):
+        try:
+            code._failed(runtime.ERRINFO[BLOCK_SLOT])  # raises the error, or NativeDeopt
+        except NativeDeopt:
+            pass
+        return DEOPT
+    return fail
+
+
+def native_forward(env: dict, back_cls: type, nfwd: Any, jf: Any, names: list,
+                   prelude: tuple = ()) -> Any:
+    """`forward(a0, ...)`: the `prelude` lines, the native forward, and a `Back`."""
     sig = ", ".join(names)
-    env.update(Back=back_cls, nfwd=nfwd, DEOPT=_DEOPT)
-    lines = [f"def forward({sig}):", f"    y = nfwd({sig})",
+    env.update(Back=back_cls, nfwd=nfwd, DEOPT=DEOPT)
+    lines = [f"def forward({sig}):", *prelude, f"    y = nfwd({sig})",
              "    if y is DEOPT: return None",
              f"    return y, Back(err[{BLOCK_SLOT}], ({sig}{',' if len(names) == 1 else ''}))"]
     exec(compile("\n".join(lines), f"<jit fast pullback {jf.primal.name}>", "exec"), env)
     return env["forward"]
 
 
-def _back_class(env: dict, argtypes: tuple, gtypes: tuple, many: bool) -> type:
-    call = ["        adj_cf(self.blk, dy, baddr)", "        v = buf[:]"] if many else \
-        ["        r = adj_cf(self.blk, dy)"]
+def back_class(env: dict, call: list, result: str) -> type:
+    """The `Back` class over `env`: `call` (lines of `__call__` for a float `dy`) then
+    `return <result>`; it frees the block with the object."""
     src = "\n".join([
         "class Back:",
         "    __slots__ = ('blk', 'args', '__weakref__')",
@@ -194,8 +213,7 @@ def _back_class(env: dict, argtypes: tuple, gtypes: tuple, many: bool) -> type:
         "        if type(dy) is not float:",
         "            return general(self, dy)",
         *call,
-        "        if err[0]: fail_adj()",
-        f"        return {_grad_expr(argtypes, gtypes, many)}",
+        f"        return {result}",
         "    def __del__(self):",
         "        if self.blk:",
         "            free(self.blk)",

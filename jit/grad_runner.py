@@ -44,6 +44,7 @@ from .codegen_entry import (
 )
 from .grad_calls import adjoint_ir
 from .grad_dead import check_adjoint, dead_pushes, decide
+from .grad_fastentry import build_fast_adjoint_entry
 from .infer import ENGINE, LiteralT
 from .types import (
     BOOL,
@@ -104,13 +105,35 @@ exit:
 _STATE: dict = {}
 
 
+_FREE_INT_IR = r"""
+declare void @zy_block_free(ptr)
+
+define i64 @zy_block_free_int(i64 %blk) {
+entry:
+  %p = inttoptr i64 %blk to ptr
+  call void @zy_block_free(ptr %p)
+  ret i64 0
+}
+"""
+
+
 def block_free() -> Any:
-    """The ctypes function freeing a block (compiled once)."""
+    """`free(block)`: a `jit.fastcall` builtin (a ctypes function where the object
+    layout does not allow one), compiled once."""
     fn = _STATE.get("free")
     if fn is None:
+        from types import SimpleNamespace
+
+        from .fastcall import native_wrapper
         runtime.compile_ir(_FREE_IR)
         addr = runtime.function_address("zy_block_free")
-        fn = _STATE["free"] = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        slow = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        runtime.compile_ir(_FREE_INT_IR)
+        sig = SimpleNamespace(argtypes=(INT64,), ret=INT64,
+                              ir=SimpleNamespace(name="zy_block_free"))
+        fn = native_wrapper(sig, runtime.function_address("zy_block_free_int"), slow,
+                            lambda blk: None)  # a status left by an earlier call
+        _STATE["free"] = fn = fn or slow
     return fn
 
 
@@ -211,6 +234,18 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     return fn
 
 
+def block_reader(env_t: Type) -> Any:
+    """`(b, blk) -> (reader, env)`: a tape reader on the stack at the end of the block's
+    tape (reading never changes the block) and the forward's env loaded from it."""
+    def emit(b: L.IRBuilder, blk) -> tuple:
+        reader = b.alloca(L.LiteralStructType([PTR, I64]))
+        b.store(blk, b.gep(reader, [L.Constant(I32, 0), L.Constant(I32, 0)]))
+        b.store(b.load(_at(b, blk, 8), typ=I64), b.gep(reader, [L.Constant(I32, 0),
+                                                               L.Constant(I32, 1)]))
+        return reader, b.load(_at(b, blk, ENV_OFF), typ=lltype(env_t))
+    return emit
+
+
 def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     env_t, dy_t, g_t = t.argtypes[1], t.argtypes[2], t.ret
     params = [PTR] + [_LL_OF_CTYPE[c] for c in flat_ctypes(dy_t)]
@@ -221,11 +256,7 @@ def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     blk = fn.args[0]
     it = iter(fn.args[1:])
     dy = _rebuild(b, dy_t, it)
-    reader = b.alloca(L.LiteralStructType([PTR, I64]))
-    b.store(blk, b.gep(reader, [L.Constant(I32, 0), L.Constant(I32, 0)]))
-    b.store(b.load(_at(b, blk, 8), typ=I64), b.gep(reader, [L.Constant(I32, 0),
-                                                           L.Constant(I32, 1)]))
-    env = b.load(_at(b, blk, ENV_OFF), typ=lltype(env_t))
+    reader, env = block_reader(env_t)(b, blk)
     headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
     release = mg.allocates and not contains_array(g_t)
     mark = b.load(headp, typ=PTR) if release else None
@@ -409,6 +440,9 @@ class AdjointCode:
         impl = mg.function(self.typing)
         mg.build()  # emits every function declared but not yet emitted
         self.entry = build_adjoint_entry(mg, self.typing, impl)
+        self.fast_entry = build_fast_adjoint_entry(mg, self.typing, impl,
+                                                   block_reader(fwd.env_t))
+        self.fast_address = None
         if own:
             text = str(mg.module)
             self.finish(runtime.compile_ir(text), text)
@@ -416,6 +450,8 @@ class AdjointCode:
     def finish(self, module: Any, text: str) -> None:
         self.module, self.llvm_text = module, text
         addr = runtime.function_address(self.entry.name)
+        if self.fast_entry is not None:
+            self.fast_address = runtime.function_address(self.fast_entry.name)
         env = {"deopt": _raise_deopt, "failed": _adjoint_failed}
         tail = ["if err[0]: failed()"]
         self.call = make_call("adjoint", addr, (self.dy_t,), self.typing.ret, ["blk"], tail,

@@ -1,0 +1,111 @@
+"""The fast pullback for array arguments and for several gradients (see jit.grad_fast).
+
+For `f(x, coeffs)` with `coeffs` a float64 array the generated pair reads
+
+    def forward(a0, a1):
+        a1 = a1.copy()                  # inputs are never modified; the tape may
+        y = nfwd(a0, a1)                # point into the arrays it was given
+        if y is DEOPT: return None      # another signature: the general path
+        return y, Back(err[6], (a0, a1))
+
+    Back.__call__(dy):                  # dy a float
+        a = self.args
+        fl = empty(1); g1 = empty(a[1].shape)
+        if nadj(self.blk, dy, fl, g1): return general(self, dy)
+        v = fl.tolist()
+        return (v[0], g1)
+
+`nfwd` and `nadj` are `jit.fastcall` builtins around the forward entry and the
+adjoint's `zy_adjf` entry (`jit.grad_fastentry`), which writes float gradients into
+`fl` and copies gradient arrays into the fresh numpy arrays, so every call gets
+arrays of its own.  Signatures these builtins cannot take (bool arguments, results
+that are not a float or an int, in-out arguments) answer None: the general path.
+"""
+from __future__ import annotations
+
+import ctypes
+from types import SimpleNamespace
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from . import runtime
+from .fastcall import native_wrapper
+from .grad_fast import DEOPT, back_class, forward_error, native_forward
+from .grad_fastentry import fast_plan
+from .grad_runner import _adjoint_failed
+from .types import FLOAT64, INT64, ArrayT, typeof
+
+
+def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
+                 general: Callable) -> Optional[Callable]:
+    """The generated `forward` for these arguments, or None (use the general path)."""
+    plan = fast_plan(adj.typing.ret)
+    argtypes = tuple(typeof(a) for a in args)
+    y_t = code.typing.ret.elems[0]
+    if plan is None or adj.fast_address is None or jf.inout or y_t not in (FLOAT64, INT64):
+        return None
+    name = SimpleNamespace(name=jf.primal.name)
+    fwd_cf = code.call.__globals__["cf"]
+    nfwd = native_wrapper(SimpleNamespace(argtypes=argtypes, ret=y_t, ir=name),
+                          ctypes.cast(fwd_cf, ctypes.c_void_p).value,
+                          lambda *a: DEOPT, forward_error(code))
+    nadj = _native_adjoint(adj, plan, argtypes, name)
+    if nfwd is None or nadj is None:
+        return None
+    env = {"err": runtime.ERRINFO, "code": code, "free": code.free, "general": general,
+           "jf": jf, "nadj": nadj, "empty": np.empty, "zeros": np.zeros}
+    back_cls = back_class(env, *_back_body(plan, argtypes))
+    names = [f"a{i}" for i in range(len(args))]
+    copies = tuple(f"    {n} = {n}.copy()" for n, t in zip(names, argtypes)
+                   if isinstance(t, ArrayT))
+    return native_forward(env, back_cls, nfwd, jf, names, copies)
+
+
+def _native_adjoint(adj: Any, plan: list, argtypes: tuple, name: Any) -> Any:
+    if any(k == "array" and not isinstance(t, ArrayT) for k, t in zip(plan, argtypes)):
+        return None  # an array gradient for a scalar argument: not this path's shape
+    arrays = [ArrayT(FLOAT64, 1)] * ("float" in plan)
+    arrays += [ArrayT(FLOAT64, t.ndim) for k, t in zip(plan, argtypes) if k == "array"]
+
+    def slow(*args):
+        return 1     # unexpected arguments: the general path answers
+
+    def fail(*args):
+        _adjoint_failed()
+    return native_wrapper(SimpleNamespace(argtypes=(INT64, FLOAT64, *arrays), ret=INT64,
+                                          ir=name), adj.fast_address, slow, fail)
+
+
+def _back_body(plan: list, argtypes: tuple) -> tuple:
+    """(the lines of `Back.__call__` for a float dy, the gradient tuple's source)."""
+    nfloat = plan.count("float")
+    lines, outs = ["        a = self.args"], []
+    if nfloat:
+        lines.append(f"        fl = empty({nfloat})")
+        outs.append("fl")
+    parts, k = [], 0
+    for i, (kind, t) in enumerate(zip(plan, argtypes)):
+        if kind == "array":
+            lines.append(f"        g{i} = empty(a[{i}].shape)")
+            outs.append(f"g{i}")
+        parts.append(_part(i, kind, t, k))
+        k += kind == "float"
+    lines.append(f"        if nadj(self.blk, dy, {', '.join(outs)}): return general(self, dy)")
+    if nfloat:
+        lines.append("        v = fl.tolist()")
+    return lines, "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _part(i: int, kind: str, t: Any, k: int) -> str:
+    """The gradient of argument `i` (type `t`) as Python source."""
+    if isinstance(t, ArrayT):
+        if t.dtype != FLOAT64:
+            return "None"
+        return f"g{i}" if kind == "array" else f"zeros(a[{i}].shape)"
+    if t != FLOAT64:
+        return "None"
+    return f"v[{k}]" if kind == "float" else "0.0"
+
+
+__all__ = ["make_forward"]
