@@ -22,11 +22,10 @@ import ctypes
 import itertools
 from typing import Any, Callable, Optional
 
+import numpy as np
 from llvmlite import ir as L
 
 from . import runtime
-import numpy as np
-
 from .types import FLOAT64, INT64, ArrayT
 
 I8P = L.IntType(8).as_pointer()

@@ -29,8 +29,8 @@ import numpy as np
 
 from . import runtime
 from .grad_backend import BACKEND
-from .grad_runner import BLOCK_SLOT, NativeDeopt, _direct_leaf
-from .types import BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, TupleT, TypingError
+from .grad_runner import BLOCK_SLOT, NativeDeopt
+from .types import BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, TypingError
 
 _SCALAR = {float: FLOAT64, int: INT64, bool: BOOL}
 _ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.int64))
