@@ -123,8 +123,8 @@ def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
     return v
 
 
-def _module(t: Any, addr: int, slow: Callable, fail: Callable, name: str) -> str:
-    mod = L.Module(name=name)
+def _emit(mod: L.Module, t: Any, addr: int, slow: Callable, fail: Callable,
+          name: str) -> None:
     fn = L.Function(mod, L.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]), name=name)
     _, args, nargs = fn.args
     b = L.IRBuilder(fn.append_basic_block("entry"))
@@ -150,7 +150,6 @@ def _module(t: Any, addr: int, slow: Callable, fail: Callable, name: str) -> str
     for block, target in ((slow_block, slow), (err_block, fail)):
         b.position_at_end(block)
         b.ret(_call_py(b, target, args, n))
-    return str(mod)
 
 
 _LL = {FLOAT64: F64, INT64: I64}
@@ -164,12 +163,30 @@ def native_wrapper(t: Any, addr: int, slow: Callable, fail: Callable) -> Optiona
     """A builtin calling the compiled entry at `addr` (see the module docstring), or
     None when the signature is not float64/int64 scalars and float64/int64 arrays
     returning a float64 or an int64."""
-    if not LAYOUT_OK or t.ret not in (FLOAT64, INT64) or not t.argtypes:
-        return None
-    if not all(_passable(a) for a in t.argtypes):
-        return None
-    name = f"zy_fast_{next(_COUNTER)}"
-    runtime.compile_ir(_module(t, addr, slow, fail, name))
+    return native_wrappers([(t, addr, slow, fail)])[0]
+
+
+def wrappable(t: Any) -> bool:
+    """Can `native_wrapper` take the signature `t` (`argtypes`, `ret`)?"""
+    return (LAYOUT_OK and t.ret in (FLOAT64, INT64) and bool(t.argtypes)
+            and all(_passable(a) for a in t.argtypes))
+
+
+def native_wrappers(specs: list) -> list:
+    """`native_wrapper` for each `(t, addr, slow, fail)` of `specs`, compiled as one
+    module (one LLVM compile); None for the signatures it cannot take."""
+    mod, names = L.Module(name="zy_fast"), []
+    for t, addr, slow, fail in specs:
+        names.append(f"zy_fast_{next(_COUNTER)}" if wrappable(t) else None)
+        if names[-1]:
+            _emit(mod, t, addr, slow, fail, names[-1])
+    if any(names):
+        runtime.compile_ir(str(mod))
+    return [_builtin(name, t, slow, fail) if name else None
+            for name, (t, _, slow, fail) in zip(names, specs)]
+
+
+def _builtin(name: str, t: Any, slow: Callable, fail: Callable) -> Callable:
     cname = ctypes.c_char_p(t.ir.name.encode())
     mdef = _MethodDef(cname.value, runtime.function_address(name), METH_FASTCALL, None)
     keep = (mdef, cname, slow, fail)  # `self` of the builtin: keeps all of these alive

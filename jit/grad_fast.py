@@ -146,7 +146,7 @@ def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any) 
     signatures are all float64/int64 scalars; (None, None) elsewhere."""
     from types import SimpleNamespace
 
-    from .fastcall import native_wrapper
+    from .fastcall import native_wrappers
     kinds = {ctypes.c_double: FLOAT64, ctypes.c_int64: INT64, ctypes.c_void_p: INT64}
     fargs = [kinds.get(c) for c in fwd_cf.argtypes]
     fret = kinds.get(fwd_cf.restype)
@@ -163,14 +163,12 @@ def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any) 
 
     def adj_error(*args):
         _adjoint_failed()
-    name = jf.primal.name
-    nfwd = native_wrapper(SimpleNamespace(argtypes=tuple(fargs), ret=fret,
-                                          ir=SimpleNamespace(name=name)),
-                          ctypes.cast(fwd_cf, ctypes.c_void_p).value,
-                          lambda *a: DEOPT, forward_error(code))
-    nadj = native_wrapper(SimpleNamespace(argtypes=(INT64, FLOAT64), ret=FLOAT64,
-                                          ir=SimpleNamespace(name=name)),
-                          ctypes.cast(adj_cf, ctypes.c_void_p).value, adj_slow, adj_error)
+    name = SimpleNamespace(name=jf.primal.name)
+    nfwd, nadj = native_wrappers([
+        (SimpleNamespace(argtypes=tuple(fargs), ret=fret, ir=name),
+         ctypes.cast(fwd_cf, ctypes.c_void_p).value, lambda *a: DEOPT, forward_error(code)),
+        (SimpleNamespace(argtypes=(INT64, FLOAT64), ret=FLOAT64, ir=name),
+         ctypes.cast(adj_cf, ctypes.c_void_p).value, adj_slow, adj_error)])
     return nfwd, nadj
 
 

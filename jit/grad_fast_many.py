@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from . import runtime
-from .fastcall import native_wrapper
+from .fastcall import native_wrappers
 from .grad_fast import DEOPT, back_class, forward_error, native_forward
 from .grad_fastentry import fast_plan
 from .grad_runner import _adjoint_failed
@@ -47,10 +47,13 @@ def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
         return None
     name = SimpleNamespace(name=jf.primal.name)
     fwd_cf = code.call.__globals__["cf"]
-    nfwd = native_wrapper(SimpleNamespace(argtypes=argtypes, ret=y_t, ir=name),
-                          ctypes.cast(fwd_cf, ctypes.c_void_p).value,
-                          lambda *a: DEOPT, forward_error(code))
-    nadj = _native_adjoint(adj, plan, argtypes, name)
+    adj_spec = _adjoint_spec(adj, plan, argtypes, name)
+    if adj_spec is None:
+        return None
+    nfwd, nadj = native_wrappers([
+        (SimpleNamespace(argtypes=argtypes, ret=y_t, ir=name),
+         ctypes.cast(fwd_cf, ctypes.c_void_p).value, lambda *a: DEOPT, forward_error(code)),
+        adj_spec])
     if nfwd is None or nadj is None:
         return None
     env = {"err": runtime.ERRINFO, "code": code, "free": code.free, "general": general,
@@ -62,7 +65,8 @@ def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
     return native_forward(env, back_cls, nfwd, jf, names, copies)
 
 
-def _native_adjoint(adj: Any, plan: list, argtypes: tuple, name: Any) -> Any:
+def _adjoint_spec(adj: Any, plan: list, argtypes: tuple, name: Any) -> Any:
+    """The `jit.fastcall` spec of the adjoint's `zy_adjf` entry, or None."""
     if any(k == "array" and not isinstance(t, ArrayT) for k, t in zip(plan, argtypes)):
         return None  # an array gradient for a scalar argument: not this path's shape
     arrays = [ArrayT(FLOAT64, 1)] * ("float" in plan)
@@ -73,8 +77,8 @@ def _native_adjoint(adj: Any, plan: list, argtypes: tuple, name: Any) -> Any:
 
     def fail(*args):
         _adjoint_failed()
-    return native_wrapper(SimpleNamespace(argtypes=(INT64, FLOAT64, *arrays), ret=INT64,
-                                          ir=name), adj.fast_address, slow, fail)
+    sig = SimpleNamespace(argtypes=(INT64, FLOAT64, *arrays), ret=INT64, ir=name)
+    return sig, adj.fast_address, slow, fail
 
 
 def _back_body(plan: list, argtypes: tuple) -> tuple:
