@@ -205,7 +205,22 @@ def _return_value(b: L.IRBuilder, t: Type, value, outp) -> None:
     _return(b, t, slot, outp)
 
 
-def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
+def _presize_tape(mg: ModuleGen, b: L.IRBuilder, blk, hint_addr: int) -> None:
+    """Give the block's tape the capacity the previous call ended with (the value at
+    `hint_addr`), so that a pullback called again grows its tape no more."""
+    hint = b.load(L.Constant(I64, hint_addr).inttoptr(PTR), typ=I64)
+    with b.if_then(b.icmp_signed(">", hint, L.Constant(I64, 0))):
+        malloc = mg.extern("malloc", PTR, [I64])
+        data = b.call(malloc, [b.shl(hint, L.Constant(I64, 3))])
+        with b.if_then(b.icmp_unsigned("!=", data, L.Constant(PTR, None))):
+            b.store(data, blk)
+            b.store(hint, _at(b, blk, 16))
+
+
+def build_forward_entry(mg: ModuleGen, t, impl: L.Function, hint_addr: int) -> L.Function:
+    """`zy_fwd_N`: allocate the block (its tape presized from `hint_addr`), run the
+    forward, detach what it allocated into the block, store its env; the tape's final
+    length becomes the next call's size hint."""
     y_t = t.ret.elems[0]
     params = [_LL_OF_CTYPE[c] for a in t.argtypes[1:] for c in flat_ctypes(a)]
     outp = not no_out(y_t)
@@ -219,12 +234,14 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     blk = b.call(malloc, [L.Constant(I64, ENV_OFF + max(env_size, 8))])
     for off in (0, 8, 16):
         b.store(L.Constant(I64, 0), _at(b, blk, off))
+    _presize_tape(mg, b, blk, hint_addr)
     headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
     mark = b.load(headp, typ=PTR)
     out = b.alloca(lltype(t.ret))
     status = b.call(impl, [L.Constant(I64, 0), out, blk] + values)
     b.store(b.sext(status, I64), _errinfo(b, 0))
     b.store(b.ptrtoint(blk, I64), _errinfo(b, BLOCK_SLOT))
+    b.store(b.load(_at(b, blk, 8), typ=I64), L.Constant(I64, hint_addr).inttoptr(PTR))
     b.store(b.load(headp, typ=PTR), _at(b, blk, CHAIN_OFF))
     b.store(mark, _at(b, blk, MARK_OFF))
     b.store(mark, headp)
@@ -371,7 +388,9 @@ class ForwardCode:
         adj_typing = ENGINE.infer(adjoint_ir(jf, self.typing), (READER, self.env_t, dy_t))
         decide(self.typing, dead_pushes(self.typing, adj_typing))
         mg = ModuleGen(ENGINE, self.typing)
-        entry = build_forward_entry(mg, self.typing, mg.build())
+        self.tape_hint = ctypes.c_int64(0)   # slots the last forward recorded
+        entry = build_forward_entry(mg, self.typing, mg.build(),
+                                    ctypes.addressof(self.tape_hint))
         # the adjoint for the usual dy goes into the same module: one LLVM compile
         adjoint = AdjointCode(self, dy_t, mg)
         self.llvm_text = str(mg.module)
