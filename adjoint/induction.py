@@ -19,7 +19,11 @@ function returns and before its adjoint runs.
 *Implied edges*: when H has exactly two predecessors, one outside S (#out) and one
 latch, and an induction phi of H has a nonzero step, that phi's value equals its
 entry value `%i0` exactly on the first visit; the adjoint tests that instead of
-recording H's dummy phi (when `%i0` is a constant or defined outside S).
+recording H's dummy phi (when `%i0` is a constant or defined outside S).  With
+several latches whose steps are all nonzero and of one sign (a `continue` in a
+loop, an if/else at its end) the dummy phi is still recorded, but the adjoint tests
+the first visit on the counter and branches on the recorded edge only among the
+latches: a two-way choice the compiler can turn into a select.
 
 `rebuildable(ir, kinds)` returns an `Induction` (read by `adjoint.stacks` and
 `adjoint.reverse`).  The IR is not modified.
@@ -37,12 +41,16 @@ class Induction:
     """`phis`: induction phi -> (header id, {latch id: step}); `derived`: value ->
     (op, operands, leaves) for the recomputable values (see `_derive`);
     `scc`: block id -> component index; `implied`: header id -> (phi, entry pred,
-    latch, entry value) for headers whose dummy phi is not recorded."""
+    latch, entry value) for headers whose dummy phi is not recorded; `first_visit`:
+    header id -> (phi, entry pred, entry value) for headers with several latches, all
+    stepping the phi the same way, whose adjoint tests the entry edge on the counter
+    and reads the recorded dummy phi only to choose among the latches."""
 
     phis: dict = field(default_factory=dict)
     derived: dict = field(default_factory=dict)
     scc: dict = field(default_factory=dict)
     implied: dict = field(default_factory=dict)
+    first_visit: dict = field(default_factory=dict)
     cyclic: set = field(default_factory=set)
     kinds: Any = None
 
@@ -174,11 +182,17 @@ def _written(ir: IR, kinds: Any) -> set:
 def _implied(ir: IR, out: Induction, preds: dict, where: dict) -> None:
     dummies = ir.meta.get("dummy_phis", {})
     for v, (h, steps) in out.phis.items():
-        if h not in dummies or h in out.implied or len(preds[h]) != 2 or len(steps) != 1:
+        if h not in dummies or h in out.implied or h in out.first_visit:
             continue
-        (latch, step), = steps.items()
-        entry = next(p for p in preds[h] if p != latch)
-        init = next(p for p in ir.block(h).phis if p.var == v).incoming[entry]
+        entries = [p for p in preds[h] if out.scc.get(p) != out.scc[h]]
+        if len(entries) != 1 or set(steps) != set(preds[h]) - set(entries):
+            continue
+        signs = {(k > 0) - (k < 0) for k in steps.values()}
+        init = next(p for p in ir.block(h).phis if p.var == v).incoming[entries[0]]
         inside = isinstance(init, Var) and out.scc.get(where.get(init)) == out.scc[h]
-        if step != 0 and not inside and out.scc.get(entry) != out.scc[h]:
-            out.implied[h] = (v, entry, latch, init)
+        if inside or 0 in signs or len(signs) != 1:
+            continue
+        if len(steps) == 1:
+            out.implied[h] = (v, entries[0], next(iter(steps)), init)
+        else:   # monotonic over every latch: the entry value marks the first visit
+            out.first_visit[h] = (v, entries[0], init)

@@ -91,11 +91,18 @@ class _Ctx:
                 got = self.ssa.read(("counter", v), self.cur.id)
             elif v in self.ind.derived:
                 op, args, _ = self.ind.derived[v]
-                got = self.emit(self.cur, op, *[self.rebuild(a) for a in args])
+                got = self.exact(self.emit(self.cur, op, *[self.rebuild(a) for a in args]))
             else:
                 got = self.env_vals[v]     # an invariant
             self.recomputed[v] = got
         return got
+
+    def exact(self, v: Var) -> Var:
+        """Mark `v` (a rebuilt counter value) as one the forward computed, so that its
+        integer arithmetic cannot overflow: `meta["exact_ints"]` (var ids), read by the
+        JIT, which emits it unchecked."""
+        self.adj.meta.setdefault("exact_ints", set()).add(v.id)
+        return v
 
     def read(self, v: Var, block) -> Any:
         return self.ssa.read(v, block.id)
@@ -216,6 +223,14 @@ def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
         return
     d = ctx.alpha(ctx.fwd.meta["dummy_phis"][b.id], b.id)
     test = a
+    first = ctx.ind.first_visit.get(b.id) if ctx.ind is not None else None
+    if first is not None:    # the entry edge from the counter, then the latches
+        v, entry, init = first
+        c = ctx.emit(a, "eq", ctx.ssa.read(("counter", v), a.id), ctx.alpha(init, b.id))
+        test = _new_block(ctx, _next_id(ctx, ids))
+        a.term = Branch(c, targets[preds.index(entry)], test.id)
+        targets = [t for t, p in zip(targets, preds) if p != entry]
+        preds = [p for p in preds if p != entry]
     for k, p in enumerate(preds[:-1]):
         c = ctx.emit(test, "eq", d, Const(p))
         if k == len(preds) - 2:
@@ -250,7 +265,8 @@ def _route_phis(ctx: _Ctx, b, pred: int, blk) -> None:
         if step is not None:   # back across a latch edge: the counter's previous value
             now = ctx.ssa.read(("counter", p.var), blk.id)
             op = "sub" if step > 0 else "add"
-            ctx.ssa.write(("counter", p.var), blk.id, ctx.emit(blk, op, now, Const(abs(step))))
+            prev = ctx.exact(ctx.emit(blk, op, now, Const(abs(step))))
+            ctx.ssa.write(("counter", p.var), blk.id, prev)
 
 
 # -- pullbacks of single statements ----------------------------------------------------

@@ -57,8 +57,10 @@ def emit_stacks(ir: IR) -> IR:
             b.stmts += [Stmt(ir.new_var(), "push", [tape, v]) for v in pushes[b.id]]
             values = [v for v in values if scc[where[v]] != scc[b.id]]
         env += [v for v in values if v not in env]
-    roots += [phi for phi, _, _, _ in implied.values()]
-    extra = roots + [init for _, _, _, init in implied.values() if isinstance(init, Var)]
+    firsts = list(ind.first_visit.values()) if ind is not None else []
+    roots += [phi for phi, _, _, _ in implied.values()] + [phi for phi, _, _ in firsts]
+    inits = [i for _, _, _, i in implied.values()] + [i for _, _, i in firsts]
+    extra = roots + [init for init in inits if isinstance(init, Var)]
     env += [v for v in dict.fromkeys(extra) if v not in env]
     counters = {v for v in roots if v in ind.phis} if ind is not None else set()
     ir.meta.update(cyclic=cyclic, pushes=pushes, env=env, rebuilt=counters)

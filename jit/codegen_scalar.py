@@ -53,6 +53,8 @@ def _cg_arith(fc: FunctionGen, s, ts):
     a, b = operands(fc, s, s.type)
     if s.type == FLOAT64:
         return {"add": fc.b.fadd, "sub": fc.b.fsub, "mul": fc.b.fmul}[s.op](a, b)
+    if s.var.id in fc.ir.meta.get("exact_ints", ()):  # a value the forward computed
+        return {"add": fc.b.add, "sub": fc.b.sub, "mul": fc.b.mul}[s.op](a, b, flags=["nsw"])
     return checked(fc, s.op, a, b)
 
 
