@@ -60,9 +60,62 @@ def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
            "jf": jf, "nadj": nadj, "empty": np.empty, "zeros": np.zeros}
     back_cls = back_class(env, *_back_body(plan, argtypes))
     names = [f"a{i}" for i in range(len(args))]
-    copies = tuple(f"    {n} = {n}.copy()" for n, t in zip(names, argtypes)
-                   if isinstance(t, ArrayT))
+    private = unread_arrays(jf, code)
+    copies = tuple(f"    {n} = {n}.copy()" for k, (n, t) in enumerate(zip(names, argtypes))
+                   if isinstance(t, ArrayT) and k not in private)
     return native_forward(env, back_cls, nfwd, jf, names, copies)
+
+
+# uses of an env array by the adjoint that read only its shape
+_SHAPE_ONLY = {("accum_index", 2)}
+
+
+def unread_arrays(jf: Any, code: Any) -> set:
+    """Positions of the array arguments the pullback need not copy: the forward writes
+    into no array, and the adjoint reads no element of them (the tape holds the
+    values it needs; the env keeps the argument only as the shape of its cotangent),
+    so a caller writing into them after `pullback` cannot change `back`'s result."""
+    fwd, adj = jf.forward, jf.adjoint
+    env = fwd.meta.get("env")
+    if code.typing.writes or env is None or len(adj.args) < 2:
+        return set()
+    pos = {a.var: k for k, a in enumerate(fwd.args[1:])}
+    slots, env_var = {}, adj.args[1].var
+    for b in adj.blocks:
+        for st in b.stmts:
+            if env_var in st.operands():
+                if st.op != "getitem" or st.args[0] != env_var or len(st.args) != 2:
+                    return set()
+                slots[st.var] = getattr(st.args[1], "value", None)
+    for b in adj.blocks:
+        if any(env_var in p.incoming.values() for p in b.phis):
+            return set()
+    kinds = code.env_t.elems
+    arrays = {j for j, t in enumerate(kinds) if not _scalar(t)}
+    if any(not isinstance(kinds[j], ArrayT) or env[j] not in pos for j in arrays):
+        return set()   # an array that is not an argument (a view, a callee's env...)
+    read = {slots[v] for v in _data_uses(adj, set(slots))}
+    return {pos[env[j]] for j in arrays if j not in read}
+
+
+def _scalar(t: Any) -> bool:
+    from .types import BOOL, NONE
+    return t in (FLOAT64, INT64, BOOL, NONE)
+
+
+def _data_uses(adj: Any, watched: set) -> set:
+    """The watched vars used anywhere but in a shape-only operand position."""
+    out = set()
+    for b in adj.blocks:
+        out.update(v for p in b.phis for v in p.incoming.values() if v in watched)
+        for st in b.stmts:
+            for k, a in enumerate(st.args):
+                if a in watched and (st.op, k) not in _SHAPE_ONLY:
+                    out.add(a)
+            out.update(a for a in st.kwargs.values() if a in watched)
+        term = b.term
+        out.update(a for a in vars(term).values() if a in watched)
+    return out
 
 
 def _adjoint_spec(adj: Any, plan: list, argtypes: tuple, name: Any) -> Any:
