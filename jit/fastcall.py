@@ -28,7 +28,8 @@ from llvmlite import ir as L
 from . import runtime
 from .types import FLOAT64, INT64, ArrayT
 
-I8P = L.IntType(8).as_pointer()
+PTR = L.PointerType()
+I8 = L.IntType(8)
 I64 = L.IntType(64)
 F64 = L.DoubleType()
 I32 = L.IntType(32)
@@ -74,21 +75,32 @@ _NEW.restype = ctypes.py_object
 _NEW.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 
-def _fnptr(b: L.IRBuilder, addr: int, ret: L.Type, args: list, var_arg: bool = False):
+class _Callee:
+    """An address called as a function: llvmlite needs the function type."""
+
+    def __init__(self, ptr, fnty) -> None:
+        self.ptr, self.function_type = ptr, fnty
+
+    def __getattr__(self, name):
+        return getattr(self.ptr, name)
+
+
+def _fnptr(addr: int, ret: L.Type, args: list, var_arg: bool = False) -> _Callee:
     ty = L.FunctionType(ret, args, var_arg=var_arg)
-    return b.inttoptr(L.Constant(I64, addr), ty.as_pointer()), ty
+    return _Callee(L.Constant(I64, addr).inttoptr(PTR), ty)
 
 
 def _call_py(b: L.IRBuilder, target: Any, args, n: int) -> L.Value:
     """PyObject_CallFunctionObjArgs(target, args[0], ..., args[n - 1], NULL)."""
-    fn, _ = _fnptr(b, _addr("PyObject_CallFunctionObjArgs"), I8P, [I8P], var_arg=True)
-    objs = [b.load(b.gep(args, [L.Constant(I64, i)])) for i in range(n)]
-    callee = b.inttoptr(L.Constant(I64, id(target)), I8P)
-    return b.call(fn, [callee] + objs + [L.Constant(I8P, None)])
+    fn = _fnptr(_addr("PyObject_CallFunctionObjArgs"), PTR, [PTR], var_arg=True)
+    objs = [b.load(b.gep(args, [L.Constant(I64, i)], source_etype=PTR), typ=PTR)
+            for i in range(n)]
+    callee = L.Constant(I64, id(target)).inttoptr(PTR)
+    return b.call(fn, [callee] + objs + [L.Constant(PTR, None)])
 
 
 def _field(b: L.IRBuilder, obj, off: int, ty: L.Type) -> L.Value:
-    return b.load(b.bitcast(b.gep(obj, [L.Constant(I64, off)]), ty.as_pointer()))
+    return b.load(b.gep(obj, [L.Constant(I64, off)], source_etype=I8), typ=ty)
 
 
 def _check_array(fn: L.Function, b: L.IRBuilder, obj, t: ArrayT, slow_block) -> L.Value:
@@ -114,18 +126,22 @@ def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
     b.cbranch(b.icmp_unsigned("==", cls, L.Constant(I64, want)), ok, slow_block)
     b.position_at_end(ok)
     if t == FLOAT64:
-        return b.load(b.bitcast(b.gep(obj, [L.Constant(I64, 16)]), F64.as_pointer()))
-    conv, _ = _fnptr(b, _addr("PyLong_AsLongLongAndOverflow"), I64, [I8P, I32.as_pointer()])
+        return _field(b, obj, 16, F64)
+    conv = _fnptr(_addr("PyLong_AsLongLongAndOverflow"), I64, [PTR, PTR])
     v = b.call(conv, [obj, ovf])
     fits = fn.append_basic_block("fits")
-    b.cbranch(b.icmp_signed("==", b.load(ovf), L.Constant(I32, 0)), fits, slow_block)
+    b.cbranch(b.icmp_signed("==", b.load(ovf, typ=I32), L.Constant(I32, 0)), fits, slow_block)
     b.position_at_end(fits)
     return v
 
 
-def _emit(mod: L.Module, t: Any, addr: int, slow: Callable, fail: Callable,
+def _emit(mod: L.Module, t: Any, callee: Any, slow: Callable, fail: Callable,
           name: str) -> None:
-    fn = L.Function(mod, L.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]), name=name)
+    """The METH_FASTCALL function `name` in `mod` around `callee` (an address, or a
+    function of `mod` whose pointer parameters take the i64 arguments' values)."""
+    fn = L.Function(mod, L.FunctionType(PTR, [PTR, PTR, I64]), name=name)
+    fn.attributes.add("noinline")
+    fn.attributes.add("optnone")   # straight-line glue: nothing for the optimiser to do
     _, args, nargs = fn.args
     b = L.IRBuilder(fn.append_basic_block("entry"))
     slow_block, err_block = fn.append_basic_block("slow"), fn.append_basic_block("error")
@@ -135,17 +151,22 @@ def _emit(mod: L.Module, t: Any, addr: int, slow: Callable, fail: Callable,
     start = fn.append_basic_block("start")
     b.cbranch(b.icmp_signed("==", count, L.Constant(I64, n)), start, slow_block)
     b.position_at_end(start)
-    vals = [_unbox(fn, b, b.load(b.gep(args, [L.Constant(I64, i)])), a, slow_block, ovf)
+    vals = [_unbox(fn, b, b.load(b.gep(args, [L.Constant(I64, i)], source_etype=PTR), typ=PTR),
+                   a, slow_block, ovf)
             for i, a in enumerate(t.argtypes)]
     ret = F64 if t.ret == FLOAT64 else I64
-    native, _ = _fnptr(b, addr, ret, [_LL.get(a, I8P) for a in t.argtypes])
-    r = b.call(native, vals)
-    status = b.load(b.inttoptr(L.Constant(I64, runtime.ERRINFO_ADDR), I64.as_pointer()))
+    if isinstance(callee, int):
+        callee = _fnptr(callee, ret, [_LL.get(a, PTR) for a in t.argtypes])
+    else:
+        vals = [b.inttoptr(v, p) if isinstance(p, L.PointerType) and v.type == I64 else v
+                for v, p in zip(vals, callee.function_type.args)]
+    r = b.call(callee, vals)
+    status = b.load(L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR), typ=I64)
     done = fn.append_basic_block("done")
     b.cbranch(b.icmp_signed("!=", status, L.Constant(I64, 0)), err_block, done)
     b.position_at_end(done)
-    box, _ = _fnptr(b, _addr("PyFloat_FromDouble" if t.ret == FLOAT64 else
-                               "PyLong_FromLongLong"), I8P, [ret])
+    box = _fnptr(_addr("PyFloat_FromDouble" if t.ret == FLOAT64 else "PyLong_FromLongLong"),
+                 PTR, [ret])
     b.ret(b.call(box, [r]))
     for block, target in ((slow_block, slow), (err_block, fail)):
         b.position_at_end(block)
@@ -175,18 +196,28 @@ def wrappable(t: Any) -> bool:
 def native_wrappers(specs: list) -> list:
     """`native_wrapper` for each `(t, addr, slow, fail)` of `specs`, compiled as one
     module (one LLVM compile); None for the signatures it cannot take."""
-    mod, names = L.Module(name="zy_fast"), []
-    for t, addr, slow, fail in specs:
-        names.append(f"zy_fast_{next(_COUNTER)}" if wrappable(t) else None)
-        if names[-1]:
-            _emit(mod, t, addr, slow, fail, names[-1])
+    mod = L.Module(name="zy_fast")
+    names = [emit_wrapper(mod, t, addr, slow, fail) for t, addr, slow, fail in specs]
     if any(names):
-        runtime.compile_ir(str(mod))
-    return [_builtin(name, t, slow, fail) if name else None
+        runtime.compile_ir(str(mod), level=0)   # straight-line glue: nothing to optimise
+    return [builtin(name, t, slow, fail) if name else None
             for name, (t, _, slow, fail) in zip(names, specs)]
 
 
-def _builtin(name: str, t: Any, slow: Callable, fail: Callable) -> Callable:
+def emit_wrapper(mod: L.Module, t: Any, callee: Any, slow: Callable,
+                 fail: Callable) -> Optional[str]:
+    """Emit the wrapper of `callee` (an address or a function of `mod`) for signature
+    `t` into `mod`; its name, or None when `t` is not `wrappable`.  Once `mod` is
+    compiled, `builtin(name, t, slow, fail)` makes the Python callable."""
+    if not wrappable(t):
+        return None
+    name = f"zy_fast_{next(_COUNTER)}"
+    _emit(mod, t, callee, slow, fail, name)
+    return name
+
+
+def builtin(name: str, t: Any, slow: Callable, fail: Callable) -> Callable:
+    """The METH_FASTCALL builtin of the compiled wrapper `name`."""
     cname = ctypes.c_char_p(t.ir.name.encode())
     mdef = _MethodDef(cname.value, runtime.function_address(name), METH_FASTCALL, None)
     keep = (mdef, cname, slow, fail)  # `self` of the builtin: keeps all of these alive

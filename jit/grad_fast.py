@@ -29,6 +29,7 @@ import numpy as np
 
 from . import runtime
 from .grad_backend import BACKEND
+from .grad_native import DEOPT
 from .grad_runner import BLOCK_SLOT, NativeDeopt
 from .types import BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, TypingError
 
@@ -142,48 +143,15 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
 
 
 def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any) -> tuple:
-    """Native (jit.fastcall) wrappers of the forward and adjoint entries where their C
-    signatures are all float64/int64 scalars; (None, None) elsewhere."""
-    from types import SimpleNamespace
-
-    from .fastcall import native_wrappers
-    kinds = {ctypes.c_double: FLOAT64, ctypes.c_int64: INT64, ctypes.c_void_p: INT64}
-    fargs = [kinds.get(c) for c in fwd_cf.argtypes]
-    fret = kinds.get(fwd_cf.restype)
-    if (None in fargs or fret is None or len(fargs) != len(argtypes)
-            or list(adj_cf.argtypes) != [ctypes.c_void_p, ctypes.c_double]
-            or adj_cf.restype is not ctypes.c_double):
+    """The native (jit.fastcall) builtins of the forward and the adjoint entry, built
+    with the pullback's module (jit.grad_native); (None, None) where the signatures
+    are not float64/int64 scalars with one float gradient."""
+    native = getattr(code, "native", None)
+    if native is None or native.forward is None or native.adjoint is None:
         return None, None
-
-    def adj_slow(blk, dy):
-        r = adj_cf(blk, dy)
-        if runtime.ERRINFO[0]:
-            _adjoint_failed()
-        return r
-
-    def adj_error(*args):
-        _adjoint_failed()
-    name = SimpleNamespace(name=jf.primal.name)
-    nfwd, nadj = native_wrappers([
-        (SimpleNamespace(argtypes=tuple(fargs), ret=fret, ir=name),
-         ctypes.cast(fwd_cf, ctypes.c_void_p).value, lambda *a: DEOPT, forward_error(code)),
-        (SimpleNamespace(argtypes=(INT64, FLOAT64), ret=FLOAT64, ir=name),
-         ctypes.cast(adj_cf, ctypes.c_void_p).value, adj_slow, adj_error)])
-    return nfwd, nadj
-
-
-DEOPT = object()   # a native forward's "run the general path" answer
-
-
-def forward_error(code: Any) -> Any:
-    """The native forward's error path: raise the error, or answer DEOPT."""
-    def fail(*args):
-        try:
-            code._failed(runtime.ERRINFO[BLOCK_SLOT])  # raises the error, or NativeDeopt
-        except NativeDeopt:
-            pass
-        return DEOPT
-    return fail
+    if code.default_adjoint.dy_t != FLOAT64:
+        return None, None
+    return native.forward, native.adjoint
 
 
 def native_forward(env: dict, back_cls: type, nfwd: Any, jf: Any, names: list,

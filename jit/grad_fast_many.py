@@ -23,17 +23,13 @@ that are not a float or an int, in-out arguments) answer None: the general path.
 """
 from __future__ import annotations
 
-import ctypes
-from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from . import runtime
-from .fastcall import native_wrappers
-from .grad_fast import DEOPT, back_class, forward_error, native_forward
+from .grad_fast import back_class, native_forward
 from .grad_fastentry import fast_plan
-from .grad_runner import _adjoint_failed
 from .types import FLOAT64, INT64, ArrayT, typeof
 
 
@@ -45,15 +41,10 @@ def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
     y_t = code.typing.ret.elems[0]
     if plan is None or adj.fast_address is None or jf.inout or y_t not in (FLOAT64, INT64):
         return None
-    name = SimpleNamespace(name=jf.primal.name)
-    fwd_cf = code.call.__globals__["cf"]
-    adj_spec = _adjoint_spec(adj, plan, argtypes, name)
-    if adj_spec is None:
+    native = getattr(code, "native", None)
+    if native is None or adj is not code.default_adjoint or native.plan != plan:
         return None
-    nfwd, nadj = native_wrappers([
-        (SimpleNamespace(argtypes=argtypes, ret=y_t, ir=name),
-         ctypes.cast(fwd_cf, ctypes.c_void_p).value, lambda *a: DEOPT, forward_error(code)),
-        adj_spec])
+    nfwd, nadj = native.forward, native.fast_adjoint
     if nfwd is None or nadj is None:
         return None
     env = {"err": runtime.ERRINFO, "code": code, "free": code.free, "general": general,
@@ -116,22 +107,6 @@ def _data_uses(adj: Any, watched: set) -> set:
         term = b.term
         out.update(a for a in vars(term).values() if a in watched)
     return out
-
-
-def _adjoint_spec(adj: Any, plan: list, argtypes: tuple, name: Any) -> Any:
-    """The `jit.fastcall` spec of the adjoint's `zy_adjf` entry, or None."""
-    if any(k == "array" and not isinstance(t, ArrayT) for k, t in zip(plan, argtypes)):
-        return None  # an array gradient for a scalar argument: not this path's shape
-    arrays = [ArrayT(FLOAT64, 1)] * ("float" in plan)
-    arrays += [ArrayT(FLOAT64, t.ndim) for k, t in zip(plan, argtypes) if k == "array"]
-
-    def slow(*args):
-        return 1     # unexpected arguments: the general path answers
-
-    def fail(*args):
-        _adjoint_failed()
-    sig = SimpleNamespace(argtypes=(INT64, FLOAT64, *arrays), ret=INT64, ir=name)
-    return sig, adj.fast_address, slow, fail
 
 
 def _back_body(plan: list, argtypes: tuple) -> tuple:

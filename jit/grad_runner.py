@@ -45,6 +45,7 @@ from .codegen_entry import (
 from .grad_calls import adjoint_ir
 from .grad_dead import check_adjoint, dead_pushes, decide
 from .grad_fastentry import build_fast_adjoint_entry
+from .grad_native import NativeEntries
 from .infer import ENGINE, LiteralT
 from .types import (
     BOOL,
@@ -393,9 +394,11 @@ class ForwardCode:
                                     ctypes.addressof(self.tape_hint))
         # the adjoint for the usual dy goes into the same module: one LLVM compile
         adjoint = AdjointCode(self, dy_t, mg)
+        self.native = NativeEntries(mg.module, self, entry, adjoint)
         self.llvm_text = str(mg.module)
         self.module = runtime.compile_ir(self.llvm_text)
         adjoint.finish(self.module, self.llvm_text)
+        self.native.finish()
         addr = runtime.function_address(entry.name)
         env = {"deopt": _raise_deopt, "failed": self._failed}
         tail = [f"blk = err[{BLOCK_SLOT}]", "if err[0]: failed(blk)"]

@@ -112,12 +112,14 @@ def optimize(mod: Any, level: int = 3) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-def compile_ir(text: str) -> Any:
-    """Parse, verify, optimise and JIT a module; returns the binding module."""
+def compile_ir(text: str, level: int = 3) -> Any:
+    """Parse, verify, optimise (at `level`; 0 skips the pipeline, for glue code that
+    is straight-line already) and JIT a module; returns the binding module."""
     with _LOCK:
         mod = llvm.parse_assembly(text)
         mod.verify()
-        optimize(mod)
+        if level:
+            optimize(mod, level)
         ee = engine()
         ee.add_module(mod)
         ee.finalize_object()
