@@ -11,7 +11,8 @@ Requires: `merge_returns`, `record_branches`, and an `Activity`.  Guarantees:
     and `%pb` is its alpha (the callee's pullback data: its env, on the same tape);
   * an array that is written (`a[i] = v`) somewhere in the function is copied with
     `snapshot` before a pullback records it, so the adjoint sees the value the
-    primal read, not a later overwrite (`meta["mutated"]`);
+    primal read, not a later overwrite (`meta["mutated"]`); so is an argument that
+    may be an array, which a caller may write into after this function returns;
   * `meta["records"]` maps each block id to its `Record`s in statement order.
 A statement without a rule raises `TypeError` naming the primitive or callee and
 `file:line`.  Inactive statements are left untouched.  The input is not modified.
@@ -69,11 +70,12 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     _refuse_view_writes(out, act)
     mutated = _mutated(out, act)
     out.meta["mutated"] = mutated
+    volatile = _mutated(out, act, _array_args(out, kinds))
     records = {}
     for b in out.blocks:
         stmts, recs = [], []
         for s in b.stmts:
-            stmts += _instrument_stmt(out, b.id, s, act, tape, mutated, recs, kinds)
+            stmts += _instrument_stmt(out, b.id, s, act, tape, volatile, recs, kinds)
         b.stmts = stmts
         records[b.id] = recs
     out.meta["records"] = records
@@ -144,8 +146,17 @@ def _view_name(s) -> str:
     return "a call that returns a view"
 
 
-def _mutated(ir: IR, act: Activity) -> set:
-    out = set()
+def _array_args(ir: IR, kinds: Any) -> set:
+    """Arguments that may be arrays: a caller may write into one after this function
+    returns and before its adjoint runs, so a pullback reading one reads a snapshot
+    (proven numbers need none)."""
+    return {a.var for a in ir.args[1:]
+            if kinds is None or not kinds.is_scalar(a.var)}
+
+
+def _mutated(ir: IR, act: Activity, seeds: set = frozenset()) -> set:
+    """Values written by `setitem` (and `seeds`), spread over the phis joining them."""
+    out = set(seeds)
     for b in ir.blocks:
         for s in b.stmts:
             if s.op == "setitem" and isinstance(s.args[0], Var):
