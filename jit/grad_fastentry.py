@@ -88,16 +88,9 @@ done:
   ret i64 0
 }
 """
-_STATE: dict = {}
-
-
 def copy_grad_address() -> int:
     """The address of `zy_copy_grad` (compiled once)."""
-    addr = _STATE.get("copy")
-    if addr is None:
-        runtime.compile_ir(_COPY_IR.replace("DATA", str(DATA_OFF)))
-        addr = _STATE["copy"] = runtime.function_address("zy_copy_grad")
-    return addr
+    return runtime.compiled_once(_COPY_IR.replace("DATA", str(DATA_OFF)), "zy_copy_grad")
 
 
 def fast_plan(g_t: Type) -> Optional[list]:

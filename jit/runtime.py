@@ -127,6 +127,17 @@ def compile_ir(text: str, level: int = 3) -> Any:
     return mod
 
 
+def compiled_once(text: str, name: str) -> int:
+    """The address of function `name` of the module `text`, compiled on first use
+    (the run-time helpers written as LLVM text)."""
+    key = ("once", name)
+    addr = _STATE.get(key)
+    if addr is None:
+        compile_ir(text)
+        addr = _STATE[key] = function_address(name)
+    return addr
+
+
 def function_address(name: str) -> int:
     return engine().get_function_address(name)
 

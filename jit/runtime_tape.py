@@ -119,13 +119,6 @@ fail:
 }
 """
 
-_STATE: dict = {}
-
-
 def reserve_address() -> int:
     """The address of `zy_tape_reserve(tape*, slots) -> 0 | 1 (out of memory)`."""
-    addr = _STATE.get("reserve")
-    if addr is None:
-        runtime.compile_ir(_RESERVE_IR)
-        addr = _STATE["reserve"] = runtime.function_address("zy_tape_reserve")
-    return addr
+    return runtime.compiled_once(_RESERVE_IR, "zy_tape_reserve")

@@ -10,17 +10,7 @@ import pytest
 from jit_grad_check import check_llvm
 
 import adjoint
-
-
-def leaky(xs):
-    s = 0.0
-    for i in range(len(xs)):
-        x = xs[i]
-        if x > 0.0:
-            s += x
-        else:
-            s += 0.01 * x
-    return s
+from bench.workloads import leaky_sum as leaky
 
 
 def skips(x, n):

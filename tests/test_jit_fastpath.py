@@ -13,14 +13,10 @@ import pytest
 from jit_grad_check import close
 
 import adjoint
+from bench.workloads import horner
+from bench.workloads import logsumexp as lse
+from bench.workloads import rosenbrock as rosen
 from jit.grad_backend import JitFallbackWarning
-
-
-def horner(x, coeffs):
-    r = 0.0
-    for i in range(len(coeffs)):
-        r = r * x + coeffs[i]
-    return r
 
 
 def quadratic_form(m, v):
@@ -121,24 +117,6 @@ def test_gradient_arrays_are_fresh_and_back_repeats():
     assert close(2.0 * g1[1], g2[1]) and close(2.0 * g1[0], g2[0])
     g1[1][:] = 0.0  # a caller scribbling on one result does not touch the next
     assert close(back(1.0)[1], g2[1] / 2.0)
-
-
-def rosen(xs):
-    s = 0.0
-    for i in range(len(xs) - 1):
-        s += 100.0 * (xs[i + 1] - xs[i] ** 2) ** 2 + (1.0 - xs[i]) ** 2
-    return s
-
-
-def lse(xs):
-    m = xs[0]
-    for i in range(1, len(xs)):
-        if xs[i] > m:
-            m = xs[i]
-    s = 0.0
-    for i in range(len(xs)):
-        s += math.exp(xs[i] - m)
-    return m + math.log(s)
 
 
 def reads_late(xs, w):
