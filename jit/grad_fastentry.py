@@ -6,8 +6,8 @@ into numpy memory the caller allocated.
 `floats` (present when the gradient has float leaves) is a float64 array of one slot
 per float leaf; `g_1 ... g_m` are C-contiguous float64 arrays shaped like the array
 arguments whose gradient is an array, in argument order (all of them `PyArrayObject*`,
-checked by the `jit.fastcall` wrapper before the call).  The entry runs the adjoint
-like `zy_adj_N` (reader on the stack, env loaded from the block), stores the float
+checked by the `jit.fastcall` wrapper before the call).  The entry calls the general
+entry `zy_adj_N` (so the adjoint body is inlined in one place only), stores the float
 leaves, copies each native gradient array into its numpy array (a null array is
 zeros) and frees what the adjoint allocated.  It returns 0, or 1 when a native
 gradient's shape is not its numpy array's (the caller then takes the general path);
@@ -20,9 +20,9 @@ from typing import Any, Optional
 from llvmlite import ir as L
 
 from . import runtime
-from .codegen import F64, I64, PTR, ModuleGen, lltype
+from .codegen import F64, I32, I64, PTR, ModuleGen
 from .codegen_array import _TypedPtr
-from .codegen_entry import DATA_OFF, _release, out_leaves
+from .codegen_entry import DATA_OFF, _release, out_leaves, out_struct
 from .types import FLOAT64, NONE, ArrayT, TupleT, Type
 
 # dst is a PyArrayObject* (C-contiguous float64, data at +16, dimensions at +32);
@@ -111,11 +111,11 @@ def fast_plan(g_t: Type) -> Optional[list]:
     return plan
 
 
-def build_fast_adjoint_entry(mg: ModuleGen, t: Any, impl: L.Function,
-                             block_reader: Any) -> Optional[L.Function]:
-    """Emit `zy_adjf_N` for the adjoint typing `t` (dy a float64), or return None when
-    its gradient is not made of floats and float64 arrays.  `block_reader(b, blk)`
-    returns the (reader pointer, env value) the adjoint starts from."""
+def build_fast_adjoint_entry(mg: ModuleGen, t: Any, entry: L.Function) -> Optional[L.Function]:
+    """Emit `zy_adjf_N` for the adjoint typing `t` (dy a float64) around the adjoint's
+    general entry `entry` (`zy_adj_N(block, dy[, out])`, which keeps the adjoint
+    inlined in one place), or return None when its gradient is not made of floats and
+    float64 arrays."""
     plan = fast_plan(t.ret)
     if plan is None or t.argtypes[2] != FLOAT64:
         return None
@@ -123,28 +123,34 @@ def build_fast_adjoint_entry(mg: ModuleGen, t: Any, impl: L.Function,
     params = [I64, F64] + [PTR] * ((nfloat > 0) + narray)
     fn = L.Function(mg.module, L.FunctionType(I64, params), f"zy_adjf_{mg.uid}")
     b = L.IRBuilder(fn.append_basic_block("entry"))
-    blk = b.inttoptr(fn.args[0], PTR)
-    reader, env = block_reader(b, blk)
     headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
     mark = b.load(headp, typ=PTR)
-    out = b.alloca(lltype(t.ret))
-    status = b.call(impl, [L.Constant(I64, 0), out, reader, env, fn.args[1]])
-    errinfo = L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
-    b.store(b.sext(status, I64), errinfo)
+    leaves = out_leaves(t.ret)
+    args = [b.inttoptr(fn.args[0], PTR), fn.args[1]]
+    direct = len(leaves) == 0 or (len(leaves) == 1 and leaves[0][1] == FLOAT64)  # by value
+    out = None if direct else b.alloca(out_struct(t.ret))
+    r = b.call(entry, args + ([] if direct else [out]))
+    status = b.load(L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR), typ=I64)
     ok, failed = fn.append_basic_block("ok"), fn.append_basic_block("failed")
-    b.cbranch(b.icmp_signed("==", status, L.Constant(status.type, 0)), ok, failed)
+    b.cbranch(b.icmp_signed("==", status, L.Constant(I64, 0)), ok, failed)
     b.position_at_end(failed)
     _release(mg, b, mark)
     b.ret(L.Constant(I64, 0))
     b.position_at_end(ok)
-    value = b.load(out, typ=lltype(t.ret))
-    bad = _store_leaves(mg, b, value, t.ret, fn.args[2:], nfloat > 0)
+    if direct:
+        parts = [r] if leaves else []
+    else:
+        flat = out_struct(t.ret)
+        parts = [b.load(b.gep(out, [L.Constant(I32, 0), L.Constant(I32, k)],
+                              source_etype=flat), typ=flat.elements[k])
+                 for k in range(len(leaves))]
+    bad = _store_leaves(b, parts, [leaf for _, leaf in leaves], fn.args[2:], nfloat > 0)
     _release(mg, b, mark)
     b.ret(bad)
     return fn
 
 
-def _store_leaves(mg: ModuleGen, b: L.IRBuilder, value, g_t: TupleT, ptrs, floats: bool):
+def _store_leaves(b: L.IRBuilder, parts: list, leaves: list, ptrs, floats: bool):
     """Store every float leaf into the float array and copy every gradient array;
     returns the or-ed shape-mismatch flags (i64)."""
     ptrs = list(ptrs)
@@ -152,10 +158,7 @@ def _store_leaves(mg: ModuleGen, b: L.IRBuilder, value, g_t: TupleT, ptrs, float
     copy_t = L.FunctionType(I64, [PTR, PTR, I64, I64, I64, I64, I64])
     copy = _TypedPtr(L.Constant(I64, copy_grad_address()).inttoptr(PTR), copy_t)
     bad, k = L.Constant(I64, 0), 0
-    for path, leaf in out_leaves(g_t):
-        v = value
-        for i in path:
-            v = b.extract_value(v, i)
+    for v, leaf in zip(parts, leaves):
         if leaf == FLOAT64:
             b.store(v, b.gep(fdata, [L.Constant(I64, k)], source_etype=F64))
             k += 1

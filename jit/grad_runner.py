@@ -462,8 +462,7 @@ class AdjointCode:
         impl = mg.function(self.typing)
         mg.build()  # emits every function declared but not yet emitted
         self.entry = build_adjoint_entry(mg, self.typing, impl)
-        self.fast_entry = build_fast_adjoint_entry(mg, self.typing, impl,
-                                                   block_reader(fwd.env_t))
+        self.fast_entry = build_fast_adjoint_entry(mg, self.typing, self.entry)
         self.fast_address = None
         if own:
             text = str(mg.module)
