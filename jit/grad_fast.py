@@ -36,17 +36,24 @@ from .types import BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, TypingError
 _SCALAR = {float: FLOAT64, int: INT64, bool: BOOL}
 _ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.int64))
 _TABLE: dict = {}     # (code, argument classes) -> (globals, forward) or False
-_HOT: dict = {}       # (function, *argument classes) -> (code, forward): the cheap lookup
+_HOT: dict = {}       # function -> (code, number of arguments, forward) last compiled
 _HOT_MAX = 4096
 _RUNNERS: dict = {}   # adjoint.api.RUNNERS once registered: the fast path only runs
                       # while the llvm runner is this module's BACKEND
 
 
 def fast_pullback(f: Any, args: tuple) -> Any:
-    """`(y, back)` from the compiled fast path, or None (use the general path)."""
-    hot = _HOT.get((f, *map(type, args)))
-    if hot is not None and hot[0] is f.__code__ and _RUNNERS.get("llvm") is BACKEND:
-        return hot[1](*args)
+    """`(y, back)` from the compiled fast path, or None (use the general path).
+
+    The last signature compiled for `f` is tried first, without looking at the
+    arguments' classes: its native forward checks them itself and answers None
+    (DEOPT) for anything else, which then takes the lookup by argument classes."""
+    hot = _HOT.get(f)
+    if (hot is not None and hot[0] is f.__code__ and hot[1] == len(args)
+            and _RUNNERS.get("llvm") is BACKEND):
+        got = hot[2](*args)
+        if got is not None:
+            return got
     code = getattr(f, "__code__", None)
     if code is None or _RUNNERS.get("llvm") is not BACKEND:
         return None
@@ -58,7 +65,10 @@ def fast_pullback(f: Any, args: tuple) -> Any:
         return None
     if len(_HOT) >= _HOT_MAX:
         _HOT.clear()
-    _HOT[(f, *map(type, args))] = (code, entry[1])
+    if getattr(entry[1], "checks_types", False):  # a native forward (jit.fastcall)
+        _HOT[f] = (code, len(args), entry[1])
+    else:
+        _HOT.pop(f, None)
     return entry[1](*args)
 
 
@@ -163,6 +173,7 @@ def native_forward(env: dict, back_cls: type, nfwd: Any, jf: Any, names: list,
              "    if y is DEOPT: return None",
              f"    return y, Back(err[{BLOCK_SLOT}], ({sig}{',' if len(names) == 1 else ''}))"]
     exec(compile("\n".join(lines), f"<jit fast pullback {jf.primal.name}>", "exec"), env)
+    env["forward"].checks_types = True   # the builtin answers DEOPT to other classes
     return env["forward"]
 
 

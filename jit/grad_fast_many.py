@@ -48,11 +48,12 @@ def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
     if nfwd is None or nadj is None:
         return None
     env = {"err": runtime.ERRINFO, "code": code, "free": code.free, "general": general,
-           "jf": jf, "nadj": nadj, "empty": np.empty, "zeros": np.zeros}
+           "jf": jf, "nadj": nadj, "empty": np.empty, "zeros": np.zeros, "ndarray": np.ndarray}
     back_cls = back_class(env, *_back_body(plan, argtypes))
     names = [f"a{i}" for i in range(len(args))]
     private = unread_arrays(jf, code)
-    copies = tuple(f"    {n} = {n}.copy()" for k, (n, t) in enumerate(zip(names, argtypes))
+    copies = tuple(f"    if type({n}) is ndarray: {n} = {n}.copy()"
+                   for k, (n, t) in enumerate(zip(names, argtypes))
                    if isinstance(t, ArrayT) and k not in private)
     return native_forward(env, back_cls, nfwd, jf, names, copies)
 

@@ -192,3 +192,18 @@ def test_integer_results_and_integer_arguments():
     assert y == int_result(xs, 12) and type(y) is int
     g = back(1.0)
     assert g[1] is None and close(g[0], np.zeros(12))
+
+
+def _cube_plus(x, n):
+    return x ** 3 + n
+
+
+def test_alternating_signatures_each_get_their_own_results():
+    # the last compiled signature is tried first; others must not be served by it
+    for x, n in [(1.5, 2), (2, 2), (1.5, 2), (1.5, 2 ** 70), (True, 3), (1.5, 2)]:
+        y, back = adjoint.pullback(_cube_plus, x, n, backend="llvm")
+        yi, backi = adjoint.pullback(_cube_plus, x, n, backend="interp")
+        assert y == yi and type(y) is type(yi)
+        assert back(1.0) == backi(1.0)
+    with pytest.raises(TypeError):
+        adjoint.pullback(_cube_plus, 1.5, backend="llvm")
