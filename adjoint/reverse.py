@@ -374,6 +374,8 @@ def _emit_getitem(ctx, rec, blk, dy) -> None:
     idx = [ctx.alpha(i, rec.block) for i in rec.operands[1:]]
     s = ctx.read(x, blk)
     new = ctx.emit(blk, "accum_index", s, dy, ctx.alpha(x, rec.block), *idx, line=rec.line)
+    # the forward read x at these very indices: they are valid for x's shape
+    ctx.adj.meta.setdefault("inbounds", set()).add(new.id)
     ctx.ssa.write(x, blk.id, new)
 
 

@@ -51,12 +51,16 @@ def checked_index(fc: FunctionGen, i, size, axis: int) -> L.Value:
     return j
 
 
-def element_pointer(fc: FunctionGen, arr, idx: list) -> L.Value:
-    """Byte address of a[idx...] (len(idx) may be less than ndim: a sub-array)."""
+def element_pointer(fc: FunctionGen, arr, idx: list, known_valid: bool = False) -> L.Value:
+    """Byte address of a[idx...] (len(idx) may be less than ndim: a sub-array).
+    `known_valid`: the indices were checked against this shape already (a negative
+    one is still wrapped)."""
     b = fc.b
     offset = ZERO
     for axis, i in enumerate(idx):
-        j = checked_index(fc, i, shape(fc, arr, axis), axis)
+        size = shape(fc, arr, axis)
+        j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, size), i) if known_valid \
+            else checked_index(fc, i, size, axis)
         offset = b.add(offset, b.mul(j, stride(fc, arr, axis)))
     return b.gep(field(fc, arr, 0), [offset], inbounds=False, source_etype=L.IntType(8))
 

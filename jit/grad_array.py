@@ -111,7 +111,8 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
     acc = ensure_array(fc, fc.get(s.args[0]), acc_t, fc.get(s.args[2]), x_t)
     if dy_t == NONE:
         return acc
-    ptr = element_pointer(fc, acc, index_operands(fc, s.args[3:]))
+    valid = s.var.id in fc.ir.meta.get("inbounds", ())   # the forward's own index
+    ptr = element_pointer(fc, acc, index_operands(fc, s.args[3:]), valid)
     if dy_t in (FLOAT64, INT64):
         old = fc.b.load(ptr, typ=F64)
         fc.b.store(fc.b.fadd(old, fc.get(s.args[1], FLOAT64)), ptr)
