@@ -150,7 +150,7 @@ def _prepare(f: Callable, args: tuple) -> tuple:
 
 def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
     """Run `f(*args)` recording a tape; return `(y, back)`."""
-    if backend != "interp":
+    if not _JIT_TRIED and backend != "interp":
         _load_jit()
     fast = FAST_PATHS.get(backend)
     if fast is not None:    # the JIT's per-signature shortcut (jit.grad_fast)

@@ -131,9 +131,10 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
     nfwd, nadj = _native_pair(jf, argtypes, code, fwd_cf, adj_cf)
     if nadj is not None:
         env["adj_cf"] = nadj
-    back_cls = back_class(env, ["        r = adj_cf(self.blk, dy)",
-                                "        if err[0]: fail_adj()"],
-                          _grad_expr(argtypes, gtypes))
+    call = ["        r = adj_cf(self.blk, dy)"]
+    if nadj is None:   # a ctypes call: the status is tested here (a builtin tests it)
+        call.append("        if err[0]: fail_adj()")
+    back_cls = back_class(env, call, _grad_expr(argtypes, gtypes))
     names = [f"a{i}" for i in range(len(args))]
     if nfwd is not None:
         return native_forward(env, back_cls, nfwd, jf, names)
