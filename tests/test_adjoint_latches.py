@@ -75,3 +75,24 @@ def test_the_headers_first_visit_is_found_on_the_counter(f, args):
     assert ind is not None and ind.first_visit, "expected a multi-latch header"
     for h, (phi, entry, init) in ind.first_visit.items():
         assert h not in ind.implied and phi in ind.phis
+
+
+def test_compiled_adjoint_of_the_branchy_loop_selects_instead_of_branching():
+    from jit.grad_backend import stage_listing
+    xs = np.random.default_rng(5).normal(size=64)
+    jf_adj = stage_listing("llvm", "adjoint", leaky, (xs,))
+    body = jf_adj[jf_adj.index("define void @zy_adj_"):]
+    body = body[:body.index("\n}\n")]
+    assert "select i1" in body            # dy or 0.01 * dy, chosen without a branch
+    assert "switch" not in body
+    assert "sadd.with.overflow" not in body  # rebuilt counters are exact
+
+
+def test_rebuilt_counters_and_cotangent_indices_are_marked_for_the_jit():
+    from adjoint.transform import activity_of, arg_types, lower_function, transform
+    args = (np.ones(5),)
+    jf = transform(lower_function(leaky), activity_of(args), arg_types(args))
+    meta = jf.adjoint.meta
+    stmts = {s.var.id: s for b in jf.adjoint.blocks for s in b.stmts}
+    assert meta["exact_ints"] and all(stmts[v].op in ("add", "sub") for v in meta["exact_ints"])
+    assert meta["inbounds"] and all(stmts[v].op == "accum_index" for v in meta["inbounds"])
