@@ -179,7 +179,7 @@ def cotangent_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
     """Join where `none` is the zero of any float, int or tuple type."""
     if a is None or a == NONE and b is not None:
         return b
-    if b is None or b == NONE:
+    if b is None or b == NONE or a == b:
         return a
     if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
         return TupleT(tuple(cotangent_join(x, y) for x, y in zip(a.elems, b.elems)))
