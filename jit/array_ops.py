@@ -115,6 +115,7 @@ _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}
 _UFUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "arcsin",
            "arccos", "arctan", "abs", "absolute", "fabs", "square", "negative", "log1p",
            "expm1", "log2", "log10", "sign")
+_NAN = float("nan")
 _NS: dict = {"np": np, "same_length": same_length}
 
 
@@ -171,7 +172,8 @@ def _pairwise(a, lo, n):
 
 def _sum1(a):
     n = a.shape[0]
-    return _pairwise(a, 0, n) if n > 0 else 0.0  # numpy's identity for an empty sum
+    # numpy adds onto its identity 0.0: an empty sum is 0.0, a sum of -0.0s is 0.0
+    return 0.0 + _pairwise(a, 0, n) if n > 0 else 0.0
 
 
 def _at(a, m, k):
@@ -190,7 +192,7 @@ def _sum2(a):
     """numpy sums a C-contiguous array as one flat run, others row by row."""
     n, m = a.shape
     if n * m > 0 and a.strides[1] == 8 and a.strides[0] == 8 * m:
-        return _pairwise_flat(a, m, 0, n * m)
+        return 0.0 + _pairwise_flat(a, m, 0, n * m)
     s = 0.0
     for i in range(n):
         s += _pairwise(a[i], 0, m)
@@ -198,11 +200,13 @@ def _sum2(a):
 
 
 def _mean1(a):
-    return _sum1(a) / a.shape[0]
+    n = a.shape[0]
+    return _sum1(a) / n if n else _NAN   # numpy: nan (with a RuntimeWarning)
 
 
 def _mean2(a):
-    return _sum2(a) / (a.shape[0] * a.shape[1])
+    n = a.shape[0] * a.shape[1]
+    return _sum2(a) / n if n else _NAN
 
 
 def _dot11(a, b):
@@ -277,17 +281,19 @@ def _d_pow_as2(dy, x, y):
 def _assign_aa1(a, v):
     n = a.shape[0]
     same_length(n, v.shape[0])
+    w = v.copy()   # v may be a view of a (a[...] = a[::-1]): numpy reads it all first
     for i in range(n):
-        a[i] = v[i]
+        a[i] = w[i]
 
 
 def _assign_aa2(a, v):
     n, m = a.shape
     same_length(n, v.shape[0])
     same_length(m, v.shape[1])
+    w = v.copy()   # v may be a view of a (m[...] = m.T)
     for i in range(n):
         for j in range(m):
-            a[i, j] = v[i, j]
+            a[i, j] = w[i, j]
 
 
 def _assign_as1(a, v):

@@ -507,3 +507,34 @@ def test_axis_sums_more():
     for f in (axis_out_of_range, axis_keepdims):
         with pytest.raises(jit.TypingError):
             jit.code_typed(f, M)
+
+
+# -- assignments from an overlapping view, numpy's identity for sums ---------------------
+def _assign_transpose(m):
+    m[...] = m.T
+    return m[1, 0] + 10.0 * m[2, 1]
+
+
+def _assign_reversed(a):
+    a[...] = a[::-1]
+    return a[4] + 10.0 * a[3]
+
+
+@pytest.mark.parametrize("f,x", [(_assign_transpose, np.arange(9.0).reshape(3, 3)),
+                                 (_assign_reversed, np.arange(5.0))],
+                         ids=["transpose", "reversed"])
+def test_assigning_a_view_of_the_target_reads_it_first(f, x):
+    want, got = f(x.copy()), jit.jit(f)(x.copy())
+    assert got == want
+    assert check_llvm(f, x.copy()) == "ok"
+
+
+def test_sums_start_from_zero_and_empty_means_are_nan():
+    import warnings
+    total, mean = jit.jit(lambda a: np.sum(a)), jit.jit(lambda a: a.mean())
+    for a in (np.array([-0.0]), -np.zeros(20), -np.zeros((3, 3))):
+        assert math.copysign(1.0, total(a)) == math.copysign(1.0, np.sum(a)) == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert math.isnan(np.mean(np.zeros(0))) and math.isnan(mean(np.zeros(0)))
+        assert math.isnan(mean(np.zeros((0, 2))))
