@@ -15,6 +15,8 @@ No fast-math flag is ever set: results equal CPython's bit for bit.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir as L
 
 from .codegen import F64, I1, I64, FunctionGen, codegen, const_operand
@@ -171,22 +173,27 @@ def float_divmod(fc: FunctionGen, vx, wx) -> tuple:
 def _cg_pow(fc: FunctionGen, s, ts):
     if s.type == FLOAT64:
         a, b = operands(fc, s, FLOAT64)
-        return float_pow(fc, a, b)
+        return float_pow(fc, a, b, getattr(s.args[1], "value", None))
     a, b = operands(fc, s, INT64)
     fc.deopt_if(fc.b.icmp_signed("<", b, ZERO_I), "negative integer exponent")
     return int_pow(fc, a, b)
 
 
-def float_pow(fc: FunctionGen, iv, iw) -> L.Value:
+def float_pow(fc: FunctionGen, iv, iw, w: Any = None) -> L.Value:
+    """`iv ** iw` on floats with CPython's errors; `w` is the exponent when it is a
+    constant (a natural number needs no ZeroDivisionError or complex-result test)."""
     b = fc.b
     finite = b.and_(_isfinite(fc, iv), _isfinite(fc, iw))
-    zero_neg = b.and_(b.fcmp_ordered("==", iv, ZERO_F), b.fcmp_ordered("<", iw, ZERO_F))
-    fc.raise_if(b.and_(zero_neg, _isfinite(fc, iw)), ZeroDivisionError,
-                "0.0 cannot be raised to a negative power")
-    fractional = b.fcmp_unordered("!=", iw, fintrinsic(fc, "floor", iw))
-    fc.deopt_if(b.and_(b.and_(finite, b.fcmp_ordered("<", iv, ZERO_F)), fractional),
-                "negative number raised to a fractional power is complex")
+    natural = type(w) in (int, float) and w >= 0 and w == int(w)
+    if not natural:
+        zero_neg = b.and_(b.fcmp_ordered("==", iv, ZERO_F), b.fcmp_ordered("<", iw, ZERO_F))
+        fc.raise_if(b.and_(zero_neg, _isfinite(fc, iw)), ZeroDivisionError,
+                    "0.0 cannot be raised to a negative power")
+        fractional = b.fcmp_unordered("!=", iw, fintrinsic(fc, "floor", iw))
+        fc.deopt_if(b.and_(b.and_(finite, b.fcmp_ordered("<", iv, ZERO_F)), fractional),
+                    "negative number raised to a fractional power is complex")
     r = b.call(fc.mg.extern("pow", F64, [F64, F64]), [iv, iw])
+
     with b.if_then(maybe_nonfinite(fc, r), likely=False):  # the exact test, off the hot path
         fc.raise_if(b.and_(finite, _isinf(fc, r)), OverflowError,
                     "(34, 'Numerical result out of range')")
