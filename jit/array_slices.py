@@ -251,7 +251,8 @@ def _wrap_item_access() -> None:
 # -- cotangents: accum_index / take_index / zero_index with slices -------------------------------
 def add_view(fc, view, dy, nd: int) -> None:
     """view += dy for a 1-D or 2-D view (a NULL dy adds nothing)."""
-    from .grad_array import _loop, _null, _row, add_into
+    from .codegen_array import count_loop
+    from .grad_array import _null, _row, add_into
     if nd == 1:
         add_into(fc, view, dy)
         return
@@ -260,7 +261,8 @@ def add_view(fc, view, dy, nd: int) -> None:
     fc.raise_if(bad, ValueError, "cotangent shapes differ ({0} and {1})",
                 (shape(fc, view, 0), shape(fc, dy, 0)))
     with b.if_then(b.not_(_null(fc, dy))):
-        _loop(fc, shape(fc, view, 0), lambda i: add_into(fc, _row(fc, view, i), _row(fc, dy, i)))
+        count_loop(fc, shape(fc, view, 0),
+                   lambda i: add_into(fc, _row(fc, view, i), _row(fc, dy, i)))
 
 
 def _wrap_cotangents() -> None:

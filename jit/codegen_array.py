@@ -177,7 +177,7 @@ def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
     alloc_addr, _ = runtime.arena_functions()
     fc.mg.allocates = True
     fnty = L.FunctionType(PTR, [I64])
-    data = b.call(_fnptr(fc, alloc_addr, fnty), [nbytes])
+    data = b.call(callee_at(alloc_addr, fnty), [nbytes])
     fc.raise_if(b.icmp_unsigned("==", b.ptrtoint(data, I64), ZERO), MemoryError,
                 "cannot allocate {0} bytes", (nbytes,))
     if fill is not None:
@@ -187,8 +187,8 @@ def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
     return make_array(fc, data, dims, strides)
 
 
-def _fnptr(fc: FunctionGen, addr: int, fnty: L.FunctionType) -> L.Value:
-    """Call target at a constant address (the runtime's functions)."""
+def callee_at(addr: int, fnty: L.FunctionType) -> "_TypedPtr":
+    """A call target at a constant address (the runtime's functions, the C API)."""
     return _TypedPtr(L.Constant(I64, addr).inttoptr(PTR), fnty)
 
 
@@ -212,18 +212,24 @@ def _fill(fc: FunctionGen, data, total, dtype, fill) -> None:
                         L.Constant(I1, 0)])
         return
     value = L.Constant(lltype(dtype), float(fill) if dtype == FLOAT64 else int(fill))
-    head = fc.fn.append_basic_block("fill.head")
-    body = fc.fn.append_basic_block("fill.body")
-    done = fc.fn.append_basic_block("fill.done")
+    count_loop(fc, total, lambda i: b.store(value, b.gep(data, [i], source_etype=lltype(dtype))))
+
+
+def count_loop(fc: FunctionGen, n, body) -> None:
+    """for j in range(n): body(j), emitted at the builder's position."""
+    b = fc.b
+    head = fc.fn.append_basic_block("loop.head")
+    loop = fc.fn.append_basic_block("loop.body")
+    done = fc.fn.append_basic_block("loop.done")
     pre = b.block
     b.branch(head)
     b.position_at_end(head)
-    i = b.phi(I64)
-    i.add_incoming(ZERO, pre)
-    b.cbranch(b.icmp_signed("<", i, total), body, done)
-    b.position_at_end(body)
-    b.store(value, b.gep(data, [i], source_etype=lltype(dtype)))
-    i.add_incoming(b.add(i, ONE), body)
+    j = b.phi(I64)
+    j.add_incoming(ZERO, pre)
+    b.cbranch(b.icmp_signed("<", j, n), loop, done)
+    b.position_at_end(loop)
+    body(j)
+    j.add_incoming(b.add(j, ONE), b.block)
     b.branch(head)
     b.position_at_end(done)
 

@@ -103,9 +103,9 @@ def build_entry(mg: ModuleGen, t: Typing, impl: L.Function) -> L.Function:
 
 
 def _release(mg: ModuleGen, b: L.IRBuilder, mark) -> None:
-    from .codegen_array import _TypedPtr
+    from .codegen_array import callee_at
     _, rel = runtime.arena_functions()
-    callee = _TypedPtr(L.Constant(I64, rel).inttoptr(PTR), L.FunctionType(L.VoidType(), [PTR]))
+    callee = callee_at(rel, L.FunctionType(L.VoidType(), [PTR]))
     b.call(callee, [mark])
 
 

@@ -9,7 +9,7 @@ from llvmlite import ir as L
 
 from . import runtime_tape
 from .codegen import F64, I1, I64, PTR, FunctionGen, codegen, lltype
-from .codegen_array import _TypedPtr
+from .codegen_array import callee_at
 from .infer import Context, rule
 from .types import (
     BOOL,
@@ -186,7 +186,7 @@ def push_words(fc: FunctionGen, tape, words: list) -> None:
     n = b.load(lenp, typ=I64)
     need = b.add(n, L.Constant(I64, len(words)))
     with b.if_then(b.icmp_signed(">", need, b.load(capp, typ=I64)), likely=False):
-        reserve = _TypedPtr(L.Constant(I64, runtime_tape.reserve_address()).inttoptr(PTR),
+        reserve = callee_at(runtime_tape.reserve_address(),
                             L.FunctionType(L.IntType(32), [PTR, I64]))
         st = b.call(reserve, [tape, L.Constant(I64, len(words))])
         fc.raise_if(b.icmp_signed("!=", st, L.Constant(L.IntType(32), 0)), MemoryError,

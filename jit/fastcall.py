@@ -26,6 +26,7 @@ import numpy as np
 from llvmlite import ir as L
 
 from . import runtime
+from .codegen_array import callee_at
 from .types import FLOAT64, INT64, ArrayT
 
 PTR = L.PointerType()
@@ -75,19 +76,8 @@ _NEW.restype = ctypes.py_object
 _NEW.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 
-class _Callee:
-    """An address called as a function: llvmlite needs the function type."""
-
-    def __init__(self, ptr, fnty) -> None:
-        self.ptr, self.function_type = ptr, fnty
-
-    def __getattr__(self, name):
-        return getattr(self.ptr, name)
-
-
-def _fnptr(addr: int, ret: L.Type, args: list, var_arg: bool = False) -> _Callee:
-    ty = L.FunctionType(ret, args, var_arg=var_arg)
-    return _Callee(L.Constant(I64, addr).inttoptr(PTR), ty)
+def _fnptr(addr: int, ret: L.Type, args: list, var_arg: bool = False) -> Any:
+    return callee_at(addr, L.FunctionType(ret, args, var_arg=var_arg))
 
 
 def _call_py(b: L.IRBuilder, target: Any, args, n: int) -> L.Value:

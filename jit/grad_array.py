@@ -25,6 +25,7 @@ from .codegen_adjoint import accum_values
 from .codegen_array import (
     ZERO,
     allocate,
+    count_loop,
     element_pointer,
     index_operands,
     make_array,
@@ -167,7 +168,7 @@ def add_into(fc: FunctionGen, dst, src) -> None:
     fc.raise_if(fc.b.and_(fc.b.not_(_null(fc, src)), fc.b.icmp_signed("!=", n, shape(fc, src, 0))),
                 ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, 0)))
     with fc.b.if_then(fc.b.not_(_null(fc, src))):
-        _loop(fc, n, lambda j: _add_at(fc, dst, src, j))
+        count_loop(fc, n, lambda j: _add_at(fc, dst, src, j))
 
 
 def _add_at(fc: FunctionGen, dst, src, j) -> None:
@@ -183,25 +184,6 @@ def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:
     for axis, i in enumerate(idx):
         off = b.add(off, b.mul(i, stride(fc, arr, axis)))
     return b.gep(b.extract_value(arr, 0), [off], source_etype=L.IntType(8))
-
-
-def _loop(fc: FunctionGen, n, body) -> None:
-    """for j in range(n): body(j)."""
-    b = fc.b
-    head = fc.fn.append_basic_block("ad.head")
-    loop = fc.fn.append_basic_block("ad.body")
-    done = fc.fn.append_basic_block("ad.done")
-    pre = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    j = b.phi(I64)
-    j.add_incoming(ZERO, pre)
-    b.cbranch(b.icmp_signed("<", j, n), loop, done)
-    b.position_at_end(loop)
-    body(j)
-    j.add_incoming(b.add(j, ONE), b.block)
-    b.branch(head)
-    b.position_at_end(done)
 
 
 def _whole(ctx_or_s, s=None) -> bool:
@@ -271,10 +253,11 @@ def _fill_zero(fc: FunctionGen, arr, t: ArrayT) -> None:
     zero = L.Constant(F64, 0.0)
     n0 = shape(fc, arr, 0)
     if t.ndim == 1:
-        _loop(fc, n0, lambda j: fc.b.store(zero, _elem(fc, arr, [j])))
+        count_loop(fc, n0, lambda j: fc.b.store(zero, _elem(fc, arr, [j])))
     else:
         n1 = shape(fc, arr, 1)
-        _loop(fc, n0, lambda i: _loop(fc, n1, lambda j: fc.b.store(zero, _elem(fc, arr, [i, j]))))
+        count_loop(fc, n0, lambda i: count_loop(
+            fc, n1, lambda j: fc.b.store(zero, _elem(fc, arr, [i, j]))))
 
 
 def _copy_or_null(fc: FunctionGen, arr, t: ArrayT) -> L.Value:
@@ -305,9 +288,10 @@ def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
     dims = [shape(fc, x, k) for k in range(t.ndim)]
     out = allocate(fc, dims, t.dtype, None)
     if t.ndim == 1:
-        _loop(fc, dims[0], lambda j: _copy_at(fc, out, x, [j], t))
+        count_loop(fc, dims[0], lambda j: _copy_at(fc, out, x, [j], t))
     else:
-        _loop(fc, dims[0], lambda i: _loop(fc, dims[1], lambda j: _copy_at(fc, out, x, [i, j], t)))
+        count_loop(fc, dims[0], lambda i: count_loop(
+            fc, dims[1], lambda j: _copy_at(fc, out, x, [i, j], t)))
     return out
 
 
@@ -330,7 +314,7 @@ def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
                 add_into(fc, out, b_)
             else:
                 n0 = shape(fc, out, 0)
-                _loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
+                count_loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
             b.store(out, res)
     return b.load(res, typ=ARRAY)
 

@@ -128,7 +128,7 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
            "free": code.free, "fail_fwd": code._failed, "fail_adj": _adjoint_failed,
            "general": _general, "jf": jf}
     gtypes = adj.typing.ret.elems
-    nfwd, nadj = _native_pair(jf, argtypes, code, fwd_cf, adj_cf)
+    nfwd, nadj = _native_pair(code)
     if nadj is not None:
         env["adj_cf"] = nadj
     call = ["        r = adj_cf(self.blk, dy)"]
@@ -153,14 +153,12 @@ def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
     return env["forward"]
 
 
-def _native_pair(jf: Any, argtypes: tuple, code: Any, fwd_cf: Any, adj_cf: Any) -> tuple:
+def _native_pair(code: Any) -> tuple:
     """The native (jit.fastcall) builtins of the forward and the adjoint entry, built
     with the pullback's module (jit.grad_native); (None, None) where the signatures
     are not float64/int64 scalars with one float gradient."""
-    native = getattr(code, "native", None)
-    if native is None or native.forward is None or native.adjoint is None:
-        return None, None
-    if code.default_adjoint.dy_t != FLOAT64:
+    native = code.native
+    if native.forward is None or native.adjoint is None:
         return None, None
     return native.forward, native.adjoint
 

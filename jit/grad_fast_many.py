@@ -29,24 +29,19 @@ import numpy as np
 
 from . import runtime
 from .grad_fast import back_class, native_forward
-from .grad_fastentry import fast_plan
-from .types import FLOAT64, INT64, ArrayT, typeof
+from .types import BOOL, FLOAT64, INT64, NONE, ArrayT
 
 
 def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
                  general: Callable) -> Optional[Callable]:
     """The generated `forward` for these arguments, or None (use the general path)."""
-    plan = fast_plan(adj.typing.ret)
-    argtypes = tuple(typeof(a) for a in args)
-    y_t = code.typing.ret.elems[0]
-    if plan is None or adj.fast_address is None or jf.inout or y_t not in (FLOAT64, INT64):
+    native = code.native   # jit.grad_native: built with the default (float dy) adjoint
+    if jf.inout or adj is not code.default_adjoint:
         return None
-    native = getattr(code, "native", None)
-    if native is None or adj is not code.default_adjoint or native.plan != plan:
-        return None
-    nfwd, nadj = native.forward, native.fast_adjoint
+    nfwd, nadj, plan = native.forward, native.fast_adjoint, native.plan
     if nfwd is None or nadj is None:
         return None
+    argtypes = code.argtypes
     env = {"err": runtime.ERRINFO, "code": code, "free": code.free, "general": general,
            "jf": jf, "nadj": nadj, "empty": np.empty, "zeros": np.zeros, "ndarray": np.ndarray}
     back_cls = back_class(env, *_back_body(plan, argtypes))
@@ -91,7 +86,6 @@ def unread_arrays(jf: Any, code: Any) -> set:
 
 
 def _scalar(t: Any) -> bool:
-    from .types import BOOL, NONE
     return t in (FLOAT64, INT64, BOOL, NONE)
 
 

@@ -21,7 +21,7 @@ from llvmlite import ir as L
 
 from . import runtime
 from .codegen import F64, I32, I64, PTR, ModuleGen
-from .codegen_array import _TypedPtr
+from .codegen_array import callee_at
 from .codegen_entry import DATA_OFF, _release, out_leaves, out_struct
 from .types import FLOAT64, NONE, ArrayT, TupleT, Type
 
@@ -156,7 +156,7 @@ def _store_leaves(b: L.IRBuilder, parts: list, leaves: list, ptrs, floats: bool)
     ptrs = list(ptrs)
     fdata = _data(b, ptrs.pop(0)) if floats else None
     copy_t = L.FunctionType(I64, [PTR, PTR, I64, I64, I64, I64, I64])
-    copy = _TypedPtr(L.Constant(I64, copy_grad_address()).inttoptr(PTR), copy_t)
+    copy = callee_at(copy_grad_address(), copy_t)
     bad, k = L.Constant(I64, 0), 0
     for v, leaf in zip(parts, leaves):
         if leaf == FLOAT64:

@@ -21,17 +21,17 @@ from types import SimpleNamespace
 from typing import Any
 
 from . import runtime
+from .codegen import F64, PTR
 from .fastcall import builtin, emit_wrapper
 from .grad_fastentry import fast_plan
 from .types import FLOAT64, INT64, ArrayT
 
 DEOPT = object()   # a native forward's "run the general path" answer
-BLOCK_SLOT = 6     # ERRINFO index of the block address (as in jit.grad_runner)
 
 
 def forward_error(code: Any) -> Any:
     """The native forward's error path: raise the error, or answer DEOPT."""
-    from .grad_runner import NativeDeopt
+    from .grad_runner import BLOCK_SLOT, NativeDeopt
 
     def fail(*args):
         try:
@@ -61,8 +61,8 @@ class NativeEntries:
         self.plan = fast_plan(adjoint.typing.ret) if adjoint.dy_t == FLOAT64 else None
         specs = {"forward": (SimpleNamespace(argtypes=code.argtypes, ret=y_t, ir=name),
                              entry, lambda *a: DEOPT, forward_error(code))}
-        fnty = adjoint.entry.function_type
-        if [str(a) for a in fnty.args] == ["ptr", "double"] and str(fnty.return_type) == "double":
+        fnty = adjoint.entry.function_type   # zy_adj_N(ptr block, double dy) -> double
+        if fnty.args == (PTR, F64) and fnty.return_type == F64:
             specs["adjoint"] = (SimpleNamespace(argtypes=(INT64, FLOAT64), ret=FLOAT64, ir=name),
                                 adjoint.entry, lambda blk, dy: adjoint.call(blk, dy),
                                 lambda *a: _adjoint_failed())

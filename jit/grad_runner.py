@@ -252,18 +252,6 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function, hint_addr: int) -> L
     return fn
 
 
-def block_reader(env_t: Type) -> Any:
-    """`(b, blk) -> (reader, env)`: a tape reader on the stack at the end of the block's
-    tape (reading never changes the block) and the forward's env loaded from it."""
-    def emit(b: L.IRBuilder, blk) -> tuple:
-        reader = b.alloca(L.LiteralStructType([PTR, I64]))
-        b.store(blk, b.gep(reader, [L.Constant(I32, 0), L.Constant(I32, 0)]))
-        b.store(b.load(_at(b, blk, 8), typ=I64), b.gep(reader, [L.Constant(I32, 0),
-                                                               L.Constant(I32, 1)]))
-        return reader, b.load(_at(b, blk, ENV_OFF), typ=lltype(env_t))
-    return emit
-
-
 def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     env_t, dy_t, g_t = t.argtypes[1], t.argtypes[2], t.ret
     params = [PTR] + [_LL_OF_CTYPE[c] for c in flat_ctypes(dy_t)]
@@ -274,7 +262,11 @@ def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     blk = fn.args[0]
     it = iter(fn.args[1:])
     dy = _rebuild(b, dy_t, it)
-    reader, env = block_reader(env_t)(b, blk)
+    reader = b.alloca(L.LiteralStructType([PTR, I64]))
+    b.store(blk, b.gep(reader, [L.Constant(I32, 0), L.Constant(I32, 0)]))
+    b.store(b.load(_at(b, blk, 8), typ=I64), b.gep(reader, [L.Constant(I32, 0),
+                                                           L.Constant(I32, 1)]))
+    env = b.load(_at(b, blk, ENV_OFF), typ=lltype(env_t))
     headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
     release = mg.allocates and not contains_array(g_t)
     mark = b.load(headp, typ=PTR) if release else None
@@ -463,7 +455,6 @@ class AdjointCode:
         mg.build()  # emits every function declared but not yet emitted
         self.entry = build_adjoint_entry(mg, self.typing, impl)
         self.fast_entry = build_fast_adjoint_entry(mg, self.typing, self.entry)
-        self.fast_address = None
         if own:
             text = str(mg.module)
             self.finish(runtime.compile_ir(text), text)
@@ -471,8 +462,6 @@ class AdjointCode:
     def finish(self, module: Any, text: str) -> None:
         self.module, self.llvm_text = module, text
         addr = runtime.function_address(self.entry.name)
-        if self.fast_entry is not None:
-            self.fast_address = runtime.function_address(self.fast_entry.name)
         env = {"deopt": _raise_deopt, "failed": _adjoint_failed}
         tail = ["if err[0]: failed()"]
         self.call = make_call("adjoint", addr, (self.dy_t,), self.typing.ret, ["blk"], tail,

@@ -16,6 +16,7 @@ import ssair
 from adjoint.inplace import arg_types
 from adjoint.tape import Tape
 from adjoint.transform import activity_of, lower_function, transform
+from bench.workloads import leaky_sum, rosenbrock
 
 
 def tape_words(f, args) -> int:
@@ -28,24 +29,6 @@ def tape_words(f, args) -> int:
 def words_per_iteration(f, make_args, n: int) -> float:
     """Tape words per loop iteration: the growth between trip counts n and 2n."""
     return (tape_words(f, make_args(2 * n)) - tape_words(f, make_args(n))) / n
-
-
-def leaky_sum(xs):
-    s = 0.0
-    for i in range(len(xs)):
-        x = xs[i]
-        if x > 0.0:
-            s += x
-        else:
-            s += 0.01 * x
-    return s
-
-
-def rosenbrock(xs):
-    s = 0.0
-    for i in range(len(xs) - 1):
-        s += 100.0 * (xs[i + 1] - xs[i] ** 2) ** 2 + (1.0 - xs[i]) ** 2
-    return s
 
 
 def exp_sum(xs):

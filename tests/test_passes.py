@@ -7,6 +7,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from ir_texts import POW_PLAIN
 
 import ssair
 from ssair import interpret, parse, verify
@@ -637,18 +638,7 @@ def test_simplifycfg_same_phi_values_fold_the_branch():
 
 
 def test_simplifycfg_keeps_loops():
-    text = """
-        function pow(%1 x, %2 n)
-        1 ─      goto #2
-        2 ┄ %3 = φ (#1 => 1, #3 => %7)
-        │   %4 = φ (#1 => %2, #3 => %6)
-        │   %5 = gt(%4, 0)
-        └──      goto #4 if not %5
-        3 ─ %6 = sub(%4, 1)
-        │   %7 = mul(%3, %1)
-        └──      goto #2
-        4 ─      return %3
-        """
+    text = POW_PLAIN
     out = run(simplifycfg, text)
     assert str(out) == str(ir_of(text))
     same_behaviour(ir_of(text), out, [(2, 5), (1.5, 0)])
