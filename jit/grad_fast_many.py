@@ -3,8 +3,8 @@
 For `f(x, coeffs)` with `coeffs` a float64 array the generated pair reads
 
     def forward(a0, a1):
-        a1 = a1.copy()                  # inputs are never modified; the tape may
-        y = nfwd(a0, a1)                # point into the arrays it was given
+        if type(a1) is ndarray: a1 = a1.copy()   # only if the adjoint reads a1's
+        y = nfwd(a0, a1)                          # elements (see unread_arrays)
         if y is DEOPT: return None      # another signature: the general path
         return y, Back(err[6], (a0, a1))
 
