@@ -95,6 +95,8 @@ def _copy_in(x: Any) -> Any:
         return tuple(_copy_in(v) for v in x)
     if isinstance(x, list):
         return [_copy_in(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _copy_in(v) for k, v in x.items()}
     return x
 
 
@@ -111,6 +113,9 @@ def _finish(g: Any, x: Any) -> Any:
     if isinstance(x, (tuple, list)):
         parts = g if g is not None else (None,) * len(x)
         return tuple(_finish(v, e) for v, e in zip(parts, x))
+    if isinstance(x, dict):
+        parts = g if g is not None else {}
+        return {k: _finish(parts.get(k), v) for k, v in x.items()}
     if isinstance(x, complex):
         return complex(0.0 if g is None else g)
     if g is None:
@@ -160,7 +165,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
     runners = _runners(backend)
     ir, free = _prepare(f, args)
     args = tuple(_copy_in(a) for a in args)
-    all_args = free + args
+    all_args = free + args + _defaults(f, len(ir.args) - len(free) - len(args))
     if len(all_args) != len(ir.args):
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
@@ -175,8 +180,40 @@ def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
             if hasattr(runner, "fallback"):  # the JIT's one-time warning saying why
                 runner.fallback(exc)
             continue
+        _check_output(y, ir.name)
         return y, Pullback(jf, tape, env, args, len(free), runner)
     raise RuntimeError("pullback: no backend ran")
+
+
+def _defaults(f: Callable, missing: int) -> tuple:
+    """The default values of the last `missing` positional parameters of `f` (as a
+    call fills them); the caller differentiates only the arguments it passed."""
+    given = getattr(f, "__defaults__", None) or ()
+    if missing <= 0 or missing > len(given):
+        return ()
+    return tuple(_copy_in(a) for a in given[len(given) - missing:])
+
+
+def _check_output(y: Any, name: str) -> None:
+    """Reverse mode needs a numeric output: None (no output), a number, a numeric
+    array, or a tuple, list or dict with at least one of those among its leaves."""
+    if _numeric_output(y):
+        return
+    raise TypeError(f"pullback: {name} returned a {type(y).__name__}, which has no "
+                    "derivative; differentiate a function that returns numbers or "
+                    "numeric arrays (or tuples, lists and dicts holding them)")
+
+
+def _numeric_output(y: Any) -> bool:
+    if y is None or isinstance(y, (int, float, complex, np.number, np.bool_)):
+        return True
+    if isinstance(y, np.ndarray):
+        return y.dtype.kind in "biufc"
+    if isinstance(y, dict):
+        y = tuple(y.values())
+    if isinstance(y, (tuple, list)):   # other leaves (labels) get no cotangent
+        return not y or any(v is not None and _numeric_output(v) for v in y)
+    return False
 
 
 def _is_scalar(y: Any) -> bool:

@@ -35,6 +35,7 @@ import numpy as np
 from ssair import IR, Branch, Const, Goto, Phi, Stmt, Var
 from ssair.passes.inplace import inplace, updates_float_array
 from ssair.passes.scalars import Scalars
+from ssair.passes.util import use_counts
 from ssair.primitives import INPLACE
 
 from .rules import OP_RULES, Rule, nondiff
@@ -67,6 +68,7 @@ def canonical_inplace(ir: IR, types: tuple | None = None) -> IR:
         if a.type is None and t is not None:
             a.type = t
     out = inplace(seeded)
+    _augmented_subscripts(out)
     arrays = Scalars(out)
     for a, orig in zip(out.args, ir.args):
         a.type = orig.type
@@ -96,6 +98,28 @@ def _write_arrays(ir: IR, kinds: Scalars) -> list:
         ir.replace_uses(repl)
         _drop_trivial_phis(ir)
     return writes
+
+
+def _augmented_subscripts(ir: IR) -> None:
+    """`a[i] OP= b`, lowered to `%t = getitem(%a, i)`, `%r = iOP(%t, %b)`,
+    `setitem(%a, %r, i)`: when `%t` and `%r` have no other use, `iOP` becomes `OP`.
+    The write-back stores the same values either way, and the read `%t` (a view for
+    a slice) is then never written into; an advanced index copies, and the
+    write-back keeps one update per repeated index, as numpy does."""
+    uses = use_counts(ir)
+    for b in ir.blocks:
+        defs = {s.var: s for s in b.stmts}
+        for s in b.stmts:
+            if s.op != "setitem" or not isinstance(s.args[1], Var):
+                continue
+            op = defs.get(s.args[1])
+            if op is None or op.op not in INPLACE or not isinstance(op.args[0], Var):
+                continue
+            read = defs.get(op.args[0])
+            if (read is not None and read.op == "getitem" and read.args[0] == s.args[0]
+                    and read.args[1:] == s.args[2:] and uses[read.var] == 1
+                    and uses[op.var] == 1):
+                op.op = INPLACE[op.op]
 
 
 def _drop_trivial_phis(ir: IR) -> None:

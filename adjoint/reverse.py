@@ -32,6 +32,7 @@ from ssair.ssabuild import SSABuilder
 from .activity import Activity
 from .induction import def_blocks
 from .instrument import Record, where
+from .tape import unbcast
 
 NONE = Const(None)
 
@@ -384,7 +385,10 @@ def _emit_setitem(ctx, rec, blk, dy) -> None:
     idx = [ctx.alpha(i, rec.block) for i in rec.operands[2:]]
     s = ctx.read(a, blk)
     if ctx.act.is_active(v):
-        ctx.add(v, ctx.emit(blk, "take_index", s, *idx, line=rec.line), blk, rec.line)
+        # v may have been broadcast into the selection: its cotangent is summed back
+        g = ctx.emit(blk, "take_index", s, *idx, line=rec.line)
+        g = ctx.emit(blk, "call", Const(unbcast), g, ctx.alpha(v, rec.block), line=rec.line)
+        ctx.add(v, g, blk, rec.line)
     ctx.ssa.write(a, blk.id, ctx.emit(blk, "zero_index", s, *idx, line=rec.line))
 
 

@@ -27,6 +27,7 @@ function `f`.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -42,19 +43,42 @@ class Pullback:
     def __init__(self, fn: Callable, uses_result: bool = False):
         self.fn = fn
         self.uses_result = uses_result
+        self.of = fn.__name__          # the differentiated callable, named for errors
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__
         self.__zygopy_symbol__ = f"{fn.__module__}.{fn.__name__}"
+        self.keywords = _keywords(fn)
 
     def __call__(self, dy: Any, *args: Any, **kw: Any) -> tuple:
+        if kw and self.keywords is not None:
+            self.check_keywords(kw)
         if dy is None:
             return (None,) * (len(args) - self.uses_result)
         out = self.fn(dy, *args, **kw)
         return out if isinstance(out, tuple) else (out,)
 
+    def check_keywords(self, kw: dict) -> None:
+        """Refuse, naming the function, a keyword its derivative does not take."""
+        for k in kw:
+            if k not in self.keywords:
+                raise TypeError(f"adjoint: the derivative of {self.of} does not support "
+                                f"the keyword argument {k}= yet")
+
     def __repr__(self) -> str:
         return f"<pullback {self.__zygopy_symbol__}>"
+
+
+def _keywords(fn: Callable) -> Optional[frozenset]:
+    """The keyword names `fn` accepts, or None when it takes `**kwargs`."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 @dataclass
@@ -191,10 +215,18 @@ def pullback_rule(key: Any, uses_result: bool = False, needs: Optional[Callable]
     def deco(fn: Callable) -> Pullback:
         pb = Pullback(fn, uses_result)
         keys = key if isinstance(key, (list, tuple)) else (key,)
+        pb.of = _callee_name(keys[0])
         for k in keys:
             defpullback(k, pb, uses_result, needs)
         return pb
     return deco
+
+
+def _callee_name(key: Any) -> str:
+    if isinstance(key, str):
+        return f"the operator {key}"
+    from ssair.printer import object_name
+    return object_name(key)
 
 
 def rule(f: Callable, uses_result: bool = False):
@@ -202,7 +234,9 @@ def rule(f: Callable, uses_result: bool = False):
     pullback of `f`.  Calls to `f` in differentiated code then run `f` itself (as a
     library function, not lowered) and use `pb` in the adjoint."""
     def deco(pb: Callable) -> Callable:
-        defpullback(f, Pullback(pb, uses_result))
+        wrapped = Pullback(pb, uses_result)
+        wrapped.of = _callee_name(f)
+        defpullback(f, wrapped)
         from . import transform
         transform.clear_cache()
         return pb
@@ -227,7 +261,8 @@ structural("make_closure")
 structural("copy")
 structural("pos")
 structural("getitem", needs=lambda act: set(range(len(act))))
-structural("setitem", needs=lambda act: set(range(2, len(act))))
+structural("setitem",   # the indices, and the value when active (its shape, see reverse)
+           needs=lambda act: set(range(2, len(act))) | ({1} if act[1] else set()))
 structural("call")   # calls of user functions: jcall/jback (see adjoint.instrument)
 
 nondiff("lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth",

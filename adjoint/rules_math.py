@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from lowering.runtime import check_bound
+
 from .rules import no_operands, nondiff, other_operand, pullback_rule, scalar_rule
 from .tape import unbcast
 
@@ -119,6 +121,8 @@ def _d_pow_array(dy, x, y):
 @pullback_rule("matmul")
 def d_matmul(dy, x, y):
     x, y = np.asarray(x), np.asarray(y)
+    if x.ndim > 2 or y.ndim > 2:
+        return _d_matmul_batched(np.asarray(dy), x, y)
     if x.ndim == 1 and y.ndim == 1:
         return dy * y, dy * x
     if x.ndim == 1:
@@ -126,6 +130,21 @@ def d_matmul(dy, x, y):
     if y.ndim == 1:
         return np.outer(dy, y), x.T @ dy
     return dy @ y.T, x.T @ dy
+
+
+def _d_matmul_batched(dy, x, y):
+    """matmul with a stack of matrices: 1-D operands become a row and a column, the
+    products run per batch, and broadcast batch axes are summed back."""
+    xm = x[None, :] if x.ndim == 1 else x
+    ym = y[:, None] if y.ndim == 1 else y
+    g = dy
+    if x.ndim == 1:
+        g = np.expand_dims(g, -2)
+    if y.ndim == 1:
+        g = np.expand_dims(g, -1)
+    gx = unbcast(g @ np.swapaxes(ym, -1, -2), xm)
+    gy = unbcast(np.swapaxes(xm, -1, -2) @ g, ym)
+    return gx.reshape(x.shape), gy.reshape(y.shape)
 
 
 # -- math module ------------------------------------------------------------------------
@@ -245,6 +264,12 @@ def d_abs(dy, x):
 @pullback_rule(builtins.float)
 def d_float(dy, x=0.0):
     return (dy,)
+
+
+@pullback_rule(check_bound, needs=no_operands)
+def d_check_bound(dy, value, name):
+    """A local read after a loop that may not have assigned it: the value itself."""
+    return dy, None
 
 
 def _extreme_pullback(pick):

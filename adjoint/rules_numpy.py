@@ -170,6 +170,58 @@ def d_np_where(dy, c, x, y):
     return None, unbcast(np.where(c, dy, 0.0), x), unbcast(np.where(c, 0.0, dy), y)
 
 
+# -- selection by index arrays: a repeated index adds its cotangent once per use --------
+def _wrapped(idx, n, mode):
+    """The indices numpy reads for `mode` (`raise` keeps negative indices as they are)."""
+    idx = np.asarray(idx)
+    if mode == "wrap":
+        return idx % n
+    if mode == "clip":
+        return np.clip(idx, 0, n - 1)
+    return idx
+
+
+@pullback_rule(np.take)
+def d_np_take(dy, a, indices, axis=None, out=None, mode="raise"):
+    if out is not None:
+        raise TypeError("adjoint: np.take with out= is not differentiable")
+    a = np.asarray(a)
+    flat = a.reshape(-1) if axis is None else a
+    ax = 0 if axis is None else axis % a.ndim
+    g = np.zeros(flat.shape, dtype=np.result_type(a.dtype, float))
+    key = (slice(None),) * ax + (_wrapped(indices, flat.shape[ax], mode),)
+    np.add.at(g, key, dy)
+    return g.reshape(a.shape), None
+
+
+@pullback_rule(np.take_along_axis)
+def d_np_take_along_axis(dy, a, indices, axis):
+    a = np.asarray(a)
+    if axis is None:
+        g = np.zeros(a.size, dtype=np.result_type(a.dtype, float))
+        np.add.at(g, np.asarray(indices), dy)
+        return g.reshape(a.shape), None, None
+    g = np.zeros(a.shape, dtype=np.result_type(a.dtype, float))
+    ax = axis % a.ndim
+    idx = np.asarray(indices)
+    grids = np.indices(idx.shape, sparse=True)
+    key = tuple(idx if k == ax else grids[k] for k in range(a.ndim))
+    np.add.at(g, key, dy)
+    return g, None, None
+
+
+@pullback_rule(np.choose)
+def d_np_choose(dy, a, choices, out=None, mode="raise"):
+    if out is not None:
+        raise TypeError("adjoint: np.choose with out= is not differentiable")
+    k = _wrapped(a, len(choices), mode)
+    grads = [unbcast(np.where(k == j, dy, 0.0), c) for j, c in enumerate(choices)]
+    if isinstance(choices, np.ndarray):
+        return None, np.stack([np.broadcast_to(g, np.shape(c)) for g, c in
+                               zip(grads, choices)])
+    return None, type(choices)(grads) if isinstance(choices, list) else tuple(grads)
+
+
 # -- reductions and products ------------------------------------------------------------
 def _expand(dy, x, axis, keepdims=False):
     """Broadcast a reduction's cotangent back over the reduced axes."""
@@ -194,9 +246,25 @@ def d_np_mean(dy, x, axis=None, keepdims=False):
 
 
 @pullback_rule(np.prod, uses_result=True)
-def d_np_prod(dy, y, x):
+def d_np_prod(dy, y, x, axis=None, dtype=None, keepdims=False):
+    """dy times the product of the other factors of each one (exact at zeros)."""
     x = _f(x)
-    return dy * y / x
+    if axis is None:
+        return _expand(dy, x, None, keepdims) * _others(x.reshape(-1)).reshape(x.shape)
+    axes = tuple(a % x.ndim for a in np.atleast_1d(axis))
+    rest = [a for a in range(x.ndim) if a not in axes]
+    moved = np.transpose(x, rest + list(axes))
+    flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
+    others = np.transpose(_others(flat).reshape(moved.shape), np.argsort(rest + list(axes)))
+    return _expand(dy, x, axes, keepdims) * others
+
+
+def _others(x):
+    """Along the last axis: each element's product of all the other elements."""
+    ones = np.ones(x.shape[:-1] + (1,))
+    left = np.cumprod(np.concatenate([ones, x[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, x[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return left * right
 
 
 def _like(g, x):
@@ -209,7 +277,23 @@ def _like(g, x):
 def d_np_dot(dy, x, y):
     if np.ndim(x) == 0 or np.ndim(y) == 0:
         return unbcast(dy * y, x), unbcast(dy * x, y)
+    if np.ndim(x) > 2 or np.ndim(y) > 2:
+        return _d_dot_tensor(np.asarray(dy), np.asarray(x), np.asarray(y))
     return d_matmul.fn(dy, x, y)
+
+
+def _d_dot_tensor(dy, x, y):
+    """np.dot of N-D arrays sums x's last axis against y's second-to-last (its last
+    when 1-D): x is [A.., k], y is [B1.., k, B2], dy is [A.., B1.., B2]."""
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    xa = [next(letters) for _ in range(x.ndim - 1)]
+    k = next(letters)
+    b1 = [next(letters) for _ in range(max(y.ndim - 2, 0))]
+    b2 = [next(letters)] if y.ndim >= 2 else []
+    xs, ys, ds = "".join(xa) + k, "".join(b1) + k + "".join(b2), "".join(xa + b1 + b2)
+    gx = np.einsum(f"{ds},{ys}->{xs}", dy, y)
+    gy = np.einsum(f"{ds},{xs}->{ys}", dy, x)
+    return gx, gy
 
 
 @pullback_rule(np.matmul)

@@ -4,7 +4,7 @@ the primitives the forward and adjoint IR use (registered in `ssair.primitives`)
 Cotangents.  The zero cotangent is `None` everywhere (an adjoint variable nobody
 has written yet); a float's cotangent is a float, an array's an array of its shape,
 a tuple's a tuple of cotangents (entries may be `None`), a closure's the tuple of
-its captured values' cotangents.  Integers and booleans have no cotangent.
+its captured values' cotangents, a dict's a dict of its values' cotangents.  Integers and booleans have no cotangent.
 
 Primitives (all typeable from their operands, so the JIT can compile them):
   * `push(tape, v)`            append `v` to the tape (impure; returns None);
@@ -19,7 +19,8 @@ Primitives (all typeable from their operands, so the JIT can compile them):
   * `dget(t, k)`               entry k of a tuple cotangent (None stays None);
   * `unbcast(dy, x)`           sum `dy` down to the shape of `x` (broadcasting);
   * `accum_index(s, dy, x, i...)` s[i] += dy where s is the cotangent of x (created
-                               as zeros of x's shape when None; a tuple is rebuilt);
+                               as zeros of x's shape when None; a tuple or a dict
+                               is rebuilt; an advanced index adds once per use);
   * `take_index(s, i...)`      s[i] copied out (None when s is None);
   * `zero_index(s, i...)`      s[i] = 0 in place (the adjoint of an overwrite);
   * `snapshot(x)`              a copy of an array that is mutated later (alphas);
@@ -114,6 +115,8 @@ def fresh(x: Any) -> Any:
         return tuple(fresh(v) for v in x)
     if isinstance(x, list):
         return [fresh(v) for v in x]
+    if isinstance(x, dict):
+        return {k: fresh(v) for k, v in x.items()}
     return x
 
 
@@ -124,6 +127,8 @@ def accum(a: Any, b: Any) -> Any:
         return a
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return _accum_tuples(a, b)
+    if isinstance(a, dict):
+        return {k: accum(a.get(k), b.get(k)) for k in {**a, **b}}
     return a + b
 
 
@@ -151,6 +156,8 @@ def zero(x: Any) -> Any:
         return None
     if isinstance(x, (tuple, list)):
         return tuple(zero(v) for v in x)
+    if isinstance(x, dict):
+        return {k: zero(v) for k, v in x.items()}
     if isinstance(x, complex):
         return 0j
     if isinstance(x, (float, np.floating)):
@@ -182,13 +189,24 @@ def _key(idx: tuple) -> Any:
     return idx[0] if len(idx) == 1 else tuple(idx)
 
 
+def _fancy(key: Any) -> bool:
+    """Does index `key` select with integer or boolean arrays (numpy's advanced
+    indexing), so that one element may be selected more than once?"""
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(p, (np.ndarray, list)) for p in parts)
+
+
 def accum_index(s: Any, dy: Any, x: Any, *idx: Any) -> Any:
     if dy is None:
         return s
     if isinstance(x, np.ndarray):
         if s is None:
             s = np.zeros(x.shape, dtype=np.result_type(x.dtype, float))
-        s[_key(idx)] += dy
+        key = _key(idx)
+        if _fancy(key):
+            np.add.at(s, key, dy)     # a repeated index adds once per time it was read
+        else:
+            s[key] += dy
         return s
     if isinstance(x, (tuple, list)):
         base = list(s) if s is not None else [None] * len(x)
@@ -200,19 +218,44 @@ def accum_index(s: Any, dy: Any, x: Any, *idx: Any) -> Any:
         else:
             base[k] = accum(base[k], dy)
         return base if isinstance(x, list) else tuple(base)
+    if isinstance(x, dict):
+        base = dict(s) if s is not None else {}
+        k = _key(idx)
+        base[k] = accum(base.get(k), dy)
+        return base
     raise TypeError(f"adjoint: cannot index the cotangent of a {type(x).__name__}")
 
 
 def take_index(s: Any, *idx: Any) -> Any:
+    """The cotangent of the value `x[idx] = v` wrote: `s[idx]`, where a position of an
+    advanced index whose write a later duplicate overwrote gets zero."""
     if s is None:
         return None
-    v = s[_key(idx)]
+    key = _key(idx)
+    if isinstance(s, dict):
+        return fresh(s.get(key))
+    v = s[key]
+    if isinstance(s, np.ndarray) and _fancy(key):
+        return np.where(_landed(s.shape, key), v, 0.0)
     return v.copy() if isinstance(v, np.ndarray) else v
+
+
+def _landed(shape: tuple, key: Any) -> np.ndarray:
+    """For each position of the selection `a[key]` of an array of `shape`: did the
+    assignment `a[key] = v` keep its value?  numpy's own assignment decides, by
+    writing each position's number and reading back which numbers stayed."""
+    owner = np.full(shape, -1, dtype=np.intp)
+    picked = owner[key].shape
+    ids = np.arange(int(np.prod(picked)), dtype=np.intp).reshape(picked)
+    owner[key] = ids
+    return owner[key] == ids
 
 
 def zero_index(s: Any, *idx: Any) -> Any:
     if s is None:
         return None
+    if isinstance(s, dict):
+        return {k: v for k, v in s.items() if k != _key(idx)}
     s[_key(idx)] = 0
     return s
 

@@ -202,7 +202,7 @@ def _dump(fwd: IR, adj: IR) -> None:
 
 # -- which values are differentiable ---------------------------------------------------
 def is_differentiable(x: Any) -> bool:
-    """Floats, float/complex arrays, and tuples, lists and closures holding them."""
+    """Floats, float/complex arrays, and tuples, lists, dicts and closures holding them."""
     if isinstance(x, (bool, np.bool_)) or x is None:
         return False
     if isinstance(x, (float, complex, np.floating, np.complexfloating)):
@@ -211,6 +211,8 @@ def is_differentiable(x: Any) -> bool:
         return x.dtype.kind in "fc" or (x.dtype == object)
     if isinstance(x, (tuple, list)):
         return any(is_differentiable(v) for v in x)
+    if isinstance(x, dict):
+        return any(is_differentiable(v) for v in x.values())
     if isinstance(x, interp.Closure):
         return any(is_differentiable(v) for v in x.values)
     if isinstance(x, CallPB):     # a recorded call: its env (nested AD)
@@ -222,7 +224,7 @@ def is_differentiable(x: Any) -> bool:
 
 def activity_of(values: tuple) -> tuple:
     """The `transform` key of argument values: 0, 1, or 2 for mutable arrays."""
-    return tuple(0 if not is_differentiable(v) else 2 if isinstance(v, (np.ndarray, list))
+    return tuple(0 if not is_differentiable(v) else 2 if isinstance(v, (np.ndarray, list, dict))
                  else 1 for v in values)
 
 
@@ -413,15 +415,31 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
 MUTABLE_RECEIVERS = (list, dict, set, bytearray, np.ndarray)
 
 
+# numpy functions without a rule that write into an array argument
+WRITES_INTO_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
+                        np.put_along_axis)
+
+
 def _refuse_opaque_write(f: Any, pos: tuple, kw: dict) -> None:
-    """A method without a rule that may store a differentiable value into its
-    receiver (`acc.append(x)`) would lose that value's cotangent: refuse it."""
+    """A call without a rule that may write into its receiver or an argument
+    (`acc.append(x)`, `np.add.at(a, i, x)`, `np.copyto(a, x)`, `out=`) when a
+    differentiable value is involved: the adjoint cannot see that write, so the
+    gradient would be silently wrong.  Refuse it."""
     owner = getattr(f, "__self__", None)
-    if not isinstance(owner, MUTABLE_RECEIVERS):
+    writes_owner = isinstance(owner, MUTABLE_RECEIVERS)
+    writes_arg = (isinstance(owner, np.ufunc) or "out" in kw
+                  or any(f is g for g in WRITES_INTO_ARGUMENT))
+    if not (writes_owner or writes_arg):
         return
     if any(is_differentiable(a) for a in pos + tuple(kw.values())):
-        name = f"method {type(owner).__name__}.{getattr(f, '__name__', '?')}"
-        raise missing_rule_error(name, " (it stores a differentiable value)")
+        if writes_owner:
+            name = f"method {type(owner).__name__}.{getattr(f, '__name__', '?')}"
+            raise missing_rule_error(name, " (it stores a differentiable value)")
+        what = f"numpy.{owner.__name__}.{f.__name__}" if isinstance(owner, np.ufunc) \
+            else _name(f)
+        raise TypeError(f"adjoint: {what} writes into an array argument, which "
+                        "reverse mode cannot follow in a library call; compute the "
+                        "result out of place instead (e.g. `y = y + v`)")
 
 
 def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:

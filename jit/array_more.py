@@ -28,10 +28,13 @@ from .array_ops import (
     _one_array,
     _sum1,
     _sum2,
+    _unbcast_aa1,
+    _unbcast_aa2,
+    _fdiv,
     _wrap_call,
+    broadcast_length,
     impl_call,
     is_float_array,
-    same_length,
 )
 from .codegen import I64
 from .infer import Context
@@ -223,31 +226,35 @@ def _d_extreme2(dy, y, x, axis=None, keepdims=False):
 
 
 def _d_prod1(dy, y, x):
-    """adjoint.rules_numpy.d_np_prod: dy * y / x elementwise (numpy's float division)."""
+    """adjoint.rules_numpy.d_np_prod: dy times the product of the other elements,
+    as products before and after each one (the interpreter's order)."""
     n = x.shape[0]
     g = np.empty(n)
+    left = 1.0
     for i in range(n):
-        g[i] = _fdiv(dy * y, x[i])
+        g[i] = left
+        left = left * x[i]
+    right = 1.0
+    for i in range(n - 1, -1, -1):
+        g[i] = g[i] * right * dy
+        right = right * x[i]
     return g
 
 
 def _d_prod2(dy, y, x):
     n, m = x.shape
     g = np.empty((n, m))
+    left = 1.0
     for i in range(n):
         for j in range(m):
-            g[i, j] = _fdiv(dy * y, x[i, j])
+            g[i, j] = left
+            left = left * x[i, j]
+    right = 1.0
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            g[i, j] = g[i, j] * right * dy
+            right = right * x[i, j]
     return g
-
-
-def _fdiv(a, b):
-    """numpy's a / b on floats: IEEE division by zero instead of ZeroDivisionError."""
-    if b != 0.0:
-        return a / b
-    if a != a or a == 0.0:
-        return _NAN
-    neg = (a < 0.0) != (math.copysign(1.0, b) < 0.0)
-    return -math.inf if neg else math.inf
 
 
 # -- np.maximum / np.minimum and their pullbacks (templates per kind and rank) -------------------
@@ -269,8 +276,9 @@ _MAXMIN_SRC = """def {name}(a, b):
     {loops}out[{i}] = {fn}({x}, {y})
     return out
 """
-_D_MAXMIN_SRC = """def {name}(dy, a, b):
-    {shape}
+_D_MAXMIN_SRC = """def {name}(dy, a0, b0):
+    a, b = a0, b0
+    {shape}{check}
     ga = np.empty({dims})
     gb = np.empty({dims})
     {loops}pick = {x} {cmp} {y}
@@ -284,22 +292,61 @@ def _template(src: str, name: str, kind: str, nd: int, **extra) -> object:
     src_arr, x, y = _EW[kind]
     i = "i" if nd == 1 else "i, j"
     shape = f"n = {src_arr}.shape[0]" if nd == 1 else f"n, m = {src_arr}.shape"
-    check = ("\n    same_length(n, b.shape[0])" + ("\n    same_length(m, b.shape[1])"
-                                                   if nd == 2 else "")) if kind == "aa" else ""
+    check = _BROADCAST_BOTH[nd] if kind == "aa" else ""
     loops = ("for i in range(n):\n        " if nd == 1 else
              "for i in range(n):\n        for j in range(m):\n            ")
     pad = "    " * nd
     text = src.format(name=name, shape=shape, check=check, dims="n" if nd == 1 else "(n, m)",
                       loops=loops, pad=pad, i=i, x=x.format(i=i), y=y.format(i=i), **extra)
-    ns = {"np": np, "same_length": same_length, "_fmax": _fmax, "_fmin": _fmin,
-          "_sum1": _sum1, "_sum2": _sum2}
+    ns = {"np": np, "broadcast_length": broadcast_length, "_fmax": _fmax, "_fmin": _fmin,
+          "_sum1": _sum1, "_sum2": _sum2, "_stretch1": _stretch1, "_stretch2": _stretch2,
+          "_unbcast_aa1": _unbcast_aa1, "_unbcast_aa2": _unbcast_aa2}
     exec(compile(text, f"<jit.array_more {name}>", "exec"), ns)
     ns[name].__module__ = "jit_array_impls"
     return ns[name]
 
 
-def _unbcast_expr(kind_is_scalar: bool, nd: int, g: str) -> str:
-    return f"_sum{nd}({g})" if kind_is_scalar else g
+# two arrays of one rank: both stretched to the shape they broadcast to
+_BROADCAST_BOTH = {
+    1: """
+    n = broadcast_length(n, b.shape[0])
+    a = _stretch1(a, n)
+    b = _stretch1(b, n)""",
+    2: """
+    n = broadcast_length(n, b.shape[0])
+    m = broadcast_length(m, b.shape[1])
+    a = _stretch2(a, n, m)
+    b = _stretch2(b, n, m)"""}
+
+
+def _stretch1(a, n):
+    """`a` itself, or its one element repeated n times (numpy's broadcast)."""
+    if a.shape[0] == n:
+        return a
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = a[0]
+    return out
+
+
+def _stretch2(a, n, m):
+    rows, cols = a.shape
+    if rows == n and cols == m:
+        return a
+    out = np.empty((n, m))
+    si, sj = (1 if rows == n else 0), (1 if cols == m else 0)
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = a[i * si, j * sj]
+    return out
+
+
+def _unbcast_expr(kind: str, nd: int, g: str, operand: str) -> str:
+    """The cotangent `g` of the full shape summed back to operand `a0` or `b0`."""
+    if kind == "aa":
+        return f"_unbcast_aa{nd}({g}, {operand})"
+    scalar = (kind == "sa") == (operand == "a0")
+    return f"_sum{nd}({g})" if scalar else g
 
 
 MAXMIN_IMPLS = {(fn, kind, nd): _template(_MAXMIN_SRC, f"_{fn[2:]}_{kind}{nd}", kind, nd,
@@ -307,7 +354,7 @@ MAXMIN_IMPLS = {(fn, kind, nd): _template(_MAXMIN_SRC, f"_{fn[2:]}_{kind}{nd}", 
                 for fn in ("_fmax", "_fmin") for kind in _EW for nd in (1, 2)}
 D_MAXMIN_IMPLS = {(cmp, kind, nd): _template(
     _D_MAXMIN_SRC, f"_d_{'max' if cmp == '>=' else 'min'}_{kind}{nd}", kind, nd, cmp=cmp,
-    ga=_unbcast_expr(kind == "sa", nd, "ga"), gb=_unbcast_expr(kind == "as", nd, "gb"))
+    ga=_unbcast_expr(kind, nd, "ga", "a0"), gb=_unbcast_expr(kind, nd, "gb", "b0"))
     for cmp in (">=", "<=") for kind in _EW for nd in (1, 2)}
 
 
@@ -342,7 +389,8 @@ def _sign_int(x):
 
 
 for _f in (_sign_float, _sign_int, _mulmod, _invmod, powmod, _max1, _min1, _prod1, _max2, _min2, _prod2, _d_extreme1,
-           _d_extreme2, _d_prod1, _d_prod2, _fdiv, _fmax, _fmin, _copy1, _copy2):
+           _d_extreme2, _d_prod1, _d_prod2, _fmax, _fmin, _copy1, _copy2,
+           _stretch1, _stretch2):
     _f.__module__ = "jit_array_impls"
 
 

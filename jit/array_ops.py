@@ -13,8 +13,9 @@ and vectorises).  Covered, for float64 arrays of 1 or 2 dimensions:
     BLAS may associate differently, so results can differ in the last bits);
   * in adjoint code: `unbcast(dy, x)` of an array to a number (a sum), and the
     pullbacks of np.sum / np.mean / np.dot (`PULLBACK_IMPLS`).
-Shapes that numpy would broadcast (a length-1 axis against a longer one) are not
-broadcast: they raise ValueError, as numpy does for other mismatched shapes.
+Two arrays of the same rank broadcast as numpy does (a length-1 axis stretches to the
+other's length; other mismatches raise numpy's ValueError); arrays of different ranks
+are typed apart and not compiled.  An equal-shape pair takes a plain loop.
 """
 from __future__ import annotations
 
@@ -41,14 +42,31 @@ def same_length(n: int, m: int) -> None:
                          f"({m},)")
 
 
+def broadcast_length(n: int, m: int) -> int:
+    """The length two axes broadcast to (compiled natively; numpy's ValueError when
+    neither is 1 and they differ)."""
+    if n == m or m == 1:
+        return n
+    if n == 1:
+        return m
+    raise ValueError(f"operands could not be broadcast together with shapes ({n},) ({m},)")
+
+
 # -- implementations (templates instantiated per operator) -------------------------------------
 _BINARY_1D = {
     "aa": """def {name}(a, b):
-    n = a.shape[0]
-    same_length(n, b.shape[0])
+    na = a.shape[0]
+    nb = b.shape[0]
+    n = broadcast_length(na, nb)
     out = np.empty(n)
+    if na == nb:
+        for i in range(n):
+            out[i] = a[i] {op} b[i]
+        return out
+    sa = 1 if na == n else 0
+    sb = 1 if nb == n else 0
     for i in range(n):
-        out[i] = a[i] {op} b[i]
+        out[i] = a[i * sa] {op} b[i * sb]
     return out
 """,
     "as": """def {name}(a, b):
@@ -68,13 +86,21 @@ _BINARY_1D = {
 }
 _BINARY_2D = {
     "aa": """def {name}(a, b):
-    n, m = a.shape
-    same_length(n, b.shape[0])
-    same_length(m, b.shape[1])
+    na, ma = a.shape
+    nb, mb = b.shape
+    n = broadcast_length(na, nb)
+    m = broadcast_length(ma, mb)
     out = np.empty((n, m))
+    if na == nb and ma == mb:
+        for i in range(n):
+            for j in range(m):
+                out[i, j] = a[i, j] {op} b[i, j]
+        return out
+    si, sj = (1 if na == n else 0), (1 if ma == m else 0)
+    ti, tj = (1 if nb == n else 0), (1 if mb == m else 0)
     for i in range(n):
         for j in range(m):
-            out[i, j] = a[i, j] {op} b[i, j]
+            out[i, j] = a[i * si, j * sj] {op} b[i * ti, j * tj]
     return out
 """,
     "as": """def {name}(a, b):
@@ -116,7 +142,7 @@ _UFUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "a
            "arccos", "arctan", "abs", "absolute", "fabs", "square", "negative", "log1p",
            "expm1", "log2", "log10", "sign")
 _NAN = float("nan")
-_NS: dict = {"np": np, "same_length": same_length}
+_NS: dict = {"np": np, "same_length": same_length, "broadcast_length": broadcast_length}
 
 
 def _make(src: str, name: str) -> Any:
@@ -126,7 +152,30 @@ def _make(src: str, name: str) -> Any:
     return fn
 
 
-BINARY_IMPLS = {(op, kind, nd): _make(t[kind].format(name=f"_{op}_{kind}{nd}", op=sym),
+def _fdiv(a, b):
+    """numpy's a / b on floats: IEEE division by zero instead of ZeroDivisionError."""
+    if b != 0.0:
+        return a / b
+    if a != a or a == 0.0:
+        return _NAN
+    neg = (a < 0.0) != (math.copysign(1.0, b) < 0.0)
+    return -math.inf if neg else math.inf
+
+
+_fdiv.__module__ = "jit_array_impls"
+_NS["_fdiv"] = _fdiv
+
+
+def _binary_source(template: str, name: str, op: str, sym: str) -> str:
+    """A template instantiated for one operator; array division is numpy's (inf and
+    nan for a zero divisor, never ZeroDivisionError)."""
+    src = template.format(name=name, op=sym)
+    if op == "truediv":
+        src = re.sub(r"= (.+) / (.+)$", r"= _fdiv(\1, \2)", src, flags=re.M)
+    return src
+
+
+BINARY_IMPLS = {(op, kind, nd): _make(_binary_source(t[kind], f"_{op}_{kind}{nd}", op, sym),
                                       f"_{op}_{kind}{nd}")
                 for op, sym in _SYMBOLS.items() for nd, t in ((1, _BINARY_1D), (2, _BINARY_2D))
                 for kind in ("aa", "as", "sa")}
@@ -392,9 +441,38 @@ def _pick_dot(ts):
     return None
 
 
+def _unbcast_aa1(dy, x):
+    """The cotangent of a 1-D operand that may have been broadcast from length 1."""
+    if dy.shape[0] == x.shape[0]:
+        return dy
+    out = np.empty(1)
+    out[0] = _sum1(dy)
+    return out
+
+
+def _unbcast_aa2(dy, x):
+    """The cotangent of a 2-D operand, summed over the axes it was broadcast along."""
+    n, m = dy.shape
+    rows, cols = x.shape
+    if n == rows and m == cols:
+        return dy
+    out = np.zeros((rows, cols))
+    si, sj = (1 if rows == n else 0), (1 if cols == m else 0)
+    for i in range(n):
+        for j in range(m):
+            out[i * si, j * sj] += dy[i, j]
+    return out
+
+
+_unbcast_aa1.__module__ = _unbcast_aa2.__module__ = "jit_array_impls"
+
+
 def _pick_unbcast(ts):
     if len(ts) == 2 and is_float_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
         return _sum1 if ts[0].ndim == 1 else _sum2
+    if len(ts) == 2 and is_float_array(ts[0]) and isinstance(ts[1], ArrayT) \
+            and ts[1].ndim == ts[0].ndim:
+        return _unbcast_aa1 if ts[0].ndim == 1 else _unbcast_aa2
     return None
 
 
@@ -469,6 +547,8 @@ def _register() -> None:
 
         def unbcast_rule(ctx, s, ts):
             impl = _pick_unbcast(ts)
+            if impl in (_unbcast_aa1, _unbcast_aa2):
+                return impl_call(ctx, s, impl, [s.args[1], s.args[2]])
             return impl_call(ctx, s, impl, [s.args[1]]) if impl else plain(ctx, s, ts)
         CALL_RULES[_unbcast()] = unbcast_rule
 
@@ -480,6 +560,11 @@ def _register() -> None:
     def _t_same(ctx, s, ts):
         return _none_type()
     CALL_CODEGEN[same_length] = _cg_same_length
+
+    @_call_rule(broadcast_length)
+    def _t_broadcast(ctx, s, ts):
+        return INT64
+    CALL_CODEGEN[broadcast_length] = _cg_broadcast_length
     _register_pullbacks()
 
 
@@ -568,6 +653,16 @@ def _cg_same_length(fc, s, ts):
     fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
                 "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
     return L.Constant(L.IntType(8), 0)
+
+
+def _cg_broadcast_length(fc, s, ts):
+    b = fc.b
+    n, m = fc.get(s.args[1], INT64), fc.get(s.args[2], INT64)
+    one = L.Constant(I64, 1)
+    equal_or_one = b.or_(b.icmp_signed("==", n, m), b.icmp_signed("==", m, one))
+    fc.raise_if(b.and_(b.not_(equal_or_one), b.icmp_signed("!=", n, one)), ValueError,
+                "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
+    return b.select(equal_or_one, n, m)
 
 
 _register()

@@ -200,7 +200,11 @@ def _t_pullback(ctx: Context, s, ts) -> Type:
         ctx.typing.calls[s.var] = Call(None, [], pb)
         return TupleT((NONE,) * nout)
     from .array_ops import pullback_impl
-    ret = user_call(ctx, s, pullback_impl(pb, ts[1:]) or pb.fn)
+    fn = pullback_impl(pb, ts[1:]) or pb.fn
+    if getattr(fn, "__closure__", None):
+        ctx.fail(f"the derivative rule of {pb.of} reads variables of an enclosing "
+                 "function (a closure), which the JIT does not compile")
+    ret = user_call(ctx, s, fn)
     ctx.typing.calls[s.var].callee = pb
     if ret is None or isinstance(ret, TupleT):
         return ret

@@ -63,8 +63,9 @@ class LLVMBackend:
         except TypingError as e:
             self.codes[key] = (jf, str(e))
             raise
-        except (RecursionError, KeyError, ValueError, TypeError, AttributeError,
-                _unsupported()) as e:
+        except _unsupported():
+            raise      # the contract on every backend: the construct, function and line
+        except (RecursionError, KeyError, ValueError, TypeError, AttributeError) as e:
             msg = f"jit: cannot compile {jf.primal.name}: {type(e).__name__}: {e}"
             self.codes[key] = (jf, msg)
             raise TypingError(msg) from None

@@ -1,0 +1,265 @@
+"""Regression tests for wrong answers, crashes and internal names found by running
+programs nobody on the project wrote (example programs of other AD tools, numpy's own
+signatures).  Each test is named after what the program does."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import adjoint
+import jit
+from adjoint import gradient, pullback
+from jit.grad_backend import JitFallbackWarning
+from lowering import UnsupportedError
+
+BACKENDS = ("interp", "auto")
+
+
+def quiet_gradient(f, *args, backend="auto"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JitFallbackWarning)
+        return gradient(f, *args, backend=backend)
+
+
+def central(f, args: list, pos: int, h: float = 1e-6):
+    base = np.asarray(args[pos], dtype=float)
+    out = np.zeros(base.shape)
+    for k in range(base.size):
+        up, down = list(args), list(args)
+        up[pos], down[pos] = base.copy(), base.copy()
+        up[pos].flat[k] += h
+        down[pos].flat[k] -= h
+        out.flat[k] = (f(*up) - f(*down)) / (2 * h)
+    return out if base.ndim else float(out)
+
+
+# -- a local assigned only inside a loop ------------------------------------------------
+def last_of_loop(x, n):
+    for i in range(n):
+        y = x * i
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_value_assigned_only_in_a_loop_is_differentiable(backend):
+    assert quiet_gradient(last_of_loop, 2.0, 3, backend=backend) == (2.0, None)
+
+
+def test_value_assigned_only_in_a_loop_raises_unbound_when_the_loop_never_runs():
+    with pytest.raises(UnboundLocalError):
+        gradient(last_of_loop, 2.0, 0, backend="interp")
+
+
+def test_mlp_loop_over_layers_returns_the_last_output():
+    def mlp(params, x):
+        for W, b in params:
+            outputs = np.tanh(W @ x + b)
+            x = outputs
+        return float(np.sum(outputs))
+    rng = np.random.default_rng(0)
+    W, b, x = rng.normal(size=(3, 2)), rng.normal(size=3), rng.normal(size=2)
+    g = quiet_gradient(mlp, [(W, b)], x)
+    np.testing.assert_allclose(g[1], central(lambda x: mlp([(W, b)], x), [x], 0), rtol=1e-6)
+    np.testing.assert_allclose(g[0][0][0], central(lambda W: mlp([(W, b)], x), [W], 0),
+                               rtol=1e-6)
+
+
+def test_no_internal_name_in_a_missing_rule_error():
+    class Opaque:
+        def __call__(self, x):
+            return x
+    op = Opaque()
+
+    def f(x):
+        return op(x) * 2.0
+    with pytest.raises(TypeError) as info:
+        gradient(f, 1.0, backend="interp")
+    assert "lowering.runtime" not in str(info.value)
+
+
+# -- dict arguments ---------------------------------------------------------------------
+def test_dict_argument_gets_a_dict_gradient():
+    def scale(d, x):
+        return d["a"] * x
+    _, back = pullback(scale, {"a": 2.0}, 3.0, backend="interp")
+    assert back(1.0) == ({"a": 3.0}, 2.0)
+
+
+def test_dict_of_parameters_gradient_has_the_same_keys():
+    def loss(p, x):
+        return float(np.sum(np.tanh(p["W"] @ x + p["b"]) ** 2)) * p["s"]
+    rng = np.random.default_rng(1)
+    p = {"W": rng.normal(size=(2, 3)), "b": rng.normal(size=2), "s": 1.5, "n": 3}
+    x = rng.normal(size=3)
+    g = quiet_gradient(loss, p, x)[0]
+    assert set(g) == set(p) and g["n"] is None
+    for k in ("W", "b", "s"):
+        def part(v, k=k):
+            return loss({**p, k: v}, x)
+        np.testing.assert_allclose(g[k], central(part, [p[k]], 0), rtol=1e-6)
+
+
+def test_dict_argument_written_inside_is_not_modified_for_the_caller():
+    def f(d, x):
+        d["a"] = d["a"] * x
+        return d["a"] + d["b"]
+    d = {"a": 2.0, "b": 5.0}
+    assert quiet_gradient(f, d, 3.0) == ({"a": 3.0, "b": 1.0}, 2.0)
+    assert d == {"a": 2.0, "b": 5.0}
+
+
+# -- calling forms ------------------------------------------------------------------------
+def newton_sqrt(a, guess=10.0):
+    return (guess + a / guess) / 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_default_arguments_are_filled(backend):
+    assert quiet_gradient(newton_sqrt, 2.0, backend=backend) == pytest.approx((0.05,))
+    assert quiet_gradient(newton_sqrt, 2.0, 4.0, backend=backend) == \
+        pytest.approx((1.0 / 8.0, 0.5 - 2.0 / 32.0))
+
+
+def scaled(x):
+    return x * 3.0
+
+
+def _closing_rule():
+    k = 3.0
+
+    def pb(dy, x):
+        return (dy * k,)
+    return pb
+
+
+adjoint.rule(scaled)(_closing_rule())
+
+
+def uses_scaled(x):
+    return scaled(x) + x
+
+
+def test_user_rule_that_closes_over_a_value_works_or_is_refused_at_typing():
+    assert quiet_gradient(uses_scaled, 2.0, backend="interp") == (4.0,)
+    assert quiet_gradient(uses_scaled, 2.0) == (4.0,)
+    with pytest.raises(jit.TypingError, match="closure"):
+        gradient(uses_scaled, 2.0, backend="llvm")
+
+
+# -- array programs -------------------------------------------------------------------------
+def test_scalar_written_into_a_row():
+    def f(x):
+        h = np.zeros((x.shape[0], 3))
+        for t in range(x.shape[0]):
+            h[t] = x[t]
+        return float(np.sum(h))
+    np.testing.assert_array_equal(quiet_gradient(f, np.ones(2))[0], [3.0, 3.0])
+
+
+BROADCASTS = [((3, 2), (1, 2)), ((1, 4), (3, 4)), ((3, 1), (1, 4)), ((3,), (1,)),
+              ((1,), (4,)), ((0, 2), (1, 2))]
+ELEMENTWISE = {
+    "mul": lambda a, b: float(np.sum(a * b * a)),
+    "add": lambda a, b: float(np.sum((a + b) ** 2)),
+    "sub": lambda a, b: float(np.sum((a - b) ** 2)),
+    "div": lambda a, b: float(np.sum(a / (b + 3.0))),
+    "maximum": lambda a, b: float(np.sum(np.maximum(a, b) * a)),
+    "minimum": lambda a, b: float(np.sum(np.minimum(a, b) * b)),
+}
+
+
+@pytest.mark.parametrize("shapes", BROADCASTS)
+@pytest.mark.parametrize("op", sorted(ELEMENTWISE))
+def test_compiled_code_broadcasts_arrays_of_one_rank(op, shapes):
+    f = ELEMENTWISE[op]
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=shapes[0]), rng.normal(size=shapes[1])
+    assert jit.jit(f)(a, b) == pytest.approx(f(a, b), rel=1e-13)
+    compiled = gradient(f, a, b, backend="llvm")
+    interpreted = gradient(f, a, b, backend="interp")
+    for c, i, x in zip(compiled, interpreted, (a, b)):
+        assert np.shape(c) == x.shape
+        np.testing.assert_allclose(c, i, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(interpreted[0], central(f, [a, b], 0), rtol=1e-6, atol=1e-8)
+
+
+def test_compiled_code_raises_numpys_error_on_shapes_that_do_not_broadcast():
+    with pytest.raises(ValueError, match="could not be broadcast together"):
+        jit.jit(ELEMENTWISE["mul"])(np.ones((3, 2)), np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True),
+                                           ((0, 2), True), (-1, False)])
+def test_prod_with_axis_and_zeros(axis, keepdims):
+    def f(x):
+        return float(np.sum(np.prod(x, axis=axis, keepdims=keepdims) ** 2))
+    x = np.arange(1.0, 25.0).reshape(2, 3, 4) / 10.0
+    x[0, 1, 2] = 0.0
+    x[1, 2, 3] = 0.0
+    x[1, 2, 0] = 0.0
+    np.testing.assert_allclose(quiet_gradient(f, x)[0], central(f, [x], 0), rtol=1e-5,
+                               atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", ("interp", "llvm"))
+def test_prod_gradient_is_exact_at_a_zero(backend):
+    def f(x):
+        return float(np.prod(x))
+    np.testing.assert_array_equal(gradient(f, np.array([0.0, 2.0, 3.0]), backend=backend)[0],
+                                  [6.0, 0.0, 0.0])
+    np.testing.assert_array_equal(
+        gradient(f, np.array([[0.0, 2.0], [3.0, 0.0]]), backend=backend)[0], np.zeros((2, 2)))
+
+
+def test_unsupported_keyword_of_a_rule_names_the_function():
+    def f(x):
+        return float(np.sum(np.prod(x, axis=0, where=x > 0)))
+    with pytest.raises(TypeError, match=r"derivative of numpy\.prod does not support the "
+                                        r"keyword argument where="):
+        gradient(f, np.ones((2, 2)), backend="interp")
+
+
+PRODUCTS = [("matmul", (2, 3, 4), (4, 5)), ("matmul", (4,), (2, 4, 5)),
+            ("matmul", (2, 3, 4), (4,)), ("matmul", (2, 1, 3, 4), (5, 4, 2)),
+            ("matmul", (1, 3, 4), (2, 4, 5)), ("dot", (2, 3, 4), (4, 5)),
+            ("dot", (2, 3, 4), (6, 4, 5)), ("dot", (3, 4), (2, 4, 5)),
+            ("dot", (2, 3, 4), (4,)), ("dot", (4,), (2, 4, 5))]
+
+
+@pytest.mark.parametrize("name,sa,sb", PRODUCTS)
+def test_products_of_stacks_of_matrices(name, sa, sb):
+    prod = getattr(np, name)
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=sa), rng.normal(size=sb)
+    w = rng.normal(size=prod(a, b).shape)
+
+    def f(a, b, w):
+        return float(np.sum(prod(a, b) * w))
+    ga, gb, _ = quiet_gradient(f, a, b, w)
+    np.testing.assert_allclose(ga, central(f, [a, b, w], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gb, central(f, [a, b, w], 1), rtol=1e-6, atol=1e-8)
+
+
+# -- errors ----------------------------------------------------------------------------
+def sums_a_generator(x):
+    return sum(x * i for i in range(3))
+
+
+def calls_a_generator(x):
+    return sums_a_generator(x) + 1.0
+
+
+@pytest.mark.parametrize("backend", ("interp", "llvm", "auto"))
+def test_generator_in_a_callee_raises_unsupported_error(backend):
+    with pytest.raises(UnsupportedError, match="comprehension"):
+        gradient(calls_a_generator, 2.0, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ("interp", "llvm", "auto"))
+def test_string_output_is_a_type_error(backend):
+    def name(x):
+        return "s"
+    with pytest.raises(TypeError):
+        pullback(name, 2.0, backend=backend)
