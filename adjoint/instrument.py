@@ -23,6 +23,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import numpy as np
+
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
@@ -67,7 +69,7 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     out.args.insert(0, Arg(tape, "tape"))
     out.nfree = 0
     out.meta["tape"] = tape
-    _refuse_view_writes(out, act)
+    _refuse_view_writes(out, act, kinds)
     mutated = _mutated(out, act)
     out.meta["mutated"] = mutated
     volatile = _mutated(out, act, _array_args(out, kinds))
@@ -88,30 +90,31 @@ VIEW_CALLS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis",
                         "atleast_2d", "broadcast_to", "flip", "fliplr", "flipud"})
 
 
-def _refuse_view_writes(ir: IR, act: Activity) -> None:
+def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
     """`row = m[i]; row[0] = v` writes into `m` through a view, which the recorded
-    old values cannot follow: refuse it instead of giving a wrong gradient."""
+    old values cannot follow: refuse it instead of giving a wrong gradient.  A value
+    `kinds` proves a number (an element `a[i]` of a 1-D float array) is no view."""
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     phis = {p.var: p for b in ir.blocks for p in b.phis}
     for b in ir.blocks:
         for s in b.stmts:
             if s.op != "setitem" or not isinstance(s.args[0], Var):
                 continue
-            view = _view_source(s.args[0], defs, phis, set())
+            view = _view_source(s.args[0], defs, phis, set(), kinds)
             if view is not None and view in act.varied:
                 raise TypeError(f"adjoint: writing into a view of an array (here a value "
                                 f"made by {_view_name(defs[view])}) is not differentiable "
                                 f"yet{where(ir, s.line)}; copy it first (`.copy()`)")
 
 
-def _view_source(v, defs: dict, phis: dict, seen: set):
+def _view_source(v, defs: dict, phis: dict, seen: set, kinds: Any = None):
     """The statement (through phis and copies) that may make `v` a view, or None."""
-    if v in seen:
+    if v in seen or (kinds is not None and kinds.is_scalar(v)):
         return None
     seen.add(v)
     if v in phis:
         for x in phis[v].operands():
-            hit = isinstance(x, Var) and _view_source(x, defs, phis, seen)
+            hit = isinstance(x, Var) and _view_source(x, defs, phis, seen, kinds)
             if hit:
                 return hit
         return None
@@ -119,8 +122,29 @@ def _view_source(v, defs: dict, phis: dict, seen: set):
     if s is None:
         return None
     if s.op == "copy" and isinstance(s.args[0], Var):
-        return _view_source(s.args[0], defs, phis, seen)
+        return _view_source(s.args[0], defs, phis, seen, kinds)
+    if s.op == "getitem" and isinstance(s.args[0], Const) and isinstance(s.args[0].value, tuple):
+        return v if any(isinstance(e, np.ndarray) for e in s.args[0].value) else None
+    elements = _tuple_elements(s.args[0], defs) if s.op == "getitem" else None
+    k = s.args[1].value if elements is not None and len(s.args) == 2 and \
+        isinstance(s.args[1], Const) else None
+    if isinstance(k, int) and -len(elements) <= k < len(elements):
+        elements = [elements[k]]
+    if elements is not None:   # an element of a tuple is that value itself
+        for x in elements:
+            hit = isinstance(x, Var) and _view_source(x, defs, phis, seen, kinds)
+            if hit:
+                return hit
+        return None
     return v if _makes_view(s, defs) else None
+
+
+def _tuple_elements(v, defs: dict):
+    """The operands of the `tuple` that `v` is (directly or `unpack`ed), or None."""
+    made = defs.get(v) if isinstance(v, Var) else None
+    if made is not None and made.op == "unpack":
+        made = defs.get(made.args[0]) if isinstance(made.args[0], Var) else None
+    return made.args if made is not None and made.op == "tuple" else None
 
 
 def _makes_view(s, defs: dict) -> bool:

@@ -148,6 +148,16 @@ def _d_matmul_batched(dy, x, y):
 
 
 # -- math module ------------------------------------------------------------------------
+def _over(dy, d):
+    """dy / d for a derivative whose denominator vanishes at a valid input (sqrt at 0,
+    asin at 1): an infinite slope is inf (nan for a zero dy), as numpy and JAX give,
+    not ZeroDivisionError."""
+    if isinstance(d, np.ndarray) or d != 0.0:
+        return dy / d
+    if dy != dy or dy == 0.0:
+        return math.nan
+    return math.copysign(math.inf, dy) * math.copysign(1.0, d)
+
 @pullback_rule(math.sin)
 def d_sin(dy, x):
     return dy * math.cos(x)
@@ -165,12 +175,12 @@ def d_tan(dy, y, x):
 
 @pullback_rule(math.asin)
 def d_asin(dy, x):
-    return dy / math.sqrt(1.0 - x * x)
+    return _over(dy, math.sqrt(1.0 - x * x))
 
 
 @pullback_rule(math.acos)
 def d_acos(dy, x):
-    return -dy / math.sqrt(1.0 - x * x)
+    return _over(-dy, math.sqrt(1.0 - x * x))
 
 
 @pullback_rule(math.atan)
@@ -234,7 +244,7 @@ def d_log10(dy, x):
 
 @pullback_rule(math.sqrt, uses_result=True, needs=no_operands)
 def d_sqrt(dy, y, x):
-    return dy / (2.0 * y)
+    return _over(dy, 2.0 * y)
 
 
 @pullback_rule(math.hypot, uses_result=True)

@@ -3,6 +3,7 @@ programs nobody on the project wrote (example programs of other AD tools, numpy'
 signatures).  Each test is named after what the program does."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -263,3 +264,55 @@ def test_string_output_is_a_type_error(backend):
         return "s"
     with pytest.raises(TypeError):
         pullback(name, 2.0, backend=backend)
+
+
+# -- found by the program fuzzer (tests/fuzz_programs.py) ---------------------------------
+def test_in_place_update_of_a_constant_tuples_element():
+    def f(x):
+        t = (0.5, 0.25)
+        a, b = t[1], t[0]
+        a += x
+        return a * b
+    assert quiet_gradient(f, 0.3) == (0.5,)
+
+
+def test_in_place_update_of_an_unpacked_tuple_element_next_to_an_array_element():
+    def f(x, arr):
+        t = (arr[1], -x)
+        b, c = t
+        c *= math.tanh(x)
+        return b + c
+    x, arr = 0.3, np.array([1.0, 2.0, 3.0])
+    gx, garr = quiet_gradient(f, x, arr)
+    assert gx == pytest.approx(central(lambda x: f(x, arr), [x], 0), rel=1e-6)
+    np.testing.assert_array_equal(garr, [0.0, 1.0, 0.0])
+
+
+def test_in_place_update_of_a_view_inside_a_tuple_is_still_refused():
+    def f(x, v):
+        t = (v[1:], x)
+        w = t[0]
+        w += x
+        return float(np.sum(v))
+    with pytest.raises(TypeError, match="writing into a view"):
+        gradient(f, 0.3, np.ones(3), backend="interp")
+
+
+def test_one_sided_kink_of_abs_at_zero_is_not_a_gradient_error():
+    def f(x):
+        return math.sqrt(abs(x) + 0.1)
+    # the derivative at 0 is a choice (numpy's sign(0) = 0): it must be one of the
+    # one-sided slopes' average or a side, never a crash
+    g = quiet_gradient(f, 0.0)[0]
+    assert abs(g) <= 0.5 / math.sqrt(0.1) + 1e-12
+
+
+@pytest.mark.parametrize("backend", ("interp", "llvm"))
+def test_infinite_slope_of_sqrt_at_zero_is_inf_not_an_exception(backend):
+    def f(x):
+        return math.sqrt(x) * 2.0
+    assert gradient(f, 0.0, backend=backend) == (math.inf,)
+
+    def g(x):
+        return math.asin(x)
+    assert gradient(g, 1.0, backend=backend) == (math.inf,)

@@ -1,0 +1,324 @@
+"""A generator of random differentiable Python programs, and the differential check
+that runs each one through CPython, the interpreter and the JIT.
+
+A program is a module with a main function `f(x, y, k, arr)` (two floats, a small
+int, a float array of length 3) and a helper `h(u, v)` it may call.  Bodies mix
+arithmetic and `math` calls, if/elif/else, for and while loops with break, continue
+and early return, nested loops, tuples, a closure, a bounded recursion `r(u, n)`,
+and a local array written in loops.  Values stay bounded (sin, cos, tanh, division
+by `1 + e*e`), so every program terminates and is smooth away from its branch
+points; a rare `math.sqrt` of a raw expression raises ValueError on some inputs,
+which every executor must raise too.
+
+`check_program(source, inputs)` raises `FuzzFailure` naming what disagreed:
+  * CPython, the interpreter and the JIT give the same value or the same exception
+    type (the JIT may refuse a program at typing time: counted, not a failure);
+  * interpreter and JIT gradients agree to 1e-10;
+  * the interpreter's gradient matches central differences wherever the central and
+    one-sided differences of two step sizes all agree (next to a kink or a branch
+    point they do not, and nothing is checked);
+  * the inputs are unmodified, and `back` called twice gives the same answer.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+from hypothesis import strategies as st
+
+from adjoint import pullback
+from jit import TypingError
+from jit.grad_backend import JitFallbackWarning
+
+FLOATS = ("a", "b", "c", "x", "y")
+_DIR = tempfile.mkdtemp(prefix="zygopy_fuzz_")
+
+
+class FuzzFailure(AssertionError):
+    """An executor disagreed with another, or with finite differences."""
+
+
+# -- expressions ------------------------------------------------------------------------
+def _leaf(draw, env: dict) -> str:
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        return repr(draw(st.sampled_from([0.5, 1.5, -0.75, 2.0, 0.25])))
+    if kind == 1 and env.get("index"):
+        return f"arr[{env['index']} % 3]"
+    if kind == 2:
+        return f"arr[{draw(st.integers(-3, 2))}]"
+    return draw(st.sampled_from(FLOATS))
+
+
+def expr(draw, env: dict, depth: int) -> str:
+    if depth <= 0 or draw(st.integers(0, 3)) == 0:
+        return _leaf(draw, env)
+    lhs = expr(draw, env, depth - 1)
+    kind = draw(st.integers(0, 9))
+    if kind <= 3:
+        op = draw(st.sampled_from(["+", "-", "*"]))
+        return f"({lhs} {op} {expr(draw, env, depth - 1)})"
+    if kind == 4:
+        return f"({lhs} / (1.0 + {lhs} * {lhs}))"
+    if kind == 5:
+        fn = draw(st.sampled_from(["math.sin", "math.cos", "math.tanh", "np.tanh", "np.sin"]))
+        return f"{fn}({lhs})"
+    if kind == 6:
+        return f"math.exp(math.tanh({lhs}))"
+    if kind == 7 and env.get("calls"):
+        return f"h({lhs}, {expr(draw, env, depth - 1)})"
+    if kind == 8 and env.get("calls"):
+        return draw(st.sampled_from([f"g({lhs})", f"r({lhs}, k)", f"math.sqrt(abs({lhs}) + 0.1)"]))
+    if draw(st.integers(0, 7)) == 0:
+        return f"math.sqrt({lhs})"   # ValueError for a negative argument, on every backend
+    return f"(-{lhs})"
+
+
+def cond(draw, env: dict) -> str:
+    op = draw(st.sampled_from(["<", ">", "<=", ">="]))
+    test = f"{expr(draw, env, 1)} {op} {draw(st.sampled_from(['0.0', '0.3', '-0.4']))}"
+    if draw(st.integers(0, 3)) == 0:
+        join = draw(st.sampled_from(["and", "or"]))
+        return f"{test} {join} {_leaf(draw, env)} > 0.1"
+    return test
+
+
+# -- statements -------------------------------------------------------------------------
+class Body:
+    """One function body; counters name the loops so nested loops do not clash."""
+
+    def __init__(self, draw, env: dict):
+        self.draw, self.env, self.lines, self.loops = draw, env, [], 0
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def block(self, indent: int, depth: int, in_loop: bool) -> None:
+        for _ in range(self.draw(st.integers(1, 3))):
+            self.stmt(indent, depth, in_loop)
+
+    def stmt(self, indent: int, depth: int, in_loop: bool) -> None:
+        kinds = ["assign", "assign", "assign", "tuple"] + (["store"] if self.env["main"] else [])
+        if depth > 0:
+            kinds += ["if", "for", "while"]
+        if in_loop:
+            kinds += ["break", "continue"]
+        if self.env.get("calls"):
+            kinds += ["return"]
+        getattr(self, "stmt_" + self.draw(st.sampled_from(kinds)))(indent, depth, in_loop)
+
+    def stmt_assign(self, indent, depth, in_loop) -> None:
+        target = self.draw(st.sampled_from(["a", "b", "c"]))
+        op = self.draw(st.sampled_from(["=", "=", "+=", "-=", "*="]))
+        value = expr(self.draw, self.env, 2)
+        if op == "*=":
+            value = f"math.tanh({value})"
+        self.emit(indent, f"{target} {op} {value}")
+
+    def stmt_tuple(self, indent, depth, in_loop) -> None:
+        self.emit(indent, f"t = ({expr(self.draw, self.env, 1)}, {expr(self.draw, self.env, 1)})")
+        self.emit(indent, self.draw(st.sampled_from(["a, b = t[1], t[0]", "b, c = t",
+                                                     "a = t[0] * t[1]"])))
+
+    def stmt_store(self, indent, depth, in_loop) -> None:
+        where = f"{self.env['index']} % 3" if self.env.get("index") else \
+            str(self.draw(st.integers(0, 2)))
+        op = self.draw(st.sampled_from(["=", "+="]))
+        self.emit(indent, f"buf[{where}] {op} {expr(self.draw, self.env, 1)}")
+        if self.draw(st.booleans()):
+            self.emit(indent, f"a = a + buf[{self.draw(st.integers(0, 2))}]")
+
+    def stmt_if(self, indent, depth, in_loop) -> None:
+        self.emit(indent, f"if {cond(self.draw, self.env)}:")
+        self.block(indent + 1, depth - 1, in_loop)
+        if self.draw(st.booleans()):
+            self.emit(indent, f"elif {cond(self.draw, self.env)}:")
+            self.block(indent + 1, depth - 1, in_loop)
+        if self.draw(st.booleans()):
+            self.emit(indent, "else:")
+            self.block(indent + 1, depth - 1, in_loop)
+
+    def _loop_body(self, indent, depth, counter) -> None:
+        saved = self.env.get("index")
+        self.env["index"] = counter
+        self.block(indent + 1, depth - 1, True)
+        self.env["index"] = saved
+
+    def stmt_for(self, indent, depth, in_loop) -> None:
+        self.loops += 1
+        i = f"i{self.loops}"
+        bound = self.draw(st.sampled_from(["k", "3", "k + 1", "len(arr)"] if self.env["main"]
+                                          else ["2", "3"]))
+        self.emit(indent, f"for {i} in range({bound}):")
+        self._loop_body(indent, depth, i)
+
+    def stmt_while(self, indent, depth, in_loop) -> None:
+        self.loops += 1
+        j = f"j{self.loops}"
+        self.emit(indent, f"{j} = 0")
+        bound = self.draw(st.sampled_from(["k", "2", "3"] if self.env["main"] else ["2", "3"]))
+        self.emit(indent, f"while {j} < {bound}:")
+        self.emit(indent + 1, f"{j} += 1")
+        self._loop_body(indent, depth, j)
+
+    def stmt_break(self, indent, depth, in_loop) -> None:
+        self.emit(indent, f"if {cond(self.draw, self.env)}:")
+        self.emit(indent + 1, self.draw(st.sampled_from(["break", "continue"])))
+
+    stmt_continue = stmt_break
+
+    def stmt_return(self, indent, depth, in_loop) -> None:
+        self.emit(indent, f"if {cond(self.draw, self.env)}:")
+        self.emit(indent + 1, f"return float({expr(self.draw, self.env, 2)})")
+
+
+@st.composite
+def programs(draw) -> str:
+    """The source text of one program module."""
+    helper = Body(draw, {"calls": False, "main": False})
+    helper.emit(1, "a, b, c = u, v, 0.5")
+    helper.block(1, 1, False)
+    main = Body(draw, {"calls": True, "main": True})
+    main.emit(1, "a, b, c = x, y, 0.25")
+    main.emit(1, "buf = np.zeros(3)")
+    main.emit(1, f"scale = {draw(st.sampled_from(['0.5', 'y', 'arr[0]']))}")
+    main.emit(1, "g = lambda u: u * scale + x")
+    main.block(1, 2, False)
+    main.emit(1, "return float(a + b * c + np.sum(buf))")
+    return "\n".join([
+        "import math", "import numpy as np", "", "",
+        "def h(u, v):", "    x, y, arr = u, v, (u, v, 0.5)", *helper.lines,
+        "    return a * b + c", "", "",
+        "def r(u, n):", "    if n <= 0:", "        return u",
+        "    return math.sin(r(u, n - 1)) + 0.5 * u", "", "",
+        "def f(x, y, k, arr):", *main.lines, ""])
+
+
+inputs = st.tuples(st.floats(-1.5, 1.5), st.floats(-1.5, 1.5), st.integers(0, 3),
+                   st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3))
+
+
+# -- running one program ------------------------------------------------------------------
+def load(source: str):
+    """Module of `source`, written to a real file (the lowering reads its lines)."""
+    name = "fuzz_" + hashlib.sha1(source.encode()).hexdigest()[:16]
+    path = os.path.join(_DIR, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _outcome(thunk):
+    try:
+        return "ok", thunk()
+    except (ValueError, ZeroDivisionError, OverflowError, UnboundLocalError) as e:
+        return "raised", type(e)
+
+
+# a documented limitation, not a wrong answer: `v OP= e` on a value whose kind is
+# known only at run time while another name still refers to the same object
+ALIAS_REFUSAL = "adjoint: in-place update of"
+
+
+def _run(f, args: tuple, backend: str):
+    def go():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            y, back = pullback(f, *args, backend=backend)
+            g1, g2 = back(1.0), back(1.0)
+        return y, g1, g2
+    try:
+        return _outcome(go)
+    except TypeError as e:
+        if str(e).startswith(ALIAS_REFUSAL):
+            return "alias-refused", str(e)
+        raise
+
+
+def _flat(g: tuple) -> np.ndarray:
+    return np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)).ravel()
+                           for v in (g[0], g[1], g[3])])
+
+
+def _same(a: float, b: float, tol: float) -> bool:
+    return a == b or abs(a - b) <= tol * max(1.0, abs(a), abs(b)) or (a != a and b != b)
+
+
+def check_program(source: str, values: tuple) -> str:
+    """Run one program on one input; returns "compiled" or "refused" (the JIT's
+    answer), or "alias-refused" (see ALIAS_REFUSAL), or raises FuzzFailure."""
+    f = load(source).f
+    x, y, k, arr = values
+    args = (x, y, k, np.array(arr, dtype=float))
+    before = args[3].copy()
+    expect = _outcome(lambda: f(*args))
+    interp = _run(f, args, "interp")
+    if interp[0] == "alias-refused":
+        return "alias-refused"
+    _agree("interpreter", expect, interp)
+    if not np.array_equal(args[3], before):
+        raise FuzzFailure("the interpreter modified an input array")
+    try:
+        compiled = _run(f, args, "llvm")
+    except TypingError:
+        compiled = None
+    if compiled is not None:
+        _agree("JIT", expect, compiled)
+        if interp[0] == "ok" and not np.allclose(_flat(interp[1][1]), _flat(compiled[1][1]),
+                                                 rtol=1e-10, atol=1e-10, equal_nan=True):
+            raise FuzzFailure(f"JIT gradient {compiled[1][1]} != interpreter {interp[1][1]}")
+    if interp[0] == "ok":
+        _check_twice(interp[1])
+        _check_differences(f, args, _flat(interp[1][1]))
+    return "refused" if compiled is None else "compiled"
+
+
+def _agree(who: str, expect, got) -> None:
+    if expect[0] != got[0]:
+        raise FuzzFailure(f"{who}: {got[0]} {got[1]!r} where CPython {expect[0]} {expect[1]!r}")
+    if expect[0] == "raised":
+        if expect[1] is not got[1]:
+            raise FuzzFailure(f"{who} raised {got[1].__name__}, CPython {expect[1].__name__}")
+        return
+    if not _same(expect[1], got[1][0], 1e-12):
+        raise FuzzFailure(f"{who} value {got[1][0]!r} != CPython {expect[1]!r}")
+
+
+def _check_twice(result) -> None:
+    if not np.array_equal(_flat(result[1]), _flat(result[2]), equal_nan=True):
+        raise FuzzFailure("back(1.0) called twice gave different gradients")
+
+
+def _check_differences(f, args: tuple, grad: np.ndarray) -> None:
+    """Central differences with two steps; where they agree, the gradient must too."""
+    base = [args[0], args[1]] + list(args[3])
+
+    def at(v):
+        return f(v[0], v[1], args[2], np.array(v[2:]))
+    for p in range(len(base)):
+        est = []
+        for h in (1e-5, 1e-6):
+            up, down = list(base), list(base)
+            up[p] += h
+            down[p] -= h
+            try:
+                mid, hi, lo = at(base), at(up), at(down)
+            except (ValueError, ZeroDivisionError, OverflowError):
+                return
+            est += [(hi - lo) / (2 * h), (hi - mid) / h, (mid - lo) / h]
+        if not all(math.isfinite(e) and _same(est[0], e, 1e-3) for e in est):
+            continue   # a kink or a branch point nearby (one-sided slopes differ)
+        if not _same(grad[p], est[3], 1e-4):
+            raise FuzzFailure(f"gradient {p} is {grad[p]!r}, central differences "
+                              f"give {est[3]!r}")
