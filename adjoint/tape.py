@@ -4,7 +4,8 @@ the primitives the forward and adjoint IR use (registered in `ssair.primitives`)
 Cotangents.  The zero cotangent is `None` everywhere (an adjoint variable nobody
 has written yet); a float's cotangent is a float, an array's an array of its shape,
 a tuple's a tuple of cotangents (entries may be `None`), a closure's the tuple of
-its captured values' cotangents, a dict's a dict of its values' cotangents.  Integers and booleans have no cotangent.
+its captured values' cotangents, a dict's a dict of its values' cotangents.
+Integers and booleans have no cotangent.
 
 Primitives (all typeable from their operands, so the JIT can compile them):
   * `push(tape, v)`            append `v` to the tape (impure; returns None);

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .array_ops import _fdiv
+from .broadcast import _fdiv
 from .array_ops import (
     PULLBACK_IMPLS,
     _d_mean1,

@@ -17,7 +17,6 @@ another; values are equal, only the sign of a zero result can differ.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from llvmlite import ir as L
@@ -30,7 +29,6 @@ from .array_ops import (
     _sum2,
     _unbcast_aa1,
     _unbcast_aa2,
-    _fdiv,
     _wrap_call,
     broadcast_length,
     impl_call,

@@ -32,6 +32,7 @@ from ssair.ir import Const
 from . import codegen_array, codegen_calls, codegen_scalar  # noqa: F401  (fill the tables first)
 from .codegen import CODEGEN, I64
 from .infer import RULES, Call, Context, lower_function
+from .broadcast import _cg_broadcast_length, _fdiv, broadcast_length
 from .types import BOOL, FLOAT64, INT64, ArrayT, Type, is_numeric
 
 
@@ -40,16 +41,6 @@ def same_length(n: int, m: int) -> None:
     if n != m:
         raise ValueError(f"operands could not be broadcast together with shapes ({n},) "
                          f"({m},)")
-
-
-def broadcast_length(n: int, m: int) -> int:
-    """The length two axes broadcast to (compiled natively; numpy's ValueError when
-    neither is 1 and they differ)."""
-    if n == m or m == 1:
-        return n
-    if n == 1:
-        return m
-    raise ValueError(f"operands could not be broadcast together with shapes ({n},) ({m},)")
 
 
 # -- implementations (templates instantiated per operator) -------------------------------------
@@ -142,7 +133,8 @@ _UFUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "a
            "arccos", "arctan", "abs", "absolute", "fabs", "square", "negative", "log1p",
            "expm1", "log2", "log10", "sign")
 _NAN = float("nan")
-_NS: dict = {"np": np, "same_length": same_length, "broadcast_length": broadcast_length}
+_NS: dict = {"np": np, "same_length": same_length, "broadcast_length": broadcast_length,
+             "_fdiv": _fdiv}
 
 
 def _make(src: str, name: str) -> Any:
@@ -152,18 +144,6 @@ def _make(src: str, name: str) -> Any:
     return fn
 
 
-def _fdiv(a, b):
-    """numpy's a / b on floats: IEEE division by zero instead of ZeroDivisionError."""
-    if b != 0.0:
-        return a / b
-    if a != a or a == 0.0:
-        return _NAN
-    neg = (a < 0.0) != (math.copysign(1.0, b) < 0.0)
-    return -math.inf if neg else math.inf
-
-
-_fdiv.__module__ = "jit_array_impls"
-_NS["_fdiv"] = _fdiv
 
 
 def _binary_source(template: str, name: str, op: str, sym: str) -> str:
@@ -653,16 +633,6 @@ def _cg_same_length(fc, s, ts):
     fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
                 "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
     return L.Constant(L.IntType(8), 0)
-
-
-def _cg_broadcast_length(fc, s, ts):
-    b = fc.b
-    n, m = fc.get(s.args[1], INT64), fc.get(s.args[2], INT64)
-    one = L.Constant(I64, 1)
-    equal_or_one = b.or_(b.icmp_signed("==", n, m), b.icmp_signed("==", m, one))
-    fc.raise_if(b.and_(b.not_(equal_or_one), b.icmp_signed("!=", n, one)), ValueError,
-                "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
-    return b.select(equal_or_one, n, m)
 
 
 _register()

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 import adjoint
+from adjoint.api import _numeric_output as _numeric
 from adjoint.transform import is_differentiable
 
 RTOL = 2e-5
@@ -137,18 +138,6 @@ def check_gradient(f: Callable, *args: Any, seed: int = 0, rtol: float = RTOL) -
     if _flat(again) != _flat(grads):
         raise GradientMismatch(f"{f.__name__}: second back() call differs")
     return grads
-
-
-def _numeric(y: Any) -> bool:
-    if y is None or isinstance(y, (int, float, complex, np.number, np.bool_)):
-        return True
-    if isinstance(y, np.ndarray):
-        return y.dtype.kind in "biufc"
-    if isinstance(y, dict):
-        y = tuple(y.values())
-    if isinstance(y, (tuple, list)):   # other leaves (labels) get no cotangent
-        return not y or any(v is not None and _numeric(v) for v in y)
-    return False
 
 
 def _flat_like(g: Any, a: Any) -> list:

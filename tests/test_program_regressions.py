@@ -14,6 +14,7 @@ import jit
 from adjoint import gradient, pullback
 from jit.grad_backend import JitFallbackWarning
 from lowering import UnsupportedError
+from test_index_gradients import central
 
 BACKENDS = ("interp", "auto")
 
@@ -22,18 +23,6 @@ def quiet_gradient(f, *args, backend="auto"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JitFallbackWarning)
         return gradient(f, *args, backend=backend)
-
-
-def central(f, args: list, pos: int, h: float = 1e-6):
-    base = np.asarray(args[pos], dtype=float)
-    out = np.zeros(base.shape)
-    for k in range(base.size):
-        up, down = list(args), list(args)
-        up[pos], down[pos] = base.copy(), base.copy()
-        up[pos].flat[k] += h
-        down[pos].flat[k] -= h
-        out.flat[k] = (f(*up) - f(*down)) / (2 * h)
-    return out if base.ndim else float(out)
 
 
 # -- a local assigned only inside a loop ------------------------------------------------
