@@ -28,7 +28,8 @@ import numpy as np
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
-from .rules import Rule, lookup_callee, lookup_op, missing_rule_error, scalar_variant
+from .rules import (Rule, lookup_callee, lookup_op, missing_rule, missing_rule_error,
+                    scalar_variant)
 
 
 @dataclass
@@ -274,7 +275,8 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
         if rule is not None:
             return [s]   # non-differentiable: no cotangent reaches its operands
         if rule is None and not _transformable(f.value):
-            raise missing_rule_error(f"callee {_name(f.value)}", where(ir, s.line))
+            return [Stmt(s.var, "call", [Const(missing_rule), Const(f"callee {_name(f.value)}"),
+                                         Const(where(ir, s.line))], line=s.line, name=s.name)]
     return _jcall(ir, bid, s, tape, recs)
 
 

@@ -254,6 +254,23 @@ def missing_rule_error(what: str, where: str) -> TypeError:
                      f"with @adjoint.rule({what.split()[-1]})")
 
 
+class MissingRule:
+    """Stands in the forward for a call that has no rule: raises when it runs, so a
+    path that this input never takes needs none (as Zygote's generated code does).
+    A library callable, never lowered: the JIT refuses it at typing time."""
+
+    __zygopy_symbol__ = "adjoint.rules.missing_rule"
+
+    def __call__(self, what: str, where: str) -> None:
+        raise missing_rule_error(what, where)
+
+    def __repr__(self) -> str:
+        return "<adjoint.rules.missing_rule>"
+
+
+missing_rule = MissingRule()
+
+
 # -- structural ops (emitted by adjoint.reverse) --------------------------------------
 structural("tuple")
 structural("list")

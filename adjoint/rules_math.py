@@ -150,12 +150,15 @@ def _d_matmul_batched(dy, x, y):
 # -- math module ------------------------------------------------------------------------
 def _over(dy, d):
     """dy / d for a derivative whose denominator vanishes at a valid input (sqrt at 0,
-    asin at 1): an infinite slope is inf (nan for a zero dy), as numpy and JAX give,
-    not ZeroDivisionError."""
+    asin at 1): an infinite slope is inf, as numpy and JAX give, not
+    ZeroDivisionError.  A zero dy stays zero, whether it is the number 0.0 (compiled
+    code) or the absent cotangent None (the interpreter): both executors agree."""
     if isinstance(d, np.ndarray) or d != 0.0:
         return dy / d
-    if dy != dy or dy == 0.0:
+    if dy != dy:
         return math.nan
+    if dy == 0.0:
+        return 0.0
     return math.copysign(math.inf, dy) * math.copysign(1.0, d)
 
 @pullback_rule(math.sin)

@@ -3,6 +3,7 @@ programs nobody on the project wrote (example programs of other AD tools, numpy'
 signatures).  Each test is named after what the program does."""
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -305,3 +306,16 @@ def test_infinite_slope_of_sqrt_at_zero_is_inf_not_an_exception(backend):
     def g(x):
         return math.asin(x)
     assert gradient(g, 1.0, backend=backend) == (math.inf,)
+
+
+def test_missing_rule_on_a_path_this_input_never_takes_is_no_error():
+    def loss(w, data):
+        if isinstance(data, list):
+            f = functools.partial(np.dot, w)
+            return float(np.sum(f(np.array(data))))
+        return float(np.sum(w * data))
+    gw, gd = quiet_gradient(loss, np.ones(2), np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(gw, [1.0, 2.0])
+    np.testing.assert_array_equal(gd, [1.0, 1.0])
+    with pytest.raises(TypeError, match=r"no derivative rule for callee functools\.partial"):
+        gradient(loss, np.ones(2), [1.0, 2.0], backend="interp")
