@@ -23,20 +23,27 @@ differentiable, so that the J transform applies to its own output.
   * A first-order pullback called in an adjoint IR (`call(@...d_sin, %dy, %x)`) is a
     plain Python function: the outer transform lowers `Pullback.fn` and transforms it
     like user code (rules whose code the lowering refuses cannot be nested).
-Limits: calls of user functions inside the inner function (`jcall`/`jback` in its
-forward/adjoint IR) are not differentiable a second time yet; `pullback` and
-`jacobian` called inside differentiated code are not supported (`gradient` is).
+  * `pullback(f, *args)` inside differentiated code returns y and, as `back`, a
+    closure over f's captured values and args whose code is the gradient program
+    seeded with its argument: calling it is differentiated like any closure call.
+  * Calls inside the inner function (`jcall`/`jback` in its forward/adjoint IR) are
+    differentiated again through `run_jcall`/`run_jback`; an argument the inner IR
+    may write into is seeded with its operand's cotangent, as `CallPB` does.
+Limits: a third level (gradient inside a function that is differentiated twice);
+`jacobian`/`hessian` inside differentiated code; nesting through a user function
+that writes into its array argument.  Each raises a TypeError that says so.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from lowering import UnsupportedError
 from ssair import IR, Const, Return
 from ssair import interpreter as interp
 from ssair.primitives import register
 
 from .rules import Pullback, nondiff, pullback_rule, structural
-from .tape import accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
+from .tape import accum, accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
 from . import transform as T
 
 
@@ -120,21 +127,27 @@ finish_grads.__zygopy_symbol__ = "adjoint.nested.finish_grads"
 _PROGRAMS: dict = {}
 
 
-def gradient_program(jf: "T.JFunction", nfree: int) -> IR:
-    """An IR computing the gradient of `jf`'s primal (see the module docstring)."""
-    key = (id(jf), nfree)
+def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False) -> IR:
+    """An IR computing the gradient of `jf`'s primal (see the module docstring).
+    `seeded`: the IR takes the output's cotangent as one more, last argument (the
+    `back` of a nested `pullback`) instead of seeding with 1.0."""
+    key = (id(jf), nfree, seeded)
     hit = _PROGRAMS.get(key)
     if hit is not None and hit[0] is jf:
         return hit[1]
     p = jf.primal
-    ir = IR(f"{p.name}_gradient", file=p.file, firstline=p.firstline)
+    ir = IR(f"{p.name}_{'back' if seeded else 'gradient'}", file=p.file,
+            firstline=p.firstline)
     xs = [ir.add_arg(a.name) for a in p.args]
+    dy = ir.add_arg("dy") if seeded else Const(1.0)
+    if seeded:
+        ir.nfree = len(xs)
     b = ir.add_block()
     tape = ir.push(b, "call", Const(new_tape))
     t = ir.push(b, "call", Const(jf.forward), tape, *xs)
     env = ir.push(b, "getitem", t, 1)
     r = ir.push(b, "call", Const(reader_of), tape)
-    seed = ir.push(b, "tuple", 1.0, None) if jf.inout else Const(1.0)
+    seed = ir.push(b, "tuple", dy, None) if jf.inout else dy
     g = ir.push(b, "call", Const(jf.adjoint), r, env, seed)
     out = ir.push(b, "call", Const(finish_grads), g, ir.push(b, "tuple", *xs), nfree)
     b.term = Return(out)
@@ -145,8 +158,7 @@ def gradient_program(jf: "T.JFunction", nfree: int) -> IR:
 def forward_gradient(state, f, tape, pos: tuple, kw: dict) -> tuple:
     """jcall of `adjoint.gradient(fn, *args)`: run J(gradient program of fn)."""
     from .api import _prepare
-    if kw:
-        raise TypeError("adjoint: nested gradient() takes no keyword arguments")
+    _check_nested_keywords("gradient", kw)
     fn, args = pos[0], tuple(pos[1:])
     ir, free = _prepare(fn, args)
     all_args = tuple(free) + args
@@ -156,7 +168,29 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict) -> tuple:
     jg = T.transform(gradient_program(jf, len(free)), active, types)
     y, env = interp._call_ir(state, jg.forward, (tape,) + all_args)
     slots = [None] + [len(free) + k for k in range(len(args))]
-    return y, T.CallPB(jg, env, len(free), slots, False)
+    return y, _GradientPB(jg, env, len(free), slots, False)
+
+
+class _GradientPB(T.CallPB):
+    """A nested `adjoint.gradient(fn, *args)`: the gradient program's arguments are
+    fn's captured values, then args.  The captured values' cotangents go to the
+    operand `fn` as one tuple (a closure's cotangent, see `adjoint.reverse`)."""
+
+    __slots__ = ()
+
+    def route(self, grads: tuple) -> tuple:
+        d_fn = tuple(grads[:self.nfree]) if self.nfree else None
+        return (None, d_fn) + tuple(grads[k] for k in self.slots[1:])
+
+    def unroute(self, d, nargs: int):
+        if d is None:
+            return None
+        out = [None] * nargs
+        if self.nfree and d[1] is not None:
+            out[:self.nfree] = list(d[1])
+        for k, g in zip(self.slots[1:], d[2:]):
+            out[k] = g
+        return tuple(out)
 
 
 class _UnwrapPB:
@@ -176,7 +210,12 @@ def forward_pullback(state, pb: Pullback, tape, pos: tuple, kw: dict) -> tuple:
     nops = 1 + len(pos) + len(kw)
     if pos[0] is None:
         return pb(*pos, **kw), T.NondiffPB(nops)
-    y, data = T.call_forward(state, pb.fn, tape, pos, kw, plain=True)
+    try:
+        y, data = T.call_forward(state, pb.fn, tape, pos, kw, plain=True)
+    except UnsupportedError as e:
+        raise TypeError(f"adjoint: nested AD (a derivative of a derivative) through "
+                        f"{pb.of} is not supported yet: its derivative rule uses "
+                        f"{e.construct}") from None
     if isinstance(y, tuple):
         return y, data
     return (y,), _UnwrapPB(data)
@@ -185,9 +224,69 @@ def forward_pullback(state, pb: Pullback, tape, pos: tuple, kw: dict) -> tuple:
 T.SPECIAL_TYPES.append((Pullback, forward_pullback))
 
 
+def forward_pullback_call(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
+    """jcall of `adjoint.pullback(fn, *args)`: y from J(fn), and as `back` a closure
+    over fn's captured values and args whose code is fn's seeded gradient program,
+    so that calling `back(dy)` is differentiated like any closure call."""
+    from ssair.interpreter import Closure
+    from .api import _prepare
+    _check_nested_keywords("pullback", kw)
+    fn, args = pos[0], tuple(pos[1:])
+    ir, free = _prepare(fn, args)
+    all_args = tuple(free) + args
+    jf = T.transform(ir, T.activity_of(all_args), T.arg_types(all_args))
+    y, inner = T.call_forward(state, fn, tape, args, {})
+    back = Closure(gradient_program(jf, len(free), seeded=True), all_args)
+    return (y, back), _PullbackCallPB(inner, len(free), len(args))
+
+
+class _PullbackCallPB:
+    """Outer pullback data of a nested `pullback(fn, *args)`: `(d_y, d_back)` ->
+    `(None, d_fn, d_args...)`.  `d_y` goes back through fn's own call; `d_back`, a
+    closure's cotangent, holds those of its captured values (fn's, then args)."""
+
+    __slots__ = ("inner", "nfree", "nargs")
+
+    def __init__(self, inner, nfree, nargs):
+        self.inner, self.nfree, self.nargs = inner, nfree, nargs
+
+    def back(self, state, reader, dz) -> tuple:
+        out = [None] * (2 + self.nargs)
+        d_y, d_back = (None, None) if dz is None else dz
+        if d_y is not None:
+            g = self.inner.back(state, reader, d_y)
+            out[1:] = g[:1 + self.nargs]
+        if d_back is not None:
+            d_free = tuple(d_back[:self.nfree]) if self.nfree else None
+            if d_free is not None:
+                out[1] = d_free if out[1] is None else tuple(
+                    accum(a, b) for a, b in zip(out[1], d_free))
+            for k in range(self.nargs):
+                out[2 + k] = accum(out[2 + k], d_back[self.nfree + k])
+        return tuple(out)
+
+
+def _check_nested_keywords(name: str, kw: dict) -> None:
+    """A nested call always runs in the interpreter: `backend=` is accepted and has
+    no effect; nothing else is a keyword of `gradient`/`pullback`."""
+    for k in kw:
+        if k != "backend":
+            raise TypeError(f"{name}() got an unexpected keyword argument {k!r}")
+
+
+def _refuse_nested(name: str):
+    def refuse(state, _fn, tape, pos, kw):
+        raise TypeError(f"adjoint: {name}() inside a differentiated function is not "
+                        f"supported yet; use gradient() or pullback() there")
+    return refuse
+
+
 def _register_gradient() -> None:
     from . import api
     T.SPECIAL_CALLEES[id(api.gradient)] = (api.gradient, forward_gradient)
+    T.SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
+    for f in (api.jacobian, api.hessian):
+        T.SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))
 
 
 _register_gradient()
@@ -217,16 +316,47 @@ def as_call(s):
 
 class _NestedPB:
     """Outer pullback data of a differentiated jcall/jback: J of the inner IR, its
-    env, and how to map cotangents between the statement and the inner IR."""
+    env, and how to map cotangents between the statement and the inner IR.
 
-    __slots__ = ("jj", "env", "to_inner", "from_inner")
+    `operand_of[k]` is the statement operand that the inner IR's argument k came from
+    (a pair `(operand, k')` for a closure's captured value k'), so that an argument
+    the inner IR may write into (`jj.inout`) is seeded with its operand's current
+    cotangent and has it replaced, as `CallPB` does for first-order calls."""
 
-    def __init__(self, jj, env, to_inner, from_inner):
+    __slots__ = ("jj", "env", "to_inner", "from_inner", "operand_of")
+    seeds = True
+
+    def __init__(self, jj, env, to_inner, from_inner, operand_of):
         self.jj, self.env, self.to_inner, self.from_inner = jj, env, to_inner, from_inner
+        self.operand_of = operand_of
 
-    def back(self, state, reader, dz):
-        grads = interp._call_ir(state, self.jj.adjoint, (reader, self.env, self.to_inner(dz)))
-        return self.from_inner(grads)
+    def back(self, state, reader, dz, cur=None):
+        d = self.to_inner(dz)
+        replaced, free = set(), set()
+        if self.jj.inout:
+            seeded = [None] * len(self.operand_of)
+            for k in self.jj.inout:
+                where = self.operand_of[k]
+                if cur is None or where is None:
+                    continue
+                if isinstance(where, tuple):            # a closure's captured value
+                    op, j = where
+                    seeded[k] = None if cur[op] is None else cur[op][j]
+                    free.add(j)
+                elif where not in replaced:
+                    seeded[k] = cur[where]
+                    replaced.add(where)
+            d = (d, tuple(seeded))
+        out = self.from_inner(interp._call_ir(state, self.jj.adjoint, (reader, self.env, d)))
+        if cur is None:
+            return out
+        merged = T.combine(out, cur, replaced)
+        for op in {w[0] for w in self.operand_of if isinstance(w, tuple)} if free else ():
+            if cur[op] is not None and out[op] is not None:
+                merged = merged[:op] + (tuple(
+                    g if j in free else accum(c, g)
+                    for j, (g, c) in enumerate(zip(out[op], cur[op]))),) + merged[op + 1:]
+        return merged
 
 
 def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
@@ -236,6 +366,9 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     rule = T.lookup_callee(f)
     if rule is not None and rule.pullback is not None:
         return _forward_rule_call(state, f, tape, pos, npos, kwnames)
+    if T._special(f) is not None:
+        raise TypeError(f"adjoint: adjoint.{f.__name__} inside a function that is differentiated "
+                        f"twice (reverse mode of third order) is not supported")
     target = T._target(f)
     if target is None:
         raise TypeError(f"adjoint: nested AD through a call of {T._name(f)} (a library "
@@ -250,7 +383,11 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     def from_inner(g):          # (d_tape, d_args...) -> (d_run_jcall, d_f, d_tape, d_kw, d_rest...)
         d = inner.route(g[1:])
         return (None, d[0], None, None) + tuple(d[1:])
-    return (y, inner), _NestedPB(jj, env2, lambda dz: dz, from_inner)
+    operand_of = [2] + [(1, k) if closure and k < nfree else None for k in range(len(args))]
+    for j, k in enumerate(slots):
+        if k is not None and operand_of[1 + k] is None:
+            operand_of[1 + k] = 4 + j
+    return (y, inner), _NestedPB(jj, env2, lambda dz: dz, from_inner, operand_of)
 
 
 def _forward_rule_call(state, f, tape, pos, npos, kwnames) -> tuple:
@@ -260,16 +397,19 @@ def _forward_rule_call(state, f, tape, pos, npos, kwnames) -> tuple:
     rest = pos[3:]
     args, kw = tuple(rest[:npos]), dict(zip(kwnames, rest[npos:]))
     y, inner = T.call_forward(state, f, tape, args, kw, plain=False)
-    if not isinstance(inner, T.RulePB) or inner.bound:
+    if not isinstance(inner, T.RulePB):
         raise TypeError(f"adjoint: nested AD through {T._name(f)} is not supported")
+    nheld = len(inner.args)     # a bound method's rule holds its receiver first
 
     def from_outer(dz):
         d_y, d_pb = (None, None) if dz is None else dz
-        d_hold = (None,) * (1 + len(args)) if d_pb is None else d_pb
+        d_hold = (None,) * (1 + nheld) if d_pb is None else d_pb
         dy_total = _add(d_y, d_hold[0])
-        grads = inner.back(state, None, dy_total)[1:1 + len(args)]
-        d_args = tuple(_add(g, h) for g, h in zip(grads, d_hold[1:]))
-        return (None, None, None, None) + d_args + (None,) * len(kw)
+        out = inner.back(state, None, dy_total)
+        grads = out[:nheld] if inner.bound else out[1:1 + nheld]
+        held = tuple(_add(g, h) for g, h in zip(grads, d_hold[1:]))
+        d_f, d_args = (held[0], held[1:]) if inner.bound else (None, held)
+        return (None, d_f, None, None) + d_args + (None,) * len(kw)
     return (y, inner), _RulePB2(from_outer)
 
 
@@ -297,7 +437,8 @@ def _forward_rule_back(state, inner, tape2, reader, dy, cur) -> tuple:
     grads, data = forward_pullback(state, inner.pb, tape2, (dy,) + lead + inner.args,
                                    inner.kw)
     nargs = len(inner.args)
-    out = T.combine((None,) + tuple(grads) + (None,) * (inner.nops - 1 - len(grads)),
+    head = () if inner.bound else (None,)     # a bound method's receiver is operand 0
+    out = T.combine(head + tuple(grads) + (None,) * (inner.nops - len(head) - len(grads)),
                     cur, set())
 
     def from_inner(g):      # g: (d_fn, d_dy, [d_y], d_args...) -> (None, d_pb, None, d_dy, d_cur)
@@ -310,7 +451,7 @@ def _forward_rule_back(state, inner, tape2, reader, dy, cur) -> tuple:
     class _Back:
         def back(self, state, reader2, dz):
             _dz[0] = dz
-            d = None if dz is None else tuple(dz[1:1 + len(grads)])
+            d = None if dz is None else tuple(dz[len(head):len(head) + len(grads)])
             return from_inner(data.back(state, reader2, d))
     return out, _Back()
 
@@ -319,11 +460,16 @@ def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     """jback(pb, reader, dy, cur), differentiated: J of the callee's adjoint IR.  The
     result is `cur + route(grads)`, so `cur` receives the outer cotangent as is."""
     inner, reader, dy, cur = pos
-    if isinstance(inner, T.RulePB) and not inner.bound:
+    if isinstance(inner, T.RulePB):
         return _forward_rule_back(state, inner, tape2, reader, dy, cur)
-    if not isinstance(inner, T.CallPB) or inner.jf.inout:
-        raise TypeError("adjoint: nested AD through this call (a callee that writes into "
-                        "its arguments, or a library callee) is not supported")
+    if not isinstance(inner, T.CallPB):
+        raise TypeError("adjoint: nested AD through a library callee without a "
+                        "derivative rule is not supported")
+    if inner.jf.inout:
+        p = inner.jf.primal
+        raise TypeError(f"adjoint: nested AD through a call of {p.name} ({p.file}:"
+                        f"{p.firstline}), which writes into its array argument, is not "
+                        f"supported; return a new array from {p.name} instead")
     args = (reader, inner.env, dy)
     jj = T.transform(inner.jf.adjoint, T.activity_of(args), T.arg_types(args))
     grads, env2 = interp._call_ir(state, jj.forward, (tape2,) + args)
@@ -337,7 +483,9 @@ def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
 
     def from_inner(g):   # (d_reader, d_env, d_dy) -> (d_run_jback, d_pb, d_reader, d_dy, d_cur)
         return (None, g[1], None, g[2], seen[0])
-    return T.combine(inner.route(grads), cur, set()), _NestedPB(jj, env2, keep, from_inner)
+    # (reader, env, dy) came from the operands reader, pb (its env) and dy
+    return T.combine(inner.route(grads), cur, set()), _NestedPB(jj, env2, keep, from_inner,
+                                                                 (2, 1, 3))
 
 
 T.SPECIAL_CALLEES[id(run_jcall)] = (run_jcall, forward_jcall)

@@ -65,6 +65,9 @@ class Pullback:
                 raise TypeError(f"adjoint: the derivative of {self.of} does not support "
                                 f"the keyword argument {k}= yet")
 
+    def __zygopy_explain__(self, *operands) -> str:
+        return f"the derivative of {self.of}"
+
     def __repr__(self) -> str:
         return f"<pullback {self.__zygopy_symbol__}>"
 
@@ -263,6 +266,9 @@ class MissingRule:
 
     def __call__(self, what: str, where: str) -> None:
         raise missing_rule_error(what, where)
+
+    def __zygopy_explain__(self, what, where) -> str:
+        return f"a call of {what}, which has no derivative rule"
 
     def __repr__(self) -> str:
         return "<adjoint.rules.missing_rule>"

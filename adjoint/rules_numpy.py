@@ -330,24 +330,28 @@ def d_np_transpose(dy, x, axes=None):
 
 
 @pullback_rule((np.array, np.asarray))
-def d_np_array(dy, x, *rest, **kw):
+def d_np_array(dy, x, dtype=None, copy=True, order="K", subok=False, ndmin=0,
+               like=None, device=None):
+    # np.array and np.asarray: the keywords of both; only `x` is differentiable
     dy = np.asarray(dy)
     if isinstance(x, np.ndarray):
-        return (dy,) + (None,) * len(rest)
+        return (dy,)
     if isinstance(x, (tuple, list)):
-        return (tuple(_unstack(dy, x)),) + (None,) * len(rest)
-    return (float(dy),) + (None,) * len(rest)
+        return (_unstack(dy, x),)
+    return (float(dy),)
 
 
 def _unstack(dy, xs):
-    out = []
-    for k, x in enumerate(xs):
+    # a tuple, built without list.append so that nested AD can lower it
+    out = ()
+    for k in range(len(xs)):
+        x = xs[k]
         if isinstance(x, (tuple, list)):
-            out.append(tuple(_unstack(dy[k], x)))
+            out = out + (_unstack(dy[k], x),)
         elif isinstance(x, np.ndarray):
-            out.append(dy[k])
+            out = out + (dy[k],)
         else:
-            out.append(float(dy[k]))
+            out = out + (float(dy[k]),)
     return out
 
 

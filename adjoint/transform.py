@@ -127,10 +127,13 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     fwd.meta["silent"] = silent_joins(fwd, act)
     fwd.meta["inout"] = inout
     fwd.name = f"{ir.name}_forward"
+    # errors raised by compiled forward/adjoint code name the user's function
+    fwd.meta["source_name"] = ir.meta.get("source_name", ir.name)
     fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value
     _check(emit_stacks(fwd), "emit_stacks")
     adj = _check(build_adjoint(fwd, act, [a.var for a in primal.args]), "reverse")
     adj = _check(_cleanup(adj), "cleanup")
+    adj.meta["source_name"] = fwd.meta["source_name"]
     fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
     _dump(fwd, adj)
     return JFunction(primal, fwd, adj, active, act, inout)
@@ -160,7 +163,7 @@ def refuse_active_cells(ir: IR, act: Activity) -> None:
                 name = f"variable {cell.name!r}" if getattr(cell, "name", None) else "a variable"
                 raise TypeError(
                     f"adjoint: {name} is read by a nested function through "
-                    f"a cell (a closure made in a loop, a recursive inner function, or a "
+                    f"a cell (a closure made in a loop, inner functions that call each other, or a "
                     f"variable assigned after the closure is made) and holds a "
                     f"differentiable value at {ir.file}:{s.line}: reverse mode does not "
                     f"support cells ({s.op})")
@@ -296,6 +299,7 @@ class CallPB:
     jcall operand went among the callee IR's arguments."""
 
     __slots__ = ("jf", "env", "nfree", "slots", "closure")
+    seeds = True        # `back` takes the operands' current cotangents (see `_jback`)
 
     def __init__(self, jf, env, nfree, slots, closure):
         self.jf, self.env, self.nfree, self.slots, self.closure = jf, env, nfree, slots, closure
@@ -369,7 +373,7 @@ def _jcall(state, stmt, values) -> tuple:
 
 def _jback(state, stmt, values) -> tuple:
     pb, reader, dy, cur = values
-    if isinstance(pb, CallPB):
+    if getattr(pb, "seeds", False):
         return pb.back(state, reader, dy, cur)
     return combine(pb.back(state, reader, dy), cur, set())
 

@@ -39,8 +39,8 @@ from .types import BOOL, FLOAT64, INT64, ArrayT, Type, is_numeric
 def same_length(n: int, m: int) -> None:
     """Raise numpy's ValueError when two shapes do not match (compiled natively)."""
     if n != m:
-        raise ValueError(f"operands could not be broadcast together with shapes ({n},) "
-                         f"({m},)")
+        raise ValueError(f"operands could not be broadcast together (an axis of length {n} "
+                         f"against one of length {m})")
 
 
 # -- implementations (templates instantiated per operator) -------------------------------------
@@ -631,7 +631,8 @@ def _none_type() -> Type:
 def _cg_same_length(fc, s, ts):
     n, m = fc.get(s.args[1], INT64), fc.get(s.args[2], INT64)
     fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
-                "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
+                "operands could not be broadcast together (an axis of length {0} against one "
+                "of length {1})", (n, m))
     return L.Constant(L.IntType(8), 0)
 
 

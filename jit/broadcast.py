@@ -20,7 +20,8 @@ def broadcast_length(n: int, m: int) -> int:
         return n
     if n == 1:
         return m
-    raise ValueError(f"operands could not be broadcast together with shapes ({n},) ({m},)")
+    raise ValueError(f"operands could not be broadcast together (an axis of length {n} "
+                     f"against one of length {m})")
 
 
 def _cg_broadcast_length(fc, s, ts):
@@ -29,7 +30,8 @@ def _cg_broadcast_length(fc, s, ts):
     one = L.Constant(I64, 1)
     equal_or_one = b.or_(b.icmp_signed("==", n, m), b.icmp_signed("==", m, one))
     fc.raise_if(b.and_(b.not_(equal_or_one), b.icmp_signed("!=", n, one)), ValueError,
-                "operands could not be broadcast together with shapes ({0},) ({1},)", (n, m))
+                "operands could not be broadcast together (an axis of length {0} against one "
+                "of length {1})", (n, m))
     return b.select(equal_or_one, n, m)
 
 

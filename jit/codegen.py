@@ -297,12 +297,18 @@ class FunctionGen:
     def raise_if(self, cond: L.Value, exc: type, template: str, details: tuple = (),
                  float_details: bool = False) -> None:
         """If `cond`, record the error site and details and return ERROR."""
-        sid = runtime.site(exc, template, self.ir.name, self.ir.file, self.line, float_details)
+        sid = runtime.site(exc, template, self.source_name, self.ir.file, self.line,
+                           float_details)
         self._exit_if(cond, runtime.ERROR, sid, details)
+
+    @property
+    def source_name(self) -> str:
+        """The user's name for this function (not `f_forward`/`f_adjoint`)."""
+        return self.ir.meta.get("source_name", self.ir.name)
 
     def deopt_if(self, cond: L.Value, why: str) -> None:
         """If `cond`, return DEOPT: the result needs exact Python semantics."""
-        sid = runtime.site(OverflowError, why, self.ir.name, self.ir.file, self.line)
+        sid = runtime.site(OverflowError, why, self.source_name, self.ir.file, self.line)
         self._exit_if(cond, runtime.DEOPT, sid, ())
 
     def _exit_if(self, cond: L.Value, status: int, sid: int, details: tuple) -> None:
@@ -331,8 +337,21 @@ class FunctionGen:
         out = self.alloca(lltype(target.ret))
         depth = self.b.add(self.depth, L.Constant(I64, 1))
         status = self.b.call(fn, [depth, out] + args)
+        if runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file):
+            self._note_caller(status)
         self.propagate(status)
         return self.b.load(out, typ=lltype(target.ret))
+
+    def _note_caller(self, status: L.Value) -> None:
+        """A library helper failed: record this statement as the place the error is
+        reported at (`runtime.CALLER_SLOT`), so that no helper's name reaches a user."""
+        with self.b.if_then(self.b.icmp_signed("==", status, L.Constant(I32, runtime.ERROR)),
+                            likely=False):
+            sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
+            base = self.mg.errinfo_base(self.b)
+            self.b.store(L.Constant(I64, sid + 1),
+                         self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)],
+                                    source_etype=I64))
 
 
 @codegen("copy")

@@ -126,12 +126,31 @@ def _callee_key(f: Any) -> Any:
 
 
 def describe(typing: Typing, d: Any) -> str:
-    """`%5 = mul(%3, %4)` in f at file.py:12, for error messages."""
+    """`%5 = mul(%3, %4)` in f at file.py:12, for error messages.  A call of one of
+    zygopy's own helpers is told in the user's terms (see `internal_call`)."""
     from ssair.printer import format_stmt
     ir = typing.ir
-    text = format_stmt(d) if isinstance(d, (Stmt, Phi)) else str(d)
+    text = internal_call(d) or (format_stmt(d) if isinstance(d, (Stmt, Phi)) else str(d))
     where = f"{ir.file}:{getattr(d, 'line', None) or ir.firstline}"
-    return f"{text} in {ir.name} at {where}"
+    return f"{text} in {ir.meta.get('source_name', ir.name)} at {where}"
+
+
+_OWN_PACKAGES = ("lowering.", "adjoint.", "jit.", "ssair.", "jit_array_impls")
+
+
+def internal_call(d: Any) -> Optional[str]:
+    """What a call of a zygopy helper does, for a user (`__zygopy_explain__` of the
+    callee, given its constant operands), or None for any other statement."""
+    if not (isinstance(d, Stmt) and d.op == "call" and isinstance(d.args[0], Const)):
+        return None
+    f = d.args[0].value
+    explain = getattr(f, "__zygopy_explain__", None)
+    if explain is not None:
+        return explain(*[a.value if isinstance(a, Const) else None for a in d.args[1:]])
+    module = getattr(f, "__zygopy_symbol__", None) or getattr(f, "__module__", None) or ""
+    if module.startswith(_OWN_PACKAGES):
+        return "a step zygopy adds to differentiate this function"
+    return None
 
 
 def lower_function(func: Any) -> IR:
@@ -335,6 +354,9 @@ class Engine:
         except TypingError as e:
             if str(e).startswith("jit: "):
                 raise
+            if internal_call(s) is not None and any(p in str(e) for p in _OWN_PACKAGES):
+                # the detail would name one of zygopy's helpers
+                raise TypingError(f"jit: cannot compile {describe(t, s)}") from None
             raise TypingError(f"jit: cannot type {describe(t, s)}: {e}") from None
 
     def _return_type(self, t: Typing) -> Optional[Type]:

@@ -18,6 +18,7 @@ after copying returned arrays into numpy-owned memory.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -75,9 +76,31 @@ def site(exc: type, template: str, func: str, file: Any, line: Any,
     return sid
 
 
+CALLER_SLOT = 5     # ERRINFO: 1 + the site of the user statement that called a helper
+
+
 def current_error() -> BaseException:
-    """The exception described by ERRINFO after a native ERROR status."""
-    return SITES[ERRINFO[1]].exception(list(ERRINFO[2:5]))
+    """The exception described by ERRINFO after a native ERROR status, reported at
+    the user's statement when it was raised inside a library helper."""
+    where = SITES[ERRINFO[1]]
+    caller = ERRINFO[CALLER_SLOT]
+    ERRINFO[CALLER_SLOT] = 0
+    if caller and internal_file(where.file):
+        at = SITES[caller - 1]
+        where = Site(where.exc, where.template, at.func, at.file, at.line,
+                     where.float_details)
+    return where.exception(list(ERRINFO[2:5]))
+
+
+_PACKAGES = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               p) + os.sep for p in ("jit", "adjoint", "ssair", "lowering"))
+
+
+def internal_file(file: Any) -> bool:
+    """Code of zygopy itself: generated helpers (`<jit.array_ops _mul_aa2>`) and the
+    plain-Python helpers of its packages (derivative rules compiled by the JIT)."""
+    f = str(file)
+    return f.startswith("<jit") or os.path.abspath(f).startswith(_PACKAGES)
 
 
 def target_machine() -> Any:

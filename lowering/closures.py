@@ -7,7 +7,7 @@ Two ways to give a nested function the variables it closes over:
   closure is made: a parameter that is never stored, or a local stored exactly once,
   outside any loop, before the closure is made;
 * real cells, for every other cell variable (a closure made in a loop over the loop
-  variable, a recursive inner function, a closure reading a variable assigned after it
+  variable, inner functions calling each other, a closure reading a variable assigned after it
   is made): the enclosing function makes the cell at entry (`make_cell()`, or
   `make_cell(%param)`), stores with `cell_set(%c, %v)`, reads with
   `cell_get(%c, "name", "local")`, and passes the cell itself to `make_closure`.  The
@@ -18,10 +18,19 @@ Two ways to give a nested function the variables it closes over:
 The lowering tries value capture first; where it cannot prove it exact it raises
 `NeedsCell(name)` and `lowering.api.lower` lowers the function again with `name` in
 `Lowerer.cells`.
+
+A recursive inner function (`def inner(k): ... inner(k - 1) ...`, stored once and
+never rebound) needs no cell either: its own slot in `make_closure` is a placeholder
+`None`, the function is built with `__zygopy_self__` naming that free variable, and
+its lowering reads the variable as `make_closure(@inner, <its own captured values>)`,
+a closure equal to itself.  No cycle through a cell remains, so the J transform and
+the JIT treat it as any closure (the recursive call's cotangent reaches the captured
+values through that `make_closure`).
 """
 from __future__ import annotations
 
 import dis
+import sys
 import types
 
 from ssair.ir import Const, Var
@@ -30,6 +39,8 @@ from .frame import handles
 from .runtime import UNBOUND
 
 CELLS_ATTR = "__zygopy_cells__"
+SELF_ATTR = "__zygopy_self__"
+SELF_SLOT = Const(None)     # the placeholder a self-referencing function captures
 
 
 class NeedsCell(Exception):
@@ -55,10 +66,77 @@ def check_capture(lw, name: str):
     """The value of cell `name` for a closure (or the cell itself in cell mode)."""
     if name in lw.cell_of:
         return lw.cell_of[name]
+    if name == lw.self_name:
+        return self_closure(lw)
     v = lw.ssa.read(name, lw.block)
     if _maybe_unbound(lw, v):
+        if name in self_referencing(lw.code):
+            return SELF_SLOT
         raise NeedsCell(name)
     return v
+
+
+def self_closure(lw):
+    """Inside a self-referencing function: a closure of itself over its own
+    captured values (`SELF_SLOT` for its own name)."""
+    vals = [SELF_SLOT if n == lw.self_name else
+            lw.cell_of[n] if n in lw.cell_of else lw.ssa.read(n, lw.block)
+            for n in lw.code.co_freevars]
+    v = lw.emit("make_closure", Const(lw.func), *vals)
+    lw.known_funcs[v] = lw.func
+    return v
+
+
+_CLOSURE_BUILD = {"LOAD_CLOSURE", "LOAD_FAST", "LOAD_FAST_LOAD_FAST", "BUILD_TUPLE",
+                  "LOAD_CONST", "COPY_FREE_VARS"}
+
+
+def self_referencing(code) -> frozenset:
+    """Cell variables of `code` that hold a function referring to itself by that
+    name and nothing else: the variable is stored once (outside loops, checked by
+    `check_cell_store`), its cell is passed to exactly one function build, with no
+    defaults, whose result is stored straight into the variable."""
+    instrs = list(dis.get_instructions(code))
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    out = set()
+    for name in code.co_cellvars:
+        if name in params:
+            continue
+        stores = [i for i, ins in enumerate(instrs)
+                  if ins.opname == "STORE_DEREF" and ins.argval == name]
+        loads = [i for i, ins in enumerate(instrs) if ins.opname.startswith(
+            ("LOAD_CLOSURE", "LOAD_FAST")) and name in _names(ins.argval)]
+        if len(stores) == 1 and len(loads) == 1 and _builds_into(instrs, loads[0], name):
+            out.add(name)
+    return frozenset(out)
+
+
+def _names(argval) -> tuple:
+    return argval if isinstance(argval, tuple) else (argval,)
+
+
+def _builds_into(instrs: list, start: int, name: str) -> bool:
+    """The instructions from `start` build one closure-only function whose code
+    reads free variable `name`, and store it into `name`."""
+    k, code = start, None
+    while k < len(instrs) and instrs[k].opname in _CLOSURE_BUILD:
+        if isinstance(instrs[k].argval, types.CodeType):
+            code = instrs[k].argval
+        k += 1
+    if k >= len(instrs) or instrs[k].opname != "MAKE_FUNCTION" or code is None:
+        return False
+    if sys.version_info < (3, 13):
+        if instrs[k].arg != 0x08:
+            return False
+        k += 1
+    else:
+        k += 1
+        if instrs[k].opname == "SET_FUNCTION_ATTRIBUTE":
+            if instrs[k].arg != 0x08:
+                return False
+            k += 1
+    return (name in code.co_freevars and k < len(instrs)
+            and instrs[k].opname == "STORE_DEREF" and instrs[k].argval == name)
 
 
 def _cell_stores(lw) -> dict:
@@ -121,6 +199,9 @@ def _load_cell(lw, name: str):
 @handles("LOAD_DEREF")
 def op_load_deref(lw, ins):
     name = ins.arg.name
+    if name == lw.self_name and name not in lw.cell_of:
+        lw.push(self_closure(lw))
+        return
     if name in lw.cell_of:
         lw.push(_load_cell(lw, name))
         return

@@ -60,6 +60,7 @@ class Lowerer:
         self.prologues = {}        # bytecode block -> action run at its head
         self.cells = set(cells)    # cell variables kept in real cells (lowering.closures)
         self.free_cells = set(getattr(func, "__zygopy_cells__", ()))
+        self.self_name = getattr(func, "__zygopy_self__", None)   # lowering.closures
         self.cell_of = {}          # cell or free variable name -> Var of its cell
 
     # -- driver -------------------------------------------------------------

@@ -6,7 +6,7 @@ import types
 
 from ssair.ir import Const
 
-from .closures import CELLS_ATTR, cell_names, writes_free_variable
+from .closures import CELLS_ATTR, SELF_ATTR, SELF_SLOT, cell_names, writes_free_variable
 from .errors import COMPREHENSION_NAMES
 from .values import FuncBuild, LazyCall, LazyList, LazyTuple
 
@@ -41,8 +41,9 @@ def make_function(lw, fb: FuncBuild):
     if len(fb.closure) != len(code.co_freevars):
         lw.refuse("closure of unexpected shape")
     cells = cell_names(lw, fb.closure, code.co_freevars)
+    selfs = [n for n, v in zip(code.co_freevars, fb.closure) if v is SELF_SLOT]
     fn = function_object(code, lw.func.__globals__, fb.qualname, fb.defaults, fb.kwdefaults,
-                         cells)
+                         cells, selfs[0] if selfs else None)
     if fb.dynamic_defaults is not None:
         return lw.emit("make_closure", Const(fn), *fb.closure,
                        kwargs={"defaults": fb.dynamic_defaults})
@@ -54,11 +55,12 @@ def make_function(lw, fb: FuncBuild):
 
 
 def function_object(code, globals_: dict, qualname: str, defaults, kwdefaults,
-                    cells: frozenset = frozenset()):
+                    cells: frozenset = frozenset(), self_name: str | None = None):
     """The Python function lowered for a nested function (cached): empty placeholder
-    cells, constant defaults, and `__zygopy_cells__` naming the free variables that
-    arrive as cells (`lowering.closures`)."""
-    key = (code, repr(defaults), repr(_freeze(kwdefaults)), cells)
+    cells, constant defaults, `__zygopy_cells__` naming the free variables that
+    arrive as cells and `__zygopy_self__` the one that names the function itself
+    (`lowering.closures`)."""
+    key = (code, repr(defaults), repr(_freeze(kwdefaults)), cells, self_name)
     try:
         return _FUNCTIONS[key]
     except (KeyError, TypeError):
@@ -70,6 +72,8 @@ def function_object(code, globals_: dict, qualname: str, defaults, kwdefaults,
         fn.__kwdefaults__ = dict(kwdefaults)
     if cells:
         setattr(fn, CELLS_ATTR, cells)
+    if self_name is not None:
+        setattr(fn, SELF_ATTR, self_name)
     try:
         _FUNCTIONS[key] = fn
     except TypeError:

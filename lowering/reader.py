@@ -147,7 +147,7 @@ class CodeReader:
         """Block index -> locals assigned on every path to the block's entry."""
         code = self.code
         params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-        universe = params | set(code.co_varnames) | set(code.co_cellvars)
+        universe = params | set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
         preds = {i: [] for i in self.rpo}
         for i in self.rpo:
             for s in self.blocks[i].succs:

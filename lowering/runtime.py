@@ -49,6 +49,12 @@ def check_bound(value, name: str):
     return value
 
 
+check_bound.__zygopy_explain__ = (
+    lambda value, name: f"reading local variable {name!r}, which some path leaves unassigned")
+unbound_local.__zygopy_explain__ = (
+    lambda name: f"reading local variable {name!r} before it is assigned")
+
+
 check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
 unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"

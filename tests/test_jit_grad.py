@@ -145,7 +145,7 @@ def list_literal(x):
 
 
 def test_llvm_refusal_names_value_primitive_and_line():
-    with pytest.raises(jit.TypingError, match=r"primitive 'list'.*list_literal_forward at .*"
+    with pytest.raises(jit.TypingError, match=r"primitive 'list'.*list_literal at .*"
                                               r"test_jit_grad\.py:\d+"):
         adjoint.pullback(list_literal, 1.0, backend="llvm")
 
