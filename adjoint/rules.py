@@ -268,7 +268,7 @@ class MissingRule:
         raise missing_rule_error(what, where)
 
     def __zygopy_explain__(self, what, where) -> str:
-        return f"a call of {what}, which has no derivative rule"
+        return f"a call of {what.removeprefix('callee ')}, which has no derivative rule"
 
     def __repr__(self) -> str:
         return "<adjoint.rules.missing_rule>"

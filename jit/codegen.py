@@ -25,6 +25,7 @@ from llvmlite import ir as L
 from ssair.cfg import reverse_postorder
 from ssair.ir import Branch, Const, Goto, Return, Var
 
+from .unbound import is_unbound
 from . import runtime
 from .infer import Engine, LiteralT, Typing
 from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, OpaqueT, Scalar,
@@ -261,6 +262,8 @@ class FunctionGen:
 
     def get(self, operand: Any, want: Optional[Type] = None) -> L.Value:
         """The LLVM value of an operand, converted to `want` if given."""
+        if want is not None and is_unbound(operand):    # never read (see jit.unbound)
+            return zero_of(want)
         have = self.type_of(operand)
         if isinstance(operand, Var):
             v = self.values[operand]

@@ -16,6 +16,7 @@ import operator
 
 import numpy as np
 from llvmlite import ir as L
+from lowering.runtime import check_bound
 
 from .codegen import F64, I1, I64, FunctionGen
 from .codegen_array import allocate, array_dtype, shape, shape_operands
@@ -222,6 +223,16 @@ def _minmax_values(fc: FunctionGen, s, ts) -> list:
         return [fc.convert(fc.b.extract_value(tup, i), e, s.type)
                 for i, e in enumerate(ts[0].elems)]
     return [fc.get(a, s.type) for a in s.args[1:]]
+
+
+@call_codegen(check_bound)
+def _cg_check_bound(fc: FunctionGen, s, ts):
+    if len(s.args) == 4:
+        name = s.args[2].value
+        fc.raise_if(fc.b.not_(fc.get(s.args[3], BOOL)), UnboundLocalError,
+                    f"cannot access local variable {name!r} where it is not associated "
+                    f"with a value")
+    return fc.get(s.args[1], s.type)
 
 
 @call_codegen(operator.index)

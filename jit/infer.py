@@ -32,6 +32,7 @@ from ssair.ir import IR, Branch, Const, Goto, Phi, Return, Stmt, Var
 
 from .types import (BOOL, NONE, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, join,
                     typeof)
+from .unbound import expose_unbound, is_unbound
 
 MAX_ROUNDS = 64
 
@@ -220,7 +221,7 @@ class Engine:
                 top = self.stack[-1]
                 top.taint = min(top.taint, self.stack.index(t))
             return t
-        t = Typing(ir.copy(), tuple(argtypes), ir)
+        t = Typing(expose_unbound(ir.copy()), tuple(argtypes), ir)
         self.table[key] = t
         try:
             self._solve(t)
@@ -331,7 +332,7 @@ class Engine:
     def _phi_type(self, t: Typing, p: Phi) -> Optional[Type]:
         out = None
         for pred, v in p.incoming.items():
-            if pred not in t.reachable:
+            if pred not in t.reachable or is_unbound(v):    # see jit.unbound
                 continue
             vt = self.operand_type(t, v)
             if vt is not None:
@@ -468,11 +469,18 @@ def user_call(ctx: Context, s: Stmt, f: Any) -> Optional[Type]:
     return _user_call(ctx, s, f, [], closure=False)
 
 
+def _argument_type(t: Type) -> Type:
+    """A constant string argument is passed as a string (its interned id)."""
+    if isinstance(t, LiteralT) and isinstance(t.value, str):
+        return StrT(frozenset((t.value,)))
+    return t
+
+
 def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> Type:
     ir = f if isinstance(f, IR) else lower_function(f)
     operands = bind_call(ctx, ir, f, s)
     lead = [s.args[0]] * len(captured)
-    argtypes = tuple(captured) + tuple(ctx.type_of(a) for a in operands)
+    argtypes = tuple(captured) + tuple(_argument_type(ctx.type_of(a)) for a in operands)
     for a in argtypes:
         if isinstance(a, LiteralT):
             ctx.fail(f"argument {a} is not supported")

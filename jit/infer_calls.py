@@ -14,6 +14,7 @@ import operator
 from typing import Any, Callable, Optional
 
 import numpy as np
+from lowering.runtime import check_bound
 
 from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like, is_numeric,
                     numeric_join)
@@ -199,6 +200,14 @@ def _t_divmod(ctx, s, ts) -> Type:
     r = numeric_join(ts[0], ts[1])
     r = INT64 if r == BOOL else r
     return TupleT((r, r))
+
+
+@call_rule(check_bound)
+def _t_check_bound(ctx, s, ts) -> Type:
+    # the value, checked against its companion flag when it has one (jit.unbound)
+    if len(ts) == 3 and ts[2] != BOOL:
+        ctx.fail("check_bound without a bool flag")
+    return ts[0]
 
 
 def _range_step_callee():

@@ -42,15 +42,16 @@ def unbound_local(name: str):
         f"cannot access local variable {name!r} where it is not associated with a value")
 
 
-def check_bound(value, name: str):
-    """`value`, unless it is UNBOUND (a path on which local `name` was never assigned)."""
-    if value is UNBOUND:
+def check_bound(value, name: str, bound: bool = True):
+    """`value`, unless it is UNBOUND (a path on which local `name` was never assigned).
+    `bound` is the flag compiled code keeps beside such a value (`jit.unbound`)."""
+    if value is UNBOUND or not bound:
         unbound_local(name)
     return value
 
 
 check_bound.__zygopy_explain__ = (
-    lambda value, name: f"reading local variable {name!r}, which some path leaves unassigned")
+    lambda value, name, bound=True: f"reading local variable {name!r}, which some path leaves unassigned")
 unbound_local.__zygopy_explain__ = (
     lambda name: f"reading local variable {name!r} before it is assigned")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -33,14 +34,48 @@ def last_of_loop(x, n):
     return y
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS + ("llvm",))
 def test_value_assigned_only_in_a_loop_is_differentiable(backend):
     assert quiet_gradient(last_of_loop, 2.0, 3, backend=backend) == (2.0, None)
 
 
-def test_value_assigned_only_in_a_loop_raises_unbound_when_the_loop_never_runs():
-    with pytest.raises(UnboundLocalError):
-        gradient(last_of_loop, 2.0, 0, backend="interp")
+@pytest.mark.parametrize("backend", BACKENDS + ("llvm",))
+def test_value_assigned_only_in_a_loop_raises_unbound_when_the_loop_never_runs(backend):
+    with pytest.raises(UnboundLocalError, match="local variable 'y'") as e:
+        gradient(last_of_loop, 2.0, 0, backend=backend)
+    _no_internal_name(str(e.value))
+
+
+def test_value_assigned_only_in_a_loop_compiles():
+    compiled = jit.jit(last_of_loop)
+    assert compiled(2.0, 3) == last_of_loop(2.0, 3) == 4.0
+    with pytest.raises(UnboundLocalError, match="in last_of_loop at "):
+        compiled(2.0, 0)
+
+
+def branch_assigned(x, flag):
+    if flag:
+        y = x * x
+    z = x + 1.0
+    while z > 0.0:
+        z -= 1.0
+        w = y * z
+    return w + y
+
+
+def test_locals_unassigned_on_some_paths_compile_like_cpython():
+    compiled = jit.jit(branch_assigned)
+    for flag, x in ((True, 1.5), (True, -2.0), (False, 1.5)):
+        try:
+            expect = branch_assigned(x, flag)
+        except UnboundLocalError as e:
+            with pytest.raises(UnboundLocalError, match=str(e).split(" where")[0]):
+                compiled(x, flag)
+            continue
+        assert compiled(x, flag) == expect
+        (g, _) = gradient(branch_assigned, x, flag, backend="llvm")
+        assert g == pytest.approx(numeric_derivative(lambda v: branch_assigned(v, flag), x),
+                                  rel=1e-7)
 
 
 def test_mlp_loop_over_layers_returns_the_last_output():
@@ -523,10 +558,14 @@ def test_error_in_a_compiled_gradient_names_the_users_function():
     assert "in read_at at " in str(e.value)
 
 
-def test_typing_refusal_of_a_possibly_unassigned_local_says_so_in_user_terms():
-    with pytest.raises(jit.TypingError, match="local variable 'y', which some path "
-                                              "leaves unassigned in last_of_loop") as e:
-        gradient(last_of_loop, 2.0, 3, backend="llvm")
+def test_typing_refusal_of_a_missing_rule_says_so_in_user_terms():
+    def sometimes_reduces(x, flag):
+        if flag:
+            return functools.reduce(operator.add, (x, x))
+        return x * 2.0
+    with pytest.raises(jit.TypingError, match="a call of .*reduce, which has no derivative "
+                                              "rule in .*sometimes_reduces") as e:
+        gradient(sometimes_reduces, 2.0, False, backend="llvm")
     _no_internal_name(str(e.value))
 
 
