@@ -73,7 +73,7 @@ def canonical_inplace(ir: IR, types: tuple | None = None) -> IR:
     for a, orig in zip(out.args, ir.args):
         a.type = orig.type
     writes = _write_arrays(out, arrays) + _split_all(out)
-    _check_aliases(out, writes)
+    _check_aliases(out, writes, arrays)
     return out
 
 
@@ -190,12 +190,14 @@ def _split(ir: IR, k: int, i: int) -> Var:
     return write
 
 
-def _check_aliases(ir: IR, writes: list) -> None:
+def _check_aliases(ir: IR, writes: list, kinds: Scalars) -> None:
     """Refuse an array write that another name of the same array outlives.
 
     The adjoint follows an array's cotangent by SSA value; phis joining several
     names of one object (`keep = acc` before a loop that does `acc += ...`, where
-    `acc` may be a number at run time) would hide the write from the other name."""
+    `acc` may be a number at run time) would hide the write from the other name.
+    A name proven to hold a number (`kinds`) is never that array: numbers are
+    immutable, and the write only happens when the value is an array."""
     if not writes:
         return
     group = _phi_groups(ir)
@@ -205,7 +207,8 @@ def _check_aliases(ir: IR, writes: list) -> None:
             if s.var not in live:
                 continue
             a = s.args[0]
-            others = {v for v in live[s.var] if v != a and group.get(v, v) == group.get(a, a)}
+            others = {v for v in live[s.var] if v != a and group.get(v, v) == group.get(a, a)
+                      and not kinds.is_scalar(v)}
             if others:
                 names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
                 other = min(others, key=lambda v: v.id)

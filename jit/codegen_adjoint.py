@@ -85,6 +85,9 @@ def _t_dget(ctx: Context, s, ts) -> Type:
 def _t_unbcast(ctx: Context, s, ts) -> Type:
     if len(ts) == 2 and (is_numeric(ts[0]) or ts[0] == NONE) and is_numeric(ts[1]):
         return ts[0]
+    if len(ts) == 2 and is_numeric(ts[0]) and ts[1] == NONE:
+        # onto a number whose tape slot the JIT dropped (a number has one shape)
+        return ts[0]
     if len(ts) == 2 and ts[0] == NONE:
         return NONE
     if len(ts) == 2 and isinstance(ts[0], ArrayT) and ts[0] == ts[1]:

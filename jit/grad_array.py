@@ -196,7 +196,9 @@ def _whole(ctx_or_s, s=None) -> bool:
 def _t_take_index(ctx: Context, s, ts) -> Type:
     if ts[0] == NONE:
         return NONE
-    if _whole(s) and is_float_array(ts[0]):
+    if _whole(s) and (is_float_array(ts[0]) or ts[0] == FLOAT64):
+        # s[...] of a number is the number (the path of an in-place update that
+        # found an array, typed for a value the JIT knows is a number, never runs)
         return ts[0]
     if not is_float_array(ts[0]):
         ctx.fail(f"take_index of a {ts[0]} cotangent is not supported")
@@ -213,7 +215,7 @@ def _cg_take_index(fc: FunctionGen, s, ts):
     acc = fc.get(s.args[0])
     b = fc.b
     if _whole(s):
-        return _copy_or_null(fc, acc, ts[0])
+        return acc if ts[0] == FLOAT64 else _copy_or_null(fc, acc, ts[0])
     pre = b.block
     with b.if_then(b.not_(_null(fc, acc))):
         v = b.load(element_pointer(fc, acc, index_operands(fc, s.args[1:])), typ=F64)
@@ -228,7 +230,7 @@ def _cg_take_index(fc: FunctionGen, s, ts):
 def _t_zero_index(ctx: Context, s, ts) -> Type:
     if ts[0] == NONE:
         return NONE
-    if _whole(s) and is_float_array(ts[0]):
+    if _whole(s) and (is_float_array(ts[0]) or ts[0] == FLOAT64):    # as take_index
         return ts[0]
     if not is_float_array(ts[0]) or _indices_ok(ctx, ts[0], index_types(ctx, ts[1:])):
         ctx.fail(f"zero_index of a {ts[0]} cotangent is not supported")
@@ -239,6 +241,8 @@ def _t_zero_index(ctx: Context, s, ts) -> Type:
 def _cg_zero_index(fc: FunctionGen, s, ts):
     if ts[0] == NONE:
         return L.Constant(L.IntType(8), 0)
+    if ts[0] == FLOAT64:        # the whole of a number (see _t_take_index)
+        return L.Constant(F64, 0.0)
     acc = fc.get(s.args[0])
     with fc.b.if_then(fc.b.not_(_null(fc, acc))):
         if _whole(s):

@@ -579,3 +579,49 @@ def test_jacobian_inside_a_differentiated_function_is_refused_by_name():
         return np.sum(adjoint.jacobian(lambda v: v * x, np.ones(2))[0])
     with pytest.raises(TypeError, match=r"jacobian\(\) inside a differentiated function"):
         gradient(f, 1.0, backend="interp")
+
+
+# -- in-place updates of values whose kind is known only at run time ----------------------
+def recurse_to(u, n):
+    return u if n <= 0 else math.sin(recurse_to(u, n - 1))
+
+
+def add_in_place_to_a_value_joined_with_a_float_argument(x, k):
+    a = x
+    for _ in range(3):
+        a += math.exp(0.5)
+        for _ in range(2):
+            a = recurse_to(x * 0.5, k)    # a kind the analysis cannot prove
+    return a * x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_update_of_a_name_that_may_be_a_float_argument_is_not_refused(backend):
+    # x is a proven float, so the update can never write into it: not an alias
+    f = add_in_place_to_a_value_joined_with_a_float_argument
+    (g, _) = quiet_gradient(f, 0.7, 2, backend=backend)
+    assert g == pytest.approx(numeric_derivative(lambda v: f(v, 2), 0.7), rel=1e-7)
+
+
+def update_a_value_of_unproven_kind_in_place(u, v):
+    pair = (u, v, 0.5)
+    a = u
+    if v / (1.0 + v * v) >= 0.0:
+        t = (-0.75, -pair[0])
+        a = t[0] * t[1]
+    a += -(pair[1] * a)
+    b = v
+    b -= a * 2.0
+    return a * b
+
+
+@pytest.mark.parametrize("v", (0.4, -0.3))
+def test_in_place_update_of_a_value_of_unproven_kind_compiles(v):
+    # the update is split on "is it an array?"; the JIT knows it is a number, so the
+    # array path, never taken, must still type (s[...] of a number is the number)
+    f = update_a_value_of_unproven_kind_in_place
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        g = gradient(f, 0.7, v, backend="llvm")
+    assert g == pytest.approx(gradient(f, 0.7, v, backend="interp"), rel=1e-12)
+    assert g[0] == pytest.approx(numeric_derivative(lambda x: f(x, v), 0.7), rel=1e-7)
