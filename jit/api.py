@@ -179,7 +179,7 @@ def _failure(t: Typing, fallback: Callable) -> Callable:
         if status == runtime.ERROR:
             raise runtime.current_error()
         if t.writes:
-            site = runtime.SITES[runtime.ERRINFO[1]]
+            site = runtime.current_site()
             raise OverflowError(f"{site.template} in compiled {site.func} at "
                                 f"{site.file}:{site.line} (the function writes to arrays, "
                                 "so it is not rerun with Python integers)")

@@ -147,11 +147,14 @@ def _make(src: str, name: str) -> Any:
 
 
 def _binary_source(template: str, name: str, op: str, sym: str) -> str:
-    """A template instantiated for one operator; array division is numpy's (inf and
-    nan for a zero divisor, never ZeroDivisionError)."""
+    """A template instantiated for one operator; array division and power are
+    numpy's (inf and nan for a zero divisor or a fractional power of a negative
+    number, never ZeroDivisionError or OverflowError)."""
     src = template.format(name=name, op=sym)
     if op == "truediv":
         src = re.sub(r"= (.+) / (.+)$", r"= _fdiv(\1, \2)", src, flags=re.M)
+    if op == "pow":     # numpy's float power: inf, nan, never an exception
+        src = re.sub(r"= (.+) \*\* (.+)$", r"= np.power(\1, \2)", src, flags=re.M)
     return src
 
 
@@ -289,9 +292,9 @@ def _d_pow_as1(dy, x, y):
     gx = np.empty(n)
     gy = 0.0
     for i in range(n):
-        gx[i] = 0.0 if y == 0 else dy[i] * y * x[i] ** (y - 1)
+        gx[i] = 0.0 if y == 0 else dy[i] * y * np.power(x[i], y - 1)
         if x[i] > 0:
-            gy += dy[i] * x[i] ** y * math.log(x[i])
+            gy += dy[i] * np.power(x[i], y) * math.log(x[i])
     return gx, gy
 
 
@@ -301,9 +304,9 @@ def _d_pow_as2(dy, x, y):
     gy = 0.0
     for i in range(n):
         for j in range(m):
-            gx[i, j] = 0.0 if y == 0 else dy[i, j] * y * x[i, j] ** (y - 1)
+            gx[i, j] = 0.0 if y == 0 else dy[i, j] * y * np.power(x[i, j], y - 1)
             if x[i, j] > 0:
-                gy += dy[i, j] * x[i, j] ** y * math.log(x[i, j])
+                gy += dy[i, j] * np.power(x[i, j], y) * math.log(x[i, j])
     return gx, gy
 
 

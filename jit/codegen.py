@@ -346,9 +346,10 @@ class FunctionGen:
         return self.b.load(out, typ=lltype(target.ret))
 
     def _note_caller(self, status: L.Value) -> None:
-        """A library helper failed: record this statement as the place the error is
-        reported at (`runtime.CALLER_SLOT`), so that no helper's name reaches a user."""
-        with self.b.if_then(self.b.icmp_signed("==", status, L.Constant(I32, runtime.ERROR)),
+        """A library helper failed (an error, or a deopt that cannot be rerun): record
+        this statement as the place it is reported at (`runtime.CALLER_SLOT`), so
+        that no helper's name reaches a user."""
+        with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, runtime.OK)),
                             likely=False):
             sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
             base = self.mg.errinfo_base(self.b)

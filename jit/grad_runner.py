@@ -407,7 +407,7 @@ class ForwardCode:
         self.free(blk)
         if err is not None:
             raise err
-        site = runtime.SITES[runtime.ERRINFO[1]]
+        site = runtime.current_site()
         raise NativeDeopt(f"{site.template} in compiled {site.func} at {site.file}:{site.line}")
 
     def adjoint_for(self, dy: Any) -> AdjointCode:
@@ -471,6 +471,6 @@ class AdjointCode:
 def _adjoint_failed() -> None:
     if runtime.ERRINFO[0] == runtime.ERROR:
         raise runtime.current_error()
-    site = runtime.SITES[runtime.ERRINFO[1]]
+    site = runtime.current_site()
     raise OverflowError(f"{site.template} in the compiled adjoint of {site.func} at "
                         f"{site.file}:{site.line}")

@@ -79,9 +79,9 @@ def site(exc: type, template: str, func: str, file: Any, line: Any,
 CALLER_SLOT = 5     # ERRINFO: 1 + the site of the user statement that called a helper
 
 
-def current_error() -> BaseException:
-    """The exception described by ERRINFO after a native ERROR status, reported at
-    the user's statement when it was raised inside a library helper."""
+def current_site() -> Site:
+    """The site in ERRINFO after a native ERROR or DEOPT status, placed at the
+    user's statement when it was raised inside a library helper."""
     where = SITES[ERRINFO[1]]
     caller = ERRINFO[CALLER_SLOT]
     ERRINFO[CALLER_SLOT] = 0
@@ -89,7 +89,12 @@ def current_error() -> BaseException:
         at = SITES[caller - 1]
         where = Site(where.exc, where.template, at.func, at.file, at.line,
                      where.float_details)
-    return where.exception(list(ERRINFO[2:5]))
+    return where
+
+
+def current_error() -> BaseException:
+    """The exception described by ERRINFO after a native ERROR status."""
+    return current_site().exception(list(ERRINFO[2:5]))
 
 
 _PACKAGES = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

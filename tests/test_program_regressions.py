@@ -625,3 +625,51 @@ def test_in_place_update_of_a_value_of_unproven_kind_compiles(v):
         g = gradient(f, 0.7, v, backend="llvm")
     assert g == pytest.approx(gradient(f, 0.7, v, backend="interp"), rel=1e-12)
     assert g[0] == pytest.approx(numeric_derivative(lambda x: f(x, v), 0.7), rel=1e-7)
+
+
+# -- numpy's semantics for whole-array power ----------------------------------------------
+def array_power(a, b):
+    return a ** b
+
+
+@pytest.mark.parametrize("a,b", [
+    (np.array([0.0, -0.0, 2.0]), -1.0),      # numpy: inf, -inf (CPython floats: raise)
+    (np.array([0.0, -0.0]), -3.0),
+    (np.array([-8.0, 4.0]), 0.5),            # nan for a fractional power of a negative
+    (np.array([10.0, 2.0]), 400.0),          # inf on overflow
+    (np.array([0.0, 1.0]), np.array([-2.0, 0.0])),
+    (np.array([[0.0, 2.0], [-1.0, 3.0]]), -0.5),
+])
+def test_compiled_array_power_follows_numpy(a, b):
+    with np.errstate(all="ignore"):
+        expect = a ** b
+    np.testing.assert_array_equal(jit.jit(array_power)(a, b), expect)
+
+
+def test_an_overflow_the_jit_cannot_rerun_is_reported_in_the_users_function():
+    def power_then_write(a, b):
+        out = np.zeros(2)
+        out[0] = (a ** b)[0]
+        out[1] = 2 ** 70
+        return out
+    with pytest.raises(OverflowError) as e:
+        jit.jit(power_then_write)(np.array([2.0, 3.0]), 2.0)
+    _no_internal_name(str(e.value))
+    assert "power_then_write at " in str(e.value)
+
+
+def sum_of_powers(x, y):
+    return np.sum(x ** y)
+
+
+@pytest.mark.parametrize("x,y", [(np.array([0.0, 1.0, 2.0]), 0.5),
+                                 (np.array([0.0, 1.0, 2.0]), -1.0),
+                                 (np.array([-1.0, 2.0]), 0.5),
+                                 (np.array([[0.0, 3.0], [1.0, 2.0]]), 1.5)])
+def test_compiled_gradient_of_array_power_matches_the_interpreter_at_zero(x, y):
+    # numpy's inf and nan at 0 and for negative bases, on both backends
+    with np.errstate(all="ignore"):
+        gi = gradient(sum_of_powers, x, y, backend="interp")
+        gj = gradient(sum_of_powers, x, y, backend="llvm")
+    np.testing.assert_array_equal(gi[0], gj[0])
+    assert gi[1] == pytest.approx(gj[1], rel=1e-12)
