@@ -255,7 +255,8 @@ def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:
     """The matrix of second derivatives of scalar `f` at `x` (nested reverse mode)."""
     def grad_f(x):
         return gradient(f, x)[0]
-    return jacobian(grad_f, x, backend=backend)[0]
+    # nested reverse mode runs in the interpreter (adjoint.nested): no JIT attempt
+    return jacobian(grad_f, x, backend="interp" if backend == "auto" else backend)[0]
 
 
 class CodeAdjoint:
@@ -277,3 +278,13 @@ def code_adjoint(f: Callable, *args: Any) -> CodeAdjoint:
     ir, free = _prepare(f, args)
     return CodeAdjoint(transform(ir, activity_of(free + args), arg_types(free + args)))
 
+
+def _explain_nested(name: str) -> Callable:
+    def explain(*operands: Any) -> str:
+        return f"a nested {name}() call"
+    return explain
+
+
+# how the JIT's refusal of a nested call tells it (jit.infer.internal_call)
+gradient.__zygopy_explain__ = _explain_nested("gradient")
+pullback.__zygopy_explain__ = _explain_nested("pullback")

@@ -142,7 +142,7 @@ _OWN_PACKAGES = ("lowering.", "adjoint.", "jit.", "ssair.", "jit_array_impls")
 def internal_call(d: Any) -> Optional[str]:
     """What a call of a zygopy helper does, for a user (`__zygopy_explain__` of the
     callee, given its constant operands), or None for any other statement."""
-    if not (isinstance(d, Stmt) and d.op == "call" and isinstance(d.args[0], Const)):
+    if not (isinstance(d, Stmt) and d.op in ("call", "jcall") and isinstance(d.args[0], Const)):
         return None
     f = d.args[0].value
     explain = getattr(f, "__zygopy_explain__", None)

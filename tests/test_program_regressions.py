@@ -673,3 +673,17 @@ def test_compiled_gradient_of_array_power_matches_the_interpreter_at_zero(x, y):
         gj = gradient(sum_of_powers, x, y, backend="llvm")
     np.testing.assert_array_equal(gi[0], gj[0])
     assert gi[1] == pytest.approx(gj[1], rel=1e-12)
+
+
+def test_hessian_warns_about_nothing_and_names_nothing_internal():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = adjoint.hessian(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]))
+    np.testing.assert_allclose(h, np.diag([6.0, 12.0]))
+
+
+def test_nested_gradient_refused_by_the_jit_in_user_terms():
+    with pytest.raises(jit.TypingError, match=r"a nested gradient\(\) call in") as e:
+        gradient(lambda x: gradient(lambda y: y ** 3, x)[0], 2.0, backend="llvm")
+    _no_internal_name(str(e.value))
+    assert "adjoint.api" not in str(e.value) and "jcall" not in str(e.value)
