@@ -44,9 +44,11 @@ def op_load_fast(lw, ins):
 
 
 def load_fast(lw, arg):
-    """A local, or (3.13, building a closure tuple) a cell variable's cell."""
+    """A local, or (3.13, building a closure tuple) a cell or free variable's
+    capture (`lowering.closures.check_capture`)."""
     name = _name(arg)
-    if type(arg).__name__ == "CellVar" or name in lw.code.co_cellvars:
+    if (type(arg).__name__ in ("CellVar", "FreeVar") or name in lw.code.co_cellvars
+            or name in lw.code.co_freevars):
         return check_capture(lw, name)
     return lw.load_local(name)
 
