@@ -16,7 +16,8 @@ which every executor must raise too.
   * interpreter and JIT gradients agree to 1e-10;
   * the interpreter's gradient matches central differences wherever the central and
     one-sided differences of two step sizes all agree (next to a kink or a branch
-    point they do not, and nothing is checked), unless the gradient is not finite: at
+    point they do not, and nothing is checked; nor where |f| is so large that
+    rounding f hides a step of 1e-6), unless the gradient is not finite: at
     an infinite slope (`sqrt` at 0) the chain rule gives inf or nan, as JAX does, or
     the input sits on a tie that only it takes (`b <= 0.0` at exactly 0, joining the
     other branch continuously): there the gradient at both neighbours must match;
@@ -324,6 +325,8 @@ def _check_differences(f, args: tuple, grad: np.ndarray) -> None:
             continue   # a kink or a branch point nearby (one-sided slopes differ)
         if not math.isfinite(grad[p]):
             continue   # an infinite slope met a zero factor (sqrt(x * x) at 0): nan, as JAX
+        if abs(mid) * 2.2e-16 / 1e-6 > 0.1 * 1e-4 * max(1.0, abs(grad[p])):
+            continue   # |f| so large that rounding f (an ulp) swamps a step of 1e-6
         if not _same(grad[p], est[3], 1e-4):
             if _isolated_branch(f, args, base, p, est[3]):
                 continue

@@ -690,3 +690,17 @@ def test_nested_gradient_refused_by_the_jit_in_user_terms():
         gradient(lambda x: gradient(lambda y: y ** 3, x)[0], 2.0, backend="llvm")
     _no_internal_name(str(e.value))
     assert "adjoint.api" not in str(e.value) and "jcall" not in str(e.value)
+
+
+HUGE_VALUE = '''
+def f(x, y, k, arr):
+    return 2.0e16 + 0.2 * y + x * 0.0
+'''
+
+
+def test_fuzz_checker_skips_differences_that_rounding_of_a_huge_value_hides():
+    # f is about 2e16, where an ulp is 4: a step of 1e-6 in y changes nothing, so
+    # differences give 0.0 against the exact 0.2, and must not count as a failure
+    from fuzz_programs import check_program
+    assert check_program(HUGE_VALUE, (0.5, -0.13, 1, [0.0, 0.0, 0.0])) in ("compiled",
+                                                                            "refused")
