@@ -156,9 +156,11 @@ def _already_split(ir: IR, block, s: Stmt) -> bool:
     """`s` is the `#num` statement of an earlier split (a second run keeps it)."""
     if len(block.stmts) != 1:
         return False
+    ids = {block.id} | {g.id for g in ir.blocks if isinstance(g.term, Goto) and not g.stmts
+                        and g.term.target == block.id and g.term.unwind is not None}
     for p in ir.blocks:
         t = p.term
-        if isinstance(t, Branch) and t.else_ == block.id and p.stmts:
+        if isinstance(t, Branch) and t.else_ in ids and p.stmts:
             test = p.stmts[-1]
             if (test.var == t.cond and test.op == "call" and test.args[1:] == [s.args[0]]
                     and test.args[0] == Const(updates_float_array)):
@@ -187,7 +189,27 @@ def _split(ir: IR, k: int, i: int) -> Var:
     num.stmts = [Stmt(ir.new_var(), s.op, [a, rhs], line=s.line, name=s.name)]
     num.term = Goto(join.id, s.line)
     join.phis = [Phi(s.var, {arr.id: a, num.id: num.stmts[0].var}, s.line, s.name)]
+    _keep_protected(ir, b, (arr, num))
     return write
+
+
+def _keep_protected(ir: IR, b, parts: tuple) -> None:
+    """When `b` was a protected block (`goto #b unwind #h`), each of `parts` is
+    entered the same way through an empty block of its own, so that the update
+    still raises into #h with the values #h saw from the block before `b`."""
+    entry = next((p for p in ir.blocks if isinstance(p.term, Goto)
+                  and p.term.target == b.id and p.term.unwind is not None), None)
+    if entry is None:
+        return
+    handler = ir.block(entry.term.unwind)
+    for part in parts:
+        gate = ir.add_block(max(x.id for x in ir.blocks) + 1)
+        ir.blocks.remove(gate)
+        ir.blocks.insert(ir.blocks.index(part), gate)
+        gate.term = Goto(part.id, part.term.line, handler.id)
+        b.term.retarget(part.id, gate.id)
+        for phi in handler.phis:
+            phi.incoming[gate.id] = phi.incoming[entry.id]
 
 
 def _check_aliases(ir: IR, writes: list, kinds: Scalars) -> None:

@@ -31,6 +31,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ssair.refusal import Refusal
+
 
 class Pullback:
     """A plain-Python pullback, callable by the interpreter as a library function.
@@ -252,8 +254,13 @@ def linear(key: Any, fn: Callable) -> Rule:
     return defpullback(key, fn)
 
 
+class NoDerivativeRule(Refusal, TypeError):
+    """A call has no derivative rule (a TypeError, as JAX's are; never caught by the
+    program's own `except`)."""
+
+
 def missing_rule_error(what: str, where: str) -> TypeError:
-    return TypeError(f"adjoint: no derivative rule for {what}{where}; register one "
+    return NoDerivativeRule(f"adjoint: no derivative rule for {what}{where}; register one "
                      f"with @adjoint.rule({what.split()[-1]})")
 
 

@@ -9,6 +9,8 @@ Integers and booleans have no cotangent.
 
 Primitives (all typeable from their operands, so the JIT can compile them):
   * `push(tape, v)`            append `v` to the tape (impure; returns None);
+  * `tape_mark(tape)`, `tape_cut(tape, m)`  the tape's length; truncate it back to
+                               `m` (a handler entered by an exception, `adjoint.unwind`);
   * `pop(reader)`              the next value backwards from a reader's cursor;
                                reading never changes the tape, so `back` may run
                                many times, each with its own `Tape.reader()`;
@@ -94,6 +96,16 @@ def reader_of(tape: Tape) -> Reader:
 
 new_tape.__zygopy_symbol__ = "adjoint.tape.new_tape"
 reader_of.__zygopy_symbol__ = "adjoint.tape.reader_of"
+
+
+def tape_mark(tape: Tape) -> int:
+    """The tape's length: where a protected statement's pushes begin."""
+    return len(tape.items)
+
+
+def tape_cut(tape: Tape, mark: int) -> None:
+    """Drop what a statement that raised pushed after `mark` (`adjoint.unwind`)."""
+    del tape.items[mark:]
 
 
 def push(tape: Tape, v: Any) -> None:
@@ -266,6 +278,8 @@ def snapshot(x: Any) -> Any:
 
 
 register("push", 2, push, pure=False, foldable=False, symbol="tape.push(v)")
+register("tape_mark", 1, tape_mark, pure=False, foldable=False, symbol="len(tape)")
+register("tape_cut", 2, tape_cut, pure=False, foldable=False, symbol="del tape[m:]")
 register("pop", 1, pop, pure=False, foldable=False, symbol="reader.pop()")
 register("accum", 2, accum, foldable=False, symbol="a + b")
 register("zero", 1, zero, foldable=False, symbol="zero(x)")

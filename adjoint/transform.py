@@ -13,7 +13,8 @@ Pass order (each output verified with `ssair.verify`):
      `silent_joins`     joins whose edge the adjoint does not need (`adjoint.branches`);
   5. `emit_stacks`      pushes in cyclic blocks, env slots elsewhere, returns (y, env);
   6. `reverse`          the adjoint IR;
-  7. cleanup            `simplifycfg` and `dce` on the adjoint IR.
+  7. cleanup            `simplifycfg` and `dce` on the adjoint IR;
+  8. `cut_tapes`        a handler truncates what a raising callee pushed (forward IR).
 `ZYGOPY_DUMP=adjoint` prints both results to stderr.
 
 Transforms are cached per (IR, which arguments are differentiable), and built
@@ -58,6 +59,7 @@ from .merge_returns import merge_returns
 from .reverse import build_adjoint
 from .rules import lookup_callee, missing_rule_error
 from .stacks import emit_stacks
+from .unwind import cut_tapes
 
 
 @dataclass
@@ -133,6 +135,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     _check(emit_stacks(fwd), "emit_stacks")
     adj = _check(build_adjoint(fwd, act, [a.var for a in primal.args]), "reverse")
     adj = _check(_cleanup(adj), "cleanup")
+    _check(cut_tapes(fwd), "cut_tapes")
     adj.meta["source_name"] = fwd.meta["source_name"]
     fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
     _dump(fwd, adj)

@@ -126,6 +126,19 @@ def _callee_key(f: Any) -> Any:
         return None
 
 
+def _refuse_exceptions(t: Typing) -> None:
+    """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
+    `raise` is refused at typing time, so `backend="auto"` runs the interpreter."""
+    from ssair.ir import Goto, Raise
+    for b in t.ir.blocks:
+        if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
+            what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
+            name = t.ir.meta.get("source_name", t.ir.name)
+            raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
+                              f"has {what}; compiled code does not handle exceptions yet "
+                              f"(backend='auto' runs it in the interpreter)")
+
+
 def describe(typing: Typing, d: Any) -> str:
     """`%5 = mul(%3, %4)` in f at file.py:12, for error messages.  A call of one of
     zygopy's own helpers is told in the user's terms (see `internal_call`)."""
@@ -234,6 +247,7 @@ class Engine:
         if len(t.argtypes) != len(t.ir.args):
             raise TypingError(f"{t.ir.name} takes {len(t.ir.args)} arguments "
                               f"({len(t.argtypes)} given)")
+        _refuse_exceptions(t)
         level = len(self.stack)
         self.stack.append(t)
         try:

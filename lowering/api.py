@@ -5,7 +5,7 @@ import weakref
 
 from ssair.ir import IR
 
-from . import closures, loops, ops_basic, ops_call, ops_control  # noqa: F401  (handlers)
+from . import closures, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
 from .closures import NeedsCell
 from .frame import Lowerer
 

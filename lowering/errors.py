@@ -1,8 +1,10 @@
 """Errors raised while lowering bytecode, and the table of refused opcodes."""
 from __future__ import annotations
 
+from ssair.refusal import Refusal
 
-class UnsupportedError(Exception):
+
+class UnsupportedError(Refusal):
     """A Python construct the lowering does not handle.
 
     The message names the construct, the function's qualified name and `file:line`:
@@ -21,21 +23,17 @@ class UnsupportedError(Exception):
 
 # Opcodes that always mean a refused construct (any Python version).
 REFUSED_OPCODES = {
-    "SETUP_FINALLY": "try/except", "POP_EXCEPT": "try/except", "RERAISE": "try/except",
-    "PUSH_EXC_INFO": "try/except", "CHECK_EXC_MATCH": "try/except",
-    "JUMP_IF_NOT_EXC_MATCH": "try/except", "SETUP_CLEANUP": "try/except",
-    "SETUP_WITH": "with", "BEFORE_WITH": "with", "SETUP_ASYNC_WITH": "with",
-    "BEFORE_ASYNC_WITH": "with", "WITH_EXCEPT_START": "with",
+    "SETUP_CLEANUP": "try/except",
+    "SETUP_ASYNC_WITH": "async", "BEFORE_ASYNC_WITH": "async",
     "YIELD_VALUE": "generator", "YIELD_FROM": "generator", "RETURN_GENERATOR": "generator",
     "GET_AWAITABLE": "async", "GET_AITER": "async", "GET_ANEXT": "async",
     "STORE_GLOBAL": "global write", "DELETE_GLOBAL": "del",
-    "DELETE_FAST": "del", "DELETE_SUBSCR": "del", "DELETE_ATTR": "del",
+    "DELETE_SUBSCR": "del", "DELETE_ATTR": "del",
     "DELETE_DEREF": "del", "DELETE_NAME": "del",
     "IMPORT_NAME": "import", "IMPORT_FROM": "import", "IMPORT_STAR": "import",
     "LIST_APPEND": "comprehension", "SET_ADD": "comprehension", "MAP_ADD": "comprehension",
     "LOAD_FAST_AND_CLEAR": "comprehension",
     "CALL_FUNCTION_EX": "starred call", "DICT_MERGE": "starred call",
-    "RAISE_VARARGS": "raise", "LOAD_ASSERTION_ERROR": "assert",
     "FORMAT_VALUE": "f-string", "FORMAT_SIMPLE": "f-string", "FORMAT_WITH_SPEC": "f-string",
     "CONVERT_VALUE": "f-string", "BUILD_STRING": "f-string",
     "MATCH_CLASS": "match", "MATCH_MAPPING": "match", "MATCH_SEQUENCE": "match",

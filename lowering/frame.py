@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ssair.ir import IR, Branch, Const, Goto, Return, Var
+from ssair.ir import IR, Branch, Const, Goto, Raise, Return, Var
 from ssair.ssabuild import SSABuilder
 
 from .errors import REFUSED_OPCODES, UnsupportedError
 from .reader import CodeReader
 from .runtime import UNBOUND, check_bound, unbound_local
-from .values import EXHAUSTED, NULL, ForState, Lazy
+from .values import EXHAUSTED, LASTI, NULL, ExcInfo, ForState, Lazy
 
 HANDLERS: dict = {}
 BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth"}
@@ -34,7 +34,7 @@ def handles(*names: str) -> Callable:
 
 
 def is_marker(v) -> bool:
-    return v is NULL or v is EXHAUSTED or isinstance(v, ForState)
+    return v is NULL or v is EXHAUSTED or v is LASTI or isinstance(v, (ForState, ExcInfo))
 
 
 class Lowerer:
@@ -62,13 +62,21 @@ class Lowerer:
         self.free_cells = set(getattr(func, "__zygopy_cells__", ()))
         self.self_name = getattr(func, "__zygopy_self__", None)   # lowering.closures
         self.cell_of = {}          # cell or free variable name -> Var of its cell
+        self.handler = None        # (handler block, depth, lasti) in force, or None
+        self.prot = {}             # IR block id -> handler bytecode block protecting it
+        self.fresh = None          # the protected IR block nothing has run in yet
+        self.setup_depth = {}      # 3.10: handler bytecode block -> stack depth at SETUP
+        self.entered = set()       # handler blocks that have an exception edge
 
     # -- driver -------------------------------------------------------------
     def run(self) -> IR:
         self.make_blocks()
         self.make_args()
         for idx in self.reader.rpo:
-            self.lower_block(idx)
+            if idx in self.shapes:
+                self.lower_block(idx)
+            else:
+                self.skip_block(idx)
         self.ssa.finish()
         self.renumber()
         return self.ir
@@ -113,17 +121,32 @@ class Lowerer:
         self.stack = [m if m is not None else self.ssa.read(("$s", k), self.block)
                       for k, m in enumerate(self.shapes[idx])]
         self.assigned = set(self.reader.assigned[idx])
+        self.handler = None
         if idx in self.prologues:
             self.prologues.pop(idx)()
-        for ins in bb.instrs:
+        for k, ins in enumerate(bb.instrs):
             if ins.lineno is not None:
                 self.line = ins.lineno
+            self.handler = bb.handlers[k]
             handler = HANDLERS.get(ins.name)
             if handler is None:
                 self.refuse(REFUSED_OPCODES.get(ins.name, f"opcode {ins.name}"))
             handler(self, ins)
         if self.block.term is None:
             self.goto(bb.fall)
+        for h in bb.unwinds:
+            self.pending[h] -= 1
+            if self.pending[h] == 0:
+                self.ssa.seal(self.irb[h])
+
+    def skip_block(self, idx: int) -> None:
+        """A handler that nothing in its region can raise into (and code reached only
+        from such handlers) is dead: it gets no IR, and its successors one edge less."""
+        self.ssa.seal(self.irb[idx])
+        for s in self.reader.blocks[idx].succs:
+            self.pending[s] -= 1
+            if self.pending[s] == 0:
+                self.ssa.seal(self.irb[s])
 
     def refuse(self, construct: str, line: int | None = None):
         raise UnsupportedError(construct, self.qualname, self.code.co_filename,
@@ -148,6 +171,9 @@ class Lowerer:
     def emit(self, op: str, *args, kwargs=None, name=None) -> Var:
         args = [self.operand(a) for a in args]
         kwargs = {k: self.operand(v) for k, v in (kwargs or {}).items()}
+        if self.handler is not None or self.block.id in self.prot:
+            self.protect()
+            self.fresh = None
         v = self.ir.push(self.block, op, *args, line=self.line, name=name, kwargs=kwargs)
         self.def_of[v] = self.block.stmts[-1]
         if op in BOOL_OPS:
@@ -194,6 +220,7 @@ class Lowerer:
             d.name = name
         self.ssa.write(name, self.block, value)
         self.assigned.add(name)
+        self.fresh = None
 
     def ssa_phi(self, v):
         return self.ssa.phis.get(v) if isinstance(v, Var) else None
@@ -240,6 +267,67 @@ class Lowerer:
     def ret(self, value) -> None:
         self.block.term = Return(self.operand(value), self.line)
 
+    def raise_(self, exc) -> None:
+        """End the block raising `exc` (to the handler in force, if any)."""
+        exc = self.operand(exc)
+        if self.handler is not None or self.block.id in self.prot:
+            self.protect()
+        self.block.term = Raise(exc, self.line)
+
+    # -- exception regions ----------------------------------------------------
+    def protect(self) -> None:
+        """Make the current IR block right for what comes next under the handler in
+        force: a fresh block entered by `goto .. unwind` from the block so far
+        (whose values are what the handler sees), or, with no handler in force, a
+        block outside every protected region.  A protected block thus holds at most
+        one statement that can raise, with no local assigned before it."""
+        want = None if self.handler is None else self.handler[0]
+        have = self.prot.get(self.block.id)
+        if want is None:
+            if have is not None:
+                self.split(Goto(None, self.line))
+            return
+        if have == want and self.fresh == self.block.id:
+            return
+        depth = self.handler[1]
+        depth = self.setup_depth.get(want) if depth is None else depth
+        if depth is None or depth > len(self.stack):
+            self.refuse("try/except (unexpected stack at a protected region)")
+        self.unwind_edge(want, self.stack[:depth])
+        new = self.split(Goto(None, self.line, self.irb[want].id))
+        self.prot[new.id] = want
+        self.fresh = new.id
+
+    def split(self, term):
+        """End the current IR block with `term` (its target filled in) and continue
+        in a new one."""
+        new = self.new_block(self.block)
+        term.target = new.id
+        self.block.term = term
+        self.block = new
+        return new
+
+    def unwind_edge(self, target: int, stack: list) -> None:
+        """The exception edge from the current IR block to handler block `target`;
+        `stack` is what the handler keeps of the operand stack."""
+        for v in stack:
+            if isinstance(v, Lazy) and v.var is None:
+                self.refuse("try/except (a pending value crosses into a handler)")
+        stack = [v if is_marker(v) else self.operand(v) for v in stack]
+        shape = [v if is_marker(v) else None for v in stack]
+        known = self.shapes.setdefault(target, shape)
+        if len(known) != len(shape) or any(a is not b for a, b in zip(known, shape)):
+            self.refuse("stack shape mismatch at an exception handler")
+        for k, v in enumerate(stack):
+            if shape[k] is None:
+                self.ssa.write(("$s", k), self.block, v)
+        self.ssa.add_pred(self.irb[target], self.block)
+        if target not in self.entered:
+            from .ops_except import handler_entry
+            self.entered.add(target)
+            lasti = bool(self.handler and self.handler[2])
+            self.prologues[target] = lambda: handler_entry(self, lasti)
+
     # -- finishing ------------------------------------------------------------
     def renumber(self) -> None:
         order = [] if self.entry is self.irb[0] else [self.entry]
@@ -267,5 +355,7 @@ def _local_name(key):
 def _retarget(term, ids: dict) -> None:
     if isinstance(term, Goto):
         term.target = ids[term.target]
+        if term.unwind is not None:
+            term.unwind = ids[term.unwind]
     elif isinstance(term, Branch):
         term.then, term.else_ = ids[term.then], ids[term.else_]

@@ -112,9 +112,9 @@ def op_for_iter(lw, ins):
     lw.pending[bb.fall] += len(tests) - 1
     for blk, op in tests:
         lw.block = blk
-        cond = lw.emit(op, i, st.stop)
+        cond = lw.emit(op, i, st.stop)      # may move on to a protected block
         body = lw.edge(bb.fall, lw.stack)
-        blk.term = Branch(cond, body, lw.edge(bb.target, exit_stack), lw.line)
+        lw.block.term = Branch(cond, body, lw.edge(bb.target, exit_stack), lw.line)
     lw.prologues[bb.fall] = lambda: loop_body_entry(lw, st)
 
 

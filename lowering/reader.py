@@ -12,6 +12,7 @@ from bytecode import Bytecode, Instr, Label
 
 from .errors import UnsupportedError
 
+SETUPS = {"SETUP_FINALLY", "SETUP_WITH"}   # 3.10: push a handler on the block stack
 UNCOND_JUMPS = {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD",
                 "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"}
 FINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
@@ -27,8 +28,13 @@ FLAG_CONSTRUCTS = [
 class BBlock:
     """A bytecode basic block: `instrs` end with at most one jump or return.
 
-    `succs` lists the successor block indices, fallthrough first then the jump
-    target (FOR_ITER: body first, exit second); `target` is the jump target.
+    `succs` lists the successor block indices: the handlers of its instructions
+    (`handlers`), then fallthrough, then the jump target (FOR_ITER: body first, exit
+    second); `target` is the jump target.  `handlers[k]` is the exception handler
+    in force at `instrs[k]`: `(handler block, stack depth, push lasti)` (3.11+, from
+    the exception table), `(handler block, None, None)` (3.10, from the block stack;
+    the depth is the stack's at the SETUP), or None.  `tries` keeps the exception
+    table's TryBegin/TryEnd markers out of `instrs`.
     """
 
     index: int
@@ -36,6 +42,14 @@ class BBlock:
     succs: list = field(default_factory=list)
     target: int | None = None
     fall: int | None = None
+    tries: list = field(default_factory=list)      # (index into instrs, marker)
+    handlers: list = field(default_factory=list)
+    setup: int | None = None                      # 3.10: the handler a final SETUP_* adds
+
+    @property
+    def unwinds(self) -> list:
+        """The handler blocks of this block's instructions, in order."""
+        return list(dict.fromkeys(h[0] for h in self.handlers if h is not None))
 
     @property
     def first_line(self) -> int | None:
@@ -50,8 +64,10 @@ class CodeReader:
         self.code = func.__code__
         self.qualname = qualname
         self.check_flags()
-        self.blocks = self.split(Bytecode.from_code(self.code))
+        self.blocks = self.split(Bytecode.from_code(
+            self.code, conserve_exception_block_stackdepth=True))
         self.link()
+        self.find_handlers()
         self.rpo = self.reverse_postorder()
         self.reachable = set(self.rpo)
         self.in_edges = self.count_in_edges()
@@ -74,6 +90,9 @@ class CodeReader:
         self.check_try(instrs)
         for ins in instrs:
             cur = blocks[-1]
+            if _is_try(ins):
+                cur.tries.append((len(cur.instrs), ins))
+                continue
             if isinstance(ins, Label):
                 if cur.instrs:
                     cur = BBlock(len(blocks))
@@ -91,16 +110,14 @@ class CodeReader:
         names = {i.name for i in instrs if isinstance(i, Instr)}
         if "LOAD_FAST_AND_CLEAR" in names:
             self.refuse("comprehension", _line_of(instrs, "LOAD_FAST_AND_CLEAR"))
-        for k, ins in enumerate(instrs):
-            if _is_try(ins):
-                construct = "with" if names & {"BEFORE_WITH", "BEFORE_ASYNC_WITH"} else "try/except"
-                self.refuse(construct, _next_line(instrs, k))
 
     def link(self) -> None:
         for b in self.blocks:
             last = b.instrs[-1] if b.instrs else None
             nxt = b.index + 1 if b.index + 1 < len(self.blocks) else None
-            if last is not None and last.has_jump():
+            if last is not None and last.name in SETUPS:
+                b.setup = self.label_block[last.arg]      # an exception edge, not a jump
+            elif last is not None and last.has_jump():
                 b.target = self.label_block[last.arg]
             if last is None or not (last.name in FINAL or last.name in UNCOND_JUMPS):
                 b.fall = nxt
@@ -120,6 +137,62 @@ class CodeReader:
         for b in self.blocks:
             b.fall, b.target = forward(b.fall), forward(b.target)
             b.succs = [s for s in (b.fall, b.target) if s is not None]
+
+    def find_handlers(self) -> None:
+        """Fill each block's `handlers` and put the handlers first among its `succs`
+        (so that reverse postorder lowers a handler after the blocks it protects)."""
+        if any(b.setup is not None for b in self.blocks):
+            self.block_stack_handlers()
+        else:
+            self.table_handlers()
+        for b in self.blocks:
+            b.succs = b.unwinds + [s for s in b.succs if s not in b.unwinds]
+
+    def table_handlers(self) -> None:
+        """3.11+: the TryBegin in force at each instruction, in layout order."""
+        cur = None
+        for b in self.blocks:
+            b.handlers = []
+            for k in range(len(b.instrs) + 1):
+                for pos, m in b.tries:
+                    if pos == k:
+                        cur = m if type(m).__name__ == "TryBegin" else None
+                if k < len(b.instrs):
+                    b.handlers.append(None if cur is None else
+                                      (self.label_block[cur.target], cur.stack_depth,
+                                       cur.push_lasti))
+
+    def block_stack_handlers(self) -> None:
+        """3.10: the innermost SETUP_FINALLY/SETUP_WITH in force at each instruction,
+        from the block stack along the control flow (an exception handler's entry
+        holds the SETUP's stack plus an EXCEPT_HANDLER entry, which POP_EXCEPT pops)."""
+        entry = {0: ()}
+        todo = [0]
+        while todo:
+            b = self.blocks[todo.pop()]
+            stack = list(entry[b.index])
+            b.handlers = []
+            for ins in b.instrs:
+                top = next((h for h in reversed(stack) if h != "except"), None)
+                b.handlers.append(None if top is None else (top, None, None))
+                if ins.name in SETUPS:
+                    self.reach(entry, todo, b.setup, tuple(stack) + ("except",))
+                    stack.append(b.setup)
+                elif ins.name == "POP_BLOCK" and stack or ins.name == "POP_EXCEPT" and stack and stack[-1] == "except":
+                    stack.pop()
+            for s in (b.fall, b.target):
+                if s is not None:
+                    self.reach(entry, todo, s, tuple(stack))
+            for h in b.unwinds:
+                b.succs = b.succs + [h] if h not in b.succs else b.succs
+
+    def reach(self, entry: dict, todo: list, idx: int, stack: tuple) -> None:
+        if idx in entry:
+            if entry[idx] != stack:
+                self.refuse("try/except (inconsistent block stack)", self.blocks[idx].first_line)
+            return
+        entry[idx] = stack
+        todo.append(idx)
 
     def reverse_postorder(self) -> list:
         seen, order = set(), []
@@ -160,7 +233,7 @@ class CodeReader:
             for i in self.rpo:
                 new = set(entry) if i == 0 else set(universe)
                 for p in preds[i]:
-                    new &= into[p] | stored_names(self.blocks[p])
+                    new &= assigned_after(self.blocks[p], into[p], i)
                 if i == 0:
                     new = entry
                 if new != into[i]:
@@ -186,9 +259,17 @@ class CodeReader:
 STORES = {"STORE_FAST", "STORE_DEREF", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST"}
 
 
-def stored_names(block: BBlock) -> set:
-    out = set()
-    for ins in block.instrs:
+def assigned_after(block: BBlock, before: set, succ: int | None = None) -> set:
+    """The locals surely assigned on leaving `block` for `succ`, given those assigned
+    on entry (`before`): stores add, `del` removes.  On an exception edge only the
+    instructions before the first one under handler `succ` surely ran."""
+    out = set(before)
+    for k, ins in enumerate(block.instrs):
+        h = block.handlers[k] if k < len(block.handlers) else None
+        if h is not None and h[0] == succ:
+            break
+        if ins.name == "DELETE_FAST":
+            out.discard(ins.arg if isinstance(ins.arg, str) else ins.arg.name)
         if ins.name not in STORES:
             continue
         arg = ins.arg[:1] if ins.name == "STORE_FAST_LOAD_FAST" else ins.arg
@@ -222,7 +303,3 @@ def _is_try(ins) -> bool:
 
 def _line_of(instrs: list, name: str) -> int | None:
     return next((i.lineno for i in instrs if isinstance(i, Instr) and i.name == name), None)
-
-
-def _next_line(instrs: list, k: int) -> int | None:
-    return next((i.lineno for i in instrs[k:] if isinstance(i, Instr) and i.lineno), None)

@@ -50,6 +50,28 @@ def check_bound(value, name: str, bound: bool = True):
     return value
 
 
+def exception_matches(exc, kinds) -> bool:
+    """`except kinds:` for the exception (or exception class) `exc`, with CPython's
+    TypeError when `kinds` holds something that is not an exception class."""
+    for k in kinds if isinstance(kinds, tuple) else (kinds,):
+        if not (isinstance(k, type) and issubclass(k, BaseException)):
+            raise TypeError("catching classes that do not inherit from BaseException "
+                            "is not allowed")
+    return issubclass(exc if isinstance(exc, type) else type(exc), kinds)
+
+
+def raise_from(exc, cause):
+    """The exception `raise exc from cause` raises (classes are instantiated)."""
+    exc = exc() if isinstance(exc, type) and issubclass(exc, BaseException) else exc
+    if not isinstance(exc, BaseException):
+        raise TypeError("exceptions must derive from BaseException")
+    cause = cause() if isinstance(cause, type) and issubclass(cause, BaseException) else cause
+    if cause is not None and not isinstance(cause, BaseException):
+        raise TypeError("exception causes must derive from BaseException")
+    exc.__cause__ = cause
+    return exc
+
+
 check_bound.__zygopy_explain__ = (
     lambda value, name, bound=True: f"reading local variable {name!r}, which some path leaves unassigned")
 unbound_local.__zygopy_explain__ = (
@@ -60,3 +82,5 @@ check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
 unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"
 unbound_local.__zygopy_symbol__ = "lowering.runtime.unbound_local"
+exception_matches.__zygopy_symbol__ = "lowering.runtime.exception_matches"
+raise_from.__zygopy_symbol__ = "lowering.runtime.raise_from"

@@ -6,7 +6,7 @@ expression whose statement is emitted only when it is used as an ordinary operan
 `a[i, j]` indexes with the tuple's elements, `range(...)` followed by GET_ITER
 becomes a counter loop, a closure tuple gives the captured values.
 
-Markers (`NULL`, `EXHAUSTED`, `ForState`) are never operands: they are carried
+Markers (`NULL`, `EXHAUSTED`, `LASTI`, `ExcInfo`, `ForState`) are never operands: they are carried
 from block to block in the stack shape rather than through SSA.
 """
 from __future__ import annotations
@@ -25,6 +25,17 @@ class _Marker:
 
 NULL = _Marker("NULL")            # CPython's NULL slot next to a callable (3.11+)
 EXHAUSTED = _Marker("EXHAUSTED")  # 3.12+: the slot FOR_ITER's exit leaves for END_FOR
+LASTI = _Marker("LASTI")          # the instruction offset a 3.11+ handler entry may push
+
+
+class ExcInfo(_Marker):
+    """The slot(s) holding the exception being handled before this one (3.11+:
+    PUSH_EXC_INFO's one; 3.10: three), carrying the exception now handled (`exc`, an
+    operand) for a bare `raise`."""
+
+    def __init__(self, exc):
+        super().__init__("EXC_INFO")
+        self.exc = exc
 
 
 @dataclass(eq=False)

@@ -38,8 +38,9 @@ import types
 import weakref
 from typing import Any, Callable, Optional
 
-from .ir import IR, Branch, Const, Goto, Return, Var
+from .ir import IR, Branch, Const, Goto, Raise, Return, Var
 from .primitives import PRIMITIVES
+from .refusal import Refusal
 
 # Python frames the interpreter uses per interpreted call (_exec -> _call ->
 # _call_ir), with room to spare.
@@ -376,7 +377,7 @@ _MISSING = object()
 # statement kinds
 PRIM1, PRIM2, PRIMN, PRIMKW, CALL, CLOSURE, HANDLER = range(7)
 # terminator kinds
-GOTO, BRANCH, RETURN = range(3)
+GOTO, BRANCH, RETURN, UNWIND, RAISE = range(5)
 
 
 class _Code:
@@ -388,7 +389,7 @@ class _Code:
 class _Block:
     """A compiled block: phi moves per predecessor, statement tuples, terminator."""
 
-    __slots__ = ("id", "phis", "stmts", "term")
+    __slots__ = ("caught", "id", "phis", "stmts", "term")
 
 
 def _compile(ir: IR, handlers: dict) -> _Code:
@@ -400,7 +401,11 @@ def _compile(ir: IR, handlers: dict) -> _Code:
         cb = blocks[b.id]
         cb.id = b.id
         cb.phis = _compile_phis(b, slots)
-        cb.stmts = [_compile_stmt(ir, b, s, slots, handlers) for s in b.stmts]
+        stmts = b.stmts
+        cb.caught = None
+        if stmts and stmts[0].op == "caught":   # filled in by the unwinding in `_exec`
+            cb.caught, stmts = stmts[0].var.id, stmts[1:]
+        cb.stmts = [_compile_stmt(ir, b, s, slots, handlers) for s in stmts]
         cb.term = _compile_term(ir, b, slots, blocks)
     code = _Code()
     code.ir = ir
@@ -481,12 +486,16 @@ def _compile_term(ir: IR, b, slots: _Slots, blocks: dict) -> tuple:
             raise ValueError(f"interpret: block #{b.id} of {ir.name} jumps to missing #{k}")
         return blocks[k]
 
+    if isinstance(t, Goto) and t.unwind is not None:
+        return (UNWIND, target(t.target), target(t.unwind))
     if isinstance(t, Goto):
         return (GOTO, target(t.target))
     if isinstance(t, Branch):
         return (BRANCH, target(t.then), target(t.else_), slots.of(t.cond))
     if isinstance(t, Return):
         return (RETURN, slots.of(t.value))
+    if isinstance(t, Raise):
+        return (RAISE, slots.of(t.value))
     raise ValueError(f"interpret: block #{b.id} of {ir.name} has no terminator")
 
 
@@ -499,33 +508,50 @@ def _at(ir: IR, line: Optional[int]) -> str:
 # -- execution ------------------------------------------------------------------------
 
 def _exec(state: State, code: _Code, args: tuple) -> Any:
-    """Run one compiled function on its argument values."""
+    """Run one compiled function on its argument values.
+
+    A `goto #k unwind #h` remembers (#k, this block, #h); an exception raised while
+    #k runs continues at #h as if #h had been entered from this block (the
+    `try` costs nothing on the path that does not raise)."""
     env = code.template.copy()
     for slot, v in zip(code.arg_slots, args):
         env[slot] = v
-    block, prev = code.entry, None
+    block, prev, guard = code.entry, None, None
     while True:
-        if block.phis:
-            _enter(code, block, prev, env)
-        for kind, dst, fn, a, kw, stmt in block.stmts:
-            if kind == PRIM2:
-                env[dst] = fn(env[a[0]], env[a[1]])
-            elif kind == PRIM1:
-                env[dst] = fn(env[a[0]])
-            elif kind == CALL:
-                env[dst] = _call(state, env[a[0]], tuple([env[i] for i in a[1:]]),
-                                 {k: env[i] for k, i in kw})
-            elif kind == PRIMN:
-                env[dst] = fn(*[env[i] for i in a])
-            else:
-                env[dst] = _special(state, kind, fn, a, kw, stmt, env)
-        term = block.term
-        if term[0] == GOTO:
-            prev, block = block.id, term[1]
-        elif term[0] == BRANCH:
-            prev, block = block.id, (term[1] if env[term[3]] else term[2])
-        else:
-            return env[term[1]]
+        try:
+            while True:
+                if block.phis:
+                    _enter(code, block, prev, env)
+                for kind, dst, fn, a, kw, stmt in block.stmts:
+                    if kind == PRIM2:
+                        env[dst] = fn(env[a[0]], env[a[1]])
+                    elif kind == PRIM1:
+                        env[dst] = fn(env[a[0]])
+                    elif kind == CALL:
+                        env[dst] = _call(state, env[a[0]], tuple([env[i] for i in a[1:]]),
+                                         {k: env[i] for k, i in kw})
+                    elif kind == PRIMN:
+                        env[dst] = fn(*[env[i] for i in a])
+                    else:
+                        env[dst] = _special(state, kind, fn, a, kw, stmt, env)
+                term = block.term
+                if term[0] == GOTO:
+                    prev, block = block.id, term[1]
+                elif term[0] == BRANCH:
+                    prev, block = block.id, (term[1] if env[term[3]] else term[2])
+                elif term[0] == RETURN:
+                    return env[term[1]]
+                elif term[0] == UNWIND:
+                    guard = (term[1], block.id, term[2])
+                    prev, block = block.id, term[1]
+                else:
+                    raise env[term[1]]
+        except BaseException as e:
+            if guard is None or guard[0] is not block or isinstance(e, Refusal):
+                raise
+            _, prev, block = guard
+            guard = None
+            env[block.caught] = e
 
 
 def _enter(code: _Code, block: _Block, prev: Optional[int], env: list) -> None:

@@ -10,6 +10,16 @@ Terminators:
   * `Branch(cond, then, else_)`         prints as `goto #else if not %c` (and `goto #then`
                                         on the next line unless `then` is the next block)
   * `Return(value)`                     prints as `return %v`
+  * `Raise(value)`                      prints as `raise %v`: raises the exception %v
+  * `Goto(target, unwind=h)`            prints as `goto #k unwind #h`: enter the
+                                        *protected* block #k; if one of its statements
+                                        (or its `raise`) raises, control goes to the
+                                        handler #h instead, along the edge from this
+                                        block (so #h's phis read this block's values),
+                                        and #h's first statement `caught()` is the
+                                        exception.  The statements of #k that ran are
+                                        not undone; the lowering puts at most one
+                                        statement that can raise in a protected block.
 
 Phi semantics are parallel: all phis of a block read their incoming values as they
 were at the end of the predecessor, before any phi of the block is assigned.
@@ -114,13 +124,15 @@ class Phi:
 
 @dataclass(eq=False)
 class Goto:
-    """Unconditional jump to block `target`."""
+    """Unconditional jump to block `target`; with `unwind`, `target` is protected by
+    the handler block `unwind` (see the module docstring)."""
 
     target: int
     line: Optional[int] = None
+    unwind: Optional[int] = None
 
     def successors(self) -> list:
-        return [self.target]
+        return [self.target] if self.unwind is None else [self.target, self.unwind]
 
     def operands(self) -> list:
         return []
@@ -131,6 +143,8 @@ class Goto:
     def retarget(self, old: int, new: int) -> None:
         if self.target == old:
             self.target = new
+        if self.unwind == old:
+            self.unwind = new
 
 
 @dataclass(eq=False)
@@ -179,7 +193,28 @@ class Return:
         pass
 
 
-Terminator = Union[Goto, Branch, Return]
+@dataclass(eq=False)
+class Raise:
+    """Raise the exception `value` (to the handler of this block when it is
+    protected, else out of the function)."""
+
+    value: Operand
+    line: Optional[int] = None
+
+    def successors(self) -> list:
+        return []
+
+    def operands(self) -> list:
+        return [self.value]
+
+    def map_operands(self, fn) -> None:
+        self.value = fn(self.value)
+
+    def retarget(self, old: int, new: int) -> None:
+        pass
+
+
+Terminator = Union[Goto, Branch, Return, Raise]
 
 
 @dataclass(eq=False)
@@ -338,10 +373,10 @@ def _copy_term(t):
     if t is None:
         return None
     if isinstance(t, Goto):
-        return Goto(t.target, t.line)
+        return Goto(t.target, t.line, t.unwind)
     if isinstance(t, Branch):
         return Branch(t.cond, t.then, t.else_, t.line)
-    return Return(t.value, t.line)
+    return type(t)(t.value, t.line)
 
 
 def as_operand(x: Any) -> Operand:

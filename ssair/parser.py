@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .ir import IR, Arg, Block, Branch, Const, Goto, Phi, Return, Stmt, Var
+from .ir import IR, Arg, Block, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
 
 class ParseError(ValueError):
@@ -341,6 +341,9 @@ def _terminator(sc: _Scanner) -> Any:
     if sc.accept("return"):
         sc.skip_ws()
         t = Return(sc.operand())
+    elif sc.accept("raise"):
+        sc.skip_ws()
+        t = Raise(sc.operand())
     elif sc.accept("goto"):
         sc.skip_ws()
         target = sc.block_ref()
@@ -348,12 +351,15 @@ def _terminator(sc: _Scanner) -> Any:
         if sc.accept("if not"):
             sc.skip_ws()
             t = Branch(sc.operand(), None, target)
+        elif sc.accept("unwind"):
+            sc.skip_ws()
+            t = Goto(target, unwind=sc.block_ref())
         else:
             t = Goto(target)
     elif sc.accept("<no terminator>"):
         t = None
     else:
-        raise sc.error("expected '%n = ...', 'goto' or 'return'")
+        raise sc.error("expected '%n = ...', 'goto', 'return' or 'raise'")
     _, t_line = _annotation(sc)
     if t is not None:
         t.line = t_line

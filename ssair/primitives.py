@@ -140,6 +140,10 @@ register("call", (1, None), None, pure=False, foldable=False, symbol="f(x)")
 register("make_closure", (1, None), None, foldable=False, symbol="lambda")
 # copy(x): an identity; lowering and passes may use it to name a value.
 register("copy", 1, lambda x: x, symbol="x")
+# caught(): the exception that sent control to this handler block (the first
+# statement of every handler; see `Goto.unwind` in `ssair.ir`).  The interpreter
+# fills it in when it unwinds.
+register("caught", 0, None, pure=False, foldable=False, symbol="except ... as e")
 
 
 # Cells (Python's closure cells, for variables a nested function reads after the

@@ -16,7 +16,8 @@ Grammar (what `ssair.parser` reads back):
     lines start with `│`, its last line with `└──`.
   * statements `%n = op(operands, kw=operand)`, phis `%n = φ (#b => operand, ...)`,
     both with an optional `::type`; terminators `goto #k`, `goto #k if not %c` (followed
-    by `goto #j` unless the true target is the next block), `return operand`.
+    by `goto #j` unless the true target is the next block), `goto #k unwind #h`,
+    `return operand`, `raise operand`.
   * a trailing `# name @ line` annotation carries the source variable and line.
   * constants: Python literals (`1`, `2.5`, `inf`, `nan`, `True`, `None`, `'s'`,
     tuples), and `@dotted.name` for functions, modules and other objects.
@@ -27,7 +28,7 @@ import math
 import types
 from typing import Any
 
-from .ir import IR, Branch, Const, Goto, Phi, Return, Var
+from .ir import IR, Branch, Const, Goto, Phi, Raise, Return, Var
 
 ANNOT_COLUMN = 40
 
@@ -110,7 +111,7 @@ def format_stmt(s) -> str:
 
 def format_term(t, next_id) -> list:
     if isinstance(t, Goto):
-        return [f"goto #{t.target}"]
+        return [f"goto #{t.target}" + ("" if t.unwind is None else f" unwind #{t.unwind}")]
     if isinstance(t, Branch):
         lines = [f"goto #{t.else_} if not {format_operand(t.cond)}"]
         if t.then != next_id:
@@ -118,6 +119,8 @@ def format_term(t, next_id) -> list:
         return lines
     if isinstance(t, Return):
         return [f"return {format_operand(t.value)}"]
+    if isinstance(t, Raise):
+        return [f"raise {format_operand(t.value)}"]
     return ["<no terminator>"]
 
 

@@ -3,7 +3,7 @@
 
 Invariants (structure; checked first, all errors reported together):
   S1. the function has at least one block, and block ids are unique;
-  S2. every block has exactly one terminator (`Goto`, `Branch` or `Return`), the last
+  S2. every block has exactly one terminator (`Goto`, `Branch`, `Return` or `Raise`), the last
       thing in the block, and every jump target is an existing block;
   S3. a block's phis come first: `phis` holds only `Phi`s, `stmts` only `Stmt`s;
   S4. every statement's op is in `ssair.primitives.PRIMITIVES` and its positional
@@ -27,6 +27,11 @@ Invariants (control flow and SSA; checked once the structure is sound):
       in unreachable blocks are only checked for being defined;
   C6. types, when every argument, phi and statement has one, agree across each phi:
       the phi's type equals the type of each incoming value (`type_eq` may relax it).
+Invariants (exception handling; `goto #k unwind #h`, see `ssair.ir`):
+  E1. a protected block (the target of an unwind edge) has exactly one predecessor,
+      and is not its own handler;
+  E2. every edge into a handler block is an unwind edge, and the handler's first
+      statement is `caught()`; no other block holds a `caught()`.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import cfg
-from .ir import IR, Arg, Branch, Const, Goto, Phi, Return, Stmt, Var
+from .ir import IR, Arg, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from .primitives import PRIMITIVES
 from .printer import format_stmt, format_term
 
@@ -70,7 +75,7 @@ def _where(d: Any) -> str:
     try:
         if isinstance(d, (Phi, Stmt)):
             return f"`{format_stmt(d)}`{suffix}"
-        if isinstance(d, (Goto, Branch, Return)):
+        if isinstance(d, (Goto, Branch, Return, Raise)):
             return f"`{format_term(d, None)[0]}`{suffix}"
     except (TypeError, AttributeError, ValueError):
         pass  # an operand that is not a Var/Const: reported by its own check
@@ -140,7 +145,7 @@ class _Verifier:
         if isinstance(s, Phi):
             self.error(bid, s, "phi after statements (phis must come first in a block)")
             return
-        if isinstance(s, (Goto, Branch, Return)):
+        if isinstance(s, (Goto, Branch, Return, Raise)):
             self.error(bid, s, "terminator in the middle of the block")
             return
         if not isinstance(s, Stmt):
@@ -171,10 +176,10 @@ class _Verifier:
         if t is None:
             self.error(b.id, None, "block has no terminator")
             return
-        if not isinstance(t, (Goto, Branch, Return)):
-            self.error(b.id, t, "terminator is not a Goto, Branch or Return")
+        if not isinstance(t, (Goto, Branch, Return, Raise)):
+            self.error(b.id, t, "terminator is not a Goto, Branch, Return or Raise")
             return
-        targets = [t.target] if isinstance(t, Goto) else [t.then, t.else_] if isinstance(t, Branch) else []
+        targets = t.successors() if isinstance(t, (Goto, Branch)) else []
         for s in targets:
             if s not in ids:
                 self.error(b.id, t, f"jump target #{s} is not a block")
@@ -201,6 +206,33 @@ class _Verifier:
         for b in ir.blocks:
             if b is not entry:
                 self.phi_incoming(b)
+        self.unwinding()
+
+    def unwinding(self) -> None:
+        """E1, E2."""
+        protected, handlers = {}, {}
+        for b in self.ir.blocks:
+            t = b.term
+            if isinstance(t, Goto) and t.unwind is not None:
+                protected.setdefault(t.target, []).append(b.id)
+                handlers.setdefault(t.unwind, set()).add(b.id)
+        for k, froms in protected.items():
+            if len(self.preds.get(k, ())) != 1:
+                self.error(k, None, "a protected block (target of `goto .. unwind`) must "
+                           "have exactly one predecessor")
+            if any(self.ir.block(f).term.unwind == k for f in froms):
+                self.error(k, None, "a protected block is its own handler")
+        for b in self.ir.blocks:
+            catches = [s for s in b.stmts if s.op == "caught"]
+            if b.id not in handlers:
+                for s in catches:
+                    self.error(b.id, s, "`caught()` outside a handler block")
+                continue
+            for p in self.preds[b.id]:
+                if p not in handlers[b.id]:
+                    self.error(b.id, None, f"edge from #{p} into a handler is not an unwind edge")
+            if not b.stmts or b.stmts[0].op != "caught" or len(catches) != 1:
+                self.error(b.id, None, "a handler block starts with its one `caught()`")
 
     def pred_succ_agree(self) -> None:
         for b, ss in self.succs.items():

@@ -13,27 +13,10 @@ def refused(construct):
     return deco
 
 
-@refused("try/except")
-def f_try(x):
-    try:  # HERE
-        return 1 / x
-    except ZeroDivisionError:
-        return 0
-
-
-@refused("try/except")
-def f_finally(x):
-    try:  # HERE
-        x += 1
-    finally:
-        x -= 1
+@refused("del")
+def f_del_item(x):
+    del x[0]  # HERE
     return x
-
-
-@refused("with")
-def f_with(x):
-    with open(x) as fh:  # HERE
-        return fh.read()
 
 
 @refused("generator")
@@ -66,13 +49,6 @@ def f_nonlocal(x):
 refused("nonlocal write")(f_nonlocal(1))
 
 
-@refused("del")
-def f_del(x):
-    y = x
-    del y  # HERE
-    return x
-
-
 @refused("import")
 def f_import(x):
     import os  # HERE
@@ -102,19 +78,6 @@ def f_kwargs(x, **kw):  # HERE
 @refused("starred call")
 def f_star_call(t):
     return math.hypot(*t)  # HERE
-
-
-@refused("raise")
-def f_raise(x):
-    if x:
-        raise ValueError("x")  # HERE
-    return x
-
-
-@refused("assert")
-def f_assert(x):
-    assert x > 0  # HERE
-    return x
 
 
 @refused("f-string")

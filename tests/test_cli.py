@@ -15,11 +15,8 @@ SOURCE = textwrap.dedent("""\
             r *= x
         return r
 
-    def guarded(x):
-        try:
-            return 1 / x
-        except ZeroDivisionError:
-            return 0.0
+    def generates(x):
+        yield x
 """)
 
 
@@ -41,7 +38,7 @@ def test_show_prints_lowered_ir(userfile, capsys):
     ("{dir}/missing.py:f", "no such file"),
     ("{file}:nope", "has no function 'nope'"),
     ("{file}", "expected FILE.py:FUNC"),
-    ("{file}:guarded", "guarded"),
+    ("{file}:generates", "generates"),
 ])
 def test_show_errors_are_one_line_exit_2(userfile, capsys, target, message):
     import os

@@ -24,7 +24,10 @@ def simplifycfg(ir: IR) -> IR:
         per such predecessor.  Skipped when the block's own phis are used anywhere
         but in the target's phis, or when a predecessor already jumps to the target
         with a different phi value (phis are keyed by predecessor);
-      * the entry block stays first; blocks are renumbered 1..n in their order.
+      * the entry block stays first; blocks are renumbered 1..n in their order;
+      * exception edges stay as they are: a block entered by `goto .. unwind` and a
+        block that leaves by one are never merged or bypassed (that would move
+        statements into or out of the protected region).
     """
     ir = ir.copy()
     changed = True
@@ -76,11 +79,12 @@ def _merge_chains(ir: IR) -> bool:
     changed = False
     preds = ir.predecessors()
     blocks = ir.block_map()
+    guarded = protected_blocks(ir)
     for b in list(ir.blocks[1:]):
         if len(preds[b.id]) != 1:
             continue
         a = blocks[preds[b.id][0]]
-        if a is b or not isinstance(a.term, Goto):
+        if a is b or not isinstance(a.term, Goto) or a.term.unwind is not None or a.id in guarded:
             continue
         _merge(ir, a, b, blocks, preds)
         changed = True
@@ -104,8 +108,11 @@ def _merge(ir: IR, a, b, blocks: dict, preds: dict) -> None:
 
 def _bypass_forwarders(ir: IR) -> bool:
     changed = False
+    guarded = protected_blocks(ir)
     for f in list(ir.blocks[1:]):
         if f.stmts or not isinstance(f.term, Goto) or f.term.target == f.id:
+            continue
+        if f.term.unwind is not None or f.id in guarded:
             continue
         if _bypass(ir, f):
             changed = True
@@ -169,8 +176,16 @@ def _renumber(ir: IR) -> None:
         _renumber_term(b.term, new)
 
 
+def protected_blocks(ir: IR) -> set:
+    """The blocks entered by `goto .. unwind`."""
+    return {b.term.target for b in ir.blocks
+            if isinstance(b.term, Goto) and b.term.unwind is not None}
+
+
 def _renumber_term(t, new: dict) -> None:
     if isinstance(t, Goto):
         t.target = new[t.target]
+        if t.unwind is not None:
+            t.unwind = new[t.unwind]
     elif isinstance(t, Branch):
         t.then, t.else_ = new[t.then], new[t.else_]

@@ -22,7 +22,7 @@ CORE_MODULES = (
     "calls", "closures", "tuples", "arrays", "numpy_calls", "bigints", "errors", "effects",
 )
 # Ordinary Python the issue does not list explicitly (slices, methods, walrus, ...).
-EXTRA_MODULES = ("extras",)
+EXTRA_MODULES = ("extras", "exceptions")
 REFUSED_MODULES = ("refused",)
 
 

@@ -9,38 +9,6 @@ from . import add_refused, refuses
 COUNTER = 0
 
 
-@refuses("try", "except", "exception")
-def try_except(x):
-    try:
-        return 1 / x
-    except ZeroDivisionError:
-        return 0.0
-
-
-@refuses("try", "finally")
-def try_finally(x):
-    try:
-        x = x + 1
-    finally:
-        x = x * 2
-    return x
-
-
-@refuses("with", "context")
-def with_block(x):
-    import contextlib
-    with contextlib.nullcontext():
-        x = x + 1
-    return x
-
-
-@refuses("with", "context")
-def with_block_no_import(cm, x):
-    with cm:
-        x = x + 1
-    return x
-
-
 @refuses("generator", "yield")
 def generator(n):
     for i in range(n):  # noqa: UP028 - a yield loop on purpose
@@ -101,16 +69,21 @@ def outer_with_nonlocal(x):
 
 
 @refuses("del")
-def delete_local(x):
-    y = x + 1
-    del y
-    return x
-
-
-@refuses("del")
 def delete_item(a):
     del a[0]
     return a
+
+
+@refuses("del")
+def delete_attribute(obj):
+    del obj.value
+    return obj
+
+
+@refuses("async")
+async def async_with(cm):
+    async with cm:
+        return 1
 
 
 @refuses("import")
