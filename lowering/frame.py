@@ -238,20 +238,25 @@ class Lowerer:
 
     def edge(self, target: int, stack: list) -> int:
         """Leave the current IR block for bytecode block `target` with `stack`."""
-        stack = [v if is_marker(v) else self.operand(v) for v in stack]
-        shape = [v if is_marker(v) else None for v in stack]
-        known = self.shapes.setdefault(target, shape)
-        if len(known) != len(shape) or any(a is not b for a, b in zip(known, shape)):
-            self.refuse("stack shape mismatch at a join")
-        for k, v in enumerate(stack):
-            if shape[k] is None:
-                self.ssa.write(("$s", k), self.block, v)
+        self.carry(target, stack, "a join")
         tb = self.irb[target]
-        self.ssa.add_pred(tb, self.block)
         self.pending[target] -= 1
         if self.pending[target] == 0:
             self.ssa.seal(tb)
         return tb.id
+
+    def carry(self, target: int, stack: list, what: str) -> None:
+        """Send `stack` along an edge from the current IR block into bytecode block
+        `target`: markers in its shape, operands through SSA as ("$s", k)."""
+        stack = [v if is_marker(v) else self.operand(v) for v in stack]
+        shape = [v if is_marker(v) else None for v in stack]
+        known = self.shapes.setdefault(target, shape)
+        if len(known) != len(shape) or any(a is not b for a, b in zip(known, shape)):
+            self.refuse(f"stack shape mismatch at {what}")
+        for k, v in enumerate(stack):
+            if shape[k] is None:
+                self.ssa.write(("$s", k), self.block, v)
+        self.ssa.add_pred(self.irb[target], self.block)
 
     def goto(self, target: int | None) -> None:
         if target is None:
@@ -313,15 +318,7 @@ class Lowerer:
         for v in stack:
             if isinstance(v, Lazy) and v.var is None:
                 self.refuse("try/except (a pending value crosses into a handler)")
-        stack = [v if is_marker(v) else self.operand(v) for v in stack]
-        shape = [v if is_marker(v) else None for v in stack]
-        known = self.shapes.setdefault(target, shape)
-        if len(known) != len(shape) or any(a is not b for a, b in zip(known, shape)):
-            self.refuse("stack shape mismatch at an exception handler")
-        for k, v in enumerate(stack):
-            if shape[k] is None:
-                self.ssa.write(("$s", k), self.block, v)
-        self.ssa.add_pred(self.irb[target], self.block)
+        self.carry(target, stack, "an exception handler")
         if target not in self.entered:
             from .ops_except import handler_entry
             self.entered.add(target)

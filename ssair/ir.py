@@ -174,8 +174,8 @@ class Branch:
 
 
 @dataclass(eq=False)
-class Return:
-    """Return `value` from the function."""
+class _Exit:
+    """A terminator that leaves the function with `value`."""
 
     value: Operand
     line: Optional[int] = None
@@ -194,24 +194,14 @@ class Return:
 
 
 @dataclass(eq=False)
-class Raise:
+class Return(_Exit):
+    """Return `value` from the function."""
+
+
+@dataclass(eq=False)
+class Raise(_Exit):
     """Raise the exception `value` (to the handler of this block when it is
     protected, else out of the function)."""
-
-    value: Operand
-    line: Optional[int] = None
-
-    def successors(self) -> list:
-        return []
-
-    def operands(self) -> list:
-        return [self.value]
-
-    def map_operands(self, fn) -> None:
-        self.value = fn(self.value)
-
-    def retarget(self, old: int, new: int) -> None:
-        pass
 
 
 Terminator = Union[Goto, Branch, Return, Raise]
