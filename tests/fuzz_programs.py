@@ -8,7 +8,9 @@ and early return, nested loops, tuples, a closure, a bounded recursion `r(u, n)`
 and a local array written in loops.  Values stay bounded (sin, cos, tanh, division
 by `1 + e*e`), so every program terminates and is smooth away from its branch
 points; a rare `math.sqrt` of a raw expression raises ValueError on some inputs,
-which every executor must raise too.
+which every executor must raise too.  `try` statements (`except ValueError`, `else`,
+`finally`, around a `math.log` that raises on some inputs, or a `raise`) and
+`with np.errstate(...)` blocks run in the interpreter only (the JIT refuses them).
 
 `check_program(source, inputs)` raises `FuzzFailure` naming what disagreed:
   * CPython, the interpreter and the JIT give the same value or the same exception
@@ -110,7 +112,7 @@ class Body:
     def stmt(self, indent: int, depth: int, in_loop: bool) -> None:
         kinds = ["assign", "assign", "assign", "tuple"] + (["store"] if self.env["main"] else [])
         if depth > 0:
-            kinds += ["if", "for", "while"]
+            kinds += ["if", "for", "while", "try" if self.draw(st.integers(0, 3)) == 0 else "if"]
         if in_loop:
             kinds += ["break", "continue"]
         if self.env.get("calls"):
@@ -146,6 +148,25 @@ class Body:
             self.block(indent + 1, depth - 1, in_loop)
         if self.draw(st.booleans()):
             self.emit(indent, "else:")
+            self.block(indent + 1, depth - 1, in_loop)
+
+    def stmt_try(self, indent, depth, in_loop) -> None:
+        if self.draw(st.integers(0, 4)) == 0:
+            self.emit(indent, "with np.errstate(all='ignore'):")
+            self.block(indent + 1, depth - 1, in_loop)
+            return
+        self.emit(indent, "try:")
+        target = self.draw(st.sampled_from(["a", "b", "c"]))
+        if self.draw(st.booleans()):
+            self.emit(indent + 1, f"{target} = math.log({expr(self.draw, self.env, 1)})")
+        else:
+            self.emit(indent + 1, f"if {cond(self.draw, self.env)}:")
+            self.emit(indent + 2, "raise ValueError('drawn')")
+        self.block(indent + 1, depth - 1, in_loop)
+        form = self.draw(st.sampled_from(["except", "except else", "finally",
+                                          "except finally"]))
+        for part in form.split():
+            self.emit(indent, "except ValueError:" if part == "except" else part + ":")
             self.block(indent + 1, depth - 1, in_loop)
 
     def _loop_body(self, indent, depth, counter) -> None:
