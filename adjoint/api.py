@@ -60,16 +60,19 @@ def register_backend(name: str, runner: Any) -> None:
 
 
 def _load_jit() -> None:
-    """Import `jit` once, which registers the llvm backend (kept lazy: `adjoint`
-    alone must not pay for llvmlite, and `jit` imports `adjoint`)."""
+    """Load the compiled backends once: the `zygopy.backends` entry points of the
+    installed packages (zygopy's own is `jit.register_backends`).  Lazy, so that
+    `adjoint` alone does not pay for llvmlite; adjoint never imports jit."""
     global _JIT_TRIED
     if _JIT_TRIED:
         return
     _JIT_TRIED = True
-    try:
-        import jit  # noqa: F401
-    except ImportError:
-        pass
+    from importlib.metadata import entry_points
+    for ep in entry_points(group="zygopy.backends"):
+        try:
+            ep.load()()
+        except ImportError:
+            pass
 
 
 _JIT_TRIED = False

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+import lowering
 import ssair
 from ssair import IR
 from ssair import interpreter as interp
@@ -79,7 +80,6 @@ class JFunction:
 
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOWERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 VERIFY = True
 
 
@@ -235,11 +235,8 @@ def activity_of(values: tuple) -> tuple:
 
 
 def lower_function(f: Any) -> IR:
-    ir = _LOWERED.get(f)
-    if ir is None:
-        import lowering
-        ir = _LOWERED[f] = lowering.lower(f)
-    return ir
+    """`lowering.lower(f)`: lowered once, cached on the function by the lowering."""
+    return lowering.lower(f)
 
 
 def cells(f: types.FunctionType) -> tuple:

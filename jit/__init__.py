@@ -17,9 +17,17 @@ from . import cuda  # noqa: E402  (the CUDA path; imports no CUDA library until 
 from .cuda import code_ptx  # noqa: E402
 from . import grad_array, grad_calls  # noqa: E402,F401  (array cotangents, jcall / jback)
 from .grad_backend import BACKEND as GRAD_BACKEND, JitFallbackWarning, register as _register  # noqa: E402
-_register()
 from .grad_fast import register as _register_fast  # noqa: E402
-_register_fast()
+
+
+def register_backends() -> None:
+    """Make `backend="llvm"` (and `"auto"`) of `adjoint` use compiled pullbacks: the
+    `zygopy.backends` entry point, which adjoint loads on its first pullback."""
+    _register()
+    _register_fast()
+
+
+register_backends()
 from . import array_ops  # noqa: E402,F401  (whole-array operations as compiled loops)
 from . import array_more  # noqa: E402,F401  (more library calls as compiled loops)
 from . import array_methods  # noqa: E402,F401  (array methods, .T, outer, matmul)

@@ -28,6 +28,7 @@ import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+import lowering
 from ssair.ir import IR, Branch, Const, Goto, Phi, Return, Stmt, Var
 
 from .types import (BOOL, NONE, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, join,
@@ -168,17 +169,8 @@ def internal_call(d: Any) -> Optional[str]:
 
 
 def lower_function(func: Any) -> IR:
-    """The IR of a user function, lowered once and cached on the function."""
-    cached = _IR_CACHE.get(func)
-    if cached is not None:
-        return cached
-    import lowering
-    ir = lowering.lower(func)
-    _IR_CACHE[func] = ir
-    return ir
-
-
-_IR_CACHE: dict = {}
+    """The IR of a user function: `lowering.lower`, which caches it on the function."""
+    return lowering.lower(func)
 
 
 def is_user_function(f: Any) -> bool:

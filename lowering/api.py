@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import weakref
 
+from ssair import interpreter
 from ssair.ir import IR
 
 from . import closures, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
@@ -58,3 +59,6 @@ class CodeLowered:
 def code_lowered(f) -> CodeLowered:
     """An object whose str() and repr() are the listing of `lower(f)`."""
     return CodeLowered(lower(f))
+
+
+interpreter.set_lowering(lower)   # the interpreter runs user functions it calls

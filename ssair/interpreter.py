@@ -8,9 +8,10 @@ Statements are dispatched as follows:
   * an op with a handler (the `handlers=` argument, or `register_handler`) runs as
     `handler(state, stmt, values)`: for ops that need interpreter state, such as the
     adjoint's tape operations; `state.context` is the `context=` given to `interpret`;
-  * `call(f, args...; kw=...)`: user Python functions are lowered with
-    `lowering.lower` and interpreted (keywords and defaults bound with the function's
-    signature); `Closure`s and real Python closures are interpreted with their
+  * `call(f, args...; kw=...)`: user Python functions are lowered with the lowering
+    function the front end injects (`set_lowering`; `lowering` does so when it is
+    imported, and caches the IR) and interpreted (keywords and defaults bound with the
+    function's signature; with no lowering injected they are called directly); `Closure`s and real Python closures are interpreted with their
     captured values as the leading `nfree` arguments; anything else (numpy, math,
     builtins, classes, functions registered as primitives) is called directly;
   * `make_closure(@inner, vals...; defaults=, kwdefaults=)` builds a
@@ -321,7 +322,6 @@ def closure_template(code: types.CodeType, globals_: dict) -> types.FunctionType
 
 # -- which functions are user code --------------------------------------------------
 
-_LOWERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _USER: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -360,15 +360,23 @@ def _is_user_code(f: types.FunctionType) -> bool:
 
 
 def _user_ir(f: types.FunctionType) -> Optional[IR]:
-    return _lowered(f) if is_user_function(f) else None
+    return _LOWER[0](f) if _LOWER[0] is not None and is_user_function(f) else None
 
 
 def _lowered(f: Any) -> IR:
-    ir = _LOWERED.get(f)
-    if ir is None:
-        import lowering
-        ir = _LOWERED[f] = lowering.lower(f)
-    return ir
+    if _LOWER[0] is None:
+        raise RuntimeError(f"interpret: no lowering to run {f!r} with; it comes with "
+                           f"`import lowering` (ssair.interpreter.set_lowering)")
+    return _LOWER[0](f)
+
+
+_LOWER: list = [None]
+
+
+def set_lowering(lower: Callable) -> None:
+    """Inject the front end: `lower(f) -> IR` for a Python function (cached by the
+    caller; the interpreter keeps no IR of its own)."""
+    _LOWER[0] = lower
 
 
 # -- compilation to flat per-block lists ------------------------------------------
