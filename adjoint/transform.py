@@ -15,7 +15,8 @@ Pass order (each output verified with `ssair.verify`):
   6. `reverse`          the adjoint IR;
   7. cleanup            `simplifycfg` and `dce` on the adjoint IR;
   8. `cut_tapes`        a handler truncates what a raising callee pushed (forward IR).
-`ZYGOPY_DUMP=adjoint` prints both results to stderr.
+`PASSES` below holds these requirements as a table, and `check_order` checks every
+transform against it.  `ZYGOPY_DUMP=adjoint` prints both results to stderr.
 
 Transforms are cached per (IR, which arguments are differentiable), and built
 lazily: a recursive function's forward contains `jcall(@f, ...)`, which transforms
@@ -103,6 +104,34 @@ def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFuncti
     return jf
 
 
+# The J transform's passes and what each requires to have run before it (the
+# module docstring says why); `check_order` holds a run to this table, and `_build`
+# checks every transform it makes while `VERIFY` is on.
+PASSES: dict = {
+    "canonical_inplace": (),
+    "merge_returns": ("canonical_inplace",),     # sees the explicit array writes
+    "record_branches": ("merge_returns",),       # the entry has no predecessors
+    "activity": ("record_branches",),            # dummy phis are values too
+    "instrument": ("activity", "canonical_inplace"),
+    "rebuildable": ("instrument",),              # counters among the records
+    "silent_joins": ("instrument",),             # needs the records per block
+    "emit_stacks": ("instrument", "rebuildable", "silent_joins"),
+    "reverse": ("emit_stacks",),                 # pops what emit_stacks pushed
+    "cleanup": ("reverse",),
+    "cut_tapes": ("reverse",),                   # adds nothing the adjoint reads
+}
+
+
+def check_order(ran: list) -> list:
+    """The requirements of `PASSES` that the pass sequence `ran` breaks."""
+    broken = [f"unknown pass {n!r}" for n in ran if n not in PASSES]
+    for k, name in enumerate(ran):
+        for need in PASSES.get(name, ()):
+            if need not in ran[:k]:
+                broken.append(f"{name} runs before {need}, which it requires")
+    return broken
+
+
 def _check(ir: IR, stage: str) -> IR:
     if VERIFY:
         try:
@@ -117,25 +146,35 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     if len(active) != len(ir.args):
         raise TypeError(f"adjoint: {ir.name} takes {len(ir.args)} arguments (with "
                         f"captured values), got {len(active)}")
-    ir = _check(canonical_inplace(ir, types), "canonical_inplace")
-    primal = _check(record_branches(_check(merge_returns(ir), "merge_returns")),
-                    "record_branches")
-    act = analyze(primal, active)
+    ran: list = []
+
+    def step(name: str, value: Any, verify: bool = True) -> Any:
+        ran.append(name)
+        return _check(value, name) if verify else value
+
+    ir = step("canonical_inplace", canonical_inplace(ir, types))
+    primal = step("record_branches", record_branches(step("merge_returns", merge_returns(ir))))
+    act = step("activity", analyze(primal, active), verify=False)
     refuse_active_cells(primal, act)
     inout = inout_args(primal, act, active)
     kinds = _kinds(primal, types)
-    fwd = instrument(primal, act, kinds)
-    fwd.meta["induction"] = rebuildable(fwd, kinds)
-    fwd.meta["silent"] = silent_joins(fwd, act)
+    fwd = step("instrument", instrument(primal, act, kinds), verify=False)
+    fwd.meta["induction"] = step("rebuildable", rebuildable(fwd, kinds), verify=False)
+    fwd.meta["silent"] = step("silent_joins", silent_joins(fwd, act), verify=False)
     fwd.meta["inout"] = inout
     fwd.name = f"{ir.name}_forward"
     # errors raised by compiled forward/adjoint code name the user's function
     fwd.meta["source_name"] = ir.meta.get("source_name", ir.name)
     fwd.meta["ret"] = fwd.block(fwd.meta["exit"]).term.value
-    _check(emit_stacks(fwd), "emit_stacks")
-    adj = _check(build_adjoint(fwd, act, [a.var for a in primal.args]), "reverse")
-    adj = _check(_cleanup(adj), "cleanup")
-    _check(cut_tapes(fwd), "cut_tapes")
+    step("emit_stacks", emit_stacks(fwd))
+    adj = step("reverse", build_adjoint(fwd, act, [a.var for a in primal.args]))
+    adj = step("cleanup", _cleanup(adj))
+    step("cut_tapes", cut_tapes(fwd))
+    if VERIFY:
+        broken = check_order(ran)
+        if broken:
+            raise RuntimeError("adjoint: pass order broken: " + "; ".join(broken))
+    fwd.meta["passes"] = tuple(ran)
     adj.meta["source_name"] = fwd.meta["source_name"]
     fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
     _dump(fwd, adj)

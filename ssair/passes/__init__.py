@@ -47,50 +47,37 @@ PIPELINE: list = [
 PASSES: dict = dict(PIPELINE)
 MAX_ROUNDS = 4
 
-
-def _dump_wanted(name: str) -> bool:
-    wanted = os.environ.get("ZYGOPY_DUMP", "")
-    names = {w.strip() for w in wanted.split(",") if w.strip()}
-    return "all" in names or name in names
-
-
-def run_pass(name: str, fn: Callable, ir: IR) -> IR:
-    """Run one pass, printing the IR around it when `ZYGOPY_DUMP` asks for it."""
-    dump = _dump_wanted(name)
-    if dump:
-        print(f"--- before {name}: {ir.name}\n{format_ir(ir)}", file=sys.stderr)
-    out = fn(ir)
-    if dump:
-        print(f"--- after {name}: {ir.name}\n{format_ir(out)}", file=sys.stderr)
-    return out
-
-
-def optimize(ir: IR, passes: Sequence | None = None, rounds: int = MAX_ROUNDS) -> IR:
-    """Run the pipeline (or `passes`: names or (name, function) pairs) in rounds until
-    the printed IR stops changing, at most `rounds` times.  Returns a new IR; the
-    input is untouched."""
-    table = _resolve(passes) if passes is not None else PIPELINE
-    text = format_ir(ir)
-    for _ in range(rounds):
-        for name, fn in table:
-            ir = run_pass(name, fn, ir)
-        new_text = format_ir(ir)
-        if new_text == text:
-            break
-        text = new_text
-    return ir
+# The order constraints above as data, the way Go's compiler keeps `passOrder`:
+# (a, b, why) in ORDER means every run of b has a run of a before it (a prepares
+# for b); in CLEANUPS, some run of b follows the last run of a (b cleans up after
+# a).  `check_order` holds a pipeline to them; a test runs it on `PIPELINE`.
+ORDER: list = [
+    ("simplifycfg", "cse", "unreachable blocks are gone before the dominator tree"),
+    ("inplace", "constfold", "iadd on scalars becomes add, which folding knows"),
+    ("constfold", "algebraic", "algebraic rules look for literal operands"),
+    ("algebraic", "cse", "one form per expression, so that more of them compare equal"),
+]
+CLEANUPS: list = [
+    ("cse", "dce", "cse leaves definitions without uses"),
+    ("algebraic", "dce", "algebraic leaves definitions without uses"),
+    ("constfold", "simplifycfg", "constant branch conditions fold only afterwards"),
+    ("dce", "simplifycfg", "dce empties blocks, which only then merge or vanish"),
+]
 
 
-def _resolve(passes: Sequence) -> list:
-    table = []
-    for p in passes:
-        if isinstance(p, str):
-            if p not in PASSES:
-                raise KeyError(f"optimize: unknown pass {p!r} (known: {', '.join(PASSES)})")
-            table.append((p, PASSES[p]))
-        else:
-            table.append(tuple(p))
-    return table
+def check_order(pipeline: Sequence) -> list:
+    """The constraints of ORDER and CLEANUPS that `pipeline` ((name, fn) pairs, in
+    order) breaks, as messages; a constraint on a pass that does not run is moot."""
+    names = [n for n, _ in pipeline]
+    at = {n: [k for k, m in enumerate(names) if m == n] for n in names}
+    broken = []
+    for a, b, why in ORDER:
+        if a in at and b in at and not all(any(i < j for i in at[a]) for j in at[b]):
+            broken.append(f"{a} must run before every {b}: {why}")
+    for a, b, why in CLEANUPS:
+        if a in at and b in at and not max(at[b]) > max(at[a]):
+            broken.append(f"{b} must run after the last {a}: {why}")
+    return broken
 
 
 __all__ = [
@@ -101,6 +88,9 @@ __all__ = [
     "cse",
     "dce",
     "inplace",
+    "CLEANUPS",
+    "ORDER",
+    "check_order",
     "optimize",
     "run_pass",
     "simplifycfg",
