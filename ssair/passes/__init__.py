@@ -79,6 +79,50 @@ def check_order(pipeline: Sequence) -> list:
             broken.append(f"{b} must run after the last {a}: {why}")
     return broken
 
+def _dump_wanted(name: str) -> bool:
+    wanted = os.environ.get("ZYGOPY_DUMP", "")
+    names = {w.strip() for w in wanted.split(",") if w.strip()}
+    return "all" in names or name in names
+
+
+def run_pass(name: str, fn: Callable, ir: IR) -> IR:
+    """Run one pass, printing the IR around it when `ZYGOPY_DUMP` asks for it."""
+    dump = _dump_wanted(name)
+    if dump:
+        print(f"--- before {name}: {ir.name}\n{format_ir(ir)}", file=sys.stderr)
+    out = fn(ir)
+    if dump:
+        print(f"--- after {name}: {ir.name}\n{format_ir(out)}", file=sys.stderr)
+    return out
+
+
+def optimize(ir: IR, passes: Sequence | None = None, rounds: int = MAX_ROUNDS) -> IR:
+    """Run the pipeline (or `passes`: names or (name, function) pairs) in rounds until
+    the printed IR stops changing, at most `rounds` times.  Returns a new IR; the
+    input is untouched."""
+    table = _resolve(passes) if passes is not None else PIPELINE
+    text = format_ir(ir)
+    for _ in range(rounds):
+        for name, fn in table:
+            ir = run_pass(name, fn, ir)
+        new_text = format_ir(ir)
+        if new_text == text:
+            break
+        text = new_text
+    return ir
+
+
+def _resolve(passes: Sequence) -> list:
+    table = []
+    for p in passes:
+        if isinstance(p, str):
+            if p not in PASSES:
+                raise KeyError(f"optimize: unknown pass {p!r} (known: {', '.join(PASSES)})")
+            table.append((p, PASSES[p]))
+        else:
+            table.append(tuple(p))
+    return table
+
 
 __all__ = [
     "PASSES",

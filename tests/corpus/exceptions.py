@@ -232,3 +232,96 @@ def delete_then_read(x):
     if x > 0:
         del y
     return y
+
+
+class Logged:
+    """Logs enter and exit (with the exception's class) by name; may suppress."""
+
+    def __init__(self, log, name, suppress=False):
+        self.log, self.name, self.s = log, name, suppress
+
+    def __enter__(self):
+        self.log.append("in " + self.name)
+        return len(self.log)
+
+    def __exit__(self, t, v, tb):
+        self.log.append("out " + self.name + ("" if t is None else " " + t.__name__))
+        return self.s
+@case((5,), (1,))
+def break_and_continue_inside_with(n):
+    log = []
+    for i in range(n):
+        with Logged(log, "a") as k:
+            if i == 2:
+                break
+            if i == 0:
+                continue
+            log.append(i * k)
+    return log
+@case((5,), (2,))
+def continue_through_finally(n):
+    log = []
+    for i in range(n):
+        try:
+            if i % 2:
+                continue
+            log.append(1.0 / (i - 2))
+        except ZeroDivisionError:
+            log.append("zde")
+        finally:
+            log.append("f")
+    return log
+@case((2.0,), (0.0,))
+def with_two_managers_the_inner_suppresses(x):
+    log = []
+    y = x
+    with Logged(log, "a") as a, Logged(log, "b", True) as b:
+        y = y * (a + b)
+        y = 1.0 / x
+    return y, log
+@case((0.0,), (2.0,))
+def try_inside_a_handler(x):
+    try:
+        y = 1.0 / x
+    except ZeroDivisionError:
+        try:
+            y = math.log(x)
+        except ValueError as e2:
+            y = str(e2)
+    return y
+@case((0.0,), (1.0,))
+def except_name_is_deleted_after_the_handler(x):
+    try:
+        y = 1.0 / x
+    except ZeroDivisionError as e:  # noqa: F841  (CPython deletes `e` after the handler)
+        y = 0.0  # noqa: F841
+    return e  # noqa: F821
+@case((0.0,), (2.0,))
+def return_in_finally_wins(x):
+    try:
+        return 1.0 / x
+    finally:
+        if x == 0:
+            return -1.0
+@case((0,),)
+def break_from_except_runs_finally(n):
+    i, s = 0, 0.0
+    while True:
+        try:
+            s += 1.0 / (3 - i)
+        except ZeroDivisionError:
+            break
+        finally:
+            i += 1
+    return s, i
+@case((1.0,), (-1.0,))
+def raise_inside_with_reaches_outer_handler(x):
+    log = []
+    try:
+        with Logged(log, "a"):
+            if x > 0:
+                raise KeyError("k")
+            log.append("body")
+    except KeyError as e:
+        log.append("caught " + str(e))
+    return log
