@@ -68,11 +68,16 @@ def _load_jit() -> None:
         return
     _JIT_TRIED = True
     from importlib.metadata import entry_points
+    why = "no `zygopy.backends` entry point is installed (pip install zygopy)"
     for ep in entry_points(group="zygopy.backends"):
         try:
             ep.load()()
-        except ImportError:
-            pass
+        except ImportError as e:
+            why = f"loading backend {ep.name!r} failed: {e}"
+    if "llvm" not in RUNNERS:
+        import warnings
+        warnings.warn(f"zygopy: no compiled backend, pullbacks run in the interpreter: "
+                      f"{why}", RuntimeWarning, stacklevel=4)
 
 
 _JIT_TRIED = False

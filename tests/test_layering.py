@@ -59,3 +59,14 @@ def test_the_interpreter_runs_user_functions_once_lowering_is_imported():
                "ir = lowering.lower(f)\n"
                "print(ssair.interpret(ir, 3.0), lowering.lower(sq) is lowering.lower(sq))")
     assert out.splitlines() == ["False", "10.0 True"]
+
+
+def test_a_missing_compiled_backend_is_said_not_silent():
+    out = _run("import warnings, importlib.metadata as md\n"
+               "md.entry_points = lambda **kw: []\n"
+               "import adjoint\n"
+               "with warnings.catch_warnings(record=True) as w:\n"
+               "    warnings.simplefilter('always')\n"
+               "    y, back = adjoint.pullback(lambda x: x * x, 2.0)\n"
+               "print(back(1.0), 'llvm' in adjoint.api.RUNNERS, str(w[0].message)[:45])")
+    assert out == "(4.0,) False zygopy: no compiled backend, pullbacks run in"
