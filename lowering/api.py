@@ -1,6 +1,7 @@
 """The public entry points: `lower(f)` and `code_lowered(f)`."""
 from __future__ import annotations
 
+import types
 import weakref
 
 from ssair import interpreter
@@ -19,6 +20,10 @@ def lower(f) -> IR:
     Raises `lowering.UnsupportedError` for constructs outside the supported subset,
     NameError for a global that does not exist when lowering.
     """
+    if type(f) is types.FunctionType:     # the interpreter's path, once per call
+        ir = _CACHE.get(f)
+        if ir is not None and ir.meta.get("code") is f.__code__:
+            return ir
     f = getattr(f, "__func__", f)
     if not hasattr(f, "__code__"):
         raise TypeError(f"lowering.lower: {f!r} is not a Python function")

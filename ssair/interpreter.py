@@ -40,7 +40,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 from .ir import IR, Branch, Const, Goto, Raise, Return, Var
-from .primitives import PRIMITIVES
+from .primitives import PRIMITIVES, REVISION
 from .refusal import Refusal
 
 # Python frames the interpreter uses per interpreted call (_exec -> _call ->
@@ -341,12 +341,20 @@ def is_user_function(f: Any) -> bool:
     itself), and not the implementation of a registered primitive."""
     if type(f) is not types.FunctionType:
         return False
-    if any(p.impl is f for p in PRIMITIVES.values()):
-        return False
     known = _USER.get(f)
     if known is None:
         known = _USER[f] = _is_user_code(f)
-    return known
+    return known and id(f) not in _primitive_impls()
+
+
+def _primitive_impls() -> frozenset:
+    """The ids of the functions that implement primitives (cached per table revision)."""
+    if _IMPLS[0] != REVISION[0]:
+        _IMPLS[:] = [REVISION[0], frozenset(id(p.impl) for p in PRIMITIVES.values())]
+    return _IMPLS[1]
+
+
+_IMPLS: list = [-1, frozenset()]
 
 
 def _is_user_code(f: types.FunctionType) -> bool:

@@ -39,6 +39,7 @@ class Primitive:
 
 
 PRIMITIVES: dict = {}
+REVISION: list = [0]    # bumped by every `register` (for caches of the table)
 
 
 def register(name: str, nargs: Any, impl: Optional[Callable], *, pure: bool = True,
@@ -46,6 +47,7 @@ def register(name: str, nargs: Any, impl: Optional[Callable], *, pure: bool = Tr
     """Add (or replace) a primitive in the table and return it."""
     p = Primitive(name, nargs, impl, pure, foldable, symbol)
     PRIMITIVES[name] = p
+    REVISION[0] += 1
     return p
 
 
