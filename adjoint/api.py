@@ -30,7 +30,7 @@ import numpy as np
 
 from ssair import interpret
 
-from .inplace import arg_types
+from .passes.inplace import arg_types
 from .tape import Tape, fresh
 from .transform import (JFunction, activity_of, cells, is_differentiable, lower_function,
                         transform)

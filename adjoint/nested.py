@@ -174,7 +174,7 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict) -> tuple:
 class _GradientPB(T.CallPB):
     """A nested `adjoint.gradient(fn, *args)`: the gradient program's arguments are
     fn's captured values, then args.  The captured values' cotangents go to the
-    operand `fn` as one tuple (a closure's cotangent, see `adjoint.reverse`)."""
+    operand `fn` as one tuple (a closure's cotangent, see `adjoint.passes.reverse`)."""
 
     __slots__ = ()
 

@@ -12,7 +12,7 @@ A `Rule` is one of
     object (called directly by the interpreter; the JIT may lower `Pullback.fn`, which
     is plain Python) and its result is read with `dget(%g, k)`;
   * structural (`emit`): a few ops are emitted directly as IR (tuple building and
-    indexing, array element reads and writes, closures), see `adjoint.reverse`.
+    indexing, array element reads and writes, closures), see `adjoint.passes.reverse`.
 
 `needs(active)` says which positional operands the pullback reads (its *alphas*),
 given which operands are active; the transform records only those (and the result
@@ -209,7 +209,7 @@ def other_operand(active: tuple) -> set:
 
 
 def structural(op: str, needs: Optional[Callable] = None) -> Rule:
-    """An op whose adjoint `adjoint.reverse` emits as IR directly."""
+    """An op whose adjoint `adjoint.passes.reverse` emits as IR directly."""
     return _store(op, Rule(op, emit=op, needs=needs))
 
 
@@ -284,7 +284,7 @@ class MissingRule:
 missing_rule = MissingRule()
 
 
-# -- structural ops (emitted by adjoint.reverse) --------------------------------------
+# -- structural ops (emitted by adjoint.passes.reverse) --------------------------------------
 structural("tuple")
 structural("list")
 structural("make_closure")
@@ -293,7 +293,7 @@ structural("pos")
 structural("getitem", needs=lambda act: set(range(len(act))))
 structural("setitem",   # the indices, and the value when active (its shape, see reverse)
            needs=lambda act: set(range(2, len(act))) | ({1} if act[1] else set()))
-structural("call")   # calls of user functions: jcall/jback (see adjoint.instrument)
+structural("call")   # calls of user functions: jcall/jback (see adjoint.passes.instrument)
 
 nondiff("lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth",
         "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "floordiv")

@@ -10,7 +10,7 @@ Integers and booleans have no cotangent.
 Primitives (all typeable from their operands, so the JIT can compile them):
   * `push(tape, v)`            append `v` to the tape (impure; returns None);
   * `tape_mark(tape)`, `tape_cut(tape, m)`  the tape's length; truncate it back to
-                               `m` (a handler entered by an exception, `adjoint.unwind`);
+                               `m` (a handler entered by an exception, `adjoint.passes.unwind`);
   * `pop(reader)`              the next value backwards from a reader's cursor;
                                reading never changes the tape, so `back` may run
                                many times, each with its own `Tape.reader()`;
@@ -104,7 +104,7 @@ def tape_mark(tape: Tape) -> int:
 
 
 def tape_cut(tape: Tape, mark: int) -> None:
-    """Drop what a statement that raised pushed after `mark` (`adjoint.unwind`)."""
+    """Drop what a statement that raised pushed after `mark` (`adjoint.passes.unwind`)."""
     del tape.items[mark:]
 
 

@@ -6,17 +6,17 @@ Pass order (each output verified with `ssair.verify`):
                         from the runtime values), an explicit array write otherwise;
   1. `merge_returns`    one exit block, an entry without predecessors;
   2. `record_branches`  dummy phis in blocks with >= 2 predecessors;
-  3. activity analysis  (`adjoint.activity.analyze`) on the result;
+  3. activity analysis  (`adjoint.passes.activity.analyze`) on the result;
   4. `instrument`       pullback records and alphas, `jcall`s, snapshots, `%tape`
                         (scalar rule variants where operands are proven numbers);
-     `rebuildable`      loop counters the adjoint rebuilds (`adjoint.induction`);
-     `silent_joins`     joins whose edge the adjoint does not need (`adjoint.branches`);
+     `rebuildable`      loop counters the adjoint rebuilds (`adjoint.passes.induction`);
+     `silent_joins`     joins whose edge the adjoint does not need (`adjoint.passes.branches`);
   5. `emit_stacks`      pushes in cyclic blocks, env slots elsewhere, returns (y, env);
   6. `reverse`          the adjoint IR;
   7. cleanup            `simplifycfg` and `dce` on the adjoint IR;
   8. `cut_tapes`        a handler truncates what a raising callee pushed (forward IR).
-`PASSES` below holds these requirements as a table, and `check_order` checks every
-transform against it.  `ZYGOPY_DUMP=adjoint` prints both results to stderr.
+`adjoint.passes.PASSES` holds these requirements as a table, and its `check_order`
+checks every transform against it.  `ZYGOPY_DUMP=adjoint` prints both results to stderr.
 
 Transforms are cached per (IR, which arguments are differentiable), and built
 lazily: a recursive function's forward contains `jcall(@f, ...)`, which transforms
@@ -52,16 +52,17 @@ from ssair import IR
 from ssair import interpreter as interp
 
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
-from .activity import Activity, analyze
-from .branches import record_branches, silent_joins
-from .induction import rebuildable
-from .inplace import arg_types, canonical_inplace
-from .instrument import instrument
-from .merge_returns import merge_returns
-from .reverse import build_adjoint
+from .passes.activity import Activity, analyze
+from .passes.branches import record_branches, silent_joins
+from .passes.induction import rebuildable
+from .passes.inplace import arg_types, canonical_inplace
+from .passes.instrument import instrument
+from .passes.merge_returns import merge_returns
+from .passes.reverse import build_adjoint
 from .rules import lookup_callee, missing_rule_error
-from .stacks import emit_stacks
-from .unwind import cut_tapes
+from .passes.stacks import emit_stacks
+from .passes.unwind import cut_tapes
+from .passes import check_order
 
 
 @dataclass
@@ -92,7 +93,7 @@ def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFuncti
     """J(ir) for arguments whose differentiability is `active_args` (cached): per
     argument 0 (not differentiable), 1 (a float or tuple) or 2 (an array, which the
     function may write into); `activity_of(values)` computes it.  Booleans work.
-    `types` (`adjoint.inplace.arg_types(values)`, or the JIT's type names) lets
+    `types` (`adjoint.passes.inplace.arg_types(values)`, or the JIT's type names) lets
     in-place operators on scalar arguments become plain operators."""
     per_ir = _CACHE.get(ir)
     if per_ir is None:
@@ -102,34 +103,6 @@ def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFuncti
     if jf is None:
         jf = per_ir[key] = _build(ir, *key)
     return jf
-
-
-# The J transform's passes and what each requires to have run before it (the
-# module docstring says why); `check_order` holds a run to this table, and `_build`
-# checks every transform it makes while `VERIFY` is on.
-PASSES: dict = {
-    "canonical_inplace": (),
-    "merge_returns": ("canonical_inplace",),     # sees the explicit array writes
-    "record_branches": ("merge_returns",),       # the entry has no predecessors
-    "activity": ("record_branches",),            # dummy phis are values too
-    "instrument": ("activity", "canonical_inplace"),
-    "rebuildable": ("instrument",),              # counters among the records
-    "silent_joins": ("instrument",),             # needs the records per block
-    "emit_stacks": ("instrument", "rebuildable", "silent_joins"),
-    "reverse": ("emit_stacks",),                 # pops what emit_stacks pushed
-    "cleanup": ("reverse",),
-    "cut_tapes": ("reverse",),                   # adds nothing the adjoint reads
-}
-
-
-def check_order(ran: list) -> list:
-    """The requirements of `PASSES` that the pass sequence `ran` breaks."""
-    broken = [f"unknown pass {n!r}" for n in ran if n not in PASSES]
-    for k, name in enumerate(ran):
-        for need in PASSES.get(name, ()):
-            if need not in ran[:k]:
-                broken.append(f"{name} runs before {need}, which it requires")
-    return broken
 
 
 def _check(ir: IR, stage: str) -> IR:
@@ -214,8 +187,8 @@ def refuse_active_cells(ir: IR, act: Activity) -> None:
 def inout_args(ir: IR, act: Activity, active: tuple) -> tuple:
     """Indices of active array arguments this function may write into (`a[i] = v`,
     or passed on to a user call that may): their cotangent is passed *in* to the
-    adjoint as well as out (see `adjoint.reverse`)."""
-    from .activity import is_user_call
+    adjoint as well as out (see `adjoint.passes.reverse`)."""
+    from .passes.activity import is_user_call
     from ssair import Var
     written = set()
     for b in ir.blocks:
@@ -346,7 +319,7 @@ class CallPB:
     def back(self, state, reader, dy, cur=None) -> tuple:
         """New cotangents of the jcall operands, given their current ones `cur`:
         arguments the callee may write into are seeded with theirs and replaced,
-        the others accumulate (see `adjoint.reverse`).  A closure's entry in `cur`
+        the others accumulate (see `adjoint.passes.reverse`).  A closure's entry in `cur`
         is the tuple of its captured values' cotangents."""
         seeded, replaced = self._seed(cur)
         arg = dy if not self.jf.inout else (dy, seeded)

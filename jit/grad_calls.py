@@ -458,7 +458,7 @@ def _tuple_of(fc: FunctionGen, values: list, types: tuple):
     return out
 
 
-# -- `updates_float_array(x)`: the branch adjoint.inplace puts before `x OP= y` ---------
+# -- `updates_float_array(x)`: the branch adjoint.passes.inplace puts before `x OP= y` ---------
 def _updates_float_array():
     try:
         from ssair.passes.inplace import updates_float_array

@@ -89,7 +89,7 @@ def _build(f: Any, args: tuple) -> Any:
     if not _eligible(f, args):
         return False
     try:
-        from adjoint.inplace import arg_types
+        from adjoint.passes.inplace import arg_types
         from adjoint.transform import activity_of, lower_function, transform
         jf = transform(lower_function(f), activity_of(args), arg_types(args))
         code = BACKEND.code_for(jf, args)

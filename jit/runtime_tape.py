@@ -9,7 +9,7 @@ reader's cursor back by as many slots as its static type has leaves and rebuilds
 value.  The slot types are static: the compiler knows the type of every push from
 inference, and the type of every pop from `ir.meta["pop_types"]` (var id -> Type),
 which `jit.grad_calls.adjoint_ir` derives from the adjoint's `meta["pop_of"]` (pop
-var -> the forward value its push recorded, written by adjoint/reverse.py) and the
+var -> the forward value its push recorded, written by adjoint/passes/reverse.py) and the
 typed forward.  Consecutive pushes (pops) share one capacity (bounds) check; a pushed
 dummy phi whose value is known at compile time takes no slot (`meta["pop_static"]`).
 Compiled pullbacks (jit.grad_runner) keep the tape inside a malloc'd block instead

@@ -9,12 +9,12 @@ import pytest
 
 import adjoint
 import ssair
-from adjoint.activity import analyze
-from adjoint.branches import record_branches
-from adjoint.instrument import instrument
-from adjoint.merge_returns import merge_returns
-from adjoint.reverse import build_adjoint
-from adjoint.stacks import emit_stacks
+from adjoint.passes.activity import analyze
+from adjoint.passes.branches import record_branches
+from adjoint.passes.instrument import instrument
+from adjoint.passes.merge_returns import merge_returns
+from adjoint.passes.reverse import build_adjoint
+from adjoint.passes.stacks import emit_stacks
 from adjoint.tape import Tape
 from adjoint.transform import transform
 from adjoint_check import check_gradient

@@ -1,7 +1,7 @@
 """Loops whose header has several latches (an if/else at the end of the body, a
 `continue`): the adjoint finds the first visit of the header from the rebuilt
 counter and reads the recorded edge only to choose among the latches
-(`adjoint.induction`, `first_visit`).  Gradients must match central differences and
+(`adjoint.passes.induction`, `first_visit`).  Gradients must match central differences and
 the interpreter must agree with the JIT, for every branch pattern."""
 from __future__ import annotations
 

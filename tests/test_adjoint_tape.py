@@ -1,7 +1,7 @@
 """What the forward pass records: tape words per loop iteration, and gradients that
 stay right when the adjoint rebuilds values instead of reading them from the tape
 (scalar rule variants, loop counters, element reads of unwritten arrays, implied
-loop edges; see adjoint.induction)."""
+loop edges; see adjoint.passes.induction)."""
 from __future__ import annotations
 
 import math
@@ -13,7 +13,7 @@ from adjoint_check import check_gradient
 
 import adjoint
 import ssair
-from adjoint.inplace import arg_types
+from adjoint.passes.inplace import arg_types
 from adjoint.tape import Tape
 from adjoint.transform import activity_of, lower_function, transform
 from bench.workloads import leaky_sum, rosenbrock

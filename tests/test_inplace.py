@@ -2,7 +2,7 @@
 update a mutable left operand in place as CPython does, turned back into plain
 operators where the left operand is provably a number (`ssair.passes.inplace`,
 seeded with argument types), differentiated exactly by the adjoint
-(`adjoint.inplace`) and compiled by the JIT on numbers."""
+(`adjoint.passes.inplace`) and compiled by the JIT on numbers."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +13,7 @@ import adjoint
 import jit
 import lowering
 import ssair
-from adjoint.inplace import arg_types, canonical_inplace
+from adjoint.passes.inplace import arg_types, canonical_inplace
 from jit.types import TypingError
 from ssair.passes.inplace import inplace
 from ssair.passes.scalars import Scalars

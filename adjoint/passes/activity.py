@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ssair import IR, Const, Phi, Return, Var
 
-from .rules import lookup_callee, lookup_op
+from ..rules import lookup_callee, lookup_op
 
 SHAPE_ATTRS = frozenset({"shape", "ndim", "size", "dtype", "__len__"})
 CONTAINER_CALLS = ("zeros", "ones", "empty", "zeros_like", "ones_like", "empty_like",

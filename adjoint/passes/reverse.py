@@ -32,7 +32,7 @@ from ssair.ssabuild import SSABuilder
 from .activity import Activity
 from .induction import def_blocks
 from .instrument import Record, where
-from .tape import unbcast
+from ..tape import unbcast
 
 NONE = Const(None)
 
@@ -83,7 +83,7 @@ class _Ctx:
 
     def rebuild(self, v: Var) -> Any:
         """The value of loop counter `v` (or a constant offset of one) at the
-        current point of the adjoint (see `adjoint.induction`)."""
+        current point of the adjoint (see `adjoint.passes.induction`)."""
         if not isinstance(v, Var):
             return v
         got = self.recomputed.get(v)

@@ -15,7 +15,7 @@ Guarantees:
     definition does not dominate the exit is carried there through phis built with
     `ssair.ssabuild.SSABuilder` (`None` on paths where it was not defined: the
     adjoint only reads it on the path that defined it);
-  * values the adjoint rebuilds (`meta["induction"]`, see `adjoint.induction`: loop
+  * values the adjoint rebuilds (`meta["induction"]`, see `adjoint.passes.induction`: loop
     counters and constant offsets of them, read in their own component) are not
     pushed; the counters' final values become env slots instead, as do the entry
     values of the headers whose edge is implied (whose dummy phi is not pushed);

@@ -25,8 +25,8 @@ loop, an if/else at its end) the dummy phi is still recorded, but the adjoint te
 the first visit on the counter and branches on the recorded edge only among the
 latches: a two-way choice the compiler can turn into a select.
 
-`rebuildable(ir, kinds)` returns an `Induction` (read by `adjoint.stacks` and
-`adjoint.reverse`).  The IR is not modified.
+`rebuildable(ir, kinds)` returns an `Induction` (read by `adjoint.passes.stacks` and
+`adjoint.passes.reverse`).  The IR is not modified.
 """
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def _leaves(out: Induction, args: list, comp: int, where: dict, written: set):
 def _ruled(s: Any) -> bool:
     """A call of a library function in the rule table (which never writes into
     its arguments: `len`, `math.exp`, `np.sum`, ...)."""
-    from .rules import lookup_callee
+    from ..rules import lookup_callee
     f = s.args[0] if s.op == "call" else None
     return isinstance(f, Const) and lookup_callee(f.value) is not None
 

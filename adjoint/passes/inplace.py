@@ -38,7 +38,7 @@ from ssair.passes.scalars import Scalars
 from ssair.passes.util import use_counts
 from ssair.primitives import INPLACE
 
-from .rules import OP_RULES, Rule, nondiff
+from ..rules import OP_RULES, Rule, nondiff
 
 
 def arg_type(x: Any) -> str | None:
