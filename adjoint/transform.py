@@ -52,6 +52,7 @@ from ssair import IR
 from ssair import interpreter as interp
 
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
+from .passes import check_order
 from .passes.activity import Activity, analyze
 from .passes.branches import record_branches, silent_joins
 from .passes.induction import rebuildable
@@ -59,10 +60,9 @@ from .passes.inplace import arg_types, canonical_inplace
 from .passes.instrument import instrument
 from .passes.merge_returns import merge_returns
 from .passes.reverse import build_adjoint
-from .rules import lookup_callee, missing_rule_error
 from .passes.stacks import emit_stacks
 from .passes.unwind import cut_tapes
-from .passes import check_order
+from .rules import lookup_callee, missing_rule_error
 
 
 @dataclass

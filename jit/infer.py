@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import lowering
-from ssair.ir import IR, Branch, Const, Goto, Phi, Return, Stmt, Var
+from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
 from .types import (BOOL, NONE, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, join,
                     typeof)
@@ -130,7 +130,6 @@ def _callee_key(f: Any) -> Any:
 def _refuse_exceptions(t: Typing) -> None:
     """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
     `raise` is refused at typing time, so `backend="auto"` runs the interpreter."""
-    from ssair.ir import Goto, Raise
     for b in t.ir.blocks:
         if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
             what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"

@@ -10,6 +10,7 @@ travel in the per-block stack shape instead.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from ssair.ir import IR, Branch, Const, Goto, Raise, Return, Var
@@ -21,6 +22,7 @@ from .runtime import UNBOUND, check_bound, unbound_local
 from .values import EXHAUSTED, LASTI, NULL, ExcInfo, ForState, Lazy
 
 HANDLERS: dict = {}
+PY = sys.version_info[:2]
 BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth"}
 
 
@@ -171,9 +173,8 @@ class Lowerer:
     def emit(self, op: str, *args, kwargs=None, name=None) -> Var:
         args = [self.operand(a) for a in args]
         kwargs = {k: self.operand(v) for k, v in (kwargs or {}).items()}
-        if self.handler is not None or self.block.id in self.prot:
-            self.protect()
-            self.fresh = None
+        self.protect()
+        self.fresh = None
         v = self.ir.push(self.block, op, *args, line=self.line, name=name, kwargs=kwargs)
         self.def_of[v] = self.block.stmts[-1]
         if op in BOOL_OPS:
@@ -275,8 +276,7 @@ class Lowerer:
     def raise_(self, exc) -> None:
         """End the block raising `exc` (to the handler in force, if any)."""
         exc = self.operand(exc)
-        if self.handler is not None or self.block.id in self.prot:
-            self.protect()
+        self.protect()
         self.block.term = Raise(exc, self.line)
 
     # -- exception regions ----------------------------------------------------
@@ -320,10 +320,23 @@ class Lowerer:
                 self.refuse("try/except (a pending value crosses into a handler)")
         self.carry(target, stack, "an exception handler")
         if target not in self.entered:
-            from .ops_except import handler_entry
             self.entered.add(target)
             lasti = bool(self.handler and self.handler[2])
-            self.prologues[target] = lambda: handler_entry(self, lasti)
+            self.prologues[target] = lambda: self.enter_handler(lasti)
+
+    def enter_handler(self, lasti: bool) -> None:
+        """At the head of a handler block: `caught()` (first, unprotected), then the
+        stack CPython's handler starts with: 3.11+ `[..depth] (lasti) exc`; 3.10
+        `[..depth] prev prev prev tb exc type` (the previous exception's slots are
+        one `ExcInfo` marker, which a bare `raise` reads)."""
+        exc = self.ir.push(self.block, "caught", line=self.line)
+        if PY >= (3, 11):
+            self.stack += [LASTI, exc] if lasti else [exc]
+            return
+        self.stack += [ExcInfo(exc)] * 3
+        self.push(self.emit("getattr", exc, Const("__traceback__")))
+        self.push(exc)
+        self.push(self.emit("call", Const(type), exc))
 
     # -- finishing ------------------------------------------------------------
     def renumber(self) -> None:

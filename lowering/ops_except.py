@@ -4,9 +4,9 @@ The reader (`lowering.reader`) finds the handler in force at each instruction: f
 the exception table on 3.11+, from the SETUP_FINALLY/SETUP_WITH block stack on 3.10.
 The driver (`Lowerer.protect`) puts each statement that runs under a handler in its
 own block entered by `goto #k unwind #h`; an exception there continues at the
-handler's IR block, whose first statement `caught()` is the exception.  This module
-builds the handler's entry stack the way CPython does and lowers the opcodes that
-handler code uses:
+handler's IR block, which `Lowerer.enter_handler` starts with `caught()` and the
+stack CPython's handler starts with.  This module lowers the opcodes that handler
+code uses:
 
   * 3.11+: the handler starts with `[..depth] (lasti) exc`; PUSH_EXC_INFO swaps in
     the previous exception's slot (an `ExcInfo` marker), CHECK_EXC_MATCH tests
@@ -25,24 +25,9 @@ from ssair.ir import Const
 
 from .frame import handles
 from .runtime import UNBOUND, exception_matches, raise_from
-from .values import LASTI, ExcInfo
+from .values import ExcInfo
 
 PY = sys.version_info[:2]
-
-
-def handler_entry(lw, lasti: bool) -> None:
-    """At the head of a handler block: the exception, then what CPython pushes."""
-    exc = lw.ir.push(lw.block, "caught", line=lw.line)
-    if PY >= (3, 11):
-        if lasti:
-            lw.push(LASTI)
-        lw.push(exc)
-        return
-    info = ExcInfo(exc)
-    lw.stack += [info, info, info]
-    lw.push(lw.emit("getattr", exc, Const("__traceback__")))
-    lw.push(exc)
-    lw.push(lw.emit("call", Const(type), exc))
 
 
 @handles("SETUP_FINALLY")

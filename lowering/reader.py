@@ -152,15 +152,17 @@ class CodeReader:
         """3.11+: the TryBegin in force at each instruction, in layout order."""
         cur = None
         for b in self.blocks:
+            tries = sorted(b.tries, key=lambda t: t[0])
             b.handlers = []
-            for k in range(len(b.instrs) + 1):
-                for pos, m in b.tries:
-                    if pos == k:
-                        cur = m if type(m).__name__ == "TryBegin" else None
-                if k < len(b.instrs):
-                    b.handlers.append(None if cur is None else
-                                      (self.label_block[cur.target], cur.stack_depth,
-                                       cur.push_lasti))
+            for k in range(len(b.instrs)):
+                while tries and tries[0][0] == k:
+                    m = tries.pop(0)[1]
+                    cur = m if type(m).__name__ == "TryBegin" else None
+                b.handlers.append(None if cur is None else
+                                  (self.label_block[cur.target], cur.stack_depth,
+                                   cur.push_lasti))
+            for _, m in tries:          # markers after the block's last instruction
+                cur = m if type(m).__name__ == "TryBegin" else None
 
     def block_stack_handlers(self) -> None:
         """3.10: the innermost SETUP_FINALLY/SETUP_WITH in force at each instruction,
@@ -178,13 +180,13 @@ class CodeReader:
                 if ins.name in SETUPS:
                     self.reach(entry, todo, b.setup, tuple(stack) + ("except",))
                     stack.append(b.setup)
-                elif ins.name == "POP_BLOCK" and stack or ins.name == "POP_EXCEPT" and stack and stack[-1] == "except":
+                elif ins.name == "POP_BLOCK" and stack:
+                    stack.pop()
+                elif ins.name == "POP_EXCEPT" and stack and stack[-1] == "except":
                     stack.pop()
             for s in (b.fall, b.target):
                 if s is not None:
                     self.reach(entry, todo, s, tuple(stack))
-            for h in b.unwinds:
-                b.succs = b.succs + [h] if h not in b.succs else b.succs
 
     def reach(self, entry: dict, todo: list, idx: int, stack: tuple) -> None:
         if idx in entry:

@@ -60,12 +60,16 @@ def exception_matches(exc, kinds) -> bool:
     return issubclass(exc if isinstance(exc, type) else type(exc), kinds)
 
 
+def _instance(x):
+    """An exception class is raised as its instance, `raise E` as `raise E()`."""
+    return x() if isinstance(x, type) and issubclass(x, BaseException) else x
+
+
 def raise_from(exc, cause):
     """The exception `raise exc from cause` raises (classes are instantiated)."""
-    exc = exc() if isinstance(exc, type) and issubclass(exc, BaseException) else exc
+    exc, cause = _instance(exc), _instance(cause)
     if not isinstance(exc, BaseException):
         raise TypeError("exceptions must derive from BaseException")
-    cause = cause() if isinstance(cause, type) and issubclass(cause, BaseException) else cause
     if cause is not None and not isinstance(cause, BaseException):
         raise TypeError("exception causes must derive from BaseException")
     exc.__cause__ = cause

@@ -11,8 +11,8 @@ Statements are dispatched as follows:
   * `call(f, args...; kw=...)`: user Python functions are lowered with the lowering
     function the front end injects (`set_lowering`; `lowering` does so when it is
     imported, and caches the IR) and interpreted (keywords and defaults bound with the
-    function's signature; with no lowering injected they are called directly); `Closure`s and real Python closures are interpreted with their
-    captured values as the leading `nfree` arguments; anything else (numpy, math,
+    function's signature; with no lowering injected they are called directly);
+    `Closure`s and real Python closures are interpreted with their captured values as the leading `nfree` arguments; anything else (numpy, math,
     builtins, classes, functions registered as primitives) is called directly;
   * `make_closure(@inner, vals...; defaults=, kwdefaults=)` builds a
     `Closure(inner, vals)`; `inner` is an IR, a Python function, or a code object
