@@ -2,22 +2,22 @@
 
     from jit import jit, code_typed, code_llvm, code_native, TypingError
 """
-from .api import Dispatcher, code_llvm, code_native, code_typed, compile_typing, jit
-from .infer import ENGINE, Typing, infer
-from .types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, TupleT, Type,
-                    TypingError, typeof)
+from jit.api import Dispatcher, code_llvm, code_native, code_typed, compile_typing, jit
+from jit.typing.infer import ENGINE, Typing, infer
+from jit.types import (BOOL, FLOAT64, INT64, NONE, READER, TAPE, ArrayT, ClosureT, FunctionT,
+                       TupleT, Type, TypingError, typeof)
+from jit.runtime.tape import NativeReader, NativeTape
+from jit.cuda import code_ptx
+from jit.pullback.backend import BACKEND as GRAD_BACKEND, JitFallbackWarning
+from jit.pullback.backend import register as _register
+from jit.runtime.fast_pullback import register as _register_fast
+from jit.library import catalog  # noqa: F401  (every library callable, declared once)
 
-__all__ = ["jit", "code_typed", "code_llvm", "code_native", "TypingError", "infer", "typeof",
-           "Typing", "Dispatcher", "compile_typing", "ENGINE", "BOOL", "INT64", "FLOAT64",
-           "NONE", "ArrayT", "TupleT", "FunctionT", "ClosureT", "Type"]
-from . import codegen_adjoint, codegen_tape  # noqa: E402,F401  (register the tape rules)
-from .runtime_tape import NativeReader, NativeTape  # noqa: E402
-from .types import READER, TAPE  # noqa: E402
-from . import cuda  # noqa: E402  (the CUDA path; imports no CUDA library until used)
-from .cuda import code_ptx  # noqa: E402
-from . import grad_array, grad_calls  # noqa: E402,F401  (array cotangents, jcall / jback)
-from .grad_backend import BACKEND as GRAD_BACKEND, JitFallbackWarning, register as _register  # noqa: E402
-from .grad_fast import register as _register_fast  # noqa: E402
+__all__ = ["jit", "code_typed", "code_llvm", "code_native", "code_ptx", "TypingError", "infer",
+           "typeof", "Typing", "Dispatcher", "compile_typing", "ENGINE", "BOOL", "INT64",
+           "FLOAT64", "NONE", "READER", "TAPE", "ArrayT", "TupleT", "FunctionT", "ClosureT",
+           "Type", "NativeReader", "NativeTape", "GRAD_BACKEND", "JitFallbackWarning",
+           "register_backends"]
 
 
 def register_backends() -> None:
@@ -28,12 +28,3 @@ def register_backends() -> None:
 
 
 register_backends()
-from . import array_ops  # noqa: E402,F401  (whole-array operations as compiled loops)
-from . import array_more  # noqa: E402,F401  (more library calls as compiled loops)
-from . import array_methods  # noqa: E402,F401  (array methods, .T, outer, matmul)
-from . import array_builders  # noqa: E402,F401  (np.arange, np.float64, math.fsum)
-from . import array_slices  # noqa: E402,F401  (a[i:j] views)
-from . import tuple_slices  # noqa: E402,F401  (t[1:] by constant slices)
-from . import array_axis  # noqa: E402,F401  (np.sum / np.mean over an axis)
-from . import numbers_more  # noqa: E402,F401  (round(x, n), min/max pullbacks)
-from . import strings  # noqa: E402,F401  (str values chosen by branches)

@@ -27,18 +27,21 @@ from typing import Any, Callable
 
 from ssair.ir import IR
 
-from . import runtime
-from .codegen import ModuleGen
-from .codegen_entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
+from jit.runtime import native as runtime
+from jit.codegen.function import ModuleGen
+from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
                             flat_ctypes, is_direct, unbox_expr)
-from .infer import ENGINE, Typing, infer, lower_function
-from .fastcall import native_wrapper
-from .types import (FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, BOOL, ClosureT,
+from jit.typing.infer import ENGINE, Typing, infer, lower_function
+from jit.runtime.fastcall import native_wrapper
+from jit.types import (FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, BOOL, ClosureT,
                     FunctionT, OpaqueT, TupleT, TypingError, typeof)
 
 def _load_tables() -> None:
     """Import the modules that fill the codegen tables."""
-    from . import codegen_array, codegen_calls, codegen_scalar, codegen_tape  # noqa: F401
+    from jit.codegen import arrays as codegen_array
+    from jit.library import call_lowering as codegen_calls
+    from jit.codegen import scalar as codegen_scalar
+    from jit.pullback import tape_ops as codegen_tape  # noqa: F401
 
 
 @dataclass(eq=False)
@@ -343,10 +346,10 @@ STAGES = ("primal", "forward", "adjoint", "pullback")
 
 
 def _stage_listing(kind: str, stage: str, f: Any, args: tuple) -> Listing:
-    """A listing of the compiled forward and/or adjoint of `f` (see jit.grad_backend)."""
+    """A listing of the compiled forward and/or adjoint of `f` (see jit.pullback.backend)."""
     if stage not in STAGES:
         raise ValueError(f"jit: unknown stage {stage!r} (one of {STAGES})")
-    from .grad_backend import stage_listing
+    from jit.pullback.backend import stage_listing
     return Listing(stage_listing(kind, stage, f, args))
 
 

@@ -100,7 +100,7 @@ class ClosureT(Type):
 
 @dataclass(frozen=True, repr=False)
 class OpaqueT(Type):
-    """A runtime object passed by pointer (`tape`, `reader`: see jit.runtime_tape)."""
+    """A runtime object passed by pointer (`tape`, `reader`: see jit.runtime.tape)."""
 
     name: str
 

@@ -17,7 +17,7 @@ import re
 import llvmlite.binding as llvm
 import numpy as np
 
-from jit import runtime
+from jit.runtime import native as runtime
 from jit.cuda.marshal import NP_DTYPE, place
 from jit.cuda.target import ERRINFO_NAME, ERRINFO_WORDS
 

@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 
 from adjoint import pullback
 from jit import TypingError
-from jit.grad_backend import JitFallbackWarning
+from jit.pullback.backend import JitFallbackWarning
 
 FLOATS = ("a", "b", "c", "x", "y")
 _DIR = tempfile.mkdtemp(prefix="zygopy_fuzz_")

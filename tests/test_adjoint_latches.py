@@ -78,7 +78,7 @@ def test_the_headers_first_visit_is_found_on_the_counter(f, args):
 
 
 def test_compiled_adjoint_of_the_branchy_loop_selects_instead_of_branching():
-    from jit.grad_backend import stage_listing
+    from jit.pullback.backend import stage_listing
     xs = np.random.default_rng(5).normal(size=64)
     jf_adj = stage_listing("llvm", "adjoint", leaky, (xs,))
     body = jf_adj[jf_adj.index("define void @zy_adj_"):]

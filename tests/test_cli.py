@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from jit.cli import main
+from jit.cli.commands import main
 
 SOURCE = textwrap.dedent("""\
     def pow(x, n):
@@ -110,7 +110,7 @@ def test_ptx_stage_without_cuda_backend_is_one_line(userfile, capsys, monkeypatc
 @pytest.mark.parametrize("text, want", [("2.0", 2.0), ("3", 3), ("(1.0, 2)", (1.0, 2)),
                                         ("-1e-3", -1e-3), ("True", True)])
 def test_arguments_are_python_literals(text, want):
-    from jit.cli_args import parse_arg
+    from jit.cli.args import parse_arg
     got = parse_arg(text)
     assert got == want and type(got) is type(want)
 
@@ -119,7 +119,7 @@ def test_arguments_are_python_literals(text, want):
                                                 ("np.array([[1, 2], [3, 4]])", "int64", (2, 2)),
                                                 ("array([0.5])", "float64", (1,))])
 def test_list_arguments_become_arrays(text, dtype, shape):
-    from jit.cli_args import parse_arg
+    from jit.cli.args import parse_arg
     got = parse_arg(text)
     assert got.dtype == dtype and got.shape == shape
 

@@ -141,7 +141,7 @@ def test_gradient_ptx_with_a_device_tape_assembles():
 
 
 def test_gradient_kernel_calls_the_callees_forward_and_adjoint():
-    """jcall/jback lower as on the CPU (jit.grad_calls): the callee's env goes on the
+    """jcall/jback lower as on the CPU (jit.pullback.jcalls): the callee's env goes on the
     thread's tape, its adjoint is a device function of the same module."""
     text = compile_gradient(CASES[2][0], operand_types(CASES[2][1])).nvvm_ir
     assert re.search(r'define [^\n@]*@"_sq_forward\.\d+"', text)

@@ -15,7 +15,7 @@ from test_index_gradients import central
 import jit
 import ssair
 from adjoint import gradient, pullback
-from jit.grad_backend import JitFallbackWarning
+from jit.pullback.backend import JitFallbackWarning
 from jit.types import TypingError
 from lowering import lower
 

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adjoint import gradient
-from jit.grad_backend import JitFallbackWarning
+from jit.pullback.backend import JitFallbackWarning
 
 EXAMPLES = int(os.environ.get("ZYGOPY_INDEX_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,

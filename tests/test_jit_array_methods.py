@@ -1,5 +1,5 @@
 """Array methods, `.T`, np.outer, matmul / np.dot, np.arange, np.float64, math.fsum and
-basic slices compiled by jit.array_methods, jit.array_builders and jit.array_slices.
+basic slices compiled by jit.library.linalg, jit.library.builders and jit.library.slicing.
 
 Each feature: the JIT's value equals CPython's (same shape and dtype, bit for bit;
 matrix products are compared to 1e-13 relative on random inputs, since numpy calls

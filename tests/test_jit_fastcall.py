@@ -1,4 +1,4 @@
-"""The native call wrapper of scalar signatures (jit.fastcall): same results, errors,
+"""The native call wrapper of scalar signatures (jit.runtime.fastcall): same results, errors,
 fallbacks and reference counts as the Python wrapper it stands in front of."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import jit
-from jit import fastcall
+from jit.runtime import fastcall as fastcall
 
 
 def scale(a, n):

@@ -1,5 +1,5 @@
 """The compiled shortcut of `adjoint.pullback` for array arguments and for several
-gradients (jit.grad_fast, jit.grad_fast_many): it must give exactly what the
+gradients (jit.runtime.fast_pullback, jit.runtime.fast_pullback_arrays): it must give exactly what the
 general path gives (the interpreter's numbers, to 1e-12), never modify its inputs,
 hand out fresh gradient arrays, and step aside to the general path for anything
 its compiled signature does not cover."""
@@ -16,7 +16,7 @@ import adjoint
 from bench.workloads import horner
 from bench.workloads import logsumexp as lse
 from bench.workloads import rosenbrock as rosen
-from jit.grad_backend import JitFallbackWarning
+from jit.pullback.backend import JitFallbackWarning
 
 
 def quadratic_form(m, v):
@@ -147,8 +147,8 @@ def test_input_written_after_pullback_does_not_change_the_gradient(f, args):
 
 def test_arrays_the_adjoint_reads_are_copied():
     from adjoint.transform import activity_of, arg_types, lower_function, transform
-    from jit.grad_backend import BACKEND
-    from jit.grad_fast_many import unread_arrays
+    from jit.pullback.backend import BACKEND
+    from jit.runtime.fast_pullback_arrays import unread_arrays
     for f, args, want in ((whole, (np.ones(3), 0.5), set()), (rosen, (np.ones(4),), {0})):
         jf = transform(lower_function(f), activity_of(args), arg_types(args))
         assert unread_arrays(jf, BACKEND.code_for(jf, args)) == want

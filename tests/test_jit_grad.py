@@ -19,7 +19,7 @@ from jit_grad_check import check_llvm, close
 
 import adjoint
 import jit
-from jit.grad_backend import JitFallbackWarning
+from jit.pullback.backend import JitFallbackWarning
 
 CASES, _ = corpus.load()
 RESULTS: dict = {}
@@ -197,7 +197,7 @@ def test_fast_path_matches_general_path():
 
 def test_code_typed_shows_pop_types_of_the_adjoint():
     from adjoint.transform import activity_of, arg_types, lower_function, transform
-    from jit.grad_backend import BACKEND
+    from jit.pullback.backend import BACKEND
     jf = transform(lower_function(ex.pow), activity_of((2.0, 3)), arg_types((2.0, 3)))
     code = BACKEND.code_for(jf, (2.0, 3))
     text = str(code.adjoint_for_type(jit.FLOAT64).typing.ir)

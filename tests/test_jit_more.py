@@ -1,4 +1,4 @@
-"""Library calls compiled by jit.array_more (and np.sum of 2-D arrays): values equal
+"""Library calls compiled by jit.library.array_calls (and np.sum of 2-D arrays): values equal
 CPython's / numpy's, gradients equal the interpreter's (tests/jit_grad_check)."""
 from __future__ import annotations
 

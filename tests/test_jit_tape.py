@@ -94,11 +94,11 @@ def compile_pow_pullback():
 
     The pop types come from the forward's typing through the adjoint's
     meta['pop_of'] (pop var -> the forward value its push recorded), which
-    `jit.grad_calls.adjoint_ir` turns into meta['pop_types']."""
+    `jit.pullback.jcalls.adjoint_ir` turns into meta['pop_types']."""
     import lowering
     from adjoint.transform import transform
-    from jit.grad_calls import adjoint_ir
-    from jit.infer import infer
+    from jit.pullback.jcalls import adjoint_ir
+    from jit.typing.infer import infer
     from jit.types import READER, TAPE
 
     jf = transform(lowering.lower(pw), (True, False))

@@ -15,7 +15,7 @@ import pytest
 import adjoint
 import jit
 from adjoint import gradient, pullback
-from jit.grad_backend import JitFallbackWarning
+from jit.pullback.backend import JitFallbackWarning
 from lowering import UnsupportedError
 from test_index_gradients import central
 

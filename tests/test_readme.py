@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jit.cli import main
+from jit.cli.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -9,9 +9,9 @@ Needs the `zygopy[cuda]` extra (cuda-bindings), libNVVM and, to run kernels, an
 NVIDIA driver and GPU; anything missing raises `CudaUnavailable` on use, never at
 import.
 """
-from .api import PTXListing, code_ptx, map, map_gradient
-from .driver import DeviceBuffer
-from .nvvm import CudaUnavailable, compile_ptx, ptxas_check
+from jit.cuda.api import PTXListing, code_ptx, map, map_gradient
+from jit.cuda.driver import DeviceBuffer
+from jit.cuda.nvvm import CudaUnavailable, compile_ptx, ptxas_check
 
 __all__ = [
            "CudaUnavailable",

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ..types import TypingError
-from .compile import DeviceKernel, compile_map, operand_types
-from .driver import DeviceBuffer, device
-from .gradient import compile_gradient, launch_gradient
-from .marshal import NP_DTYPE, place
-from .nvvm import DEFAULT_ARCH
+from jit.types import TypingError
+from jit.cuda.compile import DeviceKernel, compile_map, operand_types
+from jit.cuda.driver import DeviceBuffer, device
+from jit.cuda.gradient import compile_gradient, launch_gradient
+from jit.cuda.marshal import NP_DTYPE, place
+from jit.cuda.nvvm import DEFAULT_ARCH
 
 
 def _results(kernel: DeviceKernel, args: tuple, gradient: bool = False) -> tuple:

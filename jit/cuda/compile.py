@@ -4,8 +4,8 @@
     k = compile_map(f, spec.operands)          # NVVM text + kernel name, cached
     k.ptx(arch)                                # libNVVM, cached per arch
 
-The typed IR comes from the JIT's inference (`jit.infer`), the device function's
-body from the JIT's code generator (`jit.codegen`) through `DeviceModuleGen`; this
+The typed IR comes from the JIT's inference (`jit.typing.infer`), the device function's
+body from the JIT's code generator (`jit.codegen.function`) through `DeviceModuleGen`; this
 module only adds the kernel around it and the NVVM metadata.
 """
 from __future__ import annotations
@@ -18,11 +18,11 @@ import numpy as np
 
 from ssair.ir import IR
 
-from ..infer import ENGINE, Typing, infer, lower_function
-from ..types import BOOL, FLOAT64, INT64, ArrayT, Type, TypingError, typeof
-from . import nvvm
-from .kernel import ELEMENT_TYPES, KernelSpec, Operand, map_kernel
-from .target import DeviceModuleGen, check_typed, nvvm_dialect
+from jit.typing.infer import ENGINE, Typing, infer, lower_function
+from jit.types import BOOL, FLOAT64, INT64, ArrayT, Type, TypingError, typeof
+from jit.cuda import nvvm
+from jit.cuda.kernel import ELEMENT_TYPES, KernelSpec, Operand, map_kernel
+from jit.cuda.target import DeviceModuleGen, check_typed, nvvm_dialect
 
 _DTYPE_TYPES = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64}
 

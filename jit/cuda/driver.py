@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import runtime
-from .nvvm import CudaUnavailable
-from .target import ERRINFO_NAME, ERRINFO_WORDS
+from jit.runtime import native as runtime
+from jit.cuda.nvvm import CudaUnavailable
+from jit.cuda.target import ERRINFO_NAME, ERRINFO_WORDS
 
 BLOCK = 256
 STACK_BYTES = 8192  # per thread: room for DEVICE_MAX_DEPTH nested device calls

@@ -7,9 +7,9 @@ device and run back to back in each thread.
 
 The forward and adjoint IR come from `adjoint.transform.transform` (what
 `adjoint.code_adjoint` prints); their typing and code from the CPU JIT's gradient
-machinery (`jit.grad_calls.adjoint_ir` for pop types, `jit.grad_dead` for dead tape
-slots, the `push`/`pop`/`jcall`/`jback` lowerings of `jit.codegen_tape` and
-`jit.grad_calls`), with only the tape's word moves replaced (`jit.cuda.tape`).  The tape lives in device memory
+machinery (`jit.pullback.jcalls.adjoint_ir` for pop types, `jit.pullback.dead_slots` for dead tape
+slots, the `push`/`pop`/`jcall`/`jback` lowerings of `jit.pullback.tape_ops` and
+`jit.pullback.jcalls`), with only the tape's word moves replaced (`jit.cuda.tape`).  The tape lives in device memory
 (`jit.cuda.tape`); a launch whose threads needed more words than the buffer holds is
 retried once with the largest need, and the learnt capacity is kept on the kernel.
 """
@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as L
 
-from ..codegen import F64, I32, I64, lltype
-from ..infer import ENGINE
-from ..types import FLOAT64, INT64, NONE, READER, TAPE, TupleT, TypingError
-from .compile import DeviceKernel, refuse_arrays, typing_for
-from .kernel import KernelGen, KernelSpec
-from .tape import TAPE_NEED, WORD_PTR, ThreadTape, forward_words
-from .target import DeviceModuleGen, check_typed, nvvm_dialect
+from jit.codegen.function import F64, I32, I64, lltype
+from jit.typing.infer import ENGINE
+from jit.types import FLOAT64, INT64, NONE, READER, TAPE, TupleT, TypingError
+from jit.cuda.compile import DeviceKernel, refuse_arrays, typing_for
+from jit.cuda.kernel import KernelGen, KernelSpec
+from jit.cuda.tape import TAPE_NEED, WORD_PTR, ThreadTape, forward_words
+from jit.cuda.target import DeviceModuleGen, check_typed, nvvm_dialect
 
 INITIAL_CAP = 64  # words per thread for loops/calls before a launch has measured the need
 TAPE_BUDGET = 1 << 30  # bytes of tape buffer: fewer threads rather than more memory
@@ -43,14 +43,14 @@ class GradientKernel(DeviceKernel):
 
 def _typings(f, operands: tuple) -> tuple:
     """The typed forward and adjoint, exactly as the CPU JIT's pullback builds them
-    (jit.grad_runner.ForwardCode): pop types from `pop_of`, dead tape slots decided
-    before any code is generated, jcall/jback typed through jit.grad_calls."""
+    (jit.pullback.runner.ForwardCode): pop types from `pop_of`, dead tape slots decided
+    before any code is generated, jcall/jback typed through jit.pullback.jcalls."""
     from adjoint.transform import transform
 
-    from ..api import _load_tables
-    from ..grad_calls import adjoint_ir
-    from ..grad_dead import check_adjoint, dead_pushes, decide
-    from ..grad_runner import cotangent_type
+    from jit.api import _load_tables
+    from jit.pullback.jcalls import adjoint_ir
+    from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
+    from jit.pullback.runner import cotangent_type
     _load_tables()
     argtypes = tuple(o.type for o in operands)
     primal = typing_for(f, argtypes)
@@ -158,14 +158,14 @@ def compile_gradient(f, operands: tuple) -> GradientKernel:
 
 def tape_threads(dev, n: int, cap: int) -> int:
     """Grid size for a gradient launch: as many blocks as fit the tape budget."""
-    from .driver import BLOCK
+    from jit.cuda.driver import BLOCK
     per_block = BLOCK * cap * 8
     return max(1, min(dev.grid(n), TAPE_BUDGET // max(per_block, 1)))
 
 
 def launch_gradient(kernel: GradientKernel, loaded, n: int, params: list, results: list) -> None:
     """Launch with a tape buffer; retry once with the measured need on overflow."""
-    from .driver import BLOCK
+    from jit.cuda.driver import BLOCK
     for _ in range(2):
         grid = tape_threads(loaded.dev, n, kernel.tape_cap)
         tape = loaded.alloc(grid * BLOCK * kernel.tape_cap * 8)

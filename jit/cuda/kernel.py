@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as L
 
-from ..codegen import I8, I32, I64, lltype
-from ..types import BOOL, FLOAT64, INT64, Type, TypingError
-from .target import DeviceModuleGen
+from jit.codegen.function import I8, I32, I64, lltype
+from jit.types import BOOL, FLOAT64, INT64, Type, TypingError
+from jit.cuda.target import DeviceModuleGen
 
 _SREG = "llvm.nvvm.read.ptx.sreg.{}.x"
 ELEMENT_TYPES = (FLOAT64, INT64)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..types import BOOL, FLOAT64, INT64, Type
+from jit.types import BOOL, FLOAT64, INT64, Type
 
 ITEM = 8
 _CTYPE = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_int8}

@@ -19,7 +19,7 @@ from the typed forward (`forward_words`): exact when nothing is recorded in a lo
 a user call, else that part plus a default the first launch corrects.
 
 Only the word moves are device-specific: `DeviceModuleGen.push_words/pop_words`
-route `jit.codegen_tape`'s hooks here, so the CPU lowering of `push`, `pop`,
+route `jit.pullback.tape_ops`'s hooks here, so the CPU lowering of `push`, `pop`,
 `jcall` and `jback` (batched runs, constant and dead slots, callee envs on the
 shared tape, the encoding of values in words) is the one that runs.
 """
@@ -29,13 +29,13 @@ from llvmlite import ir as L
 
 from ssair.cfg import blocks_in_cycles
 
-from ..codegen import I64, FunctionGen
-from ..codegen_tape import tape_leaves
-from ..grad_calls import RulePBT, static_phis
-from ..grad_dead import decide
-from ..infer import ENGINE
-from ..types import TupleT
-from .target import GLOBAL_AS, DeviceModuleGen
+from jit.codegen.function import I64, FunctionGen
+from jit.pullback.tape_ops import tape_leaves
+from jit.pullback.jcalls import RulePBT, static_phis
+from jit.pullback.dead_slots import decide
+from jit.typing.infer import ENGINE
+from jit.types import TupleT
+from jit.cuda.target import GLOBAL_AS, DeviceModuleGen
 
 TAPE_NEED = "zy_tape_need"
 WORD_PTR = L.PointerType(I64)

@@ -1,7 +1,7 @@
 """The NVVM flavour of the JIT's LLVM module: what changes when the typed IR of a
 scalar function is compiled for the GPU instead of the host.
 
-The function bodies come from the CPU code generator (`jit.codegen.ModuleGen` and its
+The function bodies come from the CPU code generator (`jit.codegen.function.ModuleGen` and its
 tables keyed by primitive) unchanged; `DeviceModuleGen` only overrides its target
 hooks:
 
@@ -16,7 +16,7 @@ hooks:
     are emitted;
   * a native call depth of `DEVICE_MAX_DEPTH` (a GPU thread's stack is small);
   * the tape's word moves (`push_words`, `pop_words`, the hooks of
-    `jit.codegen_tape`) use a per-thread device tape (`jit.cuda.tape`).
+    `jit.pullback.tape_ops`) use a per-thread device tape (`jit.cuda.tape`).
 
 `finish_module` adds the `nvvm.annotations` (kernels) and `nvvmir.version` metadata.
 """
@@ -26,8 +26,8 @@ import re
 
 from llvmlite import ir as L
 
-from ..codegen import F64, I1, I32, I64, ModuleGen
-from ..types import OpaqueT, TypingError
+from jit.codegen.function import F64, I1, I32, I64, ModuleGen
+from jit.types import OpaqueT, TypingError
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATALAYOUT = ("e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-"
@@ -104,11 +104,11 @@ class DeviceModuleGen(ModuleGen):
         raise TypingError(f"jit.cuda: the intrinsic {name!r} is not supported on the device")
 
     def push_words(self, fc, tape, words: list) -> None:
-        from .tape import push_words
+        from jit.cuda.tape import push_words
         push_words(fc, tape, words)
 
     def pop_words(self, fc, reader, k: int) -> list:
-        from .tape import pop_words
+        from jit.cuda.tape import pop_words
         return pop_words(fc, reader, k)
 
     # -- helpers -------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 
 import lowering
 from adjoint import code_adjoint
-from jit.cli_grad import format_seconds, per_call_seconds, pullback_with
+from jit.cli.gradients import format_seconds, per_call_seconds, pullback_with
 
 FD_TOL = 1e-6     # relative error of the directional derivative
 FD_STEP = 1e-6

@@ -1,0 +1,253 @@
+"""LLVM lowering of tuples and arrays: building and indexing tuples, bounds-checked
+array reads and writes (negative indices count from the end, IndexError otherwise),
+row views of 2-D arrays, `a.shape`/`a.ndim`/`a.size`, unpacking, and arrays
+allocated by compiled code (`np.zeros`, `np.ones`, `np.empty`) through the runtime
+arena.
+
+An array value is the struct {data, shape0, shape1, stride0, stride1} (strides in
+bytes; a 1-D array leaves the second slots 0).
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from jit.runtime import native as runtime
+from jit.codegen.function import ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype
+from jit.typing.infer import LiteralT
+from jit.types import BOOL, FLOAT64, INT64, ArrayT, TupleT, TypingError
+
+ZERO, ONE = L.Constant(I64, 0), L.Constant(I64, 1)
+
+
+def field(fc: FunctionGen, arr, k: int) -> L.Value:
+    return fc.b.extract_value(arr, k)
+
+
+def shape(fc: FunctionGen, arr, axis: int) -> L.Value:
+    return field(fc, arr, 1 + axis)
+
+
+def stride(fc: FunctionGen, arr, axis: int) -> L.Value:
+    return field(fc, arr, 3 + axis)
+
+
+def index_operands(fc: FunctionGen, args: list) -> list:
+    """Index values as int64, whether given as several operands or one tuple."""
+    if len(args) == 1 and isinstance(fc.type_of(args[0]), TupleT):
+        t = fc.type_of(args[0])
+        tup = fc.get(args[0])
+        return [fc.convert(fc.b.extract_value(tup, i), e, INT64) for i, e in enumerate(t.elems)]
+    return [fc.get(a, INT64) for a in args]
+
+
+def checked_index(fc: FunctionGen, i, size, axis: int) -> L.Value:
+    """Wrap a negative index once and raise IndexError when still out of range."""
+    b = fc.b
+    neg = b.icmp_signed("<", i, ZERO)
+    j = b.select(neg, b.add(i, size), i)
+    bad = b.or_(b.icmp_signed("<", j, ZERO), b.icmp_signed(">=", j, size))
+    fc.raise_if(bad, IndexError, "index {0} is out of bounds for axis {1} with size {2}",
+                (i, L.Constant(I64, axis), size))
+    return j
+
+
+def element_pointer(fc: FunctionGen, arr, idx: list, known_valid: bool = False) -> L.Value:
+    """Byte address of a[idx...] (len(idx) may be less than ndim: a sub-array).
+    `known_valid`: the indices were checked against this shape already (a negative
+    one is still wrapped)."""
+    b = fc.b
+    offset = ZERO
+    for axis, i in enumerate(idx):
+        size = shape(fc, arr, axis)
+        j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, size), i) if known_valid \
+            else checked_index(fc, i, size, axis)
+        offset = b.add(offset, b.mul(j, stride(fc, arr, axis)))
+    return b.gep(field(fc, arr, 0), [offset], inbounds=False, source_etype=L.IntType(8))
+
+
+def load_element(fc: FunctionGen, ptr, dtype) -> L.Value:
+    return fc.b.load(ptr, typ=lltype(dtype))
+
+
+@codegen("getitem")
+def _cg_getitem(fc: FunctionGen, s, ts):
+    if isinstance(ts[0], TupleT):
+        return _tuple_getitem(fc, s, ts)
+    arr = fc.get(s.args[0])
+    idx = index_operands(fc, s.args[1:])
+    ptr = element_pointer(fc, arr, idx)
+    if s.type == ts[0].dtype:
+        return load_element(fc, ptr, ts[0].dtype)
+    return make_array(fc, ptr, [shape(fc, arr, 1)], [stride(fc, arr, 1)])
+
+
+def _tuple_getitem(fc: FunctionGen, s, ts):
+    tup = fc.get(s.args[0])
+    n = len(ts[0].elems)
+    k = s.args[1]
+    kv = getattr(k, "value", None)
+    if isinstance(kv, int):
+        return fc.b.extract_value(tup, kv % n if n else 0)
+    elem = lltype(s.type)
+    slots = fc.alloca(L.ArrayType(elem, n))
+    for m in range(n):
+        v = fc.convert(fc.b.extract_value(tup, m), ts[0].elems[m], s.type)
+        fc.b.store(v, fc.b.gep(slots, [ZERO, L.Constant(I64, m)]))
+    i = fc.get(k, INT64)
+    size = L.Constant(I64, n)
+    b = fc.b
+    j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, size), i)
+    bad = b.or_(b.icmp_signed("<", j, ZERO), b.icmp_signed(">=", j, size))
+    fc.raise_if(bad, IndexError, "tuple index out of range")
+    ptr = b.gep(slots, [ZERO, j])
+    return b.load(ptr, typ=elem)
+
+
+@codegen("setitem")
+def _cg_setitem(fc: FunctionGen, s, ts):
+    arr = fc.get(s.args[0])
+    idx = index_operands(fc, s.args[2:])
+    ptr = element_pointer(fc, arr, idx)
+    fc.b.store(fc.get(s.args[1], ts[0].dtype), ptr)
+    return L.Constant(L.IntType(8), 0)
+
+
+@codegen("tuple")
+def _cg_tuple(fc: FunctionGen, s, ts):
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for i, a in enumerate(s.args):
+        out = fc.b.insert_value(out, fc.get(a, s.type.elems[i]), i)
+    return out
+
+
+@codegen("unpack")
+def _cg_unpack(fc: FunctionGen, s, ts):
+    if isinstance(ts[0], TupleT):
+        return fc.get(s.args[0])
+    arr = fc.get(s.args[0])
+    n = s.type.elems and len(s.type.elems)
+    size = shape(fc, arr, 0)
+    fc.raise_if(fc.b.icmp_signed("!=", size, L.Constant(I64, n)), ValueError,
+                "cannot unpack an array of length {0} into " + str(n) + " values", (size,))
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for i in range(n):
+        ptr = element_pointer(fc, arr, [L.Constant(I64, i)])
+        if ts[0].ndim == 1:
+            v = load_element(fc, ptr, ts[0].dtype)
+        else:
+            v = make_array(fc, ptr, [shape(fc, arr, 1)], [stride(fc, arr, 1)])
+        out = fc.b.insert_value(out, v, i)
+    return out
+
+
+@codegen("getattr")
+def _cg_getattr(fc: FunctionGen, s, ts):
+    arr = fc.get(s.args[0])
+    name = s.args[1].value
+    nd = ts[0].ndim
+    if name == "ndim":
+        return L.Constant(I64, nd)
+    if name == "size":
+        return shape(fc, arr, 0) if nd == 1 else fc.b.mul(shape(fc, arr, 0), shape(fc, arr, 1))
+    field_of = stride if name == "strides" else shape
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for k in range(nd):
+        out = fc.b.insert_value(out, field_of(fc, arr, k), k)
+    return out
+
+
+def make_array(fc: FunctionGen, data, shapes: list, strides: list) -> L.Value:
+    out = L.Constant(ARRAY, L.Undefined)
+    out = fc.b.insert_value(out, data, 0)
+    for k in range(2):
+        out = fc.b.insert_value(out, shapes[k] if k < len(shapes) else ZERO, 1 + k)
+        out = fc.b.insert_value(out, strides[k] if k < len(strides) else ZERO, 3 + k)
+    return out
+
+
+def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
+    """A new C-contiguous array from the arena; `fill` is 0.0/1 or None (empty)."""
+    b = fc.b
+    total = ONE
+    for d in dims:
+        fc.raise_if(b.icmp_signed("<", d, ZERO), ValueError,
+                    "negative dimensions are not allowed")
+        total = b.mul(total, d)
+    nbytes = b.mul(total, L.Constant(I64, 8))
+    alloc_addr, _ = runtime.arena_functions()
+    fc.mg.allocates = True
+    fnty = L.FunctionType(PTR, [I64])
+    data = b.call(callee_at(alloc_addr, fnty), [nbytes])
+    fc.raise_if(b.icmp_unsigned("==", b.ptrtoint(data, I64), ZERO), MemoryError,
+                "cannot allocate {0} bytes", (nbytes,))
+    if fill is not None:
+        _fill(fc, data, total, dtype, fill)
+    strides = [L.Constant(I64, 8)] if len(dims) == 1 else [b.mul(dims[1], L.Constant(I64, 8)),
+                                                          L.Constant(I64, 8)]
+    return make_array(fc, data, dims, strides)
+
+
+def callee_at(addr: int, fnty: L.FunctionType) -> "_TypedPtr":
+    """A call target at a constant address (the runtime's functions, the C API)."""
+    return _TypedPtr(L.Constant(I64, addr).inttoptr(PTR), fnty)
+
+
+class _TypedPtr:
+    """An opaque pointer used as a callee: llvmlite needs the function type."""
+
+    def __init__(self, ptr, fnty) -> None:
+        self.ptr = ptr
+        self.function_type = fnty
+
+    def __getattr__(self, name):
+        return getattr(self.ptr, name)
+
+
+def _fill(fc: FunctionGen, data, total, dtype, fill) -> None:
+    b = fc.b
+    if fill == 0:
+        memset = fc.mg.intrinsic("llvm.memset.p0.i64", L.VoidType(),
+                                 [PTR, L.IntType(8), I64, I1])
+        b.call(memset, [data, L.Constant(L.IntType(8), 0), b.mul(total, L.Constant(I64, 8)),
+                        L.Constant(I1, 0)])
+        return
+    value = L.Constant(lltype(dtype), float(fill) if dtype == FLOAT64 else int(fill))
+    count_loop(fc, total, lambda i: b.store(value, b.gep(data, [i], source_etype=lltype(dtype))))
+
+
+def count_loop(fc: FunctionGen, n, body) -> None:
+    """for j in range(n): body(j), emitted at the builder's position."""
+    b = fc.b
+    head = fc.fn.append_basic_block("loop.head")
+    loop = fc.fn.append_basic_block("loop.body")
+    done = fc.fn.append_basic_block("loop.done")
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    j = b.phi(I64)
+    j.add_incoming(ZERO, pre)
+    b.cbranch(b.icmp_signed("<", j, n), loop, done)
+    b.position_at_end(loop)
+    body(j)
+    j.add_incoming(b.add(j, ONE), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+def shape_operands(fc: FunctionGen, operand) -> list:
+    t = fc.type_of(operand)
+    if t in (INT64, BOOL):
+        return [fc.get(operand, INT64)]
+    if isinstance(t, TupleT):
+        tup = fc.get(operand)
+        return [fc.convert(fc.b.extract_value(tup, i), e, INT64) for i, e in enumerate(t.elems)]
+    raise TypingError(f"jit: bad shape type {t}")
+
+
+def array_dtype(s) -> object:
+    if not isinstance(s.type, ArrayT):
+        raise TypingError("jit: allocation without an array type")
+    return s.type.dtype
+
+
+__all__ = ["allocate", "shape_operands", "array_dtype", "F64", "LiteralT"]

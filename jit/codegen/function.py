@@ -1,0 +1,401 @@
+"""LLVM code generation for typed IR: functions, blocks, phis, calls between user
+functions.  Per-operation lowering lives in tables keyed by primitive
+(`CODEGEN`, filled by `codegen_scalar` and `codegen_array`) and by callee
+(`jit.library.call_lowering.CALL_CODEGEN`).
+
+Every specialised user function becomes one internal LLVM function
+
+    i32 @name(i64 %depth, ptr %out, <args>)
+
+returning a status (`jit.runtime.native.OK/ERROR/DEOPT`) and storing its result through
+`%out`.  A call checks the callee's status and returns it unchanged when it is not
+OK, so an error raised deep in a recursion reaches the entry with its site intact.
+`%depth` counts native frames; past `runtime.MAX_DEPTH` a function raises
+RecursionError instead of overflowing the stack.  Phis map one to one to LLVM phis;
+numeric widening for a phi (int64 -> float64) is emitted at the end of the
+predecessor.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Optional
+
+from llvmlite import ir as L
+
+from ssair.cfg import reverse_postorder
+from ssair.ir import Branch, Const, Goto, Return, Var
+
+from jit.typing.unbound import is_unbound
+from jit.runtime import native as runtime
+from jit.typing.infer import Engine, LiteralT, Typing
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, OpaqueT, Scalar,
+                    StrT, TupleT, Type, TypingError, intern_string)
+
+I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
+PTR = L.PointerType()
+ARRAY = L.LiteralStructType([PTR, I64, I64, I64, I64])  # data, shape0, shape1, stride0, stride1
+
+CODEGEN: dict = {}
+# Calls of callable objects by their class: fn(fc, stmt, types, call) -> value.
+CALL_TYPE_CODEGEN: dict = {}
+_COUNTER = itertools.count()
+
+
+def codegen(*ops: str):
+    """Register an LLVM lowering for the primitives `ops`: fn(fc, stmt, types) -> value."""
+    def deco(fn):
+        for op in ops:
+            CODEGEN[op] = fn
+        return fn
+    return deco
+
+
+def lltype(t: Type) -> L.Type:
+    """The LLVM type of a value of JIT type `t`."""
+    if t == BOOL:
+        return I1
+    if t == INT64:
+        return I64
+    if t == FLOAT64:
+        return F64
+    if isinstance(t, ArrayT):
+        return ARRAY
+    if isinstance(t, StrT):
+        return I64
+    if isinstance(t, TupleT):
+        return L.LiteralStructType([lltype(e) for e in t.elems])
+    if isinstance(t, ClosureT):
+        return L.LiteralStructType([lltype(e) for e in t.captured])
+    if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):
+        return I8
+    if isinstance(t, OpaqueT):
+        return PTR
+    raise TypingError(f"jit: no native representation for {t}")
+
+
+def const_value(value: Any, t: Type) -> L.Constant:
+    """A constant operand as an LLVM constant of type `t`."""
+    if t == BOOL:
+        return L.Constant(I1, int(bool(value)))
+    if t == INT64:
+        return L.Constant(I64, int(value))
+    if t == FLOAT64:
+        return L.Constant(F64, float(value))
+    if isinstance(t, TupleT):
+        return L.Constant.literal_struct([const_value(v, e) for v, e in zip(value, t.elems)])
+    if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):
+        return L.Constant(I8, 0)
+    raise TypingError(f"jit: constant {value!r} of type {t} cannot be compiled")
+
+
+def zero_of(t: Type) -> L.Constant:
+    """The zero value of `t` (what `None` stands for in cotangent code)."""
+    if isinstance(t, TupleT):
+        return L.Constant.literal_struct([zero_of(e) for e in t.elems])
+    if isinstance(t, ArrayT):  # data == NULL: the None cotangent of an array
+        return L.Constant(ARRAY, [L.Constant(PTR, None)] + [L.Constant(I64, 0)] * 4)
+    if isinstance(t, ClosureT):
+        return L.Constant.literal_struct([zero_of(e) for e in t.captured])
+    return L.Constant(lltype(t), 0)
+
+
+class ModuleGen:
+    """One LLVM module: the root function and every user function it reaches."""
+
+    def __init__(self, engine: Engine, root: Typing) -> None:
+        self.engine = engine
+        self.root = root
+        self.uid = next(_COUNTER)
+        self.module = L.Module(name=f"zy{self.uid}_{root.ir.name}")
+        import llvmlite.binding as llvm
+        self.module.triple = llvm.get_process_triple()
+        # without the target's data layout LLVM aligns i64 to 4 bytes in structs,
+        # which would not match the C (ctypes) layout of results
+        self.module.data_layout = str(runtime.target_machine().target_data)
+        self.functions: dict = {}
+        self.pending: list = []
+        self.externs: dict = {}
+        self.allocates = False
+
+    def function(self, t: Typing) -> L.Function:
+        """The LLVM function for a specialised user function (declared on first use)."""
+        t = self.engine.table.get(t.key, t)
+        fn = self.functions.get(t.key)
+        if fn is not None:
+            return fn
+        params = [I64, self.out_pointer(lltype(t.ret))] + [self.value_type(a) for a in t.argtypes]
+        name = f"{_sanitize(t.ir.name)}.{len(self.functions)}"
+        fn = L.Function(self.module, L.FunctionType(I32, params), name=name)
+        fn.linkage = "internal"
+        self.functions[t.key] = fn
+        self.pending.append((t, fn))
+        return fn
+
+    def extern(self, name: str, ret: L.Type, args: list) -> L.Function:
+        fn = self.externs.get(name)
+        if fn is None:
+            fn = self.module.globals.get(name) or L.Function(self.module,
+                                                              L.FunctionType(ret, args), name)
+            self.externs[name] = fn
+        return fn
+
+    def intrinsic(self, name: str, ret: L.Type, args: list) -> L.Function:
+        return self.extern(name, ret, args)
+
+    # Target hooks (jit.cuda.target overrides them for NVVM, which wants typed
+    # pointers, a device-resident error record and a shallower native stack).
+    max_depth = runtime.MAX_DEPTH
+
+    def out_pointer(self, pointee: L.Type) -> L.Type:
+        """The type of a function's result pointer (opaque on the CPU)."""
+        return PTR
+
+    def value_type(self, t: Type) -> L.Type:
+        """The LLVM type of a parameter of JIT type `t` (the device gives the tape and
+        reader typed pointers)."""
+        return lltype(t)
+
+    def errinfo_base(self, b: L.IRBuilder) -> L.Value:
+        """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU)."""
+        return L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
+
+    def lowering(self, op: str):
+        """The lowering of primitive `op` for this target (None when missing)."""
+        return CODEGEN.get(op)
+
+    def build(self) -> L.Function:
+        root = self.function(self.root)
+        while self.pending:
+            t, fn = self.pending.pop()
+            FunctionGen(self, t, fn).emit()
+        return root
+
+
+def _sanitize(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_." else "_" for c in name) or "f"
+
+
+class FunctionGen:
+    """Emits the body of one specialised function."""
+
+    def __init__(self, mg: ModuleGen, t: Typing, fn: L.Function) -> None:
+        self.mg = mg
+        self.typing = t
+        self.ir = t.ir
+        self.fn = fn
+        self.values: dict = {}
+        self.line = t.ir.firstline
+        self.b = L.IRBuilder()
+
+    # -- structure -------------------------------------------------------------
+    def emit(self) -> None:
+        entry = self.fn.append_basic_block("entry")
+        start = self.fn.append_basic_block("start")
+        self.alloca_builder = L.IRBuilder(entry)
+        self.alloca_builder.branch(start)
+        self.alloca_builder.position_at_start(entry)
+        self.b.position_at_end(start)
+        self.depth, self.out = self.fn.args[0], self.fn.args[1]
+        for a, v in zip(self.ir.args, self.fn.args[2:]):
+            self.values[a.var] = v
+        self._depth_guard()
+        order = reverse_postorder(self.ir)
+        blocks = self.ir.block_map()
+        self.llblocks = {bid: self.fn.append_basic_block(f"b{bid}") for bid in order}
+        self.ends: dict = {}
+        self.b.branch(self.llblocks[order[0]])
+        for bid in order:
+            self._emit_block(blocks[bid])
+        self._wire_phis([blocks[bid] for bid in order])
+
+    def _depth_guard(self) -> None:
+        limit = L.Constant(I64, self.mg.max_depth)
+        self.raise_if(self.b.icmp_signed(">", self.depth, limit), RecursionError,
+                      "maximum recursion depth exceeded")
+
+    def _emit_block(self, block) -> None:
+        self.b.position_at_end(self.llblocks[block.id])
+        for p in block.phis:
+            self.values[p.var] = self.b.phi(lltype(p.type), name=f"v{p.var.id}")
+        for s in block.stmts:
+            self.line = s.line or self.line
+            self.values[s.var] = self._emit_stmt(s)
+        self.line = getattr(block.term, "line", None) or self.line
+        self.ends[block.id] = self.b.block
+        self._emit_term(block.term)
+
+    def _emit_stmt(self, s) -> L.Value:
+        fn = self.mg.lowering(s.op)
+        if fn is None:
+            raise TypingError(f"jit: no LLVM lowering for primitive {s.op!r} "
+                              f"in {self.ir.name} at {self.ir.file}:{s.line}")
+        ts = [self.type_of(a) for a in s.args]
+        v = fn(self, s, ts)
+        return v if v is not None else L.Constant(I8, 0)
+
+    def _emit_term(self, term) -> None:
+        if isinstance(term, Goto):
+            self.b.branch(self.llblocks[term.target])
+        elif isinstance(term, Branch):
+            cond = self.get(term.cond, BOOL)
+            self.b.cbranch(cond, self.llblocks[term.then], self.llblocks[term.else_])
+        elif isinstance(term, Return):
+            self.b.store(self.get(term.value, self.typing.ret), self.out)
+            self.b.ret(L.Constant(I32, runtime.OK))
+        else:
+            raise TypingError(f"jit: block without terminator in {self.ir.name}")
+
+    def _wire_phis(self, blocks: list) -> None:
+        for block in blocks:
+            for p in block.phis:
+                node = self.values[p.var]
+                for pred, operand in p.incoming.items():
+                    end = self.ends.get(pred)
+                    if end is None:
+                        continue
+                    self.b.position_before(end.terminator)
+                    node.add_incoming(self.get(operand, p.type), end)
+
+    # -- values ----------------------------------------------------------------
+    def type_of(self, operand: Any) -> Type:
+        return self.mg.engine.operand_type(self.typing, operand)
+
+    def get(self, operand: Any, want: Optional[Type] = None) -> L.Value:
+        """The LLVM value of an operand, converted to `want` if given."""
+        if want is not None and is_unbound(operand):    # never read (see jit.typing.unbound)
+            return zero_of(want)
+        have = self.type_of(operand)
+        if isinstance(operand, Var):
+            v = self.values[operand]
+        else:
+            v = const_value(operand.value, have)
+        return v if want is None else self.convert(v, have, want)
+
+    def convert(self, v: L.Value, have: Type, want: Type) -> L.Value:
+        """Numeric widening bool -> int64 -> float64 (element-wise for tuples)."""
+        if have == want:
+            return v
+        if have == BOOL and want == INT64:
+            return self.b.zext(v, I64)
+        if have == BOOL and want == FLOAT64:
+            return self.b.uitofp(v, F64)
+        if have == INT64 and want == FLOAT64:
+            return self.b.sitofp(v, F64)
+        if have == NONE and self.ir.meta.get("none_is_zero"):
+            return zero_of(want)
+        if isinstance(want, StrT) and isinstance(have, (LiteralT, StrT)):
+            return v if isinstance(have, StrT) else L.Constant(I64, intern_string(have.value))
+        if isinstance(have, TupleT) and isinstance(want, TupleT):
+            out = L.Constant(lltype(want), L.Undefined)
+            for i, (h, w) in enumerate(zip(have.elems, want.elems)):
+                out = self.b.insert_value(out, self.convert(self.b.extract_value(v, i), h, w), i)
+            return out
+        raise TypingError(f"jit: cannot convert {have} to {want} in {self.ir.name} "
+                          f"at {self.ir.file}:{self.line}")
+
+    def alloca(self, ty: L.Type) -> L.Value:
+        return self.alloca_builder.alloca(ty)
+
+    # -- errors ----------------------------------------------------------------
+    def raise_if(self, cond: L.Value, exc: type, template: str, details: tuple = (),
+                 float_details: bool = False) -> None:
+        """If `cond`, record the error site and details and return ERROR."""
+        sid = runtime.site(exc, template, self.source_name, self.ir.file, self.line,
+                           float_details)
+        self._exit_if(cond, runtime.ERROR, sid, details)
+
+    @property
+    def source_name(self) -> str:
+        """The user's name for this function (not `f_forward`/`f_adjoint`)."""
+        return self.ir.meta.get("source_name", self.ir.name)
+
+    def deopt_if(self, cond: L.Value, why: str) -> None:
+        """If `cond`, return DEOPT: the result needs exact Python semantics."""
+        sid = runtime.site(OverflowError, why, self.source_name, self.ir.file, self.line)
+        self._exit_if(cond, runtime.DEOPT, sid, ())
+
+    def _exit_if(self, cond: L.Value, status: int, sid: int, details: tuple) -> None:
+        with self.b.if_then(cond, likely=False):
+            base = self.mg.errinfo_base(self.b)
+            self.b.store(L.Constant(I64, sid), self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
+            for k, d in enumerate(details):
+                d = self.b.bitcast(d, I64) if d.type == F64 else d
+                d = self.b.zext(d, I64) if d.type == I1 else d
+                self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
+            self.b.ret(L.Constant(I32, status))
+
+    def propagate(self, status: L.Value) -> None:
+        """Return a callee's non-OK status unchanged."""
+        with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
+            self.b.ret(status)
+
+    # -- calls -----------------------------------------------------------------
+    def call_user(self, target: Typing, operands: list, lead: list) -> L.Value:
+        """A native call of another specialised user function."""
+        fn = self.mg.function(target)
+        target = self.mg.engine.table.get(target.key, target)
+        args = list(lead)
+        for a, want in zip(operands, target.argtypes[len(lead):]):
+            args.append(self.get(a, want))
+        out = self.alloca(lltype(target.ret))
+        depth = self.b.add(self.depth, L.Constant(I64, 1))
+        status = self.b.call(fn, [depth, out] + args)
+        if runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file):
+            self._note_caller(status)
+        self.propagate(status)
+        return self.b.load(out, typ=lltype(target.ret))
+
+    def _note_caller(self, status: L.Value) -> None:
+        """A library helper failed (an error, or a deopt that cannot be rerun): record
+        this statement as the place it is reported at (`runtime.CALLER_SLOT`), so
+        that no helper's name reaches a user."""
+        with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, runtime.OK)),
+                            likely=False):
+            sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
+            base = self.mg.errinfo_base(self.b)
+            self.b.store(L.Constant(I64, sid + 1),
+                         self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)],
+                                    source_etype=I64))
+
+
+@codegen("copy")
+def _cg_copy(fc: FunctionGen, s, ts):
+    return fc.get(s.args[0], s.type)
+
+
+@codegen("call")
+def _cg_call(fc: FunctionGen, s, ts):
+    call = fc.typing.calls.get(s.var)
+    if call is None:
+        raise TypingError(f"jit: unresolved call {s.var} in {fc.ir.name}")
+    by_type = CALL_TYPE_CODEGEN.get(type(call.callee))
+    if by_type is not None:
+        return by_type(fc, s, ts, call)
+    if call.target is None:
+        from jit.library.call_lowering import CALL_CODEGEN
+        fn = CALL_CODEGEN.get(call.callee)
+        if fn is None:
+            raise TypingError(f"jit: no LLVM lowering for calling {call.callee!r}")
+        return fn(fc, s, [fc.type_of(a) for a in s.args[1:]])
+    lead = []
+    if isinstance(ts[0], ClosureT):
+        clo = fc.get(s.args[0])
+        lead = [fc.b.extract_value(clo, i) for i in range(len(ts[0].captured))]
+    return fc.call_user(call.target, call.operands[len(lead):], lead)
+
+
+@codegen("make_closure")
+def _cg_make_closure(fc: FunctionGen, s, ts):
+    ty = lltype(s.type)
+    out = L.Constant(ty, L.Undefined)
+    for i, a in enumerate(s.args[1:]):
+        out = fc.b.insert_value(out, fc.get(a, s.type.captured[i]), i)
+    return out
+
+
+def const_operand(operand: Any) -> Any:
+    return operand.value if isinstance(operand, Const) else None
+
+
+def scalar_kind(t: Scalar) -> str:
+    return "f" if t == FLOAT64 else "i"

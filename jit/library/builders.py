@@ -1,0 +1,324 @@
+"""`np.arange`, `np.float64` and `math.fsum`, compiled as plain-Python implementations
+(the recipe of jit.library.elementwise):
+
+  * `np.arange(stop)`, `np.arange(start, stop)`, `np.arange(start, stop, step)` of
+    integers: an int64 array (numpy's ZeroDivisionError for a zero step); float
+    arguments stay refused;
+  * `np.float64(x)` of a number (and `np.float64()`): a float64;
+  * `math.fsum(xs)` of a 1-D float64/int64 array or a tuple of numbers: CPython's
+    own algorithm (Shewchuk's partials, then the half-even correction across
+    partials, from Modules/mathmodule.c), so the result is CPython's bit for bit,
+    with its OverflowError and ValueError; and its pullback (`d_fsum`);
+  * `np.argmin(a)` / `np.argmax(a)` (and the methods) of float64 arrays: the first
+    extreme position, the first NaN if any, numpy's ValueError when empty.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir as L
+
+from jit.library.elementwise import PULLBACK_IMPLS, _full1, _wrap_call, impl_call, is_float_array
+from jit.codegen.function import F64
+from jit.typing.infer import Context
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_numeric
+
+# (message, exception) of the runtime checks below: each raises when its operand is true.
+_CHECKS: dict = {}
+
+
+def check_step(zero: bool) -> None:
+    """numpy's error for np.arange with a zero step (compiled natively)."""
+    if zero:
+        raise ZeroDivisionError("division by zero")
+
+
+def check_fsum_overflow(bad: bool) -> None:
+    """CPython's error when a partial of math.fsum overflows (compiled natively)."""
+    if bad:
+        raise OverflowError("intermediate overflow in fsum")
+
+
+def check_fsum_nan(bad: bool) -> None:
+    """CPython's error for math.fsum of +inf and -inf (compiled natively)."""
+    if bad:
+        raise ValueError("-inf + inf in fsum")
+
+
+def check_argmin_empty(empty: bool) -> None:
+    """numpy's error for np.argmin / np.argmax of an empty array (compiled natively)."""
+    if empty:
+        raise ValueError("attempt to get argmin of an empty sequence")
+
+
+def check_argmax_empty(empty: bool) -> None:
+    if empty:
+        raise ValueError("attempt to get argmax of an empty sequence")
+
+
+_CHECKS.update({check_step: (ZeroDivisionError, "division by zero"),
+                check_fsum_overflow: (OverflowError, "intermediate overflow in fsum"),
+                check_fsum_nan: (ValueError, "-inf + inf in fsum"),
+                check_argmin_empty: (ValueError, "attempt to get argmin of an empty sequence"),
+                check_argmax_empty: (ValueError, "attempt to get argmax of an empty sequence")})
+
+
+# -- np.arange -----------------------------------------------------------------------------------
+def _arange_fill(start, step, n):
+    m = max(0, n)
+    out = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        out[i] = start + i * step
+    return out
+
+
+def _arange1(stop):
+    return _arange_fill(0, 1, stop)
+
+
+def _arange2(start, stop):
+    return _arange_fill(start, 1, stop - start)
+
+
+def _arange3(start, stop, step):
+    check_step(step == 0)
+    return _arange_fill(start, step, -((start - stop) // step))
+
+
+# -- np.argmin / np.argmax (first position; the first NaN wins) -------------------------------
+_ARG_SRC = """def {name}(a):
+    {shape}
+    {check}({size} == 0)
+    best = a[{first}]
+    k = 0
+    {loops}v = a[{idx}]
+    {pad}if math.isnan(v):
+    {pad}    return {flat}
+    {pad}if v {cmp} best:
+    {pad}    best = v
+    {pad}    k = {flat}
+    return k
+"""
+
+
+def _arg_impl(kind: str, nd: int):
+    name = f"_arg{kind}{nd}"
+    if nd == 1:
+        fmt = {"shape": "n = a.shape[0]", "size": "n", "first": "0", "idx": "i", "flat": "i",
+               "pad": "    ", "loops": "for i in range(n):\n        "}
+    else:
+        fmt = {"shape": "n, m = a.shape", "size": "n * m", "first": "0, 0", "idx": "i, j",
+               "flat": "i * m + j", "pad": "        ",
+               "loops": "for i in range(n):\n        for j in range(m):\n            "}
+    text = _ARG_SRC.format(name=name, check=f"check_arg{kind}_empty",
+                           cmp="<" if kind == "min" else ">", **fmt)
+    ns = {"math": math, "check_argmin_empty": check_argmin_empty,
+          "check_argmax_empty": check_argmax_empty}
+    exec(compile(text, f"<jit.library.builders {name}>", "exec"), ns)
+    ns[name].__module__ = "jit_array_impls"
+    return ns[name]
+
+
+ARG_IMPLS = {(kind, nd): _arg_impl(kind, nd) for kind in ("min", "max") for nd in (1, 2)}
+
+
+# -- math.fsum -----------------------------------------------------------------------------------
+def _fsum_add(p, m, x):
+    """Add x into the m partials p[:m] (exactly); returns the new count and the
+    rounded sum that became the top partial (or a non-finite x)."""
+    i = 0
+    for j in range(m):
+        y = p[j]
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo != 0.0:
+            p[i] = lo
+            i += 1
+        x = hi
+    return i, x
+
+
+def _fsum_round(p, m):
+    """The correctly rounded value of the partials p[:m] (half-even across partials)."""
+    if m == 0:
+        return 0.0
+    m -= 1
+    hi = p[m]
+    lo = 0.0
+    while m > 0:
+        x = hi
+        m -= 1
+        y = p[m]
+        hi = x + y
+        lo = y - (hi - x)
+        if lo != 0.0:
+            break
+    if m > 0 and ((lo < 0.0 and p[m - 1] < 0.0) or (lo > 0.0 and p[m - 1] > 0.0)):
+        y = lo * 2.0
+        x = hi + y
+        if y == x - hi:
+            hi = x
+    return hi
+
+
+def _fsum1(xs):
+    n = xs.shape[0]
+    p = np.empty(n + 1)
+    m = 0
+    special = 0.0
+    infs = 0.0
+    for k in range(n):
+        xsave = float(xs[k])
+        m, x = _fsum_add(p, m, xsave)
+        if x != 0.0:
+            if math.isfinite(x):
+                p[m] = x
+                m += 1
+            else:
+                check_fsum_overflow(math.isfinite(xsave))
+                if math.isinf(xsave):
+                    infs += xsave
+                special += xsave
+                m = 0
+    if special != 0.0:
+        check_fsum_nan(math.isnan(infs))
+        return special
+    return _fsum_round(p, m)
+
+
+_TUPLE_SRC = """def {name}(t):
+    a = np.empty({n})
+{stores}    return _fsum1(a)
+"""
+_D_TUPLE_SRC = """def {name}(dy, xs):
+    return (({dys}),)
+"""
+_TUPLE_IMPLS: dict = {}
+
+
+def _per_length(n: int, kind: str):
+    """`math.fsum` of (and its pullback for) a tuple of n numbers, made on demand."""
+    key = (kind, n)
+    hit = _TUPLE_IMPLS.get(key)
+    if hit is not None:
+        return hit
+    name = f"_fsum_tuple{n}" if kind == "f" else f"_d_fsum_tuple{n}"
+    if kind == "f":
+        text = _TUPLE_SRC.format(name=name, n=n,
+                                 stores="".join(f"    a[{k}] = t[{k}]\n" for k in range(n)))
+    else:
+        text = _D_TUPLE_SRC.format(name=name, dys="dy, " * n)
+    ns = {"np": np, "_fsum1": _fsum1}
+    exec(compile(text, f"<jit.library.builders {name}>", "exec"), ns)
+    fn = ns[name]
+    fn.__module__ = "jit_array_impls"
+    _TUPLE_IMPLS[key] = fn
+    return fn
+
+
+def _d_fsum1(dy, xs):
+    return (_full1(xs, dy),)
+
+
+for _f in (_arange_fill, _arange1, _arange2, _arange3, _fsum_add, _fsum_round, _fsum1,
+           _d_fsum1):
+    _f.__module__ = "jit_array_impls"
+
+
+# -- typing and registration ---------------------------------------------------------------------
+def _int_like(t: Type) -> bool:
+    return t in (INT64, BOOL)
+
+
+def _t_arange(ctx: Context, s, ts: list) -> Type:
+    if s.kwargs or not 1 <= len(ts) <= 3 or not all(_int_like(t) for t in ts):
+        ctx.fail(f"np.arange of {', '.join(map(str, ts))}"
+                 f"{' with keywords' if s.kwargs else ''} is not compiled (integers only)")
+    impl = (_arange1, _arange2, _arange3)[len(ts) - 1]
+    return impl_call(ctx, s, impl, list(s.args[1:]))
+
+
+def _t_float64(ctx: Context, s, ts: list) -> Type:
+    if s.kwargs or len(ts) > 1 or (ts and not is_numeric(ts[0])):
+        ctx.fail(f"np.float64 of {', '.join(map(str, ts))} is not compiled (one number)")
+    return FLOAT64
+
+
+def _cg_float64(fc, s, ts):
+    if not ts:
+        return L.Constant(F64, 0.0)
+    return fc.get(s.args[1], FLOAT64)
+
+
+def _fsum_items(t: Type) -> bool:
+    if isinstance(t, ArrayT):
+        return t.ndim == 1
+    return isinstance(t, TupleT) and all(is_numeric(e) for e in t.elems)
+
+
+def _t_fsum(ctx: Context, s, ts: list) -> Type:
+    if s.kwargs or len(ts) != 1 or not _fsum_items(ts[0]):
+        ctx.fail(f"math.fsum of {', '.join(map(str, ts))} is not compiled (a 1-D array "
+                 "or a tuple of numbers)")
+    impl = _fsum1 if isinstance(ts[0], ArrayT) else _per_length(len(ts[0].elems), "f")
+    return impl_call(ctx, s, impl, [s.args[1]])
+
+
+def _pick_arg(kind: str):
+    def pick(ts):
+        ok = len(ts) == 1 and is_float_array(ts[0])
+        return ARG_IMPLS[(kind, ts[0].ndim)] if ok else None
+    return pick
+
+
+def _pick_d_fsum(argtypes):
+    if len(argtypes) != 2 or not is_numeric(argtypes[0]):
+        return None
+    xs = argtypes[1]
+    if isinstance(xs, ArrayT) and xs.ndim == 1:
+        return _d_fsum1
+    if isinstance(xs, TupleT) and _fsum_items(xs):
+        return _per_length(len(xs.elems), "d")
+    return None
+
+
+def _cg_user(fc, s, ts):
+    call = fc.typing.calls[s.var]
+    return fc.call_user(call.target, call.operands, [])
+
+
+def _t_check(ctx: Context, s, ts: list) -> Type:
+    if len(ts) != 1 or ts[0] != BOOL:
+        ctx.fail(f"bad operand {ts} of a runtime check")
+    return NONE
+
+
+def _cg_check(f):
+    exc, msg = _CHECKS[f]
+
+    def cg(fc, s, ts):
+        fc.raise_if(fc.get(s.args[1], BOOL), exc, msg, ())
+        return L.Constant(L.IntType(8), 0)
+    return cg
+
+
+def _register() -> None:
+    from adjoint import rules_math as M
+
+    from jit.library.call_lowering import CALL_CODEGEN
+    from jit.library.call_types import CALL_RULES
+    for f in _CHECKS:
+        CALL_RULES[f], CALL_CODEGEN[f] = _t_check, _cg_check(f)
+    CALL_RULES[np.arange], CALL_CODEGEN[np.arange] = _t_arange, _cg_user
+    CALL_RULES[np.float64], CALL_CODEGEN[np.float64] = _t_float64, _cg_float64
+    CALL_RULES[math.fsum], CALL_CODEGEN[math.fsum] = _t_fsum, _cg_user
+    PULLBACK_IMPLS[id(M.d_fsum)] = (M.d_fsum, _pick_d_fsum)
+    _wrap_call(np.argmin, _pick_arg("min"))
+    _wrap_call(np.argmax, _pick_arg("max"))
+
+
+_register()
+__all__ = ["ARG_IMPLS", "check_fsum_nan", "check_fsum_overflow", "check_step"]

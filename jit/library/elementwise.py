@@ -1,0 +1,645 @@
+"""Whole-array numpy operations, compiled as Python loop implementations.
+
+The design guide's recipe: an array primitive the JIT has no native lowering for is
+typed as a call of a small plain-Python function written with loops and element
+indexing, which the JIT lowers, types and compiles like user code (and LLVM inlines
+and vectorises).  Covered, for float64 arrays of 1 or 2 dimensions:
+
+  * `a OP b` for OP in + - * / ** between two arrays of the same shape or an array
+    and a number, and `-a` (primitives add, sub, mul, truediv, pow, neg);
+  * numpy's elementwise functions of one argument (np.sin, np.exp, np.abs, ...);
+  * np.sum (numpy's pairwise summation, so 1-D and C-contiguous 2-D sums are
+    bit-identical to numpy's), np.mean, np.dot of two 1-D arrays (a plain loop:
+    BLAS may associate differently, so results can differ in the last bits);
+  * in adjoint code: `unbcast(dy, x)` of an array to a number (a sum), and the
+    pullbacks of np.sum / np.mean / np.dot (`PULLBACK_IMPLS`).
+Two arrays of the same rank broadcast as numpy does (a length-1 axis stretches to the
+other's length; other mismatches raise numpy's ValueError); arrays of different ranks
+are typed apart and not compiled.  An equal-shape pair takes a plain loop.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from typing import Any
+
+import numpy as np
+from llvmlite import ir as L
+
+from ssair.ir import Const
+
+from jit.codegen import arrays as codegen_array
+from jit.library import call_lowering as codegen_calls
+from jit.codegen import scalar as codegen_scalar  # noqa: F401  (fill the tables first)
+from jit.codegen.function import CODEGEN, I64
+from jit.typing.infer import RULES, Call, Context, lower_function
+from jit.library.broadcast import _cg_broadcast_length, _fdiv, broadcast_length
+from jit.types import BOOL, FLOAT64, INT64, ArrayT, Type, is_numeric
+
+
+def same_length(n: int, m: int) -> None:
+    """Raise numpy's ValueError when two shapes do not match (compiled natively)."""
+    if n != m:
+        raise ValueError(f"operands could not be broadcast together (an axis of length {n} "
+                         f"against one of length {m})")
+
+
+# -- implementations (templates instantiated per operator) -------------------------------------
+_BINARY_1D = {
+    "aa": """def {name}(a, b):
+    na = a.shape[0]
+    nb = b.shape[0]
+    n = broadcast_length(na, nb)
+    out = np.empty(n)
+    if na == nb:
+        for i in range(n):
+            out[i] = a[i] {op} b[i]
+        return out
+    sa = 1 if na == n else 0
+    sb = 1 if nb == n else 0
+    for i in range(n):
+        out[i] = a[i * sa] {op} b[i * sb]
+    return out
+""",
+    "as": """def {name}(a, b):
+    n = a.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = a[i] {op} b
+    return out
+""",
+    "sa": """def {name}(a, b):
+    n = b.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = a {op} b[i]
+    return out
+""",
+}
+_BINARY_2D = {
+    "aa": """def {name}(a, b):
+    na, ma = a.shape
+    nb, mb = b.shape
+    n = broadcast_length(na, nb)
+    m = broadcast_length(ma, mb)
+    out = np.empty((n, m))
+    if na == nb and ma == mb:
+        for i in range(n):
+            for j in range(m):
+                out[i, j] = a[i, j] {op} b[i, j]
+        return out
+    si, sj = (1 if na == n else 0), (1 if ma == m else 0)
+    ti, tj = (1 if nb == n else 0), (1 if mb == m else 0)
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = a[i * si, j * sj] {op} b[i * ti, j * tj]
+    return out
+""",
+    "as": """def {name}(a, b):
+    n, m = a.shape
+    out = np.empty((n, m))
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = a[i, j] {op} b
+    return out
+""",
+    "sa": """def {name}(a, b):
+    n, m = b.shape
+    out = np.empty((n, m))
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = a {op} b[i, j]
+    return out
+""",
+}
+_UNARY = {
+    1: """def {name}(a):
+    n = a.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = {expr}
+    return out
+""",
+    2: """def {name}(a):
+    n, m = a.shape
+    out = np.empty((n, m))
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = {expr}
+    return out
+""",
+}
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}
+_UFUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "arcsin",
+           "arccos", "arctan", "abs", "absolute", "fabs", "square", "negative", "log1p",
+           "expm1", "log2", "log10", "sign")
+_NAN = float("nan")
+_NS: dict = {"np": np, "same_length": same_length, "broadcast_length": broadcast_length,
+             "_fdiv": _fdiv}
+
+
+def _make(src: str, name: str) -> Any:
+    exec(compile(src, f"<jit.library.elementwise {name}>", "exec"), _NS)
+    fn = _NS[name]
+    fn.__module__ = "jit_array_impls"  # compiled as user code, not a library call
+    return fn
+
+
+
+
+def _binary_source(template: str, name: str, op: str, sym: str) -> str:
+    """A template instantiated for one operator; array division and power are
+    numpy's (inf and nan for a zero divisor or a fractional power of a negative
+    number, never ZeroDivisionError or OverflowError)."""
+    src = template.format(name=name, op=sym)
+    if op == "truediv":
+        src = re.sub(r"= (.+) / (.+)$", r"= _fdiv(\1, \2)", src, flags=re.M)
+    if op == "pow":     # numpy's float power: inf, nan, never an exception
+        src = re.sub(r"= (.+) \*\* (.+)$", r"= np.power(\1, \2)", src, flags=re.M)
+    return src
+
+
+BINARY_IMPLS = {(op, kind, nd): _make(_binary_source(t[kind], f"_{op}_{kind}{nd}", op, sym),
+                                      f"_{op}_{kind}{nd}")
+                for op, sym in _SYMBOLS.items() for nd, t in ((1, _BINARY_1D), (2, _BINARY_2D))
+                for kind in ("aa", "as", "sa")}
+NEG_IMPLS = {nd: _make(_UNARY[nd].format(name=f"_neg{nd}",
+                                         expr="-a[i]" if nd == 1 else "-a[i, j]"), f"_neg{nd}")
+             for nd in (1, 2)}
+UFUNC_IMPLS = {}
+for _u in _UFUNCS:
+    for _nd in (1, 2):
+        _idx = "a[i]" if _nd == 1 else "a[i, j]"
+        UFUNC_IMPLS[(getattr(np, _u), _nd)] = _make(
+            _UNARY[_nd].format(name=f"_{_u}{_nd}", expr=f"np.{_u}({_idx})"), f"_{_u}{_nd}")
+
+
+def _pairwise(a, lo, n):
+    """numpy's pairwise summation of a[lo:lo + n] (numpy/_core/src/umath/loops)."""
+    if n < 8:
+        s = -0.0
+        for i in range(lo, lo + n):
+            s += a[i]
+        return s
+    if n <= 128:
+        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+        m = n - n % 8
+        for i in range(lo + 8, lo + m, 8):
+            r0 += a[i]
+            r1 += a[i + 1]
+            r2 += a[i + 2]
+            r3 += a[i + 3]
+            r4 += a[i + 4]
+            r5 += a[i + 5]
+            r6 += a[i + 6]
+            r7 += a[i + 7]
+        s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        for i in range(lo + m, lo + n):
+            s += a[i]
+        return s
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise(a, lo, n2) + _pairwise(a, lo + n2, n - n2)
+
+
+def _sum1(a):
+    n = a.shape[0]
+    # numpy adds onto its identity 0.0: an empty sum is 0.0, a sum of -0.0s is 0.0
+    return 0.0 + _pairwise(a, 0, n) if n > 0 else 0.0
+
+
+def _at(a, m, k):
+    """Element k of a C-contiguous 2-D array with m columns, in flat order."""
+    return a[k // m, k % m]
+
+
+_NS["_at"] = _at
+_pairwise_flat = _make(re.sub(r"a\[([^\]]+)\]", r"_at(a, cols, \1)",
+                              inspect.getsource(_pairwise))
+                       .replace("def _pairwise(a, lo, n)", "def _pairwise_flat(a, cols, lo, n)")
+                       .replace("_pairwise(a, ", "_pairwise_flat(a, cols, "), "_pairwise_flat")
+
+
+def _sum2(a):
+    """numpy sums a C-contiguous array as one flat run, others row by row."""
+    n, m = a.shape
+    if n * m > 0 and a.strides[1] == 8 and a.strides[0] == 8 * m:
+        return 0.0 + _pairwise_flat(a, m, 0, n * m)
+    s = 0.0
+    for i in range(n):
+        s += _pairwise(a[i], 0, m)
+    return s
+
+
+def _mean1(a):
+    n = a.shape[0]
+    return _sum1(a) / n if n else _NAN   # numpy: nan (with a RuntimeWarning)
+
+
+def _mean2(a):
+    n = a.shape[0] * a.shape[1]
+    return _sum2(a) / n if n else _NAN
+
+
+def _dot11(a, b):
+    n = a.shape[0]
+    same_length(n, b.shape[0])
+    s = 0.0
+    for i in range(n):
+        s += a[i] * b[i]
+    return s
+
+
+def _full1(x, v):
+    n = x.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = v
+    return out
+
+
+def _full2(x, v):
+    n, m = x.shape
+    out = np.empty((n, m))
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = v
+    return out
+
+
+def _d_sum1(dy, x, axis=None, keepdims=False):
+    return _full1(x, dy)
+
+
+def _d_sum2(dy, x, axis=None, keepdims=False):
+    return _full2(x, dy)
+
+
+def _d_mean1(dy, x, axis=None, keepdims=False):
+    return _full1(x, dy / x.shape[0])
+
+
+def _d_mean2(dy, x, axis=None, keepdims=False):
+    return _full2(x, dy / (x.shape[0] * x.shape[1]))
+
+
+def _d_dot11(dy, x, y):
+    return dy * y, dy * x
+
+
+def _d_pow_as1(dy, x, y):
+    n = x.shape[0]
+    gx = np.empty(n)
+    gy = 0.0
+    for i in range(n):
+        gx[i] = 0.0 if y == 0 else dy[i] * y * np.power(x[i], y - 1)
+        if x[i] > 0:
+            gy += dy[i] * np.power(x[i], y) * math.log(x[i])
+    return gx, gy
+
+
+def _d_pow_as2(dy, x, y):
+    n, m = x.shape
+    gx = np.empty((n, m))
+    gy = 0.0
+    for i in range(n):
+        for j in range(m):
+            gx[i, j] = 0.0 if y == 0 else dy[i, j] * y * np.power(x[i, j], y - 1)
+            if x[i, j] > 0:
+                gy += dy[i, j] * np.power(x[i, j], y) * math.log(x[i, j])
+    return gx, gy
+
+
+def _assign_aa1(a, v):
+    n = a.shape[0]
+    same_length(n, v.shape[0])
+    w = v.copy()   # v may be a view of a (a[...] = a[::-1]): numpy reads it all first
+    for i in range(n):
+        a[i] = w[i]
+
+
+def _assign_aa2(a, v):
+    n, m = a.shape
+    same_length(n, v.shape[0])
+    same_length(m, v.shape[1])
+    w = v.copy()   # v may be a view of a (m[...] = m.T)
+    for i in range(n):
+        for j in range(m):
+            a[i, j] = w[i, j]
+
+
+def _assign_as1(a, v):
+    for i in range(a.shape[0]):
+        a[i] = v
+
+
+def _assign_as2(a, v):
+    n, m = a.shape
+    for i in range(n):
+        for j in range(m):
+            a[i, j] = v
+
+
+for _f in (_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign_as2,
+           _pairwise, _sum1, _sum2, _mean1, _mean2, _dot11, _full1, _full2, _d_sum1,
+           _d_sum2, _d_mean1, _d_mean2, _d_dot11):
+    _f.__module__ = "jit_array_impls"
+
+
+# -- typing and lowering ------------------------------------------------------------------------
+def is_float_array(t: Type) -> bool:
+    return isinstance(t, ArrayT) and t.dtype == FLOAT64
+
+
+def impl_call(ctx: Context, s, impl: Any, operands: list) -> Type:
+    """Type statement `s` as a call of the Python implementation `impl`."""
+    argtypes = tuple(ctx.type_of(a) for a in operands)
+    target = ctx.engine.infer(lower_function(impl), argtypes)
+    ctx.typing.calls[s.var] = Call(target, list(operands), impl)
+    ctx.typing.writes |= target.writes
+    return target.ret
+
+
+def _binary_impl(op: str, ts: list) -> Any:
+    a, b = ts
+    if is_float_array(a) and is_float_array(b) and a.ndim == b.ndim:
+        return BINARY_IMPLS[(op, "aa", a.ndim)]
+    if is_float_array(a) and is_numeric(b):
+        return BINARY_IMPLS[(op, "as", a.ndim)]
+    if is_numeric(a) and is_float_array(b):
+        return BINARY_IMPLS[(op, "sa", b.ndim)]
+    return None
+
+
+def _wrap_binary(op: str) -> None:
+    plain_rule, plain_cg = RULES[op], CODEGEN[op]
+
+    def rule(ctx: Context, s, ts):
+        if not any(isinstance(t, ArrayT) for t in ts):
+            return plain_rule(ctx, s, ts)
+        impl = _binary_impl(op, ts) if len(ts) == 2 else NEG_IMPLS.get(ts[0].ndim)
+        if impl is None or (op == "neg" and not is_float_array(ts[0])):
+            ctx.fail(f"{op} of {', '.join(map(str, ts))} is not compiled (whole-array "
+                     "arithmetic needs float64 arrays of equal shape, or an array and a "
+                     "number)")
+        return impl_call(ctx, s, impl, list(s.args))
+
+    def cg(fc, s, ts):
+        call = fc.typing.calls.get(s.var)
+        if call is not None and call.target is not None:
+            return fc.call_user(call.target, call.operands, [])
+        return plain_cg(fc, s, ts)
+    RULES[op], CODEGEN[op] = rule, cg
+
+
+def _wrap_call(f: Any, pick) -> None:
+    """Route calls of `f` on arrays to `pick(ts) -> implementation`."""
+    from jit.library.call_types import CALL_RULES
+    plain = CALL_RULES.get(f)
+
+    def rule(ctx: Context, s, ts):
+        if not any(isinstance(t, ArrayT) for t in ts):
+            if plain is None:
+                ctx.fail(f"{getattr(f, '__name__', f)} of {ts} is not compiled")
+            return plain(ctx, s, ts)
+        impl = pick(ts) if not s.kwargs else None
+        if impl is None:
+            ctx.fail(f"np.{getattr(f, '__name__', f)} of {', '.join(map(str, ts))}"
+                     f"{' with keywords' if s.kwargs else ''} is not compiled")
+        return impl_call(ctx, s, impl, list(s.args[1:]))
+    CALL_RULES[f] = rule
+
+
+def _one_array(table: dict):
+    def pick(ts):
+        if len(ts) == 1 and is_float_array(ts[0]):
+            return table.get(ts[0].ndim)
+        return None
+    return pick
+
+
+def _pick_dot(ts):
+    if len(ts) == 2 and all(is_float_array(t) and t.ndim == 1 for t in ts):
+        return _dot11
+    return None
+
+
+def _unbcast_aa1(dy, x):
+    """The cotangent of a 1-D operand that may have been broadcast from length 1."""
+    if dy.shape[0] == x.shape[0]:
+        return dy
+    out = np.empty(1)
+    out[0] = _sum1(dy)
+    return out
+
+
+def _unbcast_aa2(dy, x):
+    """The cotangent of a 2-D operand, summed over the axes it was broadcast along."""
+    n, m = dy.shape
+    rows, cols = x.shape
+    if n == rows and m == cols:
+        return dy
+    out = np.zeros((rows, cols))
+    si, sj = (1 if rows == n else 0), (1 if cols == m else 0)
+    for i in range(n):
+        for j in range(m):
+            out[i * si, j * sj] += dy[i, j]
+    return out
+
+
+_unbcast_aa1.__module__ = _unbcast_aa2.__module__ = "jit_array_impls"
+
+
+def _pick_unbcast(ts):
+    if len(ts) == 2 and is_float_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
+        return _sum1 if ts[0].ndim == 1 else _sum2
+    if len(ts) == 2 and is_float_array(ts[0]) and isinstance(ts[1], ArrayT) \
+            and ts[1].ndim == ts[0].ndim:
+        return _unbcast_aa1 if ts[0].ndim == 1 else _unbcast_aa2
+    return None
+
+
+PULLBACK_IMPLS: dict = {}
+
+
+def _register_pullbacks() -> None:
+    """JIT implementations of the numpy reductions' pullbacks (by rule object)."""
+    try:
+        from adjoint import rules_numpy as R
+    except ImportError:  # pragma: no cover
+        return
+    from adjoint import rules_math as M
+    for pb, impls in ((R.d_np_sum, {1: _d_sum1, 2: _d_sum2}),
+                      (R.d_np_mean, {1: _d_mean1, 2: _d_mean2}),
+                      (R.d_np_dot, {1: _d_dot11})):
+        PULLBACK_IMPLS[id(pb)] = (pb, _by_first_array(impls))
+    PULLBACK_IMPLS[id(M.d_pow)] = (M.d_pow, _pick_d_pow)
+    PULLBACK_IMPLS[id(M.d_hypot)] = (M.d_hypot, _pick_d_hypot)
+
+
+def _by_first_array(impls: dict):
+    def pick(argtypes):
+        arrays = [t for t in argtypes if isinstance(t, ArrayT)]
+        return impls.get(arrays[0].ndim) if arrays else None
+    return pick
+
+
+def _pick_d_pow(argtypes):
+    """d_pow(dy, x, y) for a float array x and a number y."""
+    if len(argtypes) == 3 and is_float_array(argtypes[1]) and is_numeric(argtypes[2]):
+        return {1: _d_pow_as1, 2: _d_pow_as2}[argtypes[1].ndim]
+    return None
+
+
+def _d_hypot2(dy, y, a, b):
+    if y == 0:
+        return 0.0, 0.0
+    return dy * a / y, dy * b / y
+
+
+_d_hypot2.__module__ = "jit_array_impls"
+
+
+def _pick_d_hypot(argtypes):
+    """d_hypot(dy, y, *xs) is variadic; two coordinates get a fixed-arity version."""
+    return _d_hypot2 if len(argtypes) == 4 else None
+
+
+def pullback_impl(pb: Any, argtypes: list) -> Any:
+    """The JIT's implementation of rule `pb` for these argument types, or None."""
+    hit = PULLBACK_IMPLS.get(id(pb))
+    if hit is None or hit[0] is not pb:
+        return None
+    return hit[1](list(argtypes))
+
+
+def _register() -> None:
+    from jit.library.call_lowering import CALL_CODEGEN
+    from jit.library.call_types import CALL_RULES
+    for op in ("add", "sub", "mul", "truediv", "pow", "neg"):
+        _wrap_binary(op)
+    for u in _UFUNCS:
+        f = getattr(np, u)
+        _wrap_call(f, _one_array({nd: UFUNC_IMPLS[(f, nd)] for nd in (1, 2)}))
+    _wrap_call(np.sum, _one_array({1: _sum1, 2: _sum2}))
+    _wrap_call(np.mean, _one_array({1: _mean1, 2: _mean2}))
+    _wrap_call(np.dot, _pick_dot)
+    from jit.pullback.cotangents import _unbcast
+    if _unbcast() is not None:
+        plain = CALL_RULES[_unbcast()]
+
+        def unbcast_rule(ctx, s, ts):
+            impl = _pick_unbcast(ts)
+            if impl in (_unbcast_aa1, _unbcast_aa2):
+                return impl_call(ctx, s, impl, [s.args[1], s.args[2]])
+            return impl_call(ctx, s, impl, [s.args[1]]) if impl else plain(ctx, s, ts)
+        CALL_RULES[_unbcast()] = unbcast_rule
+
+    _wrap_setitem()
+    _wrap_is()
+    _register_builtins()
+
+    @_call_rule(same_length)
+    def _t_same(ctx, s, ts):
+        return _none_type()
+    CALL_CODEGEN[same_length] = _cg_same_length
+
+    @_call_rule(broadcast_length)
+    def _t_broadcast(ctx, s, ts):
+        return INT64
+    CALL_CODEGEN[broadcast_length] = _cg_broadcast_length
+    _register_pullbacks()
+
+
+def _wrap_setitem() -> None:
+    """`a[...] = v` (what `a OP= b` on an array becomes): a loop over a."""
+    plain_rule, plain_cg = RULES["setitem"], CODEGEN["setitem"]
+    impls = {("aa", 1): _assign_aa1, ("aa", 2): _assign_aa2, ("as", 1): _assign_as1,
+             ("as", 2): _assign_as2}
+
+    def rule(ctx: Context, s, ts):
+        if len(s.args) != 3 or ctx.const(s.args[2]) is not Ellipsis:
+            return plain_rule(ctx, s, ts)
+        a, v = ts[0], ts[1]
+        kind = "aa" if isinstance(v, ArrayT) and v.ndim == getattr(a, "ndim", -1) else \
+            "as" if is_numeric(v) else None
+        if not is_float_array(a) or kind is None:
+            ctx.fail(f"a[...] = v of {a} and {v} is not compiled")
+        impl_call(ctx, s, impls[(kind, a.ndim)], list(s.args[:2]))
+        return _none_type()
+
+    def cg(fc, s, ts):
+        call = fc.typing.calls.get(s.var)
+        if call is not None and call.target is not None:
+            return fc.call_user(call.target, call.operands, [])
+        return plain_cg(fc, s, ts)
+    RULES["setitem"], CODEGEN["setitem"] = rule, cg
+
+
+def _wrap_is() -> None:
+    """`x is x` (the same SSA value) is True whatever its type (arrays included):
+    `a += b` on an array tests that its result is still `a`."""
+    for op in ("is", "isnot"):
+        plain_rule, plain_cg = RULES[op], CODEGEN[op]
+
+        def rule(ctx: Context, s, ts, plain_rule=plain_rule):
+            if s.args[0] == s.args[1] and not isinstance(s.args[0], Const):
+                return BOOL
+            return plain_rule(ctx, s, ts)
+
+        def cg(fc, s, ts, plain_cg=plain_cg):
+            if s.args[0] == s.args[1] and not isinstance(s.args[0], Const):
+                return L.Constant(L.IntType(1), int(s.op == "is"))
+            return plain_cg(fc, s, ts)
+        RULES[op], CODEGEN[op] = rule, cg
+
+
+def _builtin_pow(a, b):
+    return a ** b
+
+
+_builtin_pow.__module__ = "jit_array_impls"
+
+
+def _register_builtins() -> None:
+    """Two-argument `pow(a, b)` is `a ** b` (compiled as the `pow` primitive); three
+    integer arguments run `jit.library.array_calls.powmod` (stays in int64)."""
+    import builtins
+
+    from jit.library.call_types import CALL_RULES
+    plain = CALL_RULES.get(builtins.pow)
+
+    def rule(ctx: Context, s, ts):
+        if len(ts) == 2 and not s.kwargs:
+            return impl_call(ctx, s, _builtin_pow, list(s.args[1:]))
+        if len(ts) == 3 and not s.kwargs and all(t in (INT64, BOOL) for t in ts):
+            from jit.library.array_calls import powmod
+            return impl_call(ctx, s, powmod, list(s.args[1:]))
+        if plain is None:
+            ctx.fail("pow() with a modulus is not compiled")
+        return plain(ctx, s, ts)
+    CALL_RULES[builtins.pow] = rule
+
+
+def _call_rule(f):
+    from jit.library.call_types import call_rule
+    return call_rule(f)
+
+
+def _none_type() -> Type:
+    from jit.types import NONE
+    return NONE
+
+
+def _cg_same_length(fc, s, ts):
+    n, m = fc.get(s.args[1], INT64), fc.get(s.args[2], INT64)
+    fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
+                "operands could not be broadcast together (an axis of length {0} against one "
+                "of length {1})", (n, m))
+    return L.Constant(L.IntType(8), 0)
+
+
+_register()
+__all__ = ["I64", "impl_call", "pullback_impl"]

@@ -1,0 +1,148 @@
+"""Slices of tuples by constant slices: `t[1:]`, `t[:2]`, `t[::-1]`.
+
+The result's type depends on which elements the slice picks, so only slices whose
+parts are all known at compile time (`SliceT.values`, see jit.library.slicing:
+constants, or `len` of a tuple, which `STATIC_CALLS` knows from its type) are; the
+tuple's length is known from its type, so the picked positions are known at compile
+time (Python's `slice.indices`).  In adjoint code `accum_index(s, dy, t, %slice)`
+adds the slice's cotangent back into those positions, as adjoint.tape.accum_index
+does; `tuple(t)` of a tuple is t.  A slice computed at run time (`t[i:]`) stays
+refused.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from jit.library import slicing as array_slices  # noqa: F401  (its getitem / accum_index wrappers come first)
+from jit.library.slicing import SliceT
+from jit.codegen.function import CODEGEN, lltype
+from jit.typing.infer import RULES, Context
+from jit.types import NONE, TupleT, Type
+
+
+def positions(t: TupleT, st: SliceT) -> list:
+    """The element positions t[st] picks."""
+    return list(range(len(t.elems))[slice(*st.values)])
+
+
+def _ours(ctx: Context, ts: list) -> bool:
+    """A tuple indexed by one slice; a slice not known at compile time is refused."""
+    if not (isinstance(ts[0], TupleT) and not isinstance(ts[0], SliceT)):
+        return False
+    if len(ts) != 2 or not isinstance(ts[1], SliceT):
+        return False
+    if ts[1].values is None:
+        ctx.fail("slicing a tuple by a slice computed at run time is not compiled")
+    if ts[1].values[2] == 0:
+        ctx.fail("slice step cannot be zero")
+    return True
+
+
+def _t_getitem(plain):
+    def rule(ctx: Context, s, ts):
+        if not _ours(ctx, ts):
+            return plain(ctx, s, ts)
+        return TupleT(tuple(ts[0].elems[k] for k in positions(ts[0], ts[1])))
+    return rule
+
+
+def _cg_getitem(plain):
+    def cg(fc, s, ts):
+        if not (isinstance(ts[0], TupleT) and len(ts) == 2 and isinstance(ts[1], SliceT)
+                and not isinstance(ts[0], SliceT)):
+            return plain(fc, s, ts)
+        tup = fc.get(s.args[0])
+        out = L.Constant(lltype(s.type), L.Undefined)
+        for j, k in enumerate(positions(ts[0], ts[1])):
+            out = fc.b.insert_value(out, fc.b.extract_value(tup, k), j)
+        return out
+    return cg
+
+
+def _slot_types(acc: Type, dy: Type, x: TupleT, picked: list) -> list:
+    from jit.pullback.cotangents import accum_type
+    parts = list(acc.elems) if isinstance(acc, TupleT) else [NONE] * len(x.elems)
+    if dy == NONE:
+        return parts
+    for j, k in enumerate(picked):
+        parts[k] = accum_type(parts[k], dy.elems[j])
+    return parts
+
+
+def _t_accum(plain):
+    def rule(ctx: Context, s, ts):
+        if len(ts) != 4 or not _ours(ctx, [ts[2], ts[3]]):
+            return plain(ctx, s, ts)
+        acc, dy, x = ts[0], ts[1], ts[2]
+        picked = positions(x, ts[3])
+        if dy != NONE and not (isinstance(dy, TupleT) and len(dy.elems) == len(picked)):
+            ctx.fail(f"accum_index of a {dy} into {len(picked)} elements of a {x} cotangent")
+        try:
+            return TupleT(tuple(_slot_types(acc, dy, x, picked)))
+        except TypeError as e:
+            ctx.fail(str(e))
+    return rule
+
+
+def _cg_accum(plain):
+    def cg(fc, s, ts):
+        x = ts[2]
+        if not (len(ts) == 4 and isinstance(x, TupleT) and not isinstance(x, SliceT)
+                and isinstance(ts[3], SliceT)):
+            return plain(fc, s, ts)
+        from jit.pullback.cotangents import accum_values
+        acc_t, dy_t = ts[0], ts[1]
+        where = {k: j for j, k in enumerate(positions(x, ts[3]))}
+        acc, dy = fc.get(s.args[0]), fc.get(s.args[1])
+        out = L.Constant(lltype(s.type), L.Undefined)
+        for k, want in enumerate(s.type.elems):
+            part_t = acc_t.elems[k] if isinstance(acc_t, TupleT) else NONE
+            part = fc.b.extract_value(acc, k) if part_t != NONE else None
+            if k in where and dy_t != NONE:
+                g, gt = fc.b.extract_value(dy, where[k]), dy_t.elems[where[k]]
+            else:
+                g, gt = None, NONE
+            out = fc.b.insert_value(out, accum_values(fc, part, part_t, g, gt, want), k)
+        return out
+    return cg
+
+
+def _static_len(engine, t, s):
+    """`len(t)` of a tuple is known from its type (so `t[:len(x)]` slices statically)."""
+    xt = engine.operand_type(t, s.args[1]) if len(s.args) == 2 else None
+    return len(xt.elems) if isinstance(xt, TupleT) and not isinstance(xt, SliceT) else None
+
+
+def _t_tuple_call(plain):
+    """`tuple(t)` of a tuple is t itself (derivative rules write `tuple(dy[:n])`)."""
+    def rule(ctx: Context, s, ts):
+        if len(ts) == 1 and isinstance(ts[0], TupleT) and not isinstance(ts[0], SliceT) \
+                and not s.kwargs:
+            return ts[0]
+        if plain is None:
+            ctx.fail(f"tuple() of {', '.join(map(str, ts))} is not compiled (tuples only)")
+        return plain(ctx, s, ts)
+    return rule
+
+
+def _cg_tuple_call(fc, s, ts):
+    return fc.get(s.args[1])
+
+
+def _register() -> None:
+    import builtins
+
+    from jit.library.call_lowering import CALL_CODEGEN
+    from jit.typing.infer import STATIC_CALLS
+    from jit.library.call_types import CALL_RULES
+    STATIC_CALLS.setdefault(builtins.len, _static_len)
+    if builtins.tuple not in CALL_CODEGEN:
+        CALL_RULES[builtins.tuple] = _t_tuple_call(CALL_RULES.get(builtins.tuple))
+        CALL_CODEGEN[builtins.tuple] = _cg_tuple_call
+    for op, trule, tcg in (("getitem", _t_getitem, _cg_getitem),
+                           ("accum_index", _t_accum, _cg_accum)):
+        RULES[op], CODEGEN[op] = trule(RULES[op]), tcg(CODEGEN[op])
+
+
+_register()
+__all__ = ["positions"]

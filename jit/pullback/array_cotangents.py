@@ -1,0 +1,345 @@
+"""Type rules and LLVM lowering of the array cotangent primitives of adjoint IR (see
+adjoint/tape.py for their Python semantics).
+
+An array cotangent is an array value whose data pointer may be NULL: that is the
+`None` cotangent (`jit.codegen.function.zero_of`), so a phi joining `None` with an array
+needs no boxing.  Cotangent arrays are allocated on first write (`accum_index` of
+NULL allocates zeros of the primal's shape) and updated in place afterwards, as the
+interpreter does; returned gradients are copied into numpy memory by the entry
+(a NULL comes back as None, which the API turns into zeros).
+
+    accum_index(s, dy, x, i...)  s[i] += dy   (array s of x's shape; or a tuple
+                                               cotangent with a constant index)
+    take_index(s, i...)          s[i]          (0.0 when s is NULL)
+    zero_index(s, i...)          s[i] = 0      (nothing when s is NULL)
+    snapshot(x)                  a copy of an array the forward writes into later
+    zero(x) / accum(a, b)        on arrays: zeros of x's shape / a fresh a + b
+    unbcast(dy, x)               dy summed to x's shape (same shape, or to a float)
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from jit.codegen.function import ARRAY, F64, I64, PTR, FunctionGen, codegen, lltype
+from jit.pullback.cotangents import accum_values
+from jit.codegen.arrays import (
+    ZERO,
+    allocate,
+    count_loop,
+    element_pointer,
+    index_operands,
+    make_array,
+    shape,
+    stride,
+)
+from jit.typing.infer import Context, rule
+from jit.typing.primitives import index_types
+from jit.types import FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like
+
+ONE = L.Constant(I64, 1)
+EIGHT = L.Constant(I64, 8)
+
+
+def is_float_array(t: Type) -> bool:
+    return isinstance(t, ArrayT) and t.dtype == FLOAT64
+
+
+def _indices_ok(ctx: Context, x: ArrayT, idx: list) -> int:
+    if not all(is_int_like(i) for i in idx) or len(idx) > x.ndim:
+        ctx.fail(f"cotangent index {', '.join(map(str, idx))} into {x} is not supported")
+    return x.ndim - len(idx)
+
+
+@rule("accum_index")
+def _t_accum_index(ctx: Context, s, ts) -> Type:
+    acc, dy, x = ts[0], ts[1], ts[2]
+    if isinstance(x, TupleT):
+        return _tuple_accum_type(ctx, s, acc, dy, x)
+    if not is_float_array(x):
+        ctx.fail(f"accum_index into the cotangent of a {x} is not supported")
+    if acc != NONE and acc != x:
+        ctx.fail(f"accum_index into a {acc} for a {x}")
+    rest = _indices_ok(ctx, x, index_types(ctx, ts[3:]))
+    want = FLOAT64 if rest == 0 else ArrayT(FLOAT64, rest)
+    if dy != NONE and dy != want and not (rest == 0 and dy == INT64):
+        ctx.fail(f"accum_index of a {dy} into an element of type {want}")
+    return x
+
+
+def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
+    from jit.pullback.cotangents import accum_type
+    k = ctx.const(s.args[3])
+    parts = list(acc.elems) if isinstance(acc, TupleT) else [NONE] * len(x.elems)
+    if len(s.args) == 4 and k is None and is_int_like(ctx.type_of(s.args[3])) \
+            and all(e == FLOAT64 for e in x.elems) and dy in (FLOAT64, NONE):
+        return TupleT((FLOAT64,) * len(x.elems))  # a variable index: a select per slot
+    if len(s.args) != 4 or not isinstance(k, int) or not -len(x.elems) <= k < len(x.elems):
+        ctx.fail("accum_index into a tuple cotangent needs one constant index (or a "
+                 "tuple of floats)")
+    try:
+        parts[k] = accum_type(parts[k], dy)
+    except TypeError as e:
+        ctx.fail(str(e))
+    return TupleT(tuple(parts))
+
+
+def _null(fc: FunctionGen, arr) -> L.Value:
+    data = fc.b.extract_value(arr, 0)
+    return fc.b.icmp_unsigned("==", fc.b.ptrtoint(data, I64), ZERO)
+
+
+def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
+    """`s` itself, or zeros of `x`'s shape when `s` is the None cotangent."""
+    dims = [shape(fc, x, k) for k in range(xt.ndim)]
+    if st == NONE:
+        return allocate(fc, dims, FLOAT64, 0.0)
+    b = fc.b
+    pre = b.block
+    with b.if_then(_null(fc, s), likely=False):
+        fresh = allocate(fc, dims, FLOAT64, 0.0)
+        made = b.block
+    out = b.phi(ARRAY)
+    out.add_incoming(s, pre)
+    out.add_incoming(fresh, made)
+    return out
+
+
+@codegen("accum_index")
+def _cg_accum_index(fc: FunctionGen, s, ts):
+    acc_t, dy_t, x_t = ts[0], ts[1], ts[2]
+    if isinstance(x_t, TupleT):
+        return _cg_tuple_accum(fc, s, ts)
+    acc = ensure_array(fc, fc.get(s.args[0]), acc_t, fc.get(s.args[2]), x_t)
+    if dy_t == NONE:
+        return acc
+    valid = s.var.id in fc.ir.meta.get("inbounds", ())   # the forward's own index
+    ptr = element_pointer(fc, acc, index_operands(fc, s.args[3:]), valid)
+    if dy_t in (FLOAT64, INT64):
+        old = fc.b.load(ptr, typ=F64)
+        fc.b.store(fc.b.fadd(old, fc.get(s.args[1], FLOAT64)), ptr)
+        return acc
+    nidx = len(index_types(None, ts[3:]))
+    row = make_array(fc, ptr, [shape(fc, acc, nidx)], [stride(fc, acc, nidx)])
+    add_into(fc, row, fc.get(s.args[1]))
+    return acc
+
+
+def _cg_tuple_accum(fc: FunctionGen, s, ts):
+    acc_t, dy_t = ts[0], ts[1]
+    if not isinstance(getattr(s.args[3], "value", None), int):
+        return _cg_tuple_accum_var(fc, s, ts)
+    k = s.args[3].value % len(ts[2].elems)
+    acc = fc.get(s.args[0])
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for i, want in enumerate(s.type.elems):
+        part_t = acc_t.elems[i] if isinstance(acc_t, TupleT) else NONE
+        part = fc.b.extract_value(acc, i) if part_t != NONE else None
+        if i == k:
+            v = accum_values(fc, part, part_t, fc.get(s.args[1]), dy_t, want)
+        else:
+            v = accum_values(fc, part, part_t, None, NONE, want)
+        out = fc.b.insert_value(out, v, i)
+    return out
+
+
+def _cg_tuple_accum_var(fc: FunctionGen, s, ts):
+    """s[i] += dy for a variable i into a tuple of floats: one select per slot."""
+    acc_t, dy_t, n = ts[0], ts[1], len(ts[2].elems)
+    b = fc.b
+    i = fc.get(s.args[3], INT64)
+    i = b.select(b.icmp_signed("<", i, ZERO), b.add(i, L.Constant(I64, n)), i)
+    fc.raise_if(b.or_(b.icmp_signed("<", i, ZERO), b.icmp_signed(">=", i, L.Constant(I64, n))),
+                IndexError, "tuple index out of range")
+    acc = fc.get(s.args[0])
+    dy = fc.get(s.args[1], FLOAT64) if dy_t != NONE else L.Constant(F64, 0.0)
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for k in range(n):
+        part_t = acc_t.elems[k] if isinstance(acc_t, TupleT) else NONE
+        old = fc.convert(b.extract_value(acc, k), part_t, FLOAT64) if part_t != NONE \
+            else L.Constant(F64, 0.0)
+        hit = b.icmp_signed("==", i, L.Constant(I64, k))
+        out = b.insert_value(out, b.select(hit, b.fadd(old, dy), old), k)
+    return out
+
+
+def add_into(fc: FunctionGen, dst, src) -> None:
+    """dst[j] += src[j] over a 1-D row (a NULL src adds nothing)."""
+    n = shape(fc, dst, 0)
+    fc.raise_if(fc.b.and_(fc.b.not_(_null(fc, src)), fc.b.icmp_signed("!=", n, shape(fc, src, 0))),
+                ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, 0)))
+    with fc.b.if_then(fc.b.not_(_null(fc, src))):
+        count_loop(fc, n, lambda j: _add_at(fc, dst, src, j))
+
+
+def _add_at(fc: FunctionGen, dst, src, j) -> None:
+    b = fc.b
+    pd = _elem(fc, dst, [j])
+    b.store(b.fadd(b.load(pd, typ=F64), b.load(_elem(fc, src, [j]), typ=F64)), pd)
+
+
+def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:
+    """Unchecked address of arr[idx...] (indices already in range)."""
+    b = fc.b
+    off = ZERO
+    for axis, i in enumerate(idx):
+        off = b.add(off, b.mul(i, stride(fc, arr, axis)))
+    return b.gep(b.extract_value(arr, 0), [off], source_etype=L.IntType(8))
+
+
+def _whole(ctx_or_s, s=None) -> bool:
+    """Is this `take_index` / `zero_index` of the whole array (`s[...]`)?"""
+    st = s if s is not None else ctx_or_s
+    return len(st.args) == 2 and getattr(st.args[1], "value", None) is Ellipsis
+
+
+@rule("take_index")
+def _t_take_index(ctx: Context, s, ts) -> Type:
+    if ts[0] == NONE:
+        return NONE
+    if _whole(s) and (is_float_array(ts[0]) or ts[0] == FLOAT64):
+        # s[...] of a number is the number (the path of an in-place update that
+        # found an array, typed for a value the JIT knows is a number, never runs)
+        return ts[0]
+    if not is_float_array(ts[0]):
+        ctx.fail(f"take_index of a {ts[0]} cotangent is not supported")
+    rest = _indices_ok(ctx, ts[0], index_types(ctx, ts[1:]))
+    if rest:
+        ctx.fail("take_index of a row of a cotangent is not supported yet")
+    return FLOAT64
+
+
+@codegen("take_index")
+def _cg_take_index(fc: FunctionGen, s, ts):
+    if ts[0] == NONE:
+        return L.Constant(L.IntType(8), 0)
+    acc = fc.get(s.args[0])
+    b = fc.b
+    if _whole(s):
+        return acc if ts[0] == FLOAT64 else _copy_or_null(fc, acc, ts[0])
+    pre = b.block
+    with b.if_then(b.not_(_null(fc, acc))):
+        v = b.load(element_pointer(fc, acc, index_operands(fc, s.args[1:])), typ=F64)
+        got = b.block
+    out = b.phi(F64)
+    out.add_incoming(L.Constant(F64, 0.0), pre)
+    out.add_incoming(v, got)
+    return out
+
+
+@rule("zero_index")
+def _t_zero_index(ctx: Context, s, ts) -> Type:
+    if ts[0] == NONE:
+        return NONE
+    if _whole(s) and (is_float_array(ts[0]) or ts[0] == FLOAT64):    # as take_index
+        return ts[0]
+    if not is_float_array(ts[0]) or _indices_ok(ctx, ts[0], index_types(ctx, ts[1:])):
+        ctx.fail(f"zero_index of a {ts[0]} cotangent is not supported")
+    return ts[0]
+
+
+@codegen("zero_index")
+def _cg_zero_index(fc: FunctionGen, s, ts):
+    if ts[0] == NONE:
+        return L.Constant(L.IntType(8), 0)
+    if ts[0] == FLOAT64:        # the whole of a number (see _t_take_index)
+        return L.Constant(F64, 0.0)
+    acc = fc.get(s.args[0])
+    with fc.b.if_then(fc.b.not_(_null(fc, acc))):
+        if _whole(s):
+            _fill_zero(fc, acc, ts[0])
+        else:
+            ptr = element_pointer(fc, acc, index_operands(fc, s.args[1:]))
+            fc.b.store(L.Constant(F64, 0.0), ptr)
+    return acc
+
+
+def _fill_zero(fc: FunctionGen, arr, t: ArrayT) -> None:
+    zero = L.Constant(F64, 0.0)
+    n0 = shape(fc, arr, 0)
+    if t.ndim == 1:
+        count_loop(fc, n0, lambda j: fc.b.store(zero, _elem(fc, arr, [j])))
+    else:
+        n1 = shape(fc, arr, 1)
+        count_loop(fc, n0, lambda i: count_loop(
+            fc, n1, lambda j: fc.b.store(zero, _elem(fc, arr, [i, j]))))
+
+
+def _copy_or_null(fc: FunctionGen, arr, t: ArrayT) -> L.Value:
+    res = fc.alloca(ARRAY)
+    fc.b.store(arr, res)
+    with fc.b.if_then(fc.b.not_(_null(fc, arr))):
+        fc.b.store(copy_array(fc, arr, t), res)
+    return fc.b.load(res, typ=ARRAY)
+
+
+@rule("snapshot")
+def _t_snapshot(ctx: Context, s, ts) -> Type:
+    if isinstance(ts[0], ArrayT) and ts[0].ndim > 2:
+        ctx.fail(f"snapshot of a {ts[0]}")
+    return ts[0]
+
+
+@codegen("snapshot")
+def _cg_snapshot(fc: FunctionGen, s, ts):
+    x = fc.get(s.args[0])
+    if not isinstance(ts[0], ArrayT):
+        return x
+    return copy_array(fc, x, ts[0])
+
+
+def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
+    """A C-contiguous copy of `x` (arena memory)."""
+    dims = [shape(fc, x, k) for k in range(t.ndim)]
+    out = allocate(fc, dims, t.dtype, None)
+    if t.ndim == 1:
+        count_loop(fc, dims[0], lambda j: _copy_at(fc, out, x, [j], t))
+    else:
+        count_loop(fc, dims[0], lambda i: count_loop(
+            fc, dims[1], lambda j: _copy_at(fc, out, x, [i, j], t)))
+    return out
+
+
+def _copy_at(fc: FunctionGen, dst, src, idx: list, t: ArrayT) -> None:
+    ty = lltype(t.dtype)
+    fc.b.store(fc.b.load(_elem(fc, src, idx), typ=ty), _elem(fc, dst, idx))
+
+
+def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
+    """A fresh array a + b (same shapes; a NULL side is a zero)."""
+    b = fc.b
+    res = fc.alloca(ARRAY)
+    b.store(a, res)
+    with b.if_else(_null(fc, a)) as (a_null, a_ok):
+        with a_null, b.if_then(b.not_(_null(fc, b_))):
+            b.store(copy_array(fc, b_, t), res)
+        with a_ok, b.if_then(b.not_(_null(fc, b_))):
+            out = copy_array(fc, a, t)
+            if t.ndim == 1:
+                add_into(fc, out, b_)
+            else:
+                n0 = shape(fc, out, 0)
+                count_loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
+            b.store(out, res)
+    return b.load(res, typ=ARRAY)
+
+
+def _row(fc: FunctionGen, arr, i) -> L.Value:
+    ptr = _elem(fc, arr, [i])
+    return make_array(fc, ptr, [shape(fc, arr, 1)], [stride(fc, arr, 1)])
+
+
+def zeros_like(fc: FunctionGen, x, t: ArrayT) -> L.Value:
+    return allocate(fc, [shape(fc, x, k) for k in range(t.ndim)], FLOAT64, 0.0)
+
+
+__all__ = ["EIGHT", "PTR", "add_arrays", "copy_array", "ensure_array", "zeros_like"]
+
+
+def check_same_shape(fc: FunctionGen, dy, x, ndim: int) -> None:
+    """unbcast of an array to an array: only equal shapes are compiled."""
+    b = fc.b
+    for k in range(ndim):
+        bad = b.and_(b.not_(_null(fc, dy)), b.icmp_signed("!=", shape(fc, dy, k), shape(fc, x, k)))
+        fc.raise_if(bad, ValueError, "compiled unbroadcast of a cotangent of shape {0} "
+                    "to {1} along axis {2} (broadcasting is not compiled)",
+                    (shape(fc, dy, k), shape(fc, x, k), L.Constant(I64, k)))

@@ -1,0 +1,165 @@
+"""The runner `adjoint.api` calls for `backend="llvm"` (and first for `"auto"`).
+
+    forward(jf, tape, args) -> (y, NativeEnv)     compiles on the first call per
+                                                  (J transform, argument types)
+    adjoint(jf, reader, env, dy) -> grads         one per argument of the primal IR
+
+The interpreter's `tape`/`reader` objects the API passes are not used: the native
+block inside `NativeEnv` holds the tape (see jit.pullback.runner).  A signature that
+cannot be compiled raises `TypingError` (remembered, so later calls fail fast);
+`errors` tells the API which exceptions mean "use the interpreter instead", and
+`fallback(exc)` emits the one-time warning saying why.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from jit.pullback.runner import ForwardCode, NativeDeopt, NativeEnv
+from jit.types import INT64_MAX, INT64_MIN, TypingError, typeof
+
+_SCALARS = (float, int, bool)
+
+
+class JitFallbackWarning(RuntimeWarning):
+    """backend="auto" ran a pullback in the interpreter because the JIT cannot
+    compile it; the message says why."""
+
+
+class InterpEnv:
+    """The env of a forward that left the native types (int64 overflow) and ran in
+    the interpreter; its adjoint runs there too."""
+
+    __slots__ = ("env",)
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+
+class LLVMBackend:
+    """Compiled forward/adjoint for `adjoint.pullback(..., backend="llvm")`."""
+
+    errors = (TypingError, NativeDeopt)
+
+    def __init__(self) -> None:
+        self.codes: dict = {}
+        self.warned: set = set()
+
+    def code_for(self, jf: Any, args: tuple) -> ForwardCode:
+        """The compiled forward for these argument values (cached; failures too)."""
+        if any(type(a) is int and not INT64_MIN <= a <= INT64_MAX for a in args):
+            raise NativeDeopt("an integer argument does not fit in int64")
+        key = (id(jf), tuple(map(type, args)))
+        if not all(type(a) in _SCALARS for a in args):
+            key = (id(jf), tuple(typeof(a) for a in args))
+        hit = self.codes.get(key)
+        if hit is not None and hit[0] is jf:
+            if isinstance(hit[1], str):  # a refusal: a fresh exception (a stored one
+                raise TypingError(hit[1])  # would keep the frames it passed alive)
+            return hit[1]
+        try:
+            argtypes = tuple(typeof(a) for a in args)
+            code = ForwardCode(jf, argtypes)
+        except TypingError as e:
+            self.codes[key] = (jf, str(e))
+            raise
+        except _unsupported():
+            raise      # the contract on every backend: the construct, function and line
+        except (RecursionError, KeyError, ValueError, TypeError, AttributeError) as e:
+            msg = f"jit: cannot compile {jf.primal.name}: {type(e).__name__}: {e}"
+            self.codes[key] = (jf, msg)
+            raise TypingError(msg) from None
+        self.codes[key] = (jf, code)
+        return code
+
+    def forward(self, jf: Any, tape: Any, args: tuple) -> tuple:
+        try:
+            code = self.code_for(jf, args)
+            y, blk = code.call(*args)
+        except NativeDeopt:  # a value beyond int64: exact Python semantics instead
+            from ssair import interpret
+            y, env = interpret(jf.forward, tape, *args)
+            return y, InterpEnv(env)
+        return y, NativeEnv(blk, code, args)
+
+    def adjoint(self, jf: Any, reader: Any, env: Any, dy: Any) -> tuple:
+        if type(env) is InterpEnv:
+            from ssair import interpret
+            return interpret(jf.adjoint, reader, env.env, dy)
+        try:
+            code = env.code.adjoint_for(dy)
+        except TypingError as e:
+            return self._adjoint_in_interpreter(jf, env, dy, e)
+        return code.call(env.blk, dy)
+
+    def _adjoint_in_interpreter(self, jf: Any, env: NativeEnv, dy: Any, why: Exception):
+        """A `dy` whose type the compiled adjoint cannot take: rerun the forward in
+        the interpreter (its inputs are unchanged unless the function writes into
+        arrays) and run the adjoint there."""
+        from adjoint.tape import Tape
+        from ssair import interpret
+        if env.code.typing.writes:
+            raise why
+        self.fallback(why)
+        tape = Tape()
+        _, ienv = interpret(jf.forward, tape, *env.args)
+        return interpret(jf.adjoint, tape.reader(), ienv, dy)
+
+    def fallback(self, exc: BaseException) -> None:
+        """Warn once per reason that backend="auto" uses the interpreter."""
+        why = str(exc).split("\n")[0]
+        if why in self.warned or isinstance(exc, NativeDeopt):
+            return
+        self.warned.add(why)
+        warnings.warn(f"zygopy: pullback runs in the interpreter, the JIT cannot "
+                      f"compile it: {why}", JitFallbackWarning, stacklevel=4)
+
+
+def _unsupported() -> type:
+    try:
+        from lowering import UnsupportedError
+    except ImportError:  # pragma: no cover
+        return TypingError
+    return UnsupportedError
+
+
+BACKEND = LLVMBackend()
+
+
+def pullback_code(f: Any, args: tuple) -> ForwardCode:
+    """The compiled forward (with its default adjoint) of `f` for these arguments."""
+    from adjoint.api import _copy_in, _prepare
+    from adjoint.transform import activity_of, arg_types, transform
+    ir, free = _prepare(f, args)
+    all_args = free + tuple(_copy_in(a) for a in args)
+    jf = transform(ir, activity_of(all_args), arg_types(all_args))
+    return BACKEND.code_for(jf, all_args)
+
+
+def stage_listing(kind: str, stage: str, f: Any, args: tuple) -> str:
+    """The `kind` listing ("typed", "llvm", "llvm-raw", "native") of the compiled
+    forward, adjoint or both ("pullback") of `f` for these arguments."""
+    from jit.runtime import native as runtime
+    code = pullback_code(f, args)
+    parts = [code] if stage == "forward" else [code.default_adjoint] if stage == "adjoint" \
+        else [code, code.default_adjoint]
+    out = []
+    for c in parts:
+        if kind == "typed":
+            out.append(str(c.typing.ir))
+        elif kind == "llvm":
+            out.append(str(c.module))
+        elif kind == "llvm-raw":
+            out.append(c.llvm_text)
+        else:
+            out.append(runtime.native_assembly(c.module))
+    return "\n\n".join(out)
+
+
+def register() -> None:
+    """Make `backend="llvm"` (and `"auto"`) use the compiled pullbacks."""
+    try:
+        from adjoint.api import register_backend
+    except ImportError:
+        return
+    register_backend("llvm", BACKEND)

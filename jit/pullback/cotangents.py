@@ -1,0 +1,247 @@
+"""Type rules and LLVM lowering of the cotangent primitives of adjoint IR (see
+adjoint/tape.py for their Python semantics): `accum(a, b)`, `zero(x)`, `dget(t, k)`,
+calls of `adjoint.tape.unbcast`, and calls of `adjoint.rules.Pullback` objects (the
+rule's plain-Python function compiled as user code, or the JIT's own implementation
+of it from `jit.library.elementwise.PULLBACK_IMPLS`).  `None` is the zero cotangent: in IR
+marked `meta["none_is_zero"]` it joins with float64/int64/tuples/arrays at phis (see
+`jit.typing.infer.cotangent_join`) and converts to the zero of the joined type (a NULL array
+for arrays, see jit.pullback.array_cotangents).  Array cotangent primitives live in jit.pullback.array_cotangents,
+`jcall`/`jback` in jit.pullback.jcalls.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from jit.codegen.function import CALL_TYPE_CODEGEN, FunctionGen, codegen, lltype
+from jit.typing.infer import CALL_TYPE_RULES, Call, Context, cotangent_join, rule, user_call
+from jit.library.call_types import call_rule
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, TypingError, is_numeric
+
+
+def _unbcast():
+    try:
+        from adjoint.tape import unbcast
+    except Exception:  # noqa: BLE001 - the adjoint package is optional here
+        return None
+    return unbcast
+
+
+def accum_type(a: Type, b: Type) -> Type:
+    """The type of `accum(a, b)`: None is the identity; numbers add; tuples by element."""
+    if a == NONE:
+        return b
+    if b == NONE:
+        return a
+    if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
+        return TupleT(tuple(accum_type(x, y) for x, y in zip(a.elems, b.elems)))
+    if is_numeric(a) and is_numeric(b):
+        out = cotangent_join(a, b)
+        return INT64 if out == BOOL else out
+    if isinstance(a, ArrayT) and a == b and a.dtype == FLOAT64:
+        return a
+    raise TypeError(f"cannot accumulate {a} and {b}")
+
+
+def zero_type(t: Type) -> Type:
+    if t == FLOAT64:
+        return FLOAT64
+    if isinstance(t, TupleT):
+        return TupleT(tuple(zero_type(e) for e in t.elems))
+    if t in (INT64, BOOL, NONE):
+        return NONE
+    if isinstance(t, ArrayT):
+        return t if t.dtype == FLOAT64 else NONE
+    raise TypeError(f"the zero cotangent of {t} is not supported yet")
+
+
+@rule("accum")
+def _t_accum(ctx: Context, s, ts) -> Type:
+    try:
+        return accum_type(ts[0], ts[1])
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+@rule("zero")
+def _t_zero(ctx: Context, s, ts) -> Type:
+    try:
+        return zero_type(ts[0])
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+@rule("dget")
+def _t_dget(ctx: Context, s, ts) -> Type:
+    k = ctx.const(s.args[1])
+    if ts[0] == NONE:
+        return NONE
+    if isinstance(ts[0], TupleT) and isinstance(k, int) and -len(ts[0].elems) <= k < len(
+            ts[0].elems):
+        return ts[0].elems[k]
+    ctx.fail(f"dget({ts[0]}, {k!r}) is not supported")
+
+
+@call_rule(_unbcast())
+def _t_unbcast(ctx: Context, s, ts) -> Type:
+    if len(ts) == 2 and (is_numeric(ts[0]) or ts[0] == NONE) and is_numeric(ts[1]):
+        return ts[0]
+    if len(ts) == 2 and is_numeric(ts[0]) and ts[1] == NONE:
+        # onto a number whose tape slot the JIT dropped (a number has one shape)
+        return ts[0]
+    if len(ts) == 2 and ts[0] == NONE:
+        return NONE
+    if len(ts) == 2 and isinstance(ts[0], ArrayT) and ts[0] == ts[1]:
+        return ts[0]
+    if len(ts) == 2 and isinstance(ts[1], ArrayT) and is_numeric(ts[0]):
+        return ts[0]
+    ctx.fail(f"unbcast of {ts[0] if ts else '?'} to {ts[1] if len(ts) > 1 else '?'} "
+             "(arrays) is not supported yet")
+
+
+def add_values(fc: FunctionGen, a, b, t: Type) -> L.Value:
+    if isinstance(t, TupleT):
+        out = L.Constant(lltype(t), L.Undefined)
+        for i, e in enumerate(t.elems):
+            x, y = fc.b.extract_value(a, i), fc.b.extract_value(b, i)
+            out = fc.b.insert_value(out, add_values(fc, x, y, e), i)
+        return out
+    if t == FLOAT64:
+        return fc.b.fadd(a, b)
+    if t == NONE:
+        return a
+    if isinstance(t, ArrayT):
+        from jit.pullback.array_cotangents import add_arrays
+        return add_arrays(fc, a, b, t)
+    return fc.b.add(a, b)
+
+
+@codegen("accum")
+def _cg_accum(fc: FunctionGen, s, ts):
+    if ts[0] == NONE:
+        return fc.get(s.args[1])
+    if ts[1] == NONE:
+        return fc.get(s.args[0])
+    return add_values(fc, _cotangent(fc, s.args[0], ts[0], s.type),
+                      _cotangent(fc, s.args[1], ts[1], s.type), s.type)
+
+
+def _cotangent(fc: FunctionGen, operand, have: Type, want: Type) -> L.Value:
+    """An operand as a value of `want`, its None parts as zeros."""
+    v = fc.get(operand)
+    if isinstance(have, TupleT):
+        out = L.Constant(lltype(want), L.Undefined)
+        for i, (h, w) in enumerate(zip(have.elems, want.elems)):
+            part = fc.b.extract_value(v, i)
+            part = _zero_or(fc, part, h, w)
+            out = fc.b.insert_value(out, part, i)
+        return out
+    return _zero_or(fc, v, have, want)
+
+
+def _zero_or(fc: FunctionGen, v, have: Type, want: Type) -> L.Value:
+    from jit.codegen.function import zero_of
+    if have == NONE and want != NONE:
+        return zero_of(want)
+    if isinstance(have, TupleT):
+        out = L.Constant(lltype(want), L.Undefined)
+        for i, (h, w) in enumerate(zip(have.elems, want.elems)):
+            out = fc.b.insert_value(out, _zero_or(fc, fc.b.extract_value(v, i), h, w), i)
+        return out
+    return fc.convert(v, have, want)
+
+
+@codegen("zero")
+def _cg_zero(fc: FunctionGen, s, ts):
+    from jit.codegen.function import zero_of
+    if isinstance(s.type, ArrayT):
+        from jit.pullback.array_cotangents import zeros_like
+        return zeros_like(fc, fc.get(s.args[0]), s.type)
+    if isinstance(s.type, TupleT) and _has_array(s.type):
+        raise TypingError(f"jit: zero of {s.type} (arrays in tuples) is not compiled")
+    return zero_of(s.type)
+
+
+def _has_array(t: Type) -> bool:
+    return isinstance(t, ArrayT) or isinstance(t, TupleT) and any(map(_has_array, t.elems))
+
+
+@codegen("dget")
+def _cg_dget(fc: FunctionGen, s, ts):
+    if ts[0] == NONE:
+        return L.Constant(L.IntType(8), 0)
+    n = len(ts[0].elems)
+    return fc.b.extract_value(fc.get(s.args[0]), s.args[1].value % n)
+
+
+def _cg_unbcast(fc: FunctionGen, s, ts):
+    if isinstance(ts[0], ArrayT):
+        from jit.pullback.array_cotangents import check_same_shape
+        check_same_shape(fc, fc.get(s.args[1]), fc.get(s.args[2]), ts[0].ndim)
+    return fc.get(s.args[1])
+
+
+if _unbcast() is not None:
+    from jit.library.call_lowering import CALL_CODEGEN
+    CALL_CODEGEN[_unbcast()] = _cg_unbcast
+
+
+# -- adjoint.rules.Pullback: `pb(dy, *args)` is `(None,) * n` for a None dy, else
+# `fn(dy, *args)` as a tuple.
+
+def _pullback_class():
+    try:
+        from adjoint.rules import Pullback
+    except Exception:  # noqa: BLE001
+        return None
+    return Pullback
+
+
+def _t_pullback(ctx: Context, s, ts) -> Type:
+    pb = s.args[0].value
+    nout = len(s.args) - 2 - int(pb.uses_result)
+    if ts[1] == NONE:
+        ctx.typing.calls[s.var] = Call(None, [], pb)
+        return TupleT((NONE,) * nout)
+    from jit.library.elementwise import pullback_impl
+    fn = pullback_impl(pb, ts[1:]) or pb.fn
+    if getattr(fn, "__closure__", None):
+        ctx.fail(f"the derivative rule of {pb.of} reads variables of an enclosing "
+                 "function (a closure), which the JIT does not compile")
+    ret = user_call(ctx, s, fn)
+    ctx.typing.calls[s.var].callee = pb
+    if ret is None or isinstance(ret, TupleT):
+        return ret
+    return TupleT((ret,))
+
+
+def _cg_pullback(fc: FunctionGen, s, ts, call):
+    if call.target is None:
+        return L.Constant(lltype(s.type), None)
+    v = fc.call_user(call.target, call.operands, [])
+    if isinstance(call.target.ret, TupleT):
+        return v
+    return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), v, 0)
+
+
+if _pullback_class() is not None:
+    CALL_TYPE_RULES[_pullback_class()] = _t_pullback
+    CALL_TYPE_CODEGEN[_pullback_class()] = _cg_pullback
+
+
+def accum_values(fc: FunctionGen, a, at: Type, b, bt: Type, want: Type) -> L.Value:
+    """`accum(a, b)` of LLVM values typed `at`, `bt` as a value of `want` (`a` may be
+    Python None when `at` is none)."""
+    from jit.codegen.function import zero_of
+    if at == NONE and bt == NONE:
+        return zero_of(want) if want != NONE else L.Constant(L.IntType(8), 0)
+    if at == NONE:
+        return _zero_or(fc, b, bt, want)
+    if bt == NONE:
+        return _zero_or(fc, a, at, want)
+    if isinstance(want, TupleT):
+        out = L.Constant(lltype(want), L.Undefined)
+        for i, w in enumerate(want.elems):
+            x, y = fc.b.extract_value(a, i), fc.b.extract_value(b, i)
+            out = fc.b.insert_value(out, accum_values(fc, x, at.elems[i], y, bt.elems[i], w), i)
+        return out
+    return add_values(fc, _zero_or(fc, a, at, want), _zero_or(fc, b, bt, want), want)

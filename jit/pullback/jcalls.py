@@ -1,0 +1,496 @@
+"""Type rules and LLVM lowering of `jcall` / `jback`: calls between J-transformed
+functions, compiled as native calls on one shared tape (see adjoint.transform for
+their interpreter semantics).
+
+    %t = jcall(f, %tape, kwnames, args...)   -> tuple(y, pb)
+    %g = jback(%pb, %reader, %dy, %cur)     -> new cotangents of (f, args...)
+
+The callee is resolved at compile time from the type of its operand (a function
+constant, a `function(...)` value or a closure).  Its forward IR (for the activity
+its argument types imply) is compiled for `(tape, captured..., params...)`; it
+returns `(y, env)`.  The compiled `jcall` pushes that env onto the tape right after
+the callee's own pushes and yields a `pb` token of type `CallPBT`, which carries no
+data: the callee's env lives on the tape, so a recursive function's env stays a
+finite type.  `jback` pops the env back (the adjoint pops in exact reverse order,
+so the reader stands right behind it), calls the callee's adjoint with the same
+reader, routes its per-parameter cotangents to the jcall operands and adds the
+current ones `cur`.
+
+Not compiled (TypingError, so backend="auto" falls back to the interpreter): a callee
+with a derivative rule called through a value, library callees without rules, nested
+`gradient` calls, and callees that write into array arguments (in-out cotangents).
+"""
+from __future__ import annotations
+
+import types as pytypes
+from dataclasses import dataclass, field
+from typing import Any
+
+from llvmlite import ir as L
+
+from ssair.ir import IR, Const
+
+from jit.codegen.function import FunctionGen, codegen, lltype
+from jit.pullback.tape_ops import pop_value, push_value
+from jit.typing.infer import Call, Context, _defaults, is_user_function, lower_function, rule
+from jit.types import (
+    BOOL,
+    FLOAT64,
+    NONE,
+    READER,
+    TAPE,
+    ArrayT,
+    ClosureT,
+    FunctionT,
+    TupleT,
+    Type,
+)
+
+
+@dataclass(frozen=True, repr=False)
+class CallPBT(Type):
+    """The pullback token of a compiled jcall: which callee J (`jid`, the id of its
+    `JFunction`) with which argument types, and how the jcall operands map onto the
+    callee's parameters (`slots`, `nfree`, `closure`).  No runtime data (`token`)."""
+
+    jid: int
+    argtypes: tuple
+    slots: tuple
+    nfree: int
+    closure: bool
+    jf: Any = field(compare=False, hash=False, default=None)
+    token = True
+
+    def __str__(self) -> str:
+        return f"pullback({self.jf.primal.name if self.jf else self.jid})"
+
+
+def type_activity(t: Type) -> int:
+    """`adjoint.transform.activity_of` computed from a JIT type."""
+    if t == FLOAT64:
+        return 1
+    if isinstance(t, ArrayT):
+        return 2 if t.dtype == FLOAT64 else 0
+    if isinstance(t, TupleT):
+        return 1 if any(type_activity(e) for e in t.elems) else 0
+    if isinstance(t, ClosureT):
+        return 1 if any(type_activity(e) for e in t.captured) else 0
+    return 0
+
+
+def _callee(ctx: Context, ft: Type) -> tuple:
+    """(function or IR, captured types, is a closure) of a jcall's callee operand."""
+    from adjoint.rules import lookup_callee
+    from adjoint.transform import _special, own_rule_code
+    if isinstance(ft, ClosureT):
+        return ft.func, list(ft.captured), True
+    if not isinstance(ft, FunctionT):
+        ctx.fail(f"jcall of a value of type {ft} is not supported")
+    f = ft.func
+    if _special(f) is not None:
+        ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
+                 "is not compiled")
+    if lookup_callee(f) is not None:
+        return f, None, False   # a rule of the table (math.sin passed as a value)
+    if isinstance(f, IR) or (type(f) is pytypes.FunctionType
+                             and (is_user_function(f) or own_rule_code(f))):
+        return f, [], False
+    ctx.fail(f"{ft} has no derivative rule and is not a Python function")
+
+
+def _bind(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple, kwvals: list) -> tuple:
+    """(operands in parameter order, parameter index of each jcall operand)."""
+    params = [a.name for a in ir.args[ir.nfree:]]
+    if not kwnames and len(pos) == len(params):
+        return list(pos), tuple(range(len(pos)))
+    if len(pos) > len(params):
+        ctx.fail(f"{ir.name}() takes {len(params)} positional arguments")
+    out = list(pos) + [None] * (len(params) - len(pos))
+    slots = list(range(len(pos)))
+    for k, v in zip(kwnames, kwvals):
+        if k not in params or out[params.index(k)] is not None:
+            ctx.fail(f"{ir.name}() got an unexpected or repeated keyword {k!r}")
+        out[params.index(k)] = v
+        slots.append(params.index(k))
+    defaults = _defaults(f, params) if not isinstance(f, IR) else {}
+    for i, v in enumerate(out):
+        if v is None:
+            if params[i] not in defaults:
+                ctx.fail(f"{ir.name}() missing argument {params[i]!r}")
+            out[i] = Const(defaults[params[i]])
+    return out, tuple(slots)
+
+
+@rule("jcall")
+def _t_jcall(ctx: Context, s, ts) -> Type:
+    from adjoint.transform import transform
+    if ts[1] != TAPE:
+        ctx.fail(f"jcall on a {ts[1]}, not a tape")
+    f, captured, closure = _callee(ctx, ts[0])
+    if captured is None:
+        return _t_rule_jcall(ctx, s, f)
+    ir = f if isinstance(f, IR) else lower_function(f)
+    kwnames = tuple(ctx.const(s.args[2], ()))
+    rest = list(s.args[3:])
+    npos = len(rest) - len(kwnames)
+    operands, slots = _bind(ctx, ir, f, rest[:npos], kwnames, rest[npos:])
+    argtypes = tuple(captured) + tuple(ctx.type_of(a) for a in operands)
+    jf = transform(ir, tuple(type_activity(t) for t in argtypes),
+                   tuple(str(t) for t in argtypes))
+    if closure and any(k < len(captured) for k in jf.inout):
+        ctx.fail(f"{ir.name} writes into an array it captured; such closures are not "
+                 "compiled yet")
+    target = ctx.engine.infer(jf.forward, (TAPE,) + argtypes)
+    ctx.typing.calls[s.var] = Call(target, operands, f)
+    y = _result_type(ctx, ir, argtypes, target)
+    if y is None:
+        return None
+    pb = CallPBT(id(jf), argtypes, slots, len(captured), closure, jf)
+    return TupleT((y, pb))
+
+
+def _result_type(ctx: Context, ir: IR, argtypes: tuple, forward: Any) -> Any:
+    """The callee's result type: the primal's (its typing converges through
+    recursion, as it does not carry the pullback tokens), else the forward's."""
+    from jit.types import TypingError
+    try:
+        return ctx.engine.infer(ir, argtypes).ret
+    except TypingError:
+        ret = forward.ret
+        return ret.elems[0] if isinstance(ret, TupleT) else None
+
+
+@dataclass(frozen=True, repr=False)
+class RulePBT(Type):
+    """The pullback token of a jcall of a function with a derivative rule: the values
+    its rule reads (`saved`: the result when the rule uses it, then the arguments)
+    are pushed on the tape; `jback` pops them and calls the rule."""
+
+    fid: int
+    saved: tuple
+    nops: int
+    rule: Any = field(compare=False, hash=False, default=None)
+    token = True
+
+    def __str__(self) -> str:
+        return "pullback(rule)"
+
+
+def _fake_call(s, f, operands: list):
+    from ssair.ir import Stmt
+    return Stmt(s.var, "call", [Const(f)] + list(operands), line=s.line)
+
+
+def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
+    from adjoint.rules import lookup_callee
+
+    from jit.library.call_types import call_rule_for
+    if ctx.const(s.args[2], ()):
+        ctx.fail("keyword arguments in a call of a function value with a rule")
+    operands = list(s.args[3:])
+    fn = call_rule_for(f)
+    if fn is None:
+        ctx.fail(f"the JIT cannot call {getattr(f, '__name__', f)}")
+    argtypes = tuple(ctx.type_of(a) for a in operands)
+    y = fn(ctx, _fake_call(s, f, operands), list(argtypes))
+    if y is None:
+        return None
+    pb = lookup_callee(f).pullback
+    saved = ((y,) if pb is not None and pb.uses_result else ()) + argtypes
+    ctx.typing.calls[s.var] = Call(None, operands, f)
+    return TupleT((y, RulePBT(id(pb), saved, 1 + len(operands), pb)))
+
+
+def _cg_rule_jcall(fc: FunctionGen, s, ts):
+    from jit.library.call_lowering import CALL_CODEGEN
+    call = fc.typing.calls[s.var]
+    pbt = s.type.elems[1]
+    y = CALL_CODEGEN[call.callee](fc, _fake_call(s, call.callee, call.operands),
+                                  [fc.type_of(a) for a in call.operands])
+    y = fc.convert(y, s.type.elems[0], s.type.elems[0])
+    values = ([y] if len(pbt.saved) > len(call.operands) else []) + \
+        [fc.get(a) for a in call.operands]
+    tup = L.Constant(lltype(TupleT(pbt.saved)), L.Undefined)
+    for i, v in enumerate(values):
+        tup = fc.b.insert_value(tup, v, i)
+    push_value(fc, fc.get(s.args[1]), tup, TupleT(pbt.saved))
+    return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), y, 0)
+
+
+@codegen("jcall")
+def _cg_jcall(fc: FunctionGen, s, ts):
+    if isinstance(s.type.elems[1], RulePBT):
+        return _cg_rule_jcall(fc, s, ts)
+    call = fc.typing.calls[s.var]
+    tape = fc.get(s.args[1])
+    lead = [tape]
+    if isinstance(ts[0], ClosureT):
+        clo = fc.get(s.args[0])
+        lead += [fc.b.extract_value(clo, i) for i in range(len(ts[0].captured))]
+    res = fc.call_user(call.target, call.operands, lead)
+    target = fc.mg.engine.table.get(call.target.key, call.target)
+    push_value(fc, tape, fc.b.extract_value(res, 1), target.ret.elems[1])
+    y = fc.convert(fc.b.extract_value(res, 0), target.ret.elems[0], s.type.elems[0])
+    out = L.Constant(lltype(s.type), L.Undefined)
+    return fc.b.insert_value(out, y, 0)
+
+
+# -- jback -------------------------------------------------------------------------------
+_ADJOINTS: dict = {}
+
+
+def adjoint_ir(jf: Any, fwd: Any) -> IR:
+    """The adjoint IR of `jf` for the typed forward `fwd`: a copy whose
+    `meta["pop_types"]` gives every pop the type of the value its push recorded
+    (one copy per forward signature, so that the engine caches them apart)."""
+    key = (id(jf), fwd.argtypes)
+    hit = _ADJOINTS.get(key)
+    if hit is not None and hit[0] is jf:
+        return hit[1]
+    from ssair.ir import Var
+    adj = jf.adjoint.copy()
+    pop_of = jf.adjoint.meta.get("pop_of")
+    if pop_of is None and _has_pops(adj):
+        raise _typing_error(f"jit: the adjoint of {jf.primal.name} does not record which "
+                            "push each pop reads (meta['pop_of'])")
+    types, static = {}, {}
+    edges = static_phis(fwd)
+    for pid, fid in (pop_of or {}).items():
+        t = fwd.types.get(Var(fid))
+        if t is not None:
+            types[pid] = t
+        if fid in edges:
+            static[pid] = edges[fid]
+    adj.meta["pop_types"] = types
+    adj.meta["pop_static"] = static
+    adj.meta["forward_key"] = fwd.key  # whose dead tape slots its pops skip
+    _ADJOINTS[key] = (jf, adj)
+    return adj
+
+
+def _static_phis(typed: IR) -> dict:
+    """Var id -> value of the phis of a typed IR whose live incoming values are all
+    one integer constant: a dummy phi whose other edges are dead for these types.
+    The adjoint's branch on the popped edge is then decided at compile time, so
+    the adjoint of a dead block (whose pops have no type) is never typed."""
+    out = {}
+    for b in typed.blocks:
+        for p in b.phis:
+            vals = {v.value for v in p.incoming.values() if isinstance(v, Const)
+                    and type(v.value) is int}
+            if len(vals) == 1 and all(isinstance(v, Const) for v in p.incoming.values()):
+                out[p.var.id] = vals.pop()
+    return out
+
+
+def static_phis(typing: Any) -> dict:
+    """`_static_phis` of a typed function, cached on its Typing."""
+    got = getattr(typing, "static_phis", None)
+    if got is None:
+        got = typing.static_phis = _static_phis(typing.ir)
+    return got
+
+
+def _has_pops(ir: IR) -> bool:
+    return any(s.op == "pop" for b in ir.blocks for s in b.stmts)
+
+
+def _typing_error(msg: str) -> Exception:
+    from jit.types import TypingError
+    return TypingError(msg)
+
+
+def forward_typing(engine: Any, pb: CallPBT) -> Any:
+    return engine.infer(pb.jf.forward, (TAPE,) + pb.argtypes)
+
+
+@rule("jback")
+def _t_jback(ctx: Context, s, ts) -> Type:
+    from jit.pullback.cotangents import accum_type
+    pb, cur = ts[0], ts[3]
+    if isinstance(pb, RulePBT):
+        return _t_rule_jback(ctx, s, ts)
+    if not isinstance(pb, CallPBT):
+        ctx.fail(f"jback of a {pb} (only compiled jcalls are supported)")
+    if ts[1] != READER:
+        ctx.fail(f"jback reads a {ts[1]}, not a tape reader")
+    fwd = forward_typing(ctx.engine, pb)
+    if fwd.ret is None:
+        return None
+    env = fwd.ret.elems[1]
+    curs = cur.elems if isinstance(cur, TupleT) else (NONE,) * (1 + len(pb.slots))
+    seeds, replaced = seeding(pb, curs)
+    dy_t = ts[2] if not pb.jf.inout else TupleT((ts[2], TupleT(tuple(seeds))))
+    target = ctx.engine.infer(adjoint_ir(pb.jf, fwd), (READER, env, dy_t))
+    ctx.typing.calls[s.var] = Call(target, [s.args[2]], pb)
+    if target.ret is None:
+        return None
+    out = route_types(pb, target.ret)
+    try:
+        return TupleT(tuple(g if k in replaced else accum_type(c, g)
+                            for k, (c, g) in enumerate(zip(curs, out))))
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+def seeding(pb: CallPBT, curs: tuple) -> tuple:
+    """(types of the initial adjoints of the callee's arguments, jcall operands whose
+    cotangent is replaced rather than accumulated): an array argument the callee
+    writes into starts its adjoint with the caller's cotangent of that operand (the
+    first operand bound to it), as `adjoint.transform.CallPB._seed` does."""
+    seeds = [NONE] * len(pb.argtypes)
+    replaced, taken = set(), set()
+    if not pb.jf.inout:
+        return seeds, replaced
+    for k, slot in enumerate(pb.slots):
+        p = pb.nfree + slot
+        if p in pb.jf.inout and p not in taken:
+            seeds[p] = curs[k + 1]
+            taken.add(p)
+            replaced.add(k + 1)
+    return seeds, replaced
+
+
+def _t_rule_jback(ctx: Context, s, ts) -> Type:
+    from jit.pullback.cotangents import accum_type
+    pb, dy, cur = ts[0], ts[2], ts[3]
+    grads = ()
+    if pb.rule is not None and dy != NONE:
+        from jit.library.elementwise import pullback_impl  # the JIT's version of a rule, if any
+        fn = pullback_impl(pb.rule, (dy,) + pb.saved) or pb.rule.fn
+        target = ctx.engine.infer(lower_function(fn), (dy,) + pb.saved)
+        ctx.typing.calls[s.var] = Call(target, [], pb.rule)
+        if target.ret is None:
+            return None
+        grads = target.ret.elems if isinstance(target.ret, TupleT) else (target.ret,)
+    out = ((NONE,) + tuple(grads) + (NONE,) * pb.nops)[:pb.nops]
+    curs = cur.elems if isinstance(cur, TupleT) else (NONE,) * pb.nops
+    try:
+        return TupleT(tuple(accum_type(c, g) for c, g in zip(curs, out)))
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+def _cg_rule_jback(fc: FunctionGen, s, ts):
+    from jit.pullback.cotangents import accum_values
+    pb, cur_t = ts[0], ts[3]
+    saved = pop_value(fc, fc.get(s.args[1]), TupleT(pb.saved))
+    call = fc.typing.calls.get(s.var)
+    parts = [(None, NONE)]
+    if call is not None and call.target is not None:
+        target = fc.mg.engine.table.get(call.target.key, call.target)
+        lead = [fc.get(s.args[2])] + [fc.b.extract_value(saved, i) for i in range(len(pb.saved))]
+        g = fc.call_user(call.target, [], lead)
+        if isinstance(target.ret, TupleT):
+            parts += [(fc.b.extract_value(g, i), e) for i, e in enumerate(target.ret.elems)]
+        else:
+            parts.append((g, target.ret))
+    parts = (parts + [(None, NONE)] * pb.nops)[:pb.nops]
+    cur = fc.get(s.args[3])
+    result = L.Constant(lltype(s.type), L.Undefined)
+    for i, ((v, vt), want) in enumerate(zip(parts, s.type.elems)):
+        c, ct = (fc.b.extract_value(cur, i), cur_t.elems[i]) if isinstance(cur_t, TupleT) \
+            else (None, NONE)
+        result = fc.b.insert_value(result, accum_values(fc, c, ct, v, vt, want), i)
+    return result
+
+
+def route_types(pb: CallPBT, grads: TupleT) -> tuple:
+    """The callee's per-argument cotangent types -> one per jcall operand."""
+    g = grads.elems
+    df = TupleT(tuple(g[:pb.nfree])) if pb.closure else NONE
+    return (df,) + tuple(g[pb.nfree + k] for k in pb.slots)
+
+
+@codegen("jback")
+def _cg_jback(fc: FunctionGen, s, ts):
+    from jit.pullback.cotangents import accum_values
+    pb = ts[0]
+    if isinstance(pb, RulePBT):
+        return _cg_rule_jback(fc, s, ts)
+    call = fc.typing.calls[s.var]
+    target = fc.mg.engine.table.get(call.target.key, call.target)
+    reader = fc.get(s.args[1])
+    env = pop_value(fc, reader, target.argtypes[1])
+    cur_t, cur = ts[3], fc.get(s.args[3])
+    curs = cur_t.elems if isinstance(cur_t, TupleT) else (NONE,) * (1 + len(pb.slots))
+    seeds, replaced = seeding(pb, curs)
+    if pb.jf.inout:
+        dy = _seeded_dy(fc, fc.get(s.args[2]), cur, pb, seeds, target.argtypes[2])
+        grads = fc.call_user(call.target, [], [reader, env, dy])
+    else:
+        grads = fc.call_user(call.target, call.operands, [reader, env])
+    g = target.ret.elems
+    b = fc.b
+    parts = [b.extract_value(grads, i) for i in range(len(g))]
+    outs = [(_tuple_of(fc, parts[:pb.nfree], g[:pb.nfree]), TupleT(tuple(g[:pb.nfree])))
+            if pb.closure else (None, NONE)]
+    outs += [(parts[pb.nfree + k], g[pb.nfree + k]) for k in pb.slots]
+    result = L.Constant(lltype(s.type), L.Undefined)
+    for i, ((v, vt), want) in enumerate(zip(outs, s.type.elems)):
+        if isinstance(cur_t, TupleT) and i not in replaced:
+            c, ct = b.extract_value(cur, i), cur_t.elems[i]
+        else:
+            c, ct = None, NONE
+        result = b.insert_value(result, accum_values(fc, c, ct, v, vt, want), i)
+    return result
+
+
+def _seeded_dy(fc: FunctionGen, dy, cur, pb: CallPBT, seeds: list, want: TupleT):
+    """The pair (dy, initial adjoints of the callee's arguments) an in-out callee's
+    adjoint takes."""
+    b = fc.b
+    init = L.Constant(lltype(want.elems[1]), L.Undefined)
+    for p, t in enumerate(seeds):
+        if t == NONE:
+            continue
+        k = next(k for k, slot in enumerate(pb.slots) if pb.nfree + slot == p)
+        init = b.insert_value(init, b.extract_value(cur, k + 1), p)
+    out = L.Constant(lltype(want), L.Undefined)
+    out = b.insert_value(out, dy, 0)
+    return b.insert_value(out, init, 1)
+
+
+def _tuple_of(fc: FunctionGen, values: list, types: tuple):
+    out = L.Constant(lltype(TupleT(tuple(types))), L.Undefined)
+    for i, v in enumerate(values):
+        out = fc.b.insert_value(out, v, i)
+    return out
+
+
+# -- `updates_float_array(x)`: the branch adjoint.passes.inplace puts before `x OP= y` ---------
+def _updates_float_array():
+    try:
+        from ssair.passes.inplace import updates_float_array
+    except ImportError:  # pragma: no cover
+        return None
+    return updates_float_array
+
+
+def _is_float_array(t: Any) -> bool:
+    return isinstance(t, ArrayT) and t.dtype == FLOAT64
+
+
+def _register_updates() -> None:
+    from jit.library.call_lowering import CALL_CODEGEN
+    from jit.typing.infer import STATIC_CALLS
+    from jit.library.call_types import call_rule
+    fn = _updates_float_array()
+    if fn is None:
+        return
+
+    @call_rule(fn)
+    def _t_updates(ctx: Context, s, ts) -> Type:
+        return BOOL
+
+    def _static(engine, t, s):
+        xt = engine.operand_type(t, s.args[1])
+        return None if xt is None else _is_float_array(xt)
+
+    def _cg(fc: FunctionGen, s, ts):
+        return L.Constant(L.IntType(1), int(_is_float_array(ts[0])))
+    STATIC_CALLS[fn] = _static
+    CALL_CODEGEN[fn] = _cg
+
+
+_register_updates()

@@ -1,0 +1,476 @@
+"""`backend="llvm"` for adjoint.pullback: the forward and adjoint IR of a J transform
+compiled to native code (registered with `adjoint.api.register_backend`).
+
+One forward call allocates one native *block*:
+
+    struct block { tape (i64 *data, i64 len, i64 cap); ptr chain; ptr mark; env }
+
+The block starts with the tape (so the block pointer is the `%tape` operand), then the
+arrays the forward allocated (`chain`, detached from the runtime arena down to
+`mark`, so they outlive the call: the tape and the env may point into them), then
+the forward's env (the second half of its `(y, env)` result) in its native layout.
+`back(dy)` calls the adjoint entry with the block: it builds a reader on its stack at
+the tape's end and loads the env, so reading never changes the block and `back` runs
+any number of times.  The block is freed when the env object (`NativeEnv`, held by
+the `Pullback`) is garbage-collected.
+
+Entries (C ABI, called through ctypes with the GIL held):
+
+    <y>  zy_fwd_N(<flattened args>[, ptr yout])   ERRINFO[0] status, ERRINFO[6] block
+    <g>  zy_adj_N(ptr block, <flattened dy>[, ptr gout])
+
+A float64 / int64 / bool result (or a gradient tuple with one float leaf) comes back
+directly; anything else through a ctypes structure (`jit.codegen.entry`).
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from llvmlite import ir as L
+
+from jit.runtime import native as runtime
+from jit.codegen.function import I32, I64, PTR, ModuleGen, lltype
+from jit.codegen.entry import (
+    _LL_OF_CTYPE,
+    _rebuild,
+    _release,
+    _return,
+    contains_array,
+    copy_array,
+    ctype_of,
+    flat_ctypes,
+    out_leaves,
+)
+from jit.pullback.jcalls import adjoint_ir
+from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
+from jit.runtime.gradient_entry import build_fast_adjoint_entry
+from jit.runtime.pullback_builtins import NativeEntries
+from jit.typing.infer import ENGINE, LiteralT
+from jit.types import (
+    BOOL,
+    FLOAT64,
+    INT64,
+    INT64_MAX,
+    INT64_MIN,
+    NONE,
+    READER,
+    STRINGS,
+    TAPE,
+    ArrayT,
+    ClosureT,
+    FunctionT,
+    StrT,
+    TupleT,
+    Type,
+    TypingError,
+    typeof,
+)
+
+ENV_OFF, CHAIN_OFF, MARK_OFF = 40, 24, 32
+BLOCK_SLOT = 6          # ERRINFO index the forward entry stores its block address in
+_DIRECT = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}
+
+
+class NativeDeopt(OverflowError):
+    """The compiled forward met a value beyond its native types (an int64 overflow):
+    `backend="auto"` reruns the pullback in the interpreter."""
+
+
+# -- the block -------------------------------------------------------------------------
+_FREE_IR = r"""
+declare void @free(ptr)
+
+define void @zy_block_free(ptr %blk) {
+entry:
+  %chainp = getelementptr i8, ptr %blk, i64 24
+  %markp = getelementptr i8, ptr %blk, i64 32
+  %chain = load ptr, ptr %chainp
+  %mark = load ptr, ptr %markp
+  br label %loop
+loop:
+  %cur = phi ptr [ %chain, %entry ], [ %next, %body ]
+  %done = icmp eq ptr %cur, %mark
+  br i1 %done, label %exit, label %body
+body:
+  %next = load ptr, ptr %cur
+  call void @free(ptr %cur)
+  br label %loop
+exit:
+  %data = load ptr, ptr %blk
+  call void @free(ptr %data)
+  call void @free(ptr %blk)
+  ret void
+}
+"""
+_STATE: dict = {}
+
+
+_FREE_INT_IR = r"""
+declare void @zy_block_free(ptr)
+
+define i64 @zy_block_free_int(i64 %blk) {
+entry:
+  %p = inttoptr i64 %blk to ptr
+  call void @zy_block_free(ptr %p)
+  ret i64 0
+}
+"""
+
+
+def block_free() -> Any:
+    """`free(block)`: a `jit.runtime.fastcall` builtin (a ctypes function where the object
+    layout does not allow one), compiled once."""
+    fn = _STATE.get("free")
+    if fn is None:
+        from types import SimpleNamespace
+
+        from jit.runtime.fastcall import native_wrapper
+        runtime.compile_ir(_FREE_IR)
+        addr = runtime.function_address("zy_block_free")
+        slow = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        runtime.compile_ir(_FREE_INT_IR)
+        sig = SimpleNamespace(argtypes=(INT64,), ret=INT64,
+                              ir=SimpleNamespace(name="zy_block_free"))
+        fn = native_wrapper(sig, runtime.function_address("zy_block_free_int"), slow,
+                            lambda blk: None)  # a status left by an earlier call
+        _STATE["free"] = fn = fn or slow
+    return fn
+
+
+class NativeEnv:
+    """The native block of one forward run; freed with this object."""
+
+    __slots__ = ("__weakref__", "args", "blk", "code", "free")
+
+    def __init__(self, blk: int, code: ForwardCode, args: tuple) -> None:
+        self.blk, self.code, self.args, self.free = blk, code, args, code.free
+
+    def __del__(self) -> None:
+        if self.blk:
+            self.free(self.blk)
+            self.blk = 0
+
+    def tape_words(self) -> int:
+        """The number of 8-byte tape slots the forward recorded."""
+        return ctypes.c_int64.from_address(self.blk + 8).value
+
+    def __repr__(self) -> str:
+        return f"<native pullback block of {self.code.jf.primal.name}>"
+
+
+# -- entries -------------------------------------------------------------------------------
+def _errinfo(b: L.IRBuilder, k: int) -> L.Value:
+    base = L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
+    return b.gep(base, [L.Constant(I64, k)], source_etype=I64)
+
+
+def _at(b: L.IRBuilder, p, off: int) -> L.Value:
+    return b.gep(p, [L.Constant(I64, off)], source_etype=L.IntType(8))
+
+
+def _direct_leaf(t: Type) -> Any:
+    """The one scalar leaf returned by value, or None (results through memory)."""
+    if t in _DIRECT:
+        return t
+    leaves = out_leaves(t)
+    if isinstance(t, TupleT) and len(leaves) == 1 and leaves[0][1] == FLOAT64:
+        return FLOAT64
+    return None
+
+
+def no_out(t: Type) -> bool:
+    """Is a result of type `t` returned by value (or not at all), without `out`?"""
+    return _direct_leaf(t) is not None or not out_leaves(t)
+
+
+def _ret_type(t: Type) -> L.Type:
+    leaf = _direct_leaf(t)
+    return {FLOAT64: L.DoubleType(), INT64: I64, BOOL: L.IntType(8)}.get(leaf, L.VoidType())
+
+
+def _return_value(b: L.IRBuilder, t: Type, value, outp) -> None:
+    """Return `value` of type `t`: by value when `_direct_leaf`, else through outp."""
+    leaf = _direct_leaf(t)
+    if leaf is None and not out_leaves(t):
+        b.ret_void()
+        return
+    if leaf is not None and isinstance(t, TupleT):
+        path = out_leaves(t)[0][0]
+        for i in path:
+            value = b.extract_value(value, i)
+        b.ret(value)
+        return
+    slot = b.alloca(lltype(t))
+    b.store(value, slot)
+    _return(b, t, slot, outp)
+
+
+def _presize_tape(mg: ModuleGen, b: L.IRBuilder, blk, hint_addr: int) -> None:
+    """Give the block's tape the capacity the previous call ended with (the value at
+    `hint_addr`), so that a pullback called again grows its tape no more."""
+    hint = b.load(L.Constant(I64, hint_addr).inttoptr(PTR), typ=I64)
+    with b.if_then(b.icmp_signed(">", hint, L.Constant(I64, 0))):
+        malloc = mg.extern("malloc", PTR, [I64])
+        data = b.call(malloc, [b.shl(hint, L.Constant(I64, 3))])
+        with b.if_then(b.icmp_unsigned("!=", data, L.Constant(PTR, None))):
+            b.store(data, blk)
+            b.store(hint, _at(b, blk, 16))
+
+
+def build_forward_entry(mg: ModuleGen, t, impl: L.Function, hint_addr: int) -> L.Function:
+    """`zy_fwd_N`: allocate the block (its tape presized from `hint_addr`), run the
+    forward, detach what it allocated into the block, store its env; the tape's final
+    length becomes the next call's size hint."""
+    y_t = t.ret.elems[0]
+    params = [_LL_OF_CTYPE[c] for a in t.argtypes[1:] for c in flat_ctypes(a)]
+    outp = not no_out(y_t)
+    fn = L.Function(mg.module, L.FunctionType(_ret_type(y_t), params + [PTR] * outp),
+                    f"zy_fwd_{mg.uid}")
+    b = L.IRBuilder(fn.append_basic_block("entry"))
+    it = iter(fn.args)
+    values = [_rebuild(b, a, it) for a in t.argtypes[1:]]
+    env_size = lltype(t.ret.elems[1]).get_abi_size(runtime.target_machine().target_data)
+    malloc = mg.extern("malloc", PTR, [I64])
+    blk = b.call(malloc, [L.Constant(I64, ENV_OFF + max(env_size, 8))])
+    for off in (0, 8, 16):
+        b.store(L.Constant(I64, 0), _at(b, blk, off))
+    _presize_tape(mg, b, blk, hint_addr)
+    headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
+    mark = b.load(headp, typ=PTR)
+    out = b.alloca(lltype(t.ret))
+    status = b.call(impl, [L.Constant(I64, 0), out, blk] + values)
+    b.store(b.sext(status, I64), _errinfo(b, 0))
+    b.store(b.ptrtoint(blk, I64), _errinfo(b, BLOCK_SLOT))
+    b.store(b.load(_at(b, blk, 8), typ=I64), L.Constant(I64, hint_addr).inttoptr(PTR))
+    b.store(b.load(headp, typ=PTR), _at(b, blk, CHAIN_OFF))
+    b.store(mark, _at(b, blk, MARK_OFF))
+    b.store(mark, headp)
+    res = b.load(out, typ=lltype(t.ret))
+    b.store(b.extract_value(res, 1), _at(b, blk, ENV_OFF))
+    _return_value(b, y_t, b.extract_value(res, 0), fn.args[-1] if outp else None)
+    return fn
+
+
+def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
+    env_t, dy_t, g_t = t.argtypes[1], t.argtypes[2], t.ret
+    params = [PTR] + [_LL_OF_CTYPE[c] for c in flat_ctypes(dy_t)]
+    outp = not no_out(g_t)
+    fn = L.Function(mg.module, L.FunctionType(_ret_type(g_t), params + [PTR] * outp),
+                    f"zy_adj_{mg.uid}")
+    b = L.IRBuilder(fn.append_basic_block("entry"))
+    blk = fn.args[0]
+    it = iter(fn.args[1:])
+    dy = _rebuild(b, dy_t, it)
+    reader = b.alloca(L.LiteralStructType([PTR, I64]))
+    b.store(blk, b.gep(reader, [L.Constant(I32, 0), L.Constant(I32, 0)]))
+    b.store(b.load(_at(b, blk, 8), typ=I64), b.gep(reader, [L.Constant(I32, 0),
+                                                           L.Constant(I32, 1)]))
+    env = b.load(_at(b, blk, ENV_OFF), typ=lltype(env_t))
+    headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
+    release = mg.allocates and not contains_array(g_t)
+    mark = b.load(headp, typ=PTR) if release else None
+    out = b.alloca(lltype(g_t))
+    status = b.call(impl, [L.Constant(I64, 0), out, reader, env, dy])
+    b.store(b.sext(status, I64), _errinfo(b, 0))
+    if release:
+        _release(mg, b, mark)
+    _return_value(b, g_t, b.load(out, typ=lltype(g_t)), fn.args[-1] if outp else None)
+    return fn
+
+
+# -- Python wrappers --------------------------------------------------------------------------
+def _flat_names(name: str, t: Type) -> list:
+    if isinstance(t, TupleT):
+        return [x for i, e in enumerate(t.elems) for x in _flat_names(f"{name}[{i}]", e)]
+    if isinstance(t, ClosureT):
+        return [x for i, e in enumerate(t.captured)
+                for x in _flat_names(f"{name}.__closure__[{i}].cell_contents", e)]
+    if t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT):
+        return [name]
+    if t == NONE or isinstance(t, FunctionT):
+        return []
+    raise TypingError(f"jit: arguments of type {t} cannot be passed to a compiled pullback")
+
+
+def _checks(name: str, t: Type) -> list:
+    if t == INT64:
+        return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
+    if isinstance(t, TupleT):
+        return [c for i, e in enumerate(t.elems) for c in _checks(f"{name}[{i}]", e)]
+    return []
+
+
+def _unbox(t: Type, env: dict, counter: list, direct: bool) -> str:
+    """Python source rebuilding a result: from `r` (direct) or the structure `o`."""
+    if isinstance(t, TupleT):
+        parts = [_unbox(e, env, counter, direct) for e in t.elems]
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    if isinstance(t, LiteralT):  # a constant: no native data
+        env[f"L{len(env)}"] = t.value
+        return f"L{len(env) - 1}"
+    if t == NONE or not out_leaves(t):
+        return "None"
+    k = counter[0]
+    counter[0] += 1
+    if direct:
+        return "r" if t != BOOL else "bool(r)"
+    if isinstance(t, ArrayT):
+        env[f"T{k}"] = t
+        return f"copy_array(o.f{k}, T{k})"
+    if isinstance(t, StrT):
+        env["STRINGS"] = STRINGS
+        return f"STRINGS[o.f{k}]"
+    return f"o.f{k}"
+
+
+def make_call(name: str, addr: int, argtypes: tuple, ret: Type, lead: list, tail: list,
+              env: dict, result: str = "{}") -> Any:
+    """A Python function `name(<lead names>, <arg names>)` around a compiled entry:
+    int64 range checks, one ctypes call, the `tail` lines (status tests), then
+    `return result.format(<the result rebuilt>)`.  Arrays in a result are copied
+    into numpy memory, then the arena blocks the call allocated are released."""
+    names = [f"a{i}" for i in range(len(argtypes))]
+    flat = [x for n, a in zip(names, argtypes) for x in _flat_names(n, a)]
+    cargs = [ctypes.c_void_p] * len(lead) + [c for a in argtypes for c in flat_ctypes(a)]
+    direct = no_out(ret)
+    restype = _DIRECT.get(_direct_leaf(ret)) if direct else None
+    if not direct:
+        cargs.append(ctypes.c_void_p)
+    env.update(cf=ctypes.PYFUNCTYPE(restype, *cargs)(addr), err=runtime.ERRINFO,
+               copy_array=copy_array, rt=runtime)
+    lines = [f"def {name}({', '.join(lead + names)}):"]
+    for c in (c for n, a in zip(names, argtypes) for c in _checks(n, a)):
+        lines.append(f"    if not ({c}): deopt()")
+    keep = not direct and contains_array(ret) and name == "adjoint"
+    if keep:
+        lines.append("    mark = rt.ARENA_HEAD.value")
+    if not direct:
+        env["o"] = o = ctype_of(ret)()
+        env["oaddr"] = ctypes.addressof(o)
+    call = ", ".join(lead + flat + ([] if direct else ["oaddr"]))
+    lines.append(f"    r = cf({call})")
+    lines += ["    " + x for x in tail]
+    value = _unbox(ret, env, [0], direct)
+    if keep:
+        lines += [f"    v = {value}", "    rt.arena_release(mark)"]
+        value = "v"
+    lines.append(f"    return {result.format(value)}")
+    exec(compile("\n".join(lines), f"<jit pullback {name}>", "exec"), env)
+    return env[name]
+
+
+def _raise_deopt() -> None:
+    raise NativeDeopt("compiled pullback: an argument does not fit in int64")
+
+
+class ForwardCode:
+    """The compiled forward of one J transform for one argument signature, and its
+    compiled adjoints keyed by the type of `dy`."""
+
+    def __init__(self, jf: Any, argtypes: tuple) -> None:
+        from jit.api import _load_tables
+        _load_tables()
+        self.jf, self.argtypes = jf, argtypes
+        self.typing = ENGINE.infer(jf.forward, (TAPE,) + argtypes)
+        if not isinstance(self.typing.ret, TupleT):
+            raise TypingError(f"jit: {jf.forward.name} does not return (y, env)")
+        self.env_t = self.typing.ret.elems[1]
+        self.free = block_free()
+        dy_t = cotangent_type(self.typing.ret.elems[0], jf.inout)
+        adj_typing = ENGINE.infer(adjoint_ir(jf, self.typing), (READER, self.env_t, dy_t))
+        decide(self.typing, dead_pushes(self.typing, adj_typing))
+        mg = ModuleGen(ENGINE, self.typing)
+        self.tape_hint = ctypes.c_int64(0)   # slots the last forward recorded
+        entry = build_forward_entry(mg, self.typing, mg.build(),
+                                    ctypes.addressof(self.tape_hint))
+        # the adjoint for the usual dy goes into the same module: one LLVM compile
+        adjoint = AdjointCode(self, dy_t, mg)
+        self.native = NativeEntries(mg.module, self, entry, adjoint)
+        self.llvm_text = str(mg.module)
+        self.module = runtime.compile_ir(self.llvm_text)
+        adjoint.finish(self.module, self.llvm_text)
+        self.native.finish()
+        addr = runtime.function_address(entry.name)
+        env = {"deopt": _raise_deopt, "failed": self._failed}
+        tail = [f"blk = err[{BLOCK_SLOT}]", "if err[0]: failed(blk)"]
+        self.call = make_call("forward", addr, argtypes, self.typing.ret.elems[0], [], tail,
+                              env, "{}, blk")
+        self.adjoints: dict = {dy_t: adjoint}
+        if dy_t == FLOAT64:
+            self.adjoints[float] = adjoint
+        self.default_adjoint = adjoint
+
+    def _failed(self, blk: int) -> Any:
+        status = runtime.ERRINFO[0]
+        err = runtime.current_error() if status == runtime.ERROR else None
+        self.free(blk)
+        if err is not None:
+            raise err
+        site = runtime.current_site()
+        raise NativeDeopt(f"{site.template} in compiled {site.func} at {site.file}:{site.line}")
+
+    def adjoint_for(self, dy: Any) -> AdjointCode:
+        code = self.adjoints.get(type(dy))
+        if code is not None:
+            return code
+        return self.adjoint_for_type(typeof(dy))
+
+    def adjoint_for_type(self, dy_t: Type) -> AdjointCode:
+        code = self.adjoints.get(dy_t)
+        if code is None:
+            code = self.adjoints[dy_t] = AdjointCode(self, dy_t)
+            if dy_t == FLOAT64:
+                self.adjoints[float] = code
+        return code
+
+
+def cotangent_type(t: Type, inout: tuple = ()) -> Type:
+    """The type of the `dy` that `back` usually gets for a result of type `t` (what
+    `gradient` and `jacobian` pass); with in-out arguments it is `(dy, None)`."""
+    if inout:
+        return TupleT((cotangent_type(t), NONE))
+    if t in (FLOAT64, INT64, BOOL):
+        return FLOAT64
+    if isinstance(t, ArrayT):
+        return ArrayT(FLOAT64, t.ndim)
+    if isinstance(t, TupleT):
+        return TupleT(tuple(cotangent_type(e) for e in t.elems))
+    return NONE
+
+
+class AdjointCode:
+    """The compiled adjoint for one forward signature and one type of `dy`."""
+
+    def __init__(self, fwd: ForwardCode, dy_t: Type, mg: Any = None) -> None:
+        """Compile now, or (given the forward's `mg`) emit into that module and wait
+        for `finish` once the module is compiled."""
+        adj = adjoint_ir(fwd.jf, fwd.typing)
+        self.dy_t = dy_t
+        self.typing = ENGINE.infer(adj, (READER, fwd.env_t, dy_t))
+        check_adjoint(fwd.typing, self.typing)
+        own = mg is None
+        mg = mg or ModuleGen(ENGINE, self.typing)
+        impl = mg.function(self.typing)
+        mg.build()  # emits every function declared but not yet emitted
+        self.entry = build_adjoint_entry(mg, self.typing, impl)
+        self.fast_entry = build_fast_adjoint_entry(mg, self.typing, self.entry)
+        if own:
+            text = str(mg.module)
+            self.finish(runtime.compile_ir(text), text)
+
+    def finish(self, module: Any, text: str) -> None:
+        self.module, self.llvm_text = module, text
+        addr = runtime.function_address(self.entry.name)
+        env = {"deopt": _raise_deopt, "failed": _adjoint_failed}
+        tail = ["if err[0]: failed()"]
+        self.call = make_call("adjoint", addr, (self.dy_t,), self.typing.ret, ["blk"], tail,
+                              env)
+
+
+def _adjoint_failed() -> None:
+    if runtime.ERRINFO[0] == runtime.ERROR:
+        raise runtime.current_error()
+    site = runtime.current_site()
+    raise OverflowError(f"{site.template} in the compiled adjoint of {site.func} at "
+                        f"{site.file}:{site.line}")

@@ -1,0 +1,265 @@
+"""Type rules and LLVM lowering of the tape primitives (`push`, `pop`), the table
+entries the compiled forward and adjoint of a pullback need (see jit.runtime.tape
+for the native layout).  Further adjoint primitives register here the same way:
+one `rule` (jit.typing.infer) and one `codegen` (jit.codegen.function) per op.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from jit.runtime import tape as runtime_tape
+from jit.codegen.function import F64, I1, I64, PTR, FunctionGen, codegen, lltype
+from jit.codegen.arrays import callee_at
+from jit.typing.infer import Context, rule
+from jit.types import (
+    BOOL,
+    FLOAT64,
+    INT64,
+    NONE,
+    READER,
+    TAPE,
+    ArrayT,
+    ClosureT,
+    FunctionT,
+    StrT,
+    TupleT,
+    Type,
+    TypingError,
+)
+
+ZERO = L.Constant(I64, 0)
+
+
+def tape_leaves(t: Type) -> list:
+    """The scalar leaf types a value occupies on the tape, in slot order."""
+    if t in (FLOAT64, INT64, BOOL):
+        return [t]
+    if isinstance(t, StrT):
+        return [INT64]
+    if t == NONE or _no_data(t):
+        return []
+    if isinstance(t, ArrayT):  # data pointer, shapes, strides (the memory is kept alive
+        return [INT64] * 5      # by the pullback: arguments and the forward's arena)
+    if isinstance(t, TupleT):
+        return [x for e in t.elems for x in tape_leaves(e)]
+    if isinstance(t, ClosureT):
+        return [x for e in t.captured for x in tape_leaves(e)]
+    raise TypeError(f"values of type {t} cannot be recorded on the tape yet")
+
+
+def _no_data(t: Type) -> bool:
+    return isinstance(t, FunctionT) or getattr(t, "token", False)
+
+
+@rule("push")
+def _t_push(ctx: Context, s, ts) -> Type:
+    if ts[0] != TAPE:
+        ctx.fail(f"push onto a {ts[0]}, not a tape")
+    try:
+        tape_leaves(ts[1])
+    except TypeError as e:
+        ctx.fail(str(e))
+    return NONE
+
+
+@rule("pop")
+def _t_pop(ctx: Context, s, ts) -> Type:
+    if ts[0] != READER:
+        ctx.fail(f"pop from a {ts[0]}, not a tape reader")
+    t = ctx.typing.ir.meta.get("pop_types", {}).get(s.var.id)
+    if t is None:
+        ctx.fail("the type of this pop is not recorded (the adjoint IR must carry "
+                 "meta['pop_types'][var id])")
+    return t
+
+
+def _word(fc: FunctionGen, v, t) -> L.Value:
+    if t == FLOAT64:
+        return fc.b.bitcast(v, I64)
+    if t == BOOL:
+        return fc.b.zext(v, I64)
+    return v
+
+
+def _unword(fc: FunctionGen, w, t) -> L.Value:
+    if t == FLOAT64:
+        return fc.b.bitcast(w, F64)
+    if t == BOOL:
+        return fc.b.trunc(w, I1)
+    return w
+
+
+def _flatten(fc: FunctionGen, v, t) -> list:
+    if isinstance(t, (TupleT, ClosureT)):
+        elems = t.elems if isinstance(t, TupleT) else t.captured
+        return [w for i, e in enumerate(elems) for w in _flatten(fc, fc.b.extract_value(v, i), e)]
+    if t == NONE or _no_data(t):
+        return []
+    if isinstance(t, ArrayT):
+        words = [fc.b.extract_value(v, k) for k in range(5)]
+        return [fc.b.ptrtoint(words[0], I64)] + words[1:]
+    return [_word(fc, v, t)]
+
+
+def _rebuild(fc: FunctionGen, words: list, t):
+    if isinstance(t, (TupleT, ClosureT)):
+        elems = t.elems if isinstance(t, TupleT) else t.captured
+        out = L.Constant(lltype(t), L.Undefined)
+        for i, e in enumerate(elems):
+            out = fc.b.insert_value(out, _rebuild(fc, words, e), i)
+        return out
+    if t == NONE or _no_data(t):
+        return L.Constant(L.IntType(8), 0)
+    if isinstance(t, ArrayT):
+        out = L.Constant(lltype(t), L.Undefined)
+        out = fc.b.insert_value(out, fc.b.inttoptr(words.pop(0), PTR), 0)
+        for k in range(1, 5):
+            out = fc.b.insert_value(out, words.pop(0), k)
+        return out
+    return _unword(fc, words.pop(0), t)
+
+
+def _field(fc: FunctionGen, base, offset: int) -> L.Value:
+    return fc.b.gep(base, [L.Constant(I64, offset)], source_etype=L.IntType(8))
+
+
+def _run_of(fc: FunctionGen, s, op: str) -> list:
+    """The statements of the run of consecutive `op`s on one tape/reader operand that
+    starts at `s` (emit_stacks puts a block's pushes together at its end; the
+    adjoint pops them together at its start): one capacity or bounds check each."""
+    index = getattr(fc, "stmt_index", None)
+    if index is None:
+        index = fc.stmt_index = {st.var: (b, k) for b in fc.ir.blocks
+                                 for k, st in enumerate(b.stmts)}
+    block, k = index[s.var]
+    run = []
+    for st in block.stmts[k:]:
+        if st.op != op or st.args[0] != s.args[0]:
+            break
+        run.append(st)
+    return run
+
+
+def _batched(fc: FunctionGen) -> dict:
+    got = getattr(fc, "batched", None)
+    if got is None:
+        got = fc.batched = {}
+    return got
+
+
+@codegen("push")
+def _cg_push(fc: FunctionGen, s, ts):
+    from jit.pullback.jcalls import static_phis
+    done = _batched(fc)
+    if s.var in done:
+        return
+    from jit.pullback.dead_slots import decide
+    run = _run_of(fc, s, "push")
+    static = static_phis(fc.typing)
+    dead = decide(fc.typing, frozenset())
+    words = []
+    for st in run:
+        done[st.var] = None
+        v = st.args[1]
+        if getattr(v, "id", None) in static or getattr(v, "id", None) in dead:
+            continue  # a constant (pop_static) or a value no adjoint reads (grad_dead)
+        words += _flatten(fc, fc.get(v), fc.type_of(v))
+    push_words(fc, fc.get(s.args[0]), words)
+    return
+
+
+def push_value(fc: FunctionGen, tape, v, t: Type) -> None:
+    """Append the words of `v` (of type `t`) to the native tape `tape`."""
+    push_words(fc, tape, _flatten(fc, v, t))
+
+
+def push_words(fc: FunctionGen, tape, words: list) -> None:
+    """Append 64-bit words to the tape; the buffer grows (a call) only when full.
+    A module generator with its own tape layout (jit.cuda) supplies `push_words`."""
+    if not words:
+        return
+    own = getattr(fc.mg, "push_words", None)
+    if own is not None:
+        return own(fc, tape, words)
+    b = fc.b
+    lenp, capp = _field(fc, tape, 8), _field(fc, tape, 16)
+    n = b.load(lenp, typ=I64)
+    need = b.add(n, L.Constant(I64, len(words)))
+    with b.if_then(b.icmp_signed(">", need, b.load(capp, typ=I64)), likely=False):
+        reserve = callee_at(runtime_tape.reserve_address(),
+                            L.FunctionType(L.IntType(32), [PTR, I64]))
+        st = b.call(reserve, [tape, L.Constant(I64, len(words))])
+        fc.raise_if(b.icmp_signed("!=", st, L.Constant(L.IntType(32), 0)), MemoryError,
+                    "cannot grow the tape")
+    data = b.load(tape, typ=PTR)
+    for k, w in enumerate(words):
+        b.store(w, b.gep(data, [b.add(n, L.Constant(I64, k))], source_etype=I64))
+    b.store(need, lenp)
+    return
+
+
+@codegen("pop")
+def _cg_pop(fc: FunctionGen, s, ts):
+    done = _batched(fc)
+    if s.var in done:
+        return done[s.var]
+    static = fc.ir.meta.get("pop_static", {})
+    dead = _dead_pops(fc)
+    run = _run_of(fc, s, "pop")
+    live = [st for st in run if st.var.id not in static and st.var.id not in dead]
+    sizes = [len(tape_leaves(st.type)) for st in live]
+    words = pop_words(fc, fc.get(s.args[0]), sum(sizes))
+    top = len(words)
+    for st in run:
+        if st.var.id in static:
+            done[st.var] = L.Constant(lltype(st.type), static[st.var.id])
+            continue
+        if st.var.id in dead:
+            from jit.codegen.function import zero_of
+            done[st.var] = zero_of(st.type)
+            continue
+        k = sizes[live.index(st)]
+        done[st.var] = _rebuild(fc, words[top - k:top], st.type)
+        top -= k
+    return done[s.var]
+
+
+def _dead_pops(fc: FunctionGen) -> set:
+    """Pops of this adjoint whose forward value was not pushed (jit.pullback.dead_slots);
+    a pop that is read although its value was dropped is refused."""
+    got = getattr(fc, "dead_pops", None)
+    if got is not None:
+        return got
+    from jit.pullback.dead_slots import decide, live_pops
+    meta = fc.ir.meta
+    fwd = fc.mg.engine.table.get(meta.get("forward_key"))
+    dead = decide(fwd, frozenset()) if fwd is not None else frozenset()
+    pop_of = meta.get("pop_of") or {}
+    got = fc.dead_pops = {p for p, f in pop_of.items() if f in dead}
+    if got & live_pops(fc.typing):
+        raise TypingError(f"jit: the adjoint {fc.ir.name} reads values its compiled "
+                          "forward does not record")
+    return got
+
+
+def pop_value(fc: FunctionGen, reader, t: Type):
+    """Move `reader` back over a value of type `t` and rebuild it."""
+    return _rebuild(fc, pop_words(fc, reader, len(tape_leaves(t))), t)
+
+
+def pop_words(fc: FunctionGen, reader, k: int) -> list:
+    """Move `reader` back by `k` words and load them (in tape order)."""
+    if not k:
+        return []
+    own = getattr(fc.mg, "pop_words", None)
+    if own is not None:
+        return own(fc, reader, k)
+    b = fc.b
+    posp = _field(fc, reader, 8)
+    new = b.sub(b.load(posp, typ=I64), L.Constant(I64, k))
+    fc.raise_if(b.icmp_signed("<", new, ZERO), RuntimeError,
+                "adjoint: tape read past its start (forward and adjoint disagree)")
+    b.store(new, posp)
+    data = b.load(b.load(reader, typ=PTR), typ=PTR)
+    return [b.load(b.gep(data, [b.add(new, L.Constant(I64, i))], source_etype=I64), typ=I64)
+            for i in range(k)]

@@ -1,0 +1,3 @@
+"""What compiled code runs against: the LLVM engine and error record (`native`), the
+tape (`tape`), and the native entries Python calls (`fastcall`, the pullback fast
+paths)."""

@@ -1,0 +1,237 @@
+"""The fast path of `adjoint.pullback` for compiled code.
+
+`adjoint.api.pullback` first asks `fast_pullback(f, args)` (registered in
+`adjoint.api.FAST_PATHS` for "llvm" and "auto").  For a plain function (no closure
+cells, no defaults, no keyword-only parameters) called with float/int/bool
+arguments and float64/int64 numpy arrays (1-D or 2-D), the result per (code
+object, argument classes) is a generated pair:
+
+  * `forward(a0, ...)`: one native call (int64 range and array checks inside it), the
+    status test, and a `Back` object owning the native block;
+  * `Back.__call__(dy)`: for a float `dy` one native call of the adjoint and the
+    gradient tuple built inline (`None` for ints and bools, `0.0` where no gradient
+    reaches a float); any other `dy` goes through the general path.
+
+A single float gradient of scalar arguments comes back as the adjoint's result (this
+module); several gradients or array arguments use the adjoint's `zy_adjf` entry,
+which writes into numpy arrays (`jit.runtime.fast_pullback_arrays`).  An array argument is copied
+first when the function writes into arrays or its adjoint reads the argument's
+elements (`grad_fast_many.unread_arrays`): inputs are never modified, and a caller's
+later write cannot change `back`.  An argument that does not match the compiled signature (another dtype or
+number of dimensions, an int beyond int64), closures, tuples, or a function the JIT
+refuses take the general path of `adjoint.api.pullback`, with the same results.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from jit.runtime import native as runtime
+from jit.pullback.backend import BACKEND
+from jit.runtime.pullback_builtins import DEOPT
+from jit.pullback.runner import BLOCK_SLOT, NativeDeopt
+from jit.types import BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, TypingError
+
+_SCALAR = {float: FLOAT64, int: INT64, bool: BOOL}
+_ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.int64))
+_TABLE: dict = {}     # (code, argument classes) -> (globals, forward) or False
+_HOT: dict = {}       # function -> (code, number of arguments, forward) last compiled
+_HOT_MAX = 4096
+_RUNNERS: dict = {}   # adjoint.api.RUNNERS once registered: the fast path only runs
+                      # while the llvm runner is this module's BACKEND
+
+
+def fast_pullback(f: Any, args: tuple) -> Any:
+    """`(y, back)` from the compiled fast path, or None (use the general path).
+
+    The last signature compiled for `f` is tried first, without looking at the
+    arguments' classes: its native forward checks them itself and answers None
+    (DEOPT) for anything else, which then takes the lookup by argument classes."""
+    hot = _HOT.get(f)
+    if (hot is not None and hot[0] is f.__code__ and hot[1] == len(args)
+            and _RUNNERS.get("llvm") is BACKEND):
+        got = hot[2](*args)
+        if got is not None:
+            return got
+    code = getattr(f, "__code__", None)
+    if code is None or _RUNNERS.get("llvm") is not BACKEND:
+        return None
+    key = (code, tuple(map(type, args)))
+    entry = _TABLE.get(key)
+    if entry is None:
+        entry = _TABLE[key] = _build(f, args)
+    if entry is False or entry[0] is not f.__globals__:
+        return None
+    if len(_HOT) >= _HOT_MAX:
+        _HOT.clear()
+    if getattr(entry[1], "checks_types", False):  # a native forward (jit.runtime.fastcall)
+        _HOT[f] = (code, len(args), entry[1])
+    else:
+        _HOT.pop(f, None)
+    return entry[1](*args)
+
+
+def _eligible(f: Any, args: tuple) -> bool:
+    code = f.__code__
+    return (type(f).__name__ == "function" and not f.__closure__ and not f.__defaults__
+            and not f.__kwdefaults__ and code.co_argcount == len(args)
+            and not code.co_kwonlyargcount and not code.co_flags & 0x0C
+            and all(type(a) in _SCALAR or _array_ok(a) for a in args))
+
+
+def _array_ok(a: Any) -> bool:
+    return type(a) is np.ndarray and a.dtype in _ARRAY_DTYPES and a.ndim in (1, 2)
+
+
+def _build(f: Any, args: tuple) -> Any:
+    if not _eligible(f, args):
+        return False
+    try:
+        from adjoint.passes.inplace import arg_types
+        from adjoint.transform import activity_of, lower_function, transform
+        jf = transform(lower_function(f), activity_of(args), arg_types(args))
+        code = BACKEND.code_for(jf, args)
+        adj = code.adjoint_for_type(FLOAT64)
+    except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
+        return False
+    if code.typing.ret.elems[0] not in (FLOAT64, INT64, BOOL, NONE):
+        return False
+    gtypes = adj.typing.ret.elems
+    if any(type(a) is np.ndarray for a in args) or sum(g == FLOAT64 for g in gtypes) > 1:
+        from jit.runtime.fast_pullback_arrays import make_forward
+        forward = make_forward(jf, code, adj, args, _general)
+        return (f.__globals__, forward) if forward is not None else False
+    if not all(g in (FLOAT64, NONE) for g in gtypes):
+        return False
+    return f.__globals__, _make_forward(jf, code, adj, args)
+
+
+def _grad_expr(argtypes: tuple, gtypes: tuple) -> str:
+    """The gradient tuple as Python source over the returned float `r`."""
+    parts = []
+    for a, g in zip(argtypes, gtypes):
+        if g == FLOAT64:
+            parts.append("r")
+        if a != FLOAT64:
+            parts[len(parts) - (g == FLOAT64):] = ["None"]
+        elif g == NONE:
+            parts.append("0.0")
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _make_forward(jf: Any, code: Any, adj: Any, args: tuple) -> Any:
+    argtypes = tuple(_SCALAR[type(a)] for a in args)
+    fwd_cf = code.call.__globals__["cf"]
+    adj_cf = adj.call.__globals__["cf"]
+    env = {"fwd_cf": fwd_cf, "adj_cf": adj_cf, "err": runtime.ERRINFO, "code": code,
+           "free": code.free, "fail_fwd": code._failed, "fail_adj": _adjoint_failed,
+           "general": _general, "jf": jf}
+    gtypes = adj.typing.ret.elems
+    nfwd, nadj = _native_pair(code)
+    if nadj is not None:
+        env["adj_cf"] = nadj
+    call = ["        r = adj_cf(self.blk, dy)"]
+    if nadj is None:   # a ctypes call: the status is tested here (a builtin tests it)
+        call.append("        if err[0]: fail_adj()")
+    back_cls = back_class(env, call, _grad_expr(argtypes, gtypes))
+    names = [f"a{i}" for i in range(len(args))]
+    if nfwd is not None:
+        return native_forward(env, back_cls, nfwd, jf, names)
+    checks = [f"{INT64_MIN} <= {n} <= {INT64_MAX}" for n, t in zip(names, argtypes)
+              if t == INT64]
+    sig = ", ".join(names)
+    lines = [f"def forward({sig}):"]
+    if checks:
+        lines.append(f"    if not ({' and '.join(checks)}): return None")
+    lines += [f"    y = fwd_cf({sig})", f"    blk = err[{BLOCK_SLOT}]",
+              "    if err[0]:", "        try:", "            fail_fwd(blk)",
+              "        except NativeDeopt:", "            return None",
+              "    return y, Back(blk, (" + sig + ("," if len(names) == 1 else "") + "))"]
+    env.update(Back=back_cls, NativeDeopt=NativeDeopt)
+    exec(compile("\n".join(lines), f"<jit fast pullback {jf.primal.name}>", "exec"), env)
+    return env["forward"]
+
+
+def _native_pair(code: Any) -> tuple:
+    """The native (jit.runtime.fastcall) builtins of the forward and the adjoint entry, built
+    with the pullback's module (jit.runtime.pullback_builtins); (None, None) where the signatures
+    are not float64/int64 scalars with one float gradient."""
+    native = code.native
+    if native.forward is None or native.adjoint is None:
+        return None, None
+    return native.forward, native.adjoint
+
+
+def native_forward(env: dict, back_cls: type, nfwd: Any, jf: Any, names: list,
+                   prelude: tuple = ()) -> Any:
+    """`forward(a0, ...)`: the `prelude` lines, the native forward, and a `Back`."""
+    sig = ", ".join(names)
+    env.update(Back=back_cls, nfwd=nfwd, DEOPT=DEOPT)
+    lines = [f"def forward({sig}):", *prelude, f"    y = nfwd({sig})",
+             "    if y is DEOPT: return None",
+             f"    return y, Back(err[{BLOCK_SLOT}], ({sig}{',' if len(names) == 1 else ''}))"]
+    exec(compile("\n".join(lines), f"<jit fast pullback {jf.primal.name}>", "exec"), env)
+    env["forward"].checks_types = True   # the builtin answers DEOPT to other classes
+    return env["forward"]
+
+
+def back_class(env: dict, call: list, result: str) -> type:
+    """The `Back` class over `env`: `call` (lines of `__call__` for a float `dy`) then
+    `return <result>`; it frees the block with the object."""
+    src = "\n".join([
+        "class Back:",
+        "    __slots__ = ('blk', 'args', '__weakref__')",
+        "    def __init__(self, blk, args):",
+        "        self.blk = blk",
+        "        self.args = args",
+        "    def __call__(self, dy):",
+        "        if type(dy) is not float:",
+        "            return general(self, dy)",
+        *call,
+        f"        return {result}",
+        "    def __del__(self):",
+        "        if self.blk:",
+        "            free(self.blk)",
+        "            self.blk = 0",
+        "    @property",
+        "    def env(self):",
+        "        return self",
+        "    @property",
+        "    def code(self):",
+        "        return code",
+        "    def __repr__(self):",
+        "        return f'<compiled pullback of {jf.primal.name}>'",
+    ])
+    exec(compile(src, "<jit fast back>", "exec"), env)
+    return env["Back"]
+
+
+def _general(back: Any, dy: Any) -> tuple:
+    """`back(dy)` for a `dy` that is not a float (numpy scalars, None, ...)."""
+    from adjoint.api import _finish
+    from adjoint.tape import fresh
+    grads = BACKEND.adjoint(back.code.jf, None, back, fresh(dy))
+    return tuple(_finish(g, x) for g, x in zip(grads, back.args))
+
+
+def _adjoint_failed() -> None:
+    from jit.pullback.runner import _adjoint_failed as fail
+    fail()
+
+
+def register() -> None:
+    """Install the fast path in `adjoint.api.FAST_PATHS` (when the API has it)."""
+    try:
+        from adjoint import api
+    except ImportError:
+        return
+    global _RUNNERS
+    paths = getattr(api, "FAST_PATHS", None)
+    if isinstance(paths, dict):
+        _RUNNERS = api.RUNNERS
+        paths["llvm"] = paths["auto"] = fast_pullback
+
+
+__all__ = ["TypingError", "ctypes", "fast_pullback", "register"]

@@ -1,0 +1,214 @@
+"""Native call wrappers for scalar signatures: a METH_FASTCALL builtin whose C body
+is LLVM IR, so `f(x, y)` on floats and ints costs no ctypes marshalling.
+
+For a compiled function whose arguments and result are float64 / int64, the
+wrapper built here (`native_wrapper(t, addr, slow, fail)`) does, natively:
+  1. check the argument count and each argument's exact class (`float`: read
+     `ob_fval`; `int`: PyLong_AsLongLongAndOverflow, an int beyond int64 is slow);
+  2. call the compiled entry at `addr`;
+  3. if the status word (runtime.ERRINFO[0]) is set, return `fail(*args)` (the Python
+     wrapper's error / deoptimisation path); else box the result
+     (PyFloat_FromDouble / PyLong_FromLongLong).
+Anything unexpected (wrong count or class) calls `slow(*args)`, the Python wrapper,
+which gives the exact behaviour.  An array argument (`ArrayT`) is accepted when it is
+exactly a `numpy.ndarray` with the expected dtype object and number of dimensions; the
+compiled entry gets the `PyArrayObject*` itself (see `jit.codegen.entry`).  The object
+layouts (ob_type at 8, ob_fval at 16; an array's nd at 24 and descr at 56) are checked
+at import; where they differ, no native wrapper is built.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+from typing import Any, Callable, Optional
+
+import numpy as np
+from llvmlite import ir as L
+
+from jit.runtime import native as runtime
+from jit.codegen.arrays import callee_at
+from jit.types import FLOAT64, INT64, ArrayT
+
+PTR = L.PointerType()
+I8 = L.IntType(8)
+I64 = L.IntType(64)
+F64 = L.DoubleType()
+I32 = L.IntType(32)
+METH_FASTCALL = 0x80
+_COUNTER = itertools.count()
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p),
+                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
+
+def _addr(name: str) -> int:
+    return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+
+
+def _layout_ok() -> bool:
+    x = 1.25
+    try:
+        return (ctypes.c_void_p.from_address(id(x) + 8).value == id(float)
+                and ctypes.c_double.from_address(id(x) + 16).value == 1.25)
+    except (ValueError, OSError):  # pragma: no cover
+        return False
+
+
+ND_OFF, DESCR_OFF = 24, 56
+_DESCRS = {FLOAT64: np.dtype(np.float64), INT64: np.dtype(np.int64)}
+
+
+def _array_layout_ok() -> bool:
+    a = np.zeros((2, 3))[:, ::2]
+    try:
+        return (ctypes.c_int32.from_address(id(a) + ND_OFF).value == 2
+                and ctypes.c_void_p.from_address(id(a) + DESCR_OFF).value == id(a.dtype)
+                and a.dtype is _DESCRS[FLOAT64])
+    except (ValueError, OSError):  # pragma: no cover
+        return False
+
+
+LAYOUT_OK = _layout_ok() and _array_layout_ok()
+_NEW = ctypes.pythonapi.PyCFunction_NewEx
+_NEW.restype = ctypes.py_object
+_NEW.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+
+
+def _fnptr(addr: int, ret: L.Type, args: list, var_arg: bool = False) -> Any:
+    return callee_at(addr, L.FunctionType(ret, args, var_arg=var_arg))
+
+
+def _call_py(b: L.IRBuilder, target: Any, args, n: int) -> L.Value:
+    """PyObject_CallFunctionObjArgs(target, args[0], ..., args[n - 1], NULL)."""
+    fn = _fnptr(_addr("PyObject_CallFunctionObjArgs"), PTR, [PTR], var_arg=True)
+    objs = [b.load(b.gep(args, [L.Constant(I64, i)], source_etype=PTR), typ=PTR)
+            for i in range(n)]
+    callee = L.Constant(I64, id(target)).inttoptr(PTR)
+    return b.call(fn, [callee] + objs + [L.Constant(PTR, None)])
+
+
+def _field(b: L.IRBuilder, obj, off: int, ty: L.Type) -> L.Value:
+    return b.load(b.gep(obj, [L.Constant(I64, off)], source_etype=I8), typ=ty)
+
+
+def _check_array(fn: L.Function, b: L.IRBuilder, obj, t: ArrayT, slow_block) -> L.Value:
+    """`obj` itself once it is an exact ndarray of t's dtype and ndim, else `slow_block`."""
+    ok = b.and_(b.icmp_unsigned("==", _field(b, obj, 8, I64), L.Constant(I64, id(np.ndarray))),
+                b.icmp_unsigned("==", _field(b, obj, DESCR_OFF, I64),
+                                L.Constant(I64, id(_DESCRS[t.dtype]))))
+    ok = b.and_(ok, b.icmp_signed("==", _field(b, obj, ND_OFF, I32), L.Constant(I32, t.ndim)))
+    good = fn.append_basic_block("array_ok")
+    b.cbranch(ok, good, slow_block)
+    b.position_at_end(good)
+    return obj
+
+
+def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
+    """The float or int64 in `obj` (an array: `obj` itself), branching to `slow_block`
+    on another class."""
+    if isinstance(t, ArrayT):
+        return _check_array(fn, b, obj, t, slow_block)
+    cls = _field(b, obj, 8, I64)
+    want = id(float) if t == FLOAT64 else id(int)
+    ok = fn.append_basic_block("ok")
+    b.cbranch(b.icmp_unsigned("==", cls, L.Constant(I64, want)), ok, slow_block)
+    b.position_at_end(ok)
+    if t == FLOAT64:
+        return _field(b, obj, 16, F64)
+    conv = _fnptr(_addr("PyLong_AsLongLongAndOverflow"), I64, [PTR, PTR])
+    v = b.call(conv, [obj, ovf])
+    fits = fn.append_basic_block("fits")
+    b.cbranch(b.icmp_signed("==", b.load(ovf, typ=I32), L.Constant(I32, 0)), fits, slow_block)
+    b.position_at_end(fits)
+    return v
+
+
+def _emit(mod: L.Module, t: Any, callee: Any, slow: Callable, fail: Callable,
+          name: str) -> None:
+    """The METH_FASTCALL function `name` in `mod` around `callee` (an address, or a
+    function of `mod` whose pointer parameters take the i64 arguments' values)."""
+    fn = L.Function(mod, L.FunctionType(PTR, [PTR, PTR, I64]), name=name)
+    fn.attributes.add("noinline")
+    fn.attributes.add("optnone")   # straight-line glue: nothing for the optimiser to do
+    _, args, nargs = fn.args
+    b = L.IRBuilder(fn.append_basic_block("entry"))
+    slow_block, err_block = fn.append_basic_block("slow"), fn.append_basic_block("error")
+    n = len(t.argtypes)
+    ovf = b.alloca(I32)
+    count = b.and_(nargs, L.Constant(I64, (1 << 63) - 1))  # less PY_VECTORCALL_ARGUMENTS_OFFSET
+    start = fn.append_basic_block("start")
+    b.cbranch(b.icmp_signed("==", count, L.Constant(I64, n)), start, slow_block)
+    b.position_at_end(start)
+    vals = [_unbox(fn, b, b.load(b.gep(args, [L.Constant(I64, i)], source_etype=PTR), typ=PTR),
+                   a, slow_block, ovf)
+            for i, a in enumerate(t.argtypes)]
+    ret = F64 if t.ret == FLOAT64 else I64
+    if isinstance(callee, int):
+        callee = _fnptr(callee, ret, [_LL.get(a, PTR) for a in t.argtypes])
+    else:
+        vals = [b.inttoptr(v, p) if isinstance(p, L.PointerType) and v.type == I64 else v
+                for v, p in zip(vals, callee.function_type.args)]
+    r = b.call(callee, vals)
+    status = b.load(L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR), typ=I64)
+    done = fn.append_basic_block("done")
+    b.cbranch(b.icmp_signed("!=", status, L.Constant(I64, 0)), err_block, done)
+    b.position_at_end(done)
+    box = _fnptr(_addr("PyFloat_FromDouble" if t.ret == FLOAT64 else "PyLong_FromLongLong"),
+                 PTR, [ret])
+    b.ret(b.call(box, [r]))
+    for block, target in ((slow_block, slow), (err_block, fail)):
+        b.position_at_end(block)
+        b.ret(_call_py(b, target, args, n))
+
+
+_LL = {FLOAT64: F64, INT64: I64}
+
+
+def _passable(t: Any) -> bool:
+    return t in _LL or (isinstance(t, ArrayT) and t.dtype in _DESCRS and t.ndim in (1, 2))
+
+
+def native_wrapper(t: Any, addr: int, slow: Callable, fail: Callable) -> Optional[Callable]:
+    """A builtin calling the compiled entry at `addr` (see the module docstring), or
+    None when the signature is not float64/int64 scalars and float64/int64 arrays
+    returning a float64 or an int64."""
+    return native_wrappers([(t, addr, slow, fail)])[0]
+
+
+def wrappable(t: Any) -> bool:
+    """Can `native_wrapper` take the signature `t` (`argtypes`, `ret`)?"""
+    return (LAYOUT_OK and t.ret in (FLOAT64, INT64) and bool(t.argtypes)
+            and all(_passable(a) for a in t.argtypes))
+
+
+def native_wrappers(specs: list) -> list:
+    """`native_wrapper` for each `(t, addr, slow, fail)` of `specs`, compiled as one
+    module (one LLVM compile); None for the signatures it cannot take."""
+    mod = L.Module(name="zy_fast")
+    names = [emit_wrapper(mod, t, addr, slow, fail) for t, addr, slow, fail in specs]
+    if any(names):
+        runtime.compile_ir(str(mod), level=0)   # straight-line glue: nothing to optimise
+    return [builtin(name, t, slow, fail) if name else None
+            for name, (t, _, slow, fail) in zip(names, specs)]
+
+
+def emit_wrapper(mod: L.Module, t: Any, callee: Any, slow: Callable,
+                 fail: Callable) -> Optional[str]:
+    """Emit the wrapper of `callee` (an address or a function of `mod`) for signature
+    `t` into `mod`; its name, or None when `t` is not `wrappable`.  Once `mod` is
+    compiled, `builtin(name, t, slow, fail)` makes the Python callable."""
+    if not wrappable(t):
+        return None
+    name = f"zy_fast_{next(_COUNTER)}"
+    _emit(mod, t, callee, slow, fail, name)
+    return name
+
+
+def builtin(name: str, t: Any, slow: Callable, fail: Callable) -> Callable:
+    """The METH_FASTCALL builtin of the compiled wrapper `name`."""
+    cname = ctypes.c_char_p(t.ir.name.encode())
+    mdef = _MethodDef(cname.value, runtime.function_address(name), METH_FASTCALL, None)
+    keep = (mdef, cname, slow, fail)  # `self` of the builtin: keeps all of these alive
+    return _NEW(ctypes.addressof(mdef), keep, None)

@@ -1,0 +1,239 @@
+"""The native runtime: the LLVM target and MCJIT engine, the error record native code
+fills in, the allocation arena, and the error sites that turn a status code back
+into a Python exception.
+
+Calling convention of every compiled user function (see `jit.codegen.function`):
+
+    i32 impl(i64 depth, ptr out, args...)    status 0 = OK, 1 = ERROR, 2 = DEOPT
+
+On ERROR the function has written `ERRINFO[1] = site id` and up to three details
+(`ERRINFO[2:5]`) first; callers propagate the status unchanged.  DEOPT means "the
+result does not fit the native types" (an int64 overflow, a negative integer
+exponent, a complex power): the wrapper reruns the call with exact Python semantics.
+
+Arrays allocated by compiled code come from `zy_alloc`: malloc'd blocks threaded on
+one list (`ARENA_HEAD`); the wrapper releases everything allocated during a call
+after copying returned arrays into numpy-owned memory.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.binding as llvm
+
+OK, ERROR, DEOPT = 0, 1, 2
+# Native call depth that raises RecursionError (CPython's limit, capped so that the
+# native stack, a few hundred bytes per frame, never overflows).
+MAX_DEPTH = min(max(sys.getrecursionlimit(), 1000), 20_000)
+
+ERRINFO = (ctypes.c_int64 * 8)()
+ERRINFO_ADDR = ctypes.addressof(ERRINFO)
+ARENA_HEAD = ctypes.c_void_p(0)
+ARENA_HEAD_ADDR = ctypes.addressof(ARENA_HEAD)
+
+_LOCK = threading.Lock()
+_STATE: dict = {}
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where and what a native error is: the exception class, a message template
+    formatted with the details the native code recorded, and the source location."""
+
+    exc: type
+    template: str
+    func: str
+    file: Any
+    line: Any
+    float_details: bool = False
+
+    def exception(self, details: list) -> BaseException:
+        if self.float_details:
+            details = [ctypes.c_double.from_buffer(ctypes.c_int64(d)).value for d in details]
+        msg = self.template.format(*details)
+        where = f" (in {self.func} at {self.file}:{self.line})" if self.line else ""
+        return self.exc(msg + where)
+
+
+SITES: list = []
+_SITE_IDS: dict = {}
+
+
+def site(exc: type, template: str, func: str, file: Any, line: Any,
+         float_details: bool = False) -> int:
+    """The id of an error site (deduplicated)."""
+    key = (exc, template, func, file, line, float_details)
+    sid = _SITE_IDS.get(key)
+    if sid is None:
+        sid = len(SITES)
+        SITES.append(Site(*key))
+        _SITE_IDS[key] = sid
+    return sid
+
+
+CALLER_SLOT = 5     # ERRINFO: 1 + the site of the user statement that called a helper
+
+
+def current_site() -> Site:
+    """The site in ERRINFO after a native ERROR or DEOPT status, placed at the
+    user's statement when it was raised inside a library helper."""
+    where = SITES[ERRINFO[1]]
+    caller = ERRINFO[CALLER_SLOT]
+    ERRINFO[CALLER_SLOT] = 0
+    if caller and internal_file(where.file):
+        at = SITES[caller - 1]
+        where = Site(where.exc, where.template, at.func, at.file, at.line,
+                     where.float_details)
+    return where
+
+
+def current_error() -> BaseException:
+    """The exception described by ERRINFO after a native ERROR status."""
+    return current_site().exception(list(ERRINFO[2:5]))
+
+
+_PACKAGES = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               p) + os.sep for p in ("jit", "adjoint", "ssair", "lowering"))
+
+
+def internal_file(file: Any) -> bool:
+    """Code of zygopy itself: generated helpers (`<jit.library.elementwise _mul_aa2>`) and the
+    plain-Python helpers of its packages (derivative rules compiled by the JIT)."""
+    f = str(file)
+    return f.startswith("<jit") or os.path.abspath(f).startswith(_PACKAGES)
+
+
+def target_machine() -> Any:
+    tm = _STATE.get("tm")
+    if tm is None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_triple(llvm.get_process_triple())
+        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                          features=llvm.get_host_cpu_features().flatten(),
+                                          opt=3, reloc="default", codemodel="jitdefault")
+        _STATE["tm"] = tm
+    return tm
+
+
+def engine() -> Any:
+    """The one MCJIT engine every compiled module is added to."""
+    ee = _STATE.get("ee")
+    if ee is None:
+        tm = target_machine()
+        ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        _STATE["ee"] = ee
+    return ee
+
+
+def optimize(mod: Any, level: int = 3) -> None:
+    """Run LLVM's standard new-pass-manager pipeline (no fast-math flags are ever set)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(target_machine(), pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def compile_ir(text: str, level: int = 3) -> Any:
+    """Parse, verify, optimise (at `level`; 0 skips the pipeline, for glue code that
+    is straight-line already) and JIT a module; returns the binding module."""
+    with _LOCK:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        if level:
+            optimize(mod, level)
+        ee = engine()
+        ee.add_module(mod)
+        ee.finalize_object()
+        ee.run_static_constructors()
+    return mod
+
+
+def compiled_once(text: str, name: str) -> int:
+    """The address of function `name` of the module `text`, compiled on first use
+    (the run-time helpers written as LLVM text)."""
+    key = ("once", name)
+    addr = _STATE.get(key)
+    if addr is None:
+        compile_ir(text)
+        addr = _STATE[key] = function_address(name)
+    return addr
+
+
+def function_address(name: str) -> int:
+    return engine().get_function_address(name)
+
+
+def native_assembly(mod: Any) -> str:
+    return target_machine().emit_assembly(mod)
+
+
+# ---------------------------------------------------------------------------
+# The arena: written in LLVM IR once, called through constant addresses.
+
+_ARENA_IR = r"""
+declare ptr @malloc(i64)
+declare void @free(ptr)
+
+define ptr @zy_alloc(i64 %n) {
+entry:
+  %size = add i64 %n, 16
+  %p = call ptr @malloc(i64 %size)
+  %null = icmp eq ptr %p, null
+  br i1 %null, label %fail, label %ok
+fail:
+  ret ptr null
+ok:
+  %headp = inttoptr i64 HEAD to ptr
+  %old = load ptr, ptr %headp
+  store ptr %old, ptr %p
+  store ptr %p, ptr %headp
+  %data = getelementptr i8, ptr %p, i64 16
+  ret ptr %data
+}
+
+define void @zy_release(ptr %mark) {
+entry:
+  %headp = inttoptr i64 HEAD to ptr
+  br label %loop
+loop:
+  %cur = load ptr, ptr %headp
+  %done = icmp eq ptr %cur, %mark
+  br i1 %done, label %exit, label %body
+body:
+  %next = load ptr, ptr %cur
+  store ptr %next, ptr %headp
+  call void @free(ptr %cur)
+  br label %loop
+exit:
+  ret void
+}
+"""
+
+
+def arena_functions() -> tuple:
+    """(address of zy_alloc, address of zy_release), compiled on first use."""
+    addrs = _STATE.get("arena")
+    if addrs is None:
+        compile_ir(_ARENA_IR.replace("HEAD", str(ARENA_HEAD_ADDR)))
+        addrs = (function_address("zy_alloc"), function_address("zy_release"))
+        _STATE["arena"] = addrs
+        _STATE["release"] = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addrs[1])
+    return addrs
+
+
+def arena_mark() -> Any:
+    return ARENA_HEAD.value
+
+
+def arena_release(mark: Any) -> None:
+    """Free every block allocated since `mark` (a value of `arena_mark()`)."""
+    if ARENA_HEAD.value != mark:
+        arena_functions()
+        _STATE["release"](mark)

@@ -1,0 +1,542 @@
+"""Type inference: specialise an IR on its argument types.
+
+`infer(ir, argtypes)` returns a `Typing`: a copy of the IR whose every Arg, Phi and
+Stmt carries `.type`, the return type, and for every call statement the resolved
+callee (another `Typing` for user functions and closures).  The engine is a monotone
+fixed point over the blocks (phis and returns join, see `jit.types.join`); the
+per-operation rules live in two tables:
+
+  * `RULES[op](ctx, stmt, types) -> Type`      keyed by primitive name
+                                                (jit.typing.primitives, jit.pullback.tape_ops,
+                                                jit.pullback.cotangents);
+  * `jit.library.call_types.CALL_RULES[callee]`        keyed by the library callable;
+  * `CALL_TYPE_RULES[type(callee)]`             callable objects by class.
+
+Only blocks reachable from the entry are typed: a branch on a value known at compile
+time (`isinstance` of a typed value, `STATIC_CALLS`) reaches only its target, and
+`_prune` drops the dead blocks from the typed copy, so rule functions written for
+several types (arrays or floats) compile for the one at hand.
+
+Recursion: a call to a signature that is still being inferred reads its current
+return-type guess (unknown at first, so the call's result stays unknown); the
+function is re-inferred until its return type stops changing.  A function that read
+another in-progress guess is not cached, so mutual recursion converges too.
+"""
+from __future__ import annotations
+
+import types as pytypes
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import lowering
+from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
+
+from jit.types import (BOOL, NONE, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, join,
+                    typeof)
+from jit.typing.unbound import expose_unbound, is_unbound
+
+MAX_ROUNDS = 64
+
+
+@dataclass(frozen=True, repr=False)
+class LiteralT(Type):
+    """A constant operand with no runtime representation (a string, a dtype, ...);
+    rules that expect one (`getattr(a, 'shape')`) read its value."""
+
+    value: Any
+
+    def __str__(self) -> str:
+        return f"literal({self.value!r})"
+
+
+@dataclass(eq=False)
+class Call:
+    """A resolved call: `target` is the callee's `Typing` for user code (None for a
+    library callable) and `operands` its argument operands in parameter order
+    (captured values of a closure first, defaults filled in)."""
+
+    target: Optional["Typing"]
+    operands: list
+    callee: Any
+
+
+@dataclass(eq=False)
+class Typing:
+    """One function specialised on `argtypes`: the typed IR copy, `ret` (the joined
+    return type) and `calls` (call statement var -> `Call`)."""
+
+    ir: IR
+    argtypes: tuple
+    source: Optional[IR] = None
+    ret: Optional[Type] = None
+    types: dict = field(default_factory=dict)
+    calls: dict = field(default_factory=dict)
+    done: bool = False
+    reachable: set = field(default_factory=set)
+    static: dict = field(default_factory=dict)
+    taint: float = float("inf")
+    writes: bool = False
+
+    @property
+    def key(self) -> tuple:
+        return (self.source, self.argtypes)
+
+
+class Context:
+    """What a rule sees: the engine, the function being typed and the statement."""
+
+    def __init__(self, engine: "Engine", typing: Typing, stmt: Stmt) -> None:
+        self.engine = engine
+        self.typing = typing
+        self.stmt = stmt
+
+    def const(self, operand: Any, default: Any = None) -> Any:
+        return operand.value if isinstance(operand, Const) else default
+
+    def is_const(self, operand: Any) -> bool:
+        return isinstance(operand, Const)
+
+    def type_of(self, operand: Any) -> Optional[Type]:
+        return self.engine.operand_type(self.typing, operand)
+
+    def fail(self, why: str) -> None:
+        raise TypingError(why)
+
+
+RULES: dict = {}
+# Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
+STATIC_CALLS: dict = {}
+# Calls of callable objects by their class (e.g. adjoint rule objects): rule(ctx, s, ts).
+CALL_TYPE_RULES: dict = {}
+
+
+def rule(*ops: str) -> Callable:
+    """Register a type rule for the primitives `ops`."""
+    def deco(fn):
+        for op in ops:
+            RULES[op] = fn
+        return fn
+    return deco
+
+
+def _callee_key(f: Any) -> Any:
+    try:
+        hash(f)
+        return f
+    except TypeError:
+        return None
+
+
+def _refuse_exceptions(t: Typing) -> None:
+    """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
+    `raise` is refused at typing time, so `backend="auto"` runs the interpreter."""
+    for b in t.ir.blocks:
+        if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
+            what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
+            name = t.ir.meta.get("source_name", t.ir.name)
+            raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
+                              f"has {what}; compiled code does not handle exceptions yet "
+                              f"(backend='auto' runs it in the interpreter)")
+
+
+def describe(typing: Typing, d: Any) -> str:
+    """`%5 = mul(%3, %4)` in f at file.py:12, for error messages.  A call of one of
+    zygopy's own helpers is told in the user's terms (see `internal_call`)."""
+    from ssair.printer import format_stmt
+    ir = typing.ir
+    text = internal_call(d) or (format_stmt(d) if isinstance(d, (Stmt, Phi)) else str(d))
+    where = f"{ir.file}:{getattr(d, 'line', None) or ir.firstline}"
+    return f"{text} in {ir.meta.get('source_name', ir.name)} at {where}"
+
+
+_OWN_PACKAGES = ("lowering.", "adjoint.", "jit.", "ssair.", "jit_array_impls")
+
+
+def internal_call(d: Any) -> Optional[str]:
+    """What a call of a zygopy helper does, for a user (`__zygopy_explain__` of the
+    callee, given its constant operands), or None for any other statement."""
+    if not (isinstance(d, Stmt) and d.op in ("call", "jcall") and isinstance(d.args[0], Const)):
+        return None
+    f = d.args[0].value
+    explain = getattr(f, "__zygopy_explain__", None)
+    if explain is not None:
+        return explain(*[a.value if isinstance(a, Const) else None for a in d.args[1:]])
+    module = getattr(f, "__zygopy_symbol__", None) or getattr(f, "__module__", None) or ""
+    if module.startswith(_OWN_PACKAGES):
+        return "a step zygopy adds to differentiate this function"
+    return None
+
+
+def lower_function(func: Any) -> IR:
+    """The IR of a user function: `lowering.lower`, which caches it on the function."""
+    return lowering.lower(func)
+
+
+def is_user_function(f: Any) -> bool:
+    """A Python function the JIT compiles itself (not math/numpy/builtins)."""
+    if not isinstance(f, pytypes.FunctionType):
+        return False
+    from ssair.interpreter import LIBRARY_MODULES
+    mod = (getattr(f, "__module__", None) or "").split(".")[0]
+    return mod not in LIBRARY_MODULES
+
+
+def string_like(t: Any) -> bool:
+    """A str constant or a StrT (see jit.types.StrT)."""
+    return isinstance(t, StrT) or isinstance(t, LiteralT) and type(t.value) is str
+
+
+def string_values(t: Any) -> frozenset:
+    return t.values if isinstance(t, StrT) else frozenset([t.value])
+
+
+def _static_is_none(a: Optional[Type], b: Optional[Type]) -> Optional[bool]:
+    """`x is y` known from the types alone when one side is `none`."""
+    if a is None or b is None or (a != NONE and b != NONE):
+        return None
+    if isinstance(a, LiteralT) or isinstance(b, LiteralT):
+        return None
+    return a == b
+
+
+def cotangent_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
+    """Join where `none` is the zero of any float, int or tuple type."""
+    if a is None or a == NONE and b is not None:
+        return b
+    if b is None or b == NONE or a == b:
+        return a
+    if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
+        return TupleT(tuple(cotangent_join(x, y) for x, y in zip(a.elems, b.elems)))
+    return join(a, b)
+
+
+class Engine:
+    """Holds every signature inferred so far: (IR, argtypes) -> Typing."""
+
+    def __init__(self) -> None:
+        self.table: dict = {}
+        self.stack: list = []
+
+    def infer(self, ir: IR, argtypes: tuple) -> Typing:
+        key = (ir, tuple(argtypes))
+        t = self.table.get(key)
+        if t is not None:
+            if not t.done and self.stack:
+                top = self.stack[-1]
+                top.taint = min(top.taint, self.stack.index(t))
+            return t
+        t = Typing(expose_unbound(ir.copy()), tuple(argtypes), ir)
+        self.table[key] = t
+        try:
+            self._solve(t)
+        except BaseException:
+            self.table.pop(key, None)
+            raise
+        return t
+
+    def _solve(self, t: Typing) -> None:
+        if len(t.argtypes) != len(t.ir.args):
+            raise TypingError(f"{t.ir.name} takes {len(t.ir.args)} arguments "
+                              f"({len(t.argtypes)} given)")
+        _refuse_exceptions(t)
+        level = len(self.stack)
+        self.stack.append(t)
+        try:
+            for _ in range(MAX_ROUNDS):
+                before = t.ret
+                t.taint = float("inf")
+                self._run(t)
+                if t.ret == before:
+                    break
+        finally:
+            self.stack.pop()
+        if t.taint < level:  # read the guess of a caller still in progress: redo later
+            self.table.pop(t.key, None)
+            top = self.stack[-1]
+            top.taint = min(top.taint, t.taint)
+            return
+        self._finish(t)
+
+    def _run(self, t: Typing) -> None:
+        """Type the blocks reachable from the entry; a branch on a condition known
+        at compile time (`isinstance` of a typed value) only reaches its target."""
+        for a, at in zip(t.ir.args, t.argtypes):
+            t.types[a.var] = at
+        t.reachable = {t.ir.entry.id}
+        changed = True
+        rounds = 0
+        while changed and rounds < MAX_ROUNDS:
+            changed = False
+            rounds += 1
+            for b in t.ir.blocks:
+                if b.id not in t.reachable:
+                    continue
+                for p in b.phis:
+                    changed |= self._update(t, p, self._phi_type(t, p))
+                for s in b.stmts:
+                    changed |= self._update(t, s, self._stmt_type(t, s))
+                    self._note_static(t, s)
+                for succ in self._live_successors(t, b):
+                    if succ not in t.reachable:
+                        t.reachable.add(succ)
+                        changed = True
+        t.ret = self._return_type(t)
+
+    def _note_static(self, t: Typing, s: Stmt) -> None:
+        """Record values known at compile time (isinstance, not/truth of those)."""
+        if s.var in t.static:
+            return
+        if s.op == "call" and s.var in t.calls:
+            fn = STATIC_CALLS.get(_callee_key(t.calls[s.var].callee))
+            if fn is not None:
+                val = fn(self, t, s)
+                if val is not None:
+                    t.static[s.var] = val
+        elif s.op == "pop" and s.var.id in t.ir.meta.get("pop_static", {}):
+            t.static[s.var] = t.ir.meta["pop_static"][s.var.id]
+        elif s.op in ("eq", "ne") and all(isinstance(self.static_value(t, a), int)
+                                          for a in s.args):
+            same = self.static_value(t, s.args[0]) == self.static_value(t, s.args[1])
+            t.static[s.var] = same if s.op == "eq" else not same
+        elif s.op in ("is", "isnot") and isinstance(s.args[0], Var) and s.args[0] == s.args[1]:
+            t.static[s.var] = s.op == "is"
+        elif s.op in ("is", "isnot") and not t.ir.meta.get("none_is_zero"):
+            v = _static_is_none(self.operand_type(t, s.args[0]), self.operand_type(t, s.args[1]))
+            if v is not None:
+                t.static[s.var] = v if s.op == "is" else not v
+        elif s.op in ("not", "truth") and self.static_value(t, s.args[0]) is not None:
+            v = bool(self.static_value(t, s.args[0]))
+            t.static[s.var] = (not v) if s.op == "not" else v
+
+    def static_value(self, t: Typing, a: Any) -> Any:
+        if isinstance(a, Const):
+            return a.value if isinstance(a.value, (bool, int, float)) else None
+        return t.static.get(a)
+
+    def _live_successors(self, t: Typing, b) -> list:
+        term = b.term
+        if isinstance(term, Branch):
+            v = self.static_value(t, term.cond)
+            if isinstance(v, bool):
+                return [term.then if v else term.else_]
+        return b.successors()
+
+    def _update(self, t: Typing, d: Any, new: Optional[Type]) -> bool:
+        if new is None:
+            return False
+        old = t.types.get(d.var)
+        try:
+            merged = self.join(t, old, new)
+        except TypingError as e:
+            raise TypingError(f"jit: {describe(t, d)}: {e}") from None
+        if merged == old:
+            return False
+        t.types[d.var] = merged
+        return True
+
+    def _phi_type(self, t: Typing, p: Phi) -> Optional[Type]:
+        out = None
+        for pred, v in p.incoming.items():
+            if pred not in t.reachable or is_unbound(v):    # see jit.typing.unbound
+                continue
+            vt = self.operand_type(t, v)
+            if vt is not None:
+                try:
+                    out = self.join(t, out, vt)
+                except TypingError as e:
+                    raise TypingError(f"jit: {describe(t, p)}: {e}") from None
+        return out
+
+    def _stmt_type(self, t: Typing, s: Stmt) -> Optional[Type]:
+        ts = [self.operand_type(t, a) for a in s.args]
+        if any(x is None for x in ts) or any(self.operand_type(t, v) is None
+                                             for v in s.kwargs.values()):
+            return None
+        fn = RULES.get(s.op)
+        if fn is None:
+            raise TypingError(f"jit: no type rule for primitive {s.op!r}: {describe(t, s)}")
+        try:
+            return fn(Context(self, t, s), s, ts)
+        except TypingError as e:
+            if str(e).startswith("jit: "):
+                raise
+            if internal_call(s) is not None and any(p in str(e) for p in _OWN_PACKAGES):
+                # the detail would name one of zygopy's helpers
+                raise TypingError(f"jit: cannot compile {describe(t, s)}") from None
+            raise TypingError(f"jit: cannot type {describe(t, s)}: {e}") from None
+
+    def _return_type(self, t: Typing) -> Optional[Type]:
+        out = None
+        for b in t.ir.blocks:
+            if isinstance(b.term, Return) and b.id in t.reachable:
+                out = self.join(t, out, self.operand_type(t, b.term.value))
+        return out
+
+    def join(self, t: Typing, a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
+        """`types.join`; in IR marked `meta["none_is_zero"]` (cotangent code, where
+        None is the zero cotangent) None also joins with numbers and tuples."""
+        if string_like(a) and string_like(b):
+            return StrT(string_values(a) | string_values(b))
+        if t.ir.meta.get("none_is_zero"):
+            return cotangent_join(a, b)
+        return join(a, b)
+
+    def operand_type(self, t: Typing, a: Any) -> Optional[Type]:
+        if isinstance(a, Var):
+            return t.types.get(a)
+        try:
+            return typeof(a.value)
+        except TypingError:
+            return LiteralT(a.value)
+
+    def _prune(self, t: Typing) -> None:
+        """Drop blocks never reached and fold branches decided at compile time."""
+        live = [b for b in t.ir.blocks if b.id in t.reachable]
+        for b in live:
+            if isinstance(b.term, Branch) and isinstance(self.static_value(t, b.term.cond), bool):
+                b.term = Goto(self._live_successors(t, b)[0], b.term.line)
+        t.ir.blocks = live
+        preds = t.ir.predecessors()
+        for b in live:  # an edge of a folded branch is gone too, not only dead blocks
+            for p in b.phis:
+                p.incoming = {k: v for k, v in p.incoming.items() if k in preds[b.id]}
+
+    def _finish(self, t: Typing) -> None:
+        self._prune(t)
+        for d in t.ir.definitions():
+            ty = t.types.get(d.var)
+            if ty is None:
+                raise TypingError(f"jit: cannot infer the type of {describe(t, d)} "
+                                  "(it depends on a value that never gets a type, "
+                                  "such as a recursion without a base case)")
+            d.type = ty
+        for b in t.ir.blocks:
+            if isinstance(b.term, Branch) and self.operand_type(t, b.term.cond) != BOOL:
+                raise TypingError(f"jit: branch condition of block #{b.id} in "
+                                  f"{t.ir.name} is not a bool")
+        if t.ret is None:
+            t.ret = NONE
+        t.done = True
+        for c in t.calls.values():
+            if c.target is not None and not c.target.done:
+                c.target = self.infer(c.target.source, c.target.argtypes)
+
+
+# ---------------------------------------------------------------------------
+# Calls and closures.
+
+@rule("make_closure")
+def _t_make_closure(ctx: Context, s: Stmt, ts: list) -> Type:
+    f = ctx.const(s.args[0])
+    if f is None:
+        ctx.fail("make_closure needs a constant function")
+    if s.kwargs:
+        ctx.fail("default arguments computed at run time (make_closure defaults=) "
+                 "are not supported")
+    for x in ts[1:]:
+        if isinstance(x, LiteralT):
+            ctx.fail(f"captured value {x} is not supported")
+    return ClosureT(f, tuple(ts[1:]))
+
+
+@rule("call")
+def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
+    from jit.library.call_types import call_rule_for
+    callee = ts[0]
+    if isinstance(callee, ClosureT):
+        return _user_call(ctx, s, callee.func, list(callee.captured), closure=True)
+    if not isinstance(callee, FunctionT):
+        ctx.fail(f"calling a value of type {callee} is not supported")
+    f = callee.func
+    if isinstance(f, IR) or is_user_function(f):
+        return _user_call(ctx, s, f, [], closure=False)
+    by_type = CALL_TYPE_RULES.get(type(f))
+    if by_type is not None:
+        return by_type(ctx, s, ts)
+    fn = call_rule_for(f)
+    if fn is None and _rule_helper(f):  # plain-Python helpers of the derivative rules
+        return _user_call(ctx, s, f, [], closure=False)
+    if fn is None:
+        from ssair.printer import object_name
+        ctx.fail(f"the JIT has no rule for calling {object_name(f)}")
+    ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), f)
+    return fn(ctx, s, ts[1:])
+
+
+def _rule_helper(f: Any) -> bool:
+    """A plain function of the adjoint package (derivative rules call them)."""
+    return type(f) is pytypes.FunctionType and (f.__module__ or "").startswith("adjoint.")
+
+
+def user_call(ctx: Context, s: Stmt, f: Any) -> Optional[Type]:
+    """Type a call statement as a native call of the user function `f` (public for
+    CALL_TYPE_RULES entries that forward to a wrapped function)."""
+    return _user_call(ctx, s, f, [], closure=False)
+
+
+def _argument_type(t: Type) -> Type:
+    """A constant string argument is passed as a string (its interned id)."""
+    if isinstance(t, LiteralT) and isinstance(t.value, str):
+        return StrT(frozenset((t.value,)))
+    return t
+
+
+def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> Type:
+    ir = f if isinstance(f, IR) else lower_function(f)
+    operands = bind_call(ctx, ir, f, s)
+    lead = [s.args[0]] * len(captured)
+    argtypes = tuple(captured) + tuple(_argument_type(ctx.type_of(a)) for a in operands)
+    for a in argtypes:
+        if isinstance(a, LiteralT):
+            ctx.fail(f"argument {a} is not supported")
+    target = ctx.engine.infer(ir, argtypes)
+    ctx.typing.calls[s.var] = Call(target, lead + operands, f)
+    ctx.typing.writes |= target.writes
+    return target.ret
+
+
+def bind_call(ctx: Context, ir: IR, f: Any, s: Stmt) -> list:
+    """Operands for the callee's non-free parameters: positional, keywords, defaults."""
+    args, kwargs = list(s.args[1:]), dict(s.kwargs)
+    params = [a.name for a in ir.args[ir.nfree:]]
+    if not kwargs and len(args) == len(params):
+        return args
+    code = getattr(f, "__code__", None)
+    if code is not None and code.co_flags & 0x0C:
+        ctx.fail("calls to functions with *args or **kwargs are not supported")
+    if len(args) > len(params):
+        ctx.fail(f"{ir.name}() takes {len(params)} positional arguments")
+    out = args + [None] * (len(params) - len(args))
+    for k, v in kwargs.items():
+        if k not in params or out[params.index(k)] is not None:
+            ctx.fail(f"{ir.name}() got an unexpected or repeated keyword {k!r}")
+        out[params.index(k)] = v
+    defaults = _defaults(f, params)
+    for i, v in enumerate(out):
+        if v is None:
+            if params[i] not in defaults:
+                ctx.fail(f"{ir.name}() missing argument {params[i]!r}")
+            out[i] = Const(defaults[params[i]])
+    return out
+
+
+def _defaults(f: Any, params: list) -> dict:
+    f = getattr(f, "func", f)
+    d = dict(getattr(f, "__kwdefaults__", None) or {})
+    pos = getattr(f, "__defaults__", None) or ()
+    if pos:
+        n = getattr(getattr(f, "__code__", None), "co_argcount", len(params))
+        names = params[:n]
+        d.update(zip(names[len(names) - len(pos):], pos))
+    return d
+
+
+def infer(ir: IR, argtypes: tuple, engine: Optional[Engine] = None) -> Typing:
+    """Type `ir` for `argtypes`; raises TypingError naming the value, op and line."""
+    return (engine or ENGINE).infer(ir, tuple(argtypes))
+
+
+ENGINE = Engine()
+
+
+from jit.typing import primitives as infer_rules  # noqa: E402,F401  (fills RULES)

@@ -1,0 +1,242 @@
+"""Type rules of the primitives, keyed by primitive name (`jit.typing.infer.RULES`):
+arithmetic with Python's int/float promotion (int + float -> float, int / int ->
+float, int // int -> int, int ** negative constant -> float), comparisons, logic,
+tuples and array indexing.  Calls are typed in jit.typing.infer (user functions) and
+jit.library.call_types (library callables).
+"""
+from __future__ import annotations
+
+from ssair.ir import Stmt
+
+from jit.typing.infer import Context, LiteralT, rule
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, Scalar, TupleT, Type, is_int_like,
+                    is_numeric, numeric_join)
+
+# ---------------------------------------------------------------------------
+# Arithmetic, comparisons, logic.
+
+def _numeric(ts: list) -> bool:
+    return all(is_numeric(x) for x in ts)
+
+
+def _arith_result(ts: list) -> Scalar:
+    out = numeric_join(ts[0], ts[1])
+    return INT64 if out is BOOL else out
+
+
+@rule("add", "sub", "mul")
+def _t_arith(ctx: Context, s: Stmt, ts: list) -> Type:
+    if _numeric(ts):
+        return _arith_result(ts)
+    if s.op == "add" and all(isinstance(x, TupleT) for x in ts):
+        return TupleT(ts[0].elems + ts[1].elems)
+    ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
+
+
+@rule("truediv")
+def _t_truediv(ctx: Context, s: Stmt, ts: list) -> Type:
+    if not _numeric(ts):
+        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
+    return FLOAT64
+
+
+@rule("floordiv", "mod")
+def _t_floordiv(ctx: Context, s: Stmt, ts: list) -> Type:
+    if not _numeric(ts):
+        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
+    return _arith_result(ts)
+
+
+@rule("pow")
+def _t_pow(ctx: Context, s: Stmt, ts: list) -> Type:
+    if not _numeric(ts):
+        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
+    if FLOAT64 in ts:
+        return FLOAT64
+    e = ctx.const(s.args[1])
+    if isinstance(e, int) and e < 0:
+        return FLOAT64
+    return INT64  # a negative runtime exponent falls back to the interpreter
+
+
+@rule("lshift", "rshift", "bitand", "bitor", "bitxor")
+def _t_bits(ctx: Context, s: Stmt, ts: list) -> Type:
+    if not all(is_int_like(x) for x in ts):
+        ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
+    if ts[0] == BOOL and ts[1] == BOOL and s.op in ("bitand", "bitor", "bitxor"):
+        return BOOL
+    return INT64
+
+
+@rule("neg", "pos")
+def _t_neg(ctx: Context, s: Stmt, ts: list) -> Type:
+    if not is_numeric(ts[0]):
+        ctx.fail(f"bad operand type {ts[0]}")
+    return INT64 if ts[0] == BOOL else ts[0]
+
+
+@rule("invert")
+def _t_invert(ctx: Context, s: Stmt, ts: list) -> Type:
+    if not is_int_like(ts[0]):
+        ctx.fail(f"bad operand type {ts[0]}")
+    return INT64
+
+
+@rule("not", "truth")
+def _t_truth(ctx: Context, s: Stmt, ts: list) -> Type:
+    if is_numeric(ts[0]) or ts[0] == NONE or isinstance(ts[0], TupleT):
+        return BOOL
+    ctx.fail(f"truth value of {ts[0]} is not supported")
+
+
+@rule("lt", "le", "gt", "ge")
+def _t_order(ctx: Context, s: Stmt, ts: list) -> Type:
+    if not _numeric(ts):
+        ctx.fail(f"cannot order {ts[0]} and {ts[1]}")
+    return BOOL
+
+
+@rule("eq", "ne")
+def _t_eq(ctx: Context, s: Stmt, ts: list) -> Type:
+    if _numeric(ts) or NONE in ts and all(isinstance(x, (Scalar, TupleT)) for x in ts):
+        return BOOL
+    ctx.fail(f"cannot compare {ts[0]} and {ts[1]}")
+
+
+@rule("is", "isnot")
+def _t_is(ctx: Context, s: Stmt, ts: list) -> Type:
+    if NONE in ts or ts[0] == BOOL and ts[1] == BOOL:
+        return BOOL
+    ctx.fail(f"'is' between {ts[0]} and {ts[1]} is only supported against None or bools")
+
+
+@rule("in", "notin")
+def _t_in(ctx: Context, s: Stmt, ts: list) -> Type:
+    if is_numeric(ts[0]) and isinstance(ts[1], TupleT) and _numeric(list(ts[1].elems)):
+        return BOOL
+    ctx.fail(f"'in' is supported for a number in a tuple of numbers, not {ts[1]}")
+
+
+@rule("copy")
+def _t_copy(ctx: Context, s: Stmt, ts: list) -> Type:
+    return ts[0]
+
+
+# ---------------------------------------------------------------------------
+# Tuples and arrays.
+
+@rule("tuple")
+def _t_tuple(ctx: Context, s: Stmt, ts: list) -> Type:
+    for x in ts:
+        if isinstance(x, LiteralT):
+            ctx.fail(f"tuple element {x} is not supported")
+    return TupleT(tuple(ts))
+
+
+@rule("unpack")
+def _t_unpack(ctx: Context, s: Stmt, ts: list) -> Type:
+    n = ctx.const(s.args[1])
+    if isinstance(ts[0], TupleT) and len(ts[0].elems) == n:
+        return ts[0]
+    if isinstance(ts[0], TupleT):
+        ctx.fail(f"cannot unpack {ts[0]} into {n} values")
+    if isinstance(ts[0], ArrayT):
+        inner = ts[0].dtype if ts[0].ndim == 1 else ArrayT(ts[0].dtype, 1)
+        return TupleT((inner,) * n)
+    ctx.fail(f"cannot unpack {ts[0]}")
+
+
+def index_types(ctx: Context, ts: list) -> list:
+    """Flatten `a[i, j]` given as one tuple operand or as several operands."""
+    if len(ts) == 1 and isinstance(ts[0], TupleT):
+        return list(ts[0].elems)
+    return list(ts)
+
+
+@rule("getitem")
+def _t_getitem(ctx: Context, s: Stmt, ts: list) -> Type:
+    obj, idx = ts[0], index_types(ctx, ts[1:])
+    if isinstance(obj, TupleT):
+        return _tuple_item(ctx, s, obj, idx)
+    if not isinstance(obj, ArrayT):
+        ctx.fail(f"indexing {obj} is not supported")
+    if not all(is_int_like(i) for i in idx):
+        ctx.fail(f"array index of type {', '.join(map(str, idx))} is not supported "
+                 "(only integer indices)")
+    if len(idx) > obj.ndim:
+        ctx.fail(f"too many indices for {obj}")
+    if len(idx) == obj.ndim:
+        return obj.dtype
+    return ArrayT(obj.dtype, obj.ndim - len(idx))
+
+
+def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
+    if len(idx) != 1 or not is_int_like(idx[0]):
+        ctx.fail(f"tuple index must be one integer, got {idx}")
+    k = ctx.const(s.args[1])
+    if isinstance(k, int):
+        n = len(obj.elems)
+        if not -n <= k < n:
+            ctx.fail(f"tuple index {k} out of range for {obj}")
+        return obj.elems[k]
+    if obj.elems and all(e == obj.elems[0] for e in obj.elems) and is_numeric(obj.elems[0]):
+        return obj.elems[0]
+    ctx.fail(f"a variable index into the heterogeneous {obj} is not supported")
+
+
+@rule("setitem")
+def _t_setitem(ctx: Context, s: Stmt, ts: list) -> Type:
+    obj, val, idx = ts[0], ts[1], index_types(ctx, ts[2:])
+    if not isinstance(obj, ArrayT):
+        ctx.fail(f"item assignment into {obj} is not supported")
+    if len(idx) != obj.ndim or not all(is_int_like(i) for i in idx):
+        ctx.fail(f"assignment to {obj} needs {obj.ndim} integer indices")
+    if not is_numeric(val) or val == FLOAT64 and obj.dtype == INT64:
+        ctx.fail(f"cannot store {val} into {obj}")
+    ctx.typing.writes = True
+    return NONE
+
+
+ARRAY_ATTRS = {
+    "shape": lambda a: TupleT((INT64,) * a.ndim),
+    "ndim": lambda a: INT64,
+    "size": lambda a: INT64,
+    "strides": lambda a: TupleT((INT64,) * a.ndim),
+}
+
+
+@rule("getattr")
+def _t_getattr(ctx: Context, s: Stmt, ts: list) -> Type:
+    name = ctx.const(s.args[1])
+    if isinstance(ts[0], ArrayT) and name in ARRAY_ATTRS:
+        return ARRAY_ATTRS[name](ts[0])
+    ctx.fail(f"attribute {name!r} of {ts[0]} is not supported")
+
+
+
+# ---------------------------------------------------------------------------
+# In-place operators (`x += y` lowers to `iadd`): on numbers and tuples, which have no
+# in-place methods, Python computes the plain operator; arrays would be updated in
+# place, which the JIT does not compile.
+
+def plain_inplace(s: Stmt) -> Stmt:
+    """`iOP(x, y)` as the statement `OP(x, y)` (same value, operands and type)."""
+    from ssair.primitives import INPLACE
+    return Stmt(s.var, INPLACE[s.op], s.args, s.kwargs, s.line, s.name, s.type)
+
+
+def _t_inplace(ctx: Context, s: Stmt, ts: list) -> Type:
+    from jit.typing.infer import RULES
+    if not (is_numeric(ts[0]) or isinstance(ts[0], TupleT)):
+        from ssair.primitives import primitive
+        ctx.fail(f"in-place operator {primitive(s.op).symbol!r} on {ts[0]} is not supported "
+                 "(the JIT compiles in-place operators on numbers only)")
+    return RULES[plain_inplace(s).op](ctx, plain_inplace(s), ts)
+
+
+def _register_inplace() -> None:
+    from ssair.primitives import INPLACE
+    rule(*INPLACE)(_t_inplace)
+
+
+_register_inplace()
