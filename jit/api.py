@@ -36,14 +36,6 @@ from jit.runtime.fastcall import native_wrapper
 from jit.types import (FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, BOOL, ClosureT,
                     FunctionT, OpaqueT, TupleT, TypingError, typeof)
 
-def _load_tables() -> None:
-    """Import the modules that fill the codegen tables."""
-    from jit.codegen import arrays as codegen_array
-    from jit.library import call_lowering as codegen_calls
-    from jit.codegen import scalar as codegen_scalar
-    from jit.pullback import tape_ops as codegen_tape  # noqa: F401
-
-
 @dataclass(eq=False)
 class Compiled:
     """One compiled signature: typing, LLVM text before/after optimisation, the
@@ -64,7 +56,6 @@ class Compiled:
 
 def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None) -> Compiled:
     """LLVM-compile a typed function and build its Python wrapper."""
-    _load_tables()
     _check_signature(t)
     mg = ModuleGen(ENGINE, t)
     impl = mg.build()

@@ -1,7 +1,8 @@
 """LLVM code generation for typed IR: functions, blocks, phis, calls between user
-functions.  Per-operation lowering lives in tables keyed by primitive
-(`CODEGEN`, filled by `codegen_scalar` and `codegen_array`) and by callee
-(`jit.library.call_lowering.CALL_CODEGEN`).
+functions.  Per-operation lowering lives in the core table keyed by primitive
+(`CODEGEN`, filled by `jit.codegen.scalar` and `jit.codegen.arrays`) and, for library
+callables and the primitives' library impls, in the impl that type inference chose
+from `jit.library.registry` (`Typing.impls`).
 
 Every specialised user function becomes one internal LLVM function
 
@@ -36,8 +37,6 @@ PTR = L.PointerType()
 ARRAY = L.LiteralStructType([PTR, I64, I64, I64, I64])  # data, shape0, shape1, stride0, stride1
 
 CODEGEN: dict = {}
-# Calls of callable objects by their class: fn(fc, stmt, types, call) -> value.
-CALL_TYPE_CODEGEN: dict = {}
 _COUNTER = itertools.count()
 
 
@@ -225,6 +224,10 @@ class FunctionGen:
         self._emit_term(block.term)
 
     def _emit_stmt(self, s) -> L.Value:
+        impl = self.typing.impls.get(s.var)
+        if impl is not None:
+            v = self.emit_impl(impl, s)
+            return v if v is not None else L.Constant(I8, 0)
         fn = self.mg.lowering(s.op)
         if fn is None:
             raise TypingError(f"jit: no LLVM lowering for primitive {s.op!r} "
@@ -232,6 +235,15 @@ class FunctionGen:
         ts = [self.type_of(a) for a in s.args]
         v = fn(self, s, ts)
         return v if v is not None else L.Constant(I8, 0)
+
+    def emit_impl(self, impl, s) -> L.Value:
+        """Lower `s` by the registry impl inference chose: its codegen, or a native call
+        of its plain-Python implementation."""
+        if impl.lower is None:
+            call = self.typing.calls[s.var]
+            return self.call_user(call.target, call.operands, [])
+        args = s.args[1:] if s.op == "call" else s.args
+        return impl.lower(self, s, [self.type_of(a) for a in args])
 
     def _emit_term(self, term) -> None:
         if isinstance(term, Goto):
@@ -368,15 +380,8 @@ def _cg_call(fc: FunctionGen, s, ts):
     call = fc.typing.calls.get(s.var)
     if call is None:
         raise TypingError(f"jit: unresolved call {s.var} in {fc.ir.name}")
-    by_type = CALL_TYPE_CODEGEN.get(type(call.callee))
-    if by_type is not None:
-        return by_type(fc, s, ts, call)
     if call.target is None:
-        from jit.library.call_lowering import CALL_CODEGEN
-        fn = CALL_CODEGEN.get(call.callee)
-        if fn is None:
-            raise TypingError(f"jit: no LLVM lowering for calling {call.callee!r}")
-        return fn(fc, s, [fc.type_of(a) for a in s.args[1:]])
+        raise TypingError(f"jit: no LLVM lowering for calling {call.callee!r}")
     lead = []
     if isinstance(ts[0], ClosureT):
         clo = fc.get(s.args[0])

@@ -47,11 +47,9 @@ def _typings(f, operands: tuple) -> tuple:
     before any code is generated, jcall/jback typed through jit.pullback.jcalls."""
     from adjoint.transform import transform
 
-    from jit.api import _load_tables
     from jit.pullback.jcalls import adjoint_ir
     from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
     from jit.pullback.runner import cotangent_type
-    _load_tables()
     argtypes = tuple(o.type for o in operands)
     primal = typing_for(f, argtypes)
     jf = transform(primal.source, tuple(t == FLOAT64 for t in argtypes),

@@ -21,19 +21,22 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir as L
 
+import builtins
+
 from jit.library.elementwise import (
-    PULLBACK_IMPLS,
-    _by_first_array,
-    _one_array,
     _sum1,
     _sum2,
     _unbcast_aa1,
     _unbcast_aa2,
-    _wrap_call,
+    array_rule,
     broadcast_length,
+    by_first_array,
     impl_call,
     is_float_array,
+    one_array,
 )
+from jit.library.python_impls import has_array, mark
+from jit.library.registry import REGISTRY
 from jit.codegen.function import I64
 from jit.typing.infer import Context
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, Type, is_numeric
@@ -440,38 +443,59 @@ def _t_check(ctx: Context, s, ts: list) -> Type:
     return NONE
 
 
-def _register() -> None:
-    from adjoint import rules_numpy as R
-
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.library.call_types import CALL_RULES
-    for f in _CHECKS:
-        CALL_RULES[f], CALL_CODEGEN[f] = _t_check, _cg_check(f)
-    for fs, impls in (((np.max, np.amax), {1: _max1, 2: _max2}),
-                      ((np.min, np.amin), {1: _min1, 2: _min2}),
-                      ((np.prod,), {1: _prod1, 2: _prod2}), ((np.copy,), {1: _copy1, 2: _copy2})):
-        for f in fs:
-            _wrap_call(f, _one_array(impls))
-    _wrap_sign(CALL_RULES)
-    _wrap_call(np.maximum, _pick_maxmin("_fmax"))
-    _wrap_call(np.minimum, _pick_maxmin("_fmin"))
-    for pb, pick in ((R.d_np_max, _by_first_array({1: _d_extreme1, 2: _d_extreme2})),
-                     (R.d_np_prod, _by_first_array({1: _d_prod1, 2: _d_prod2})),
-                     (R.d_np_maximum, _pick_d_maxmin(">=")),
-                     (R.d_np_minimum, _pick_d_maxmin("<="))):
-        PULLBACK_IMPLS[id(pb)] = (pb, pick)
+def _builtin_pow(a, b):
+    return a ** b
 
 
-def _wrap_sign(rules: dict) -> None:
+def _t_builtin_pow(ctx: Context, s, ts):
+    """Two-argument `pow(a, b)` is `a ** b` (compiled as the `pow` primitive); three
+    integer arguments run `powmod` (stays in int64)."""
+    if len(ts) == 2 and not s.kwargs:
+        return impl_call(ctx, s, _builtin_pow, list(s.args[1:]))
+    if len(ts) == 3 and not s.kwargs and all(t in (INT64, BOOL) for t in ts):
+        return impl_call(ctx, s, powmod, list(s.args[1:]))
+    ctx.fail("pow() with a modulus is not compiled")
+
+
+def _t_sign_number(ctx: Context, s, ts):
     """np.sign of a number (np.abs's pullback on arrays calls it per element)."""
-    on_arrays = rules[np.sign]
-
-    def rule(ctx: Context, s, ts):
-        if len(ts) == 1 and not s.kwargs and ts[0] in (FLOAT64, INT64):
-            return impl_call(ctx, s, _sign_float if ts[0] == FLOAT64 else _sign_int,
-                             [s.args[1]])
-        return on_arrays(ctx, s, ts)
-    rules[np.sign] = rule
+    return impl_call(ctx, s, _sign_float if ts[0] == FLOAT64 else _sign_int, [s.args[1]])
 
 
-_register()
+def is_one_number(ctx, s, ts) -> bool:
+    return len(ts) == 1 and not s.kwargs and ts[0] in (FLOAT64, INT64)
+
+
+ARRAYS = "float64 array, 1-D or 2-D"
+FAMILY = "reductions"
+
+
+def _declare() -> None:
+    from adjoint import rules_numpy as R
+    for f in _CHECKS:
+        REGISTRY.declare(f, family="runtime checks", pattern="int", types=_t_check,
+                         lower=_cg_check(f), gpu={"cuda": "inline"})
+    REGISTRY.declare(builtins.pow, family="math and builtins", pattern="numbers",
+                     types=_t_builtin_pow)
+    for f, methods, impls in ((np.max, ("max",), {1: _max1, 2: _max2}),
+                              (np.min, ("min",), {1: _min1, 2: _min2}),
+                              (np.prod, ("prod",), {1: _prod1, 2: _prod2})):
+        REGISTRY.declare(f, family=FAMILY, pattern=ARRAYS, matches=has_array, methods=methods,
+                         types=array_rule(one_array(impls), f"np.{f.__name__}"))
+    for f, impls in ((np.amax, {1: _max1, 2: _max2}), (np.amin, {1: _min1, 2: _min2})):
+        REGISTRY.declare(f, family=FAMILY, pattern=ARRAYS, matches=has_array,
+                         types=array_rule(one_array(impls), f"np.{f.__name__}"))
+    for f, fn in ((np.maximum, "_fmax"), (np.minimum, "_fmin")):
+        REGISTRY.declare(f, family="ufuncs", pattern="float64 arrays of one rank, or array "
+                         "and number", matches=has_array,
+                         types=array_rule(_pick_maxmin(fn), f"np.{f.__name__}"))
+    for pb, pattern, pick in (
+            (R.d_np_max, ARRAYS, by_first_array({1: _d_extreme1, 2: _d_extreme2})),
+            (R.d_np_prod, ARRAYS, by_first_array({1: _d_prod1, 2: _d_prod2})),
+            (R.d_np_maximum, "arrays", _pick_d_maxmin(">=")),
+            (R.d_np_minimum, "arrays", _pick_d_maxmin("<="))):
+        REGISTRY.declare_pullback(pb, pattern, pick)
+
+
+mark(_builtin_pow)
+_declare()

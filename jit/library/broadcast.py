@@ -8,7 +8,9 @@ import math
 from llvmlite import ir as L
 
 from jit.codegen.function import I64
-from jit.types import INT64
+from jit.library.python_impls import mark
+from jit.library.registry import REGISTRY
+from jit.types import INT64, NONE
 
 _NAN = float("nan")
 
@@ -35,6 +37,21 @@ def _cg_broadcast_length(fc, s, ts):
     return b.select(equal_or_one, n, m)
 
 
+def same_length(n: int, m: int) -> None:
+    """Raise numpy's ValueError when two shapes do not match (compiled natively)."""
+    if n != m:
+        raise ValueError(f"operands could not be broadcast together (an axis of length {n} "
+                         f"against one of length {m})")
+
+
+def _cg_same_length(fc, s, ts):
+    n, m = fc.get(s.args[1], INT64), fc.get(s.args[2], INT64)
+    fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
+                "operands could not be broadcast together (an axis of length {0} against one "
+                "of length {1})", (n, m))
+    return L.Constant(L.IntType(8), 0)
+
+
 def _fdiv(a, b):
     """numpy's a / b on floats: IEEE division by zero instead of ZeroDivisionError."""
     if b != 0.0:
@@ -45,4 +62,9 @@ def _fdiv(a, b):
     return -math.inf if neg else math.inf
 
 
-_fdiv.__module__ = "jit_array_impls"
+mark(_fdiv)
+REGISTRY.declare(broadcast_length, family="elementwise operators on arrays",
+                 pattern="int, int", types=lambda ctx, s, ts: INT64,
+                 lower=_cg_broadcast_length, gpu={"cuda": "inline"})
+REGISTRY.declare(same_length, family="elementwise operators on arrays", pattern="int, int",
+                 types=lambda ctx, s, ts: NONE, lower=_cg_same_length, gpu={"cuda": "inline"})

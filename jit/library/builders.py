@@ -19,10 +19,16 @@ import math
 import numpy as np
 from llvmlite import ir as L
 
-from jit.library.elementwise import PULLBACK_IMPLS, _full1, _wrap_call, impl_call, is_float_array
-from jit.codegen.function import F64
+from typing import Any
+
+from jit.codegen.arrays import allocate, array_dtype, shape_operands
+from jit.codegen.function import F64, FunctionGen
+from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
+from jit.library.python_impls import has_array
+from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_numeric
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
+                       is_numeric)
 
 # (message, exception) of the runtime checks below: each raises when its operand is true.
 _CHECKS: dict = {}
@@ -305,20 +311,62 @@ def _cg_check(f):
     return cg
 
 
-def _register() -> None:
+# -- np.zeros / np.ones / np.empty ----------------------------------------------------------
+_DTYPE_OF = {float: FLOAT64, np.float64: FLOAT64, int: INT64, np.int64: INT64}
+
+
+def _t_alloc(ctx, s, ts) -> Type:
+    if len(ts) != 1:
+        ctx.fail("array constructors take one shape argument (and dtype=)")
+    dtype = FLOAT64
+    for k, v in s.kwargs.items():
+        val = ctx.const(v)
+        if k != "dtype" or _dtype_key(val) not in _DTYPE_OF:
+            ctx.fail(f"keyword {k}={val!r} is not supported (dtype float or int only)")
+        dtype = _DTYPE_OF[_dtype_key(val)]
+    shape = ts[0]
+    if is_int_like(shape):
+        return ArrayT(dtype, 1)
+    if isinstance(shape, TupleT) and len(shape.elems) in (1, 2) and all(
+            is_int_like(e) for e in shape.elems):
+        return ArrayT(dtype, len(shape.elems))
+    ctx.fail(f"shape of type {shape} is not supported")
+
+
+def _dtype_key(v: Any) -> Any:
+    if isinstance(v, np.dtype):
+        return v.type
+    return v
+
+
+def _cg_alloc(fc: FunctionGen, s, ts):
+    f = s.args[0].value
+    fill = 0 if f is np.zeros else 1 if f is np.ones else None
+    return allocate(fc, shape_operands(fc, s.args[1]), array_dtype(s), fill)
+
+
+BUILDERS = "array builders"
+
+
+def _declare() -> None:
     from adjoint import rules_math as M
-
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.library.call_types import CALL_RULES
     for f in _CHECKS:
-        CALL_RULES[f], CALL_CODEGEN[f] = _t_check, _cg_check(f)
-    CALL_RULES[np.arange], CALL_CODEGEN[np.arange] = _t_arange, _cg_user
-    CALL_RULES[np.float64], CALL_CODEGEN[np.float64] = _t_float64, _cg_float64
-    CALL_RULES[math.fsum], CALL_CODEGEN[math.fsum] = _t_fsum, _cg_user
-    PULLBACK_IMPLS[id(M.d_fsum)] = (M.d_fsum, _pick_d_fsum)
-    _wrap_call(np.argmin, _pick_arg("min"))
-    _wrap_call(np.argmax, _pick_arg("max"))
+        REGISTRY.declare(f, family="runtime checks", pattern="int", types=_t_check,
+                         lower=_cg_check(f), gpu={"cuda": "inline"})
+    REGISTRY.declare(np.zeros, np.ones, np.empty, family=BUILDERS,
+                     pattern="int or tuple of 1-2 ints[, dtype=float|int]", types=_t_alloc,
+                     lower=_cg_alloc)
+    REGISTRY.declare(np.arange, family=BUILDERS, pattern="ints", types=_t_arange, lower=_cg_user)
+    REGISTRY.declare(np.float64, family=BUILDERS, pattern="number or nothing",
+                     types=_t_float64, lower=_cg_float64, gpu={"cuda": "inline"})
+    REGISTRY.declare(math.fsum, family="reductions", pattern="1-D array or tuple of numbers",
+                     types=_t_fsum, lower=_cg_user)
+    for f, which in ((np.argmin, "min"), (np.argmax, "max")):
+        REGISTRY.declare(f, family="reductions", pattern="float64 array, 1-D or 2-D",
+                         matches=has_array, methods=(f.__name__,),
+                         types=array_rule(_pick_arg(which), f"np.{f.__name__}"))
+    REGISTRY.declare_pullback(M.d_fsum, "1-D array or tuple of numbers", _pick_d_fsum)
 
 
-_register()
+_declare()
 __all__ = ["ARG_IMPLS", "check_fsum_nan", "check_fsum_overflow", "check_step"]

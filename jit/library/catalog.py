@@ -1,5 +1,10 @@
-"""Every family of the library, imported once so that the registry is complete before
-anything is typed (`jit/__init__.py` imports this module)."""
-from jit.pullback import tape_ops, cotangents, array_cotangents, jcalls  # noqa: F401
-from jit.library import (elementwise, array_calls, linalg, builders, slicing,  # noqa: F401
-                         tuple_slicing, reductions, numbers, strings)
+"""Every module that fills the type and lowering tables, imported once (by
+`jit/__init__.py`) so that the core tables and the registry are complete before
+anything is typed.  Which module declares what does not depend on this order: each
+callable is declared once, and the patterns of an entry are disjoint."""
+from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the primitives)
+from jit.library import (array_calls, broadcast, builders, elementwise, linalg,  # noqa: F401
+                         math_builtins, numbers, operators, reductions, slicing, strings,
+                         tuple_slicing, ufuncs)
+from jit.pullback import array_cotangents, cotangents, jcalls, tape_ops  # noqa: F401
+from jit.typing import primitives  # noqa: F401  (core type rules of the primitives)

@@ -12,7 +12,7 @@ and vectorises).  Covered, for float64 arrays of 1 or 2 dimensions:
     bit-identical to numpy's), np.mean, np.dot of two 1-D arrays (a plain loop:
     BLAS may associate differently, so results can differ in the last bits);
   * in adjoint code: `unbcast(dy, x)` of an array to a number (a sum), and the
-    pullbacks of np.sum / np.mean / np.dot (`PULLBACK_IMPLS`).
+    pullbacks of np.sum / np.mean / np.dot (`REGISTRY.declare_pullback`).
 Two arrays of the same rank broadcast as numpy does (a length-1 axis stretches to the
 other's length; other mismatches raise numpy's ValueError); arrays of different ranks
 are typed apart and not compiled.  An equal-shape pair takes a plain loop.
@@ -29,20 +29,10 @@ from llvmlite import ir as L
 
 from ssair.ir import Const
 
-from jit.codegen import arrays as codegen_array
-from jit.library import call_lowering as codegen_calls
-from jit.codegen import scalar as codegen_scalar  # noqa: F401  (fill the tables first)
-from jit.codegen.function import CODEGEN, I64
-from jit.typing.infer import RULES, Call, Context, lower_function
-from jit.library.broadcast import _cg_broadcast_length, _fdiv, broadcast_length
-from jit.types import BOOL, FLOAT64, INT64, ArrayT, Type, is_numeric
-
-
-def same_length(n: int, m: int) -> None:
-    """Raise numpy's ValueError when two shapes do not match (compiled natively)."""
-    if n != m:
-        raise ValueError(f"operands could not be broadcast together (an axis of length {n} "
-                         f"against one of length {m})")
+from jit.library.broadcast import _fdiv, broadcast_length, same_length
+from jit.library.python_impls import NAMESPACE as _NS, impl_call, is_float_array, make, mark
+from jit.typing.infer import Context
+from jit.types import BOOL, INT64, ArrayT, Type, is_numeric
 
 
 # -- implementations (templates instantiated per operator) -------------------------------------
@@ -135,15 +125,8 @@ _UFUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "a
            "arccos", "arctan", "abs", "absolute", "fabs", "square", "negative", "log1p",
            "expm1", "log2", "log10", "sign")
 _NAN = float("nan")
-_NS: dict = {"np": np, "same_length": same_length, "broadcast_length": broadcast_length,
-             "_fdiv": _fdiv}
-
-
-def _make(src: str, name: str) -> Any:
-    exec(compile(src, f"<jit.library.elementwise {name}>", "exec"), _NS)
-    fn = _NS[name]
-    fn.__module__ = "jit_array_impls"  # compiled as user code, not a library call
-    return fn
+_NS.update(same_length=same_length, broadcast_length=broadcast_length, _fdiv=_fdiv)
+_make = make
 
 
 
@@ -342,26 +325,12 @@ def _assign_as2(a, v):
             a[i, j] = v
 
 
-for _f in (_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign_as2,
-           _pairwise, _sum1, _sum2, _mean1, _mean2, _dot11, _full1, _full2, _d_sum1,
-           _d_sum2, _d_mean1, _d_mean2, _d_dot11):
-    _f.__module__ = "jit_array_impls"
+mark(_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign_as2,
+     _pairwise, _sum1, _sum2, _mean1, _mean2, _dot11, _full1, _full2, _d_sum1, _d_sum2,
+     _d_mean1, _d_mean2, _d_dot11)
 
 
-# -- typing and lowering ------------------------------------------------------------------------
-def is_float_array(t: Type) -> bool:
-    return isinstance(t, ArrayT) and t.dtype == FLOAT64
-
-
-def impl_call(ctx: Context, s, impl: Any, operands: list) -> Type:
-    """Type statement `s` as a call of the Python implementation `impl`."""
-    argtypes = tuple(ctx.type_of(a) for a in operands)
-    target = ctx.engine.infer(lower_function(impl), argtypes)
-    ctx.typing.calls[s.var] = Call(target, list(operands), impl)
-    ctx.typing.writes |= target.writes
-    return target.ret
-
-
+# -- type rules (the registry entries are in jit.library.operators, ufuncs, reductions) -------
 def _binary_impl(op: str, ts: list) -> Any:
     a, b = ts
     if is_float_array(a) and is_float_array(b) and a.ndim == b.ndim:
@@ -373,46 +342,31 @@ def _binary_impl(op: str, ts: list) -> Any:
     return None
 
 
-def _wrap_binary(op: str) -> None:
-    plain_rule, plain_cg = RULES[op], CODEGEN[op]
+def t_array_arith(ctx: Context, s, ts: list) -> Type:
+    """`a OP b` / `-a` with an array operand: a loop over the float64 array(s)."""
+    op = s.op
+    impl = _binary_impl(op, ts) if len(ts) == 2 else NEG_IMPLS.get(ts[0].ndim)
+    if impl is None or (op == "neg" and not is_float_array(ts[0])):
+        ctx.fail(f"{op} of {', '.join(map(str, ts))} is not compiled (whole-array "
+                 "arithmetic needs float64 arrays of equal shape, or an array and a "
+                 "number)")
+    return impl_call(ctx, s, impl, list(s.args))
 
+
+def array_rule(pick, name: str):
+    """The type rule of a library call on arrays: `pick(argtypes)` chooses the
+    plain-Python implementation (None: not compiled)."""
     def rule(ctx: Context, s, ts):
-        if not any(isinstance(t, ArrayT) for t in ts):
-            return plain_rule(ctx, s, ts)
-        impl = _binary_impl(op, ts) if len(ts) == 2 else NEG_IMPLS.get(ts[0].ndim)
-        if impl is None or (op == "neg" and not is_float_array(ts[0])):
-            ctx.fail(f"{op} of {', '.join(map(str, ts))} is not compiled (whole-array "
-                     "arithmetic needs float64 arrays of equal shape, or an array and a "
-                     "number)")
-        return impl_call(ctx, s, impl, list(s.args))
-
-    def cg(fc, s, ts):
-        call = fc.typing.calls.get(s.var)
-        if call is not None and call.target is not None:
-            return fc.call_user(call.target, call.operands, [])
-        return plain_cg(fc, s, ts)
-    RULES[op], CODEGEN[op] = rule, cg
-
-
-def _wrap_call(f: Any, pick) -> None:
-    """Route calls of `f` on arrays to `pick(ts) -> implementation`."""
-    from jit.library.call_types import CALL_RULES
-    plain = CALL_RULES.get(f)
-
-    def rule(ctx: Context, s, ts):
-        if not any(isinstance(t, ArrayT) for t in ts):
-            if plain is None:
-                ctx.fail(f"{getattr(f, '__name__', f)} of {ts} is not compiled")
-            return plain(ctx, s, ts)
         impl = pick(ts) if not s.kwargs else None
         if impl is None:
-            ctx.fail(f"np.{getattr(f, '__name__', f)} of {', '.join(map(str, ts))}"
+            ctx.fail(f"{name} of {', '.join(map(str, ts))}"
                      f"{' with keywords' if s.kwargs else ''} is not compiled")
         return impl_call(ctx, s, impl, list(s.args[1:]))
-    CALL_RULES[f] = rule
+    return rule
 
 
-def _one_array(table: dict):
+def one_array(table: dict):
+    """A `pick` for one float64 array argument, by its rank."""
     def pick(ts):
         if len(ts) == 1 and is_float_array(ts[0]):
             return table.get(ts[0].ndim)
@@ -420,10 +374,12 @@ def _one_array(table: dict):
     return pick
 
 
-def _pick_dot(ts):
-    if len(ts) == 2 and all(is_float_array(t) and t.ndim == 1 for t in ts):
-        return _dot11
-    return None
+def by_first_array(impls: dict):
+    """A pullback `pick` by the rank of the first array among the argument types."""
+    def pick(argtypes):
+        arrays = [t for t in argtypes if isinstance(t, ArrayT)]
+        return impls.get(arrays[0].ndim) if arrays else None
+    return pick
 
 
 def _unbcast_aa1(dy, x):
@@ -449,44 +405,7 @@ def _unbcast_aa2(dy, x):
     return out
 
 
-_unbcast_aa1.__module__ = _unbcast_aa2.__module__ = "jit_array_impls"
-
-
-def _pick_unbcast(ts):
-    if len(ts) == 2 and is_float_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
-        return _sum1 if ts[0].ndim == 1 else _sum2
-    if len(ts) == 2 and is_float_array(ts[0]) and isinstance(ts[1], ArrayT) \
-            and ts[1].ndim == ts[0].ndim:
-        return _unbcast_aa1 if ts[0].ndim == 1 else _unbcast_aa2
-    return None
-
-
-PULLBACK_IMPLS: dict = {}
-
-
-def _register_pullbacks() -> None:
-    """JIT implementations of the numpy reductions' pullbacks (by rule object)."""
-    try:
-        from adjoint import rules_numpy as R
-    except ImportError:  # pragma: no cover
-        return
-    from adjoint import rules_math as M
-    for pb, impls in ((R.d_np_sum, {1: _d_sum1, 2: _d_sum2}),
-                      (R.d_np_mean, {1: _d_mean1, 2: _d_mean2}),
-                      (R.d_np_dot, {1: _d_dot11})):
-        PULLBACK_IMPLS[id(pb)] = (pb, _by_first_array(impls))
-    PULLBACK_IMPLS[id(M.d_pow)] = (M.d_pow, _pick_d_pow)
-    PULLBACK_IMPLS[id(M.d_hypot)] = (M.d_hypot, _pick_d_hypot)
-
-
-def _by_first_array(impls: dict):
-    def pick(argtypes):
-        arrays = [t for t in argtypes if isinstance(t, ArrayT)]
-        return impls.get(arrays[0].ndim) if arrays else None
-    return pick
-
-
-def _pick_d_pow(argtypes):
+def _d_pow_pick(argtypes):
     """d_pow(dy, x, y) for a float array x and a number y."""
     if len(argtypes) == 3 and is_float_array(argtypes[1]) and is_numeric(argtypes[2]):
         return {1: _d_pow_as1, 2: _d_pow_as2}[argtypes[1].ndim]
@@ -499,147 +418,52 @@ def _d_hypot2(dy, y, a, b):
     return dy * a / y, dy * b / y
 
 
-_d_hypot2.__module__ = "jit_array_impls"
-
-
-def _pick_d_hypot(argtypes):
+def _d_hypot_pick(argtypes):
     """d_hypot(dy, y, *xs) is variadic; two coordinates get a fixed-arity version."""
     return _d_hypot2 if len(argtypes) == 4 else None
 
 
-def pullback_impl(pb: Any, argtypes: list) -> Any:
-    """The JIT's implementation of rule `pb` for these argument types, or None."""
-    hit = PULLBACK_IMPLS.get(id(pb))
-    if hit is None or hit[0] is not pb:
-        return None
-    return hit[1](list(argtypes))
+def unbcast_pick(ts):
+    """`unbcast(dy, x)`: dy summed to x's shape (a number, or an array of x's rank)."""
+    if len(ts) == 2 and is_float_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
+        return _sum1 if ts[0].ndim == 1 else _sum2
+    if len(ts) == 2 and is_float_array(ts[0]) and isinstance(ts[1], ArrayT) \
+            and ts[1].ndim == ts[0].ndim:
+        return _unbcast_aa1 if ts[0].ndim == 1 else _unbcast_aa2
+    return None
 
 
-def _register() -> None:
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.library.call_types import CALL_RULES
-    for op in ("add", "sub", "mul", "truediv", "pow", "neg"):
-        _wrap_binary(op)
-    for u in _UFUNCS:
-        f = getattr(np, u)
-        _wrap_call(f, _one_array({nd: UFUNC_IMPLS[(f, nd)] for nd in (1, 2)}))
-    _wrap_call(np.sum, _one_array({1: _sum1, 2: _sum2}))
-    _wrap_call(np.mean, _one_array({1: _mean1, 2: _mean2}))
-    _wrap_call(np.dot, _pick_dot)
-    from jit.pullback.cotangents import _unbcast
-    if _unbcast() is not None:
-        plain = CALL_RULES[_unbcast()]
-
-        def unbcast_rule(ctx, s, ts):
-            impl = _pick_unbcast(ts)
-            if impl in (_unbcast_aa1, _unbcast_aa2):
-                return impl_call(ctx, s, impl, [s.args[1], s.args[2]])
-            return impl_call(ctx, s, impl, [s.args[1]]) if impl else plain(ctx, s, ts)
-        CALL_RULES[_unbcast()] = unbcast_rule
-
-    _wrap_setitem()
-    _wrap_is()
-    _register_builtins()
-
-    @_call_rule(same_length)
-    def _t_same(ctx, s, ts):
-        return _none_type()
-    CALL_CODEGEN[same_length] = _cg_same_length
-
-    @_call_rule(broadcast_length)
-    def _t_broadcast(ctx, s, ts):
-        return INT64
-    CALL_CODEGEN[broadcast_length] = _cg_broadcast_length
-    _register_pullbacks()
+def t_unbcast_array(ctx: Context, s, ts):
+    impl = unbcast_pick(ts)
+    if impl is None:
+        ctx.fail(f"unbcast of {ts} is not compiled")
+    operands = [s.args[1], s.args[2]] if impl in (_unbcast_aa1, _unbcast_aa2) else [s.args[1]]
+    return impl_call(ctx, s, impl, operands)
 
 
-def _wrap_setitem() -> None:
-    """`a[...] = v` (what `a OP= b` on an array becomes): a loop over a."""
-    plain_rule, plain_cg = RULES["setitem"], CODEGEN["setitem"]
-    impls = {("aa", 1): _assign_aa1, ("aa", 2): _assign_aa2, ("as", 1): _assign_as1,
-             ("as", 2): _assign_as2}
-
-    def rule(ctx: Context, s, ts):
-        if len(s.args) != 3 or ctx.const(s.args[2]) is not Ellipsis:
-            return plain_rule(ctx, s, ts)
-        a, v = ts[0], ts[1]
-        kind = "aa" if isinstance(v, ArrayT) and v.ndim == getattr(a, "ndim", -1) else \
-            "as" if is_numeric(v) else None
-        if not is_float_array(a) or kind is None:
-            ctx.fail(f"a[...] = v of {a} and {v} is not compiled")
-        impl_call(ctx, s, impls[(kind, a.ndim)], list(s.args[:2]))
-        return _none_type()
-
-    def cg(fc, s, ts):
-        call = fc.typing.calls.get(s.var)
-        if call is not None and call.target is not None:
-            return fc.call_user(call.target, call.operands, [])
-        return plain_cg(fc, s, ts)
-    RULES["setitem"], CODEGEN["setitem"] = rule, cg
+def is_unbcast_of_array(ctx, s, ts) -> bool:
+    return unbcast_pick(ts) is not None
 
 
-def _wrap_is() -> None:
-    """`x is x` (the same SSA value) is True whatever its type (arrays included):
-    `a += b` on an array tests that its result is still `a`."""
-    for op in ("is", "isnot"):
-        plain_rule, plain_cg = RULES[op], CODEGEN[op]
-
-        def rule(ctx: Context, s, ts, plain_rule=plain_rule):
-            if s.args[0] == s.args[1] and not isinstance(s.args[0], Const):
-                return BOOL
-            return plain_rule(ctx, s, ts)
-
-        def cg(fc, s, ts, plain_cg=plain_cg):
-            if s.args[0] == s.args[1] and not isinstance(s.args[0], Const):
-                return L.Constant(L.IntType(1), int(s.op == "is"))
-            return plain_cg(fc, s, ts)
-        RULES[op], CODEGEN[op] = rule, cg
+_ASSIGN_IMPLS = {("aa", 1): _assign_aa1, ("aa", 2): _assign_aa2, ("as", 1): _assign_as1,
+                 ("as", 2): _assign_as2}
 
 
-def _builtin_pow(a, b):
-    return a ** b
+def is_assign_all(ctx, s, ts) -> bool:
+    """Pattern `a[...] = v` (what `a OP= b` on an array becomes)."""
+    return len(s.args) == 3 and ctx.const(s.args[2]) is Ellipsis
 
 
-_builtin_pow.__module__ = "jit_array_impls"
-
-
-def _register_builtins() -> None:
-    """Two-argument `pow(a, b)` is `a ** b` (compiled as the `pow` primitive); three
-    integer arguments run `jit.library.array_calls.powmod` (stays in int64)."""
-    import builtins
-
-    from jit.library.call_types import CALL_RULES
-    plain = CALL_RULES.get(builtins.pow)
-
-    def rule(ctx: Context, s, ts):
-        if len(ts) == 2 and not s.kwargs:
-            return impl_call(ctx, s, _builtin_pow, list(s.args[1:]))
-        if len(ts) == 3 and not s.kwargs and all(t in (INT64, BOOL) for t in ts):
-            from jit.library.array_calls import powmod
-            return impl_call(ctx, s, powmod, list(s.args[1:]))
-        if plain is None:
-            ctx.fail("pow() with a modulus is not compiled")
-        return plain(ctx, s, ts)
-    CALL_RULES[builtins.pow] = rule
-
-
-def _call_rule(f):
-    from jit.library.call_types import call_rule
-    return call_rule(f)
-
-
-def _none_type() -> Type:
+def t_assign_all(ctx: Context, s, ts):
+    a, v = ts[0], ts[1]
+    kind = "aa" if isinstance(v, ArrayT) and v.ndim == getattr(a, "ndim", -1) else \
+        "as" if is_numeric(v) else None
+    if not is_float_array(a) or kind is None:
+        ctx.fail(f"a[...] = v of {a} and {v} is not compiled")
+    impl_call(ctx, s, _ASSIGN_IMPLS[(kind, a.ndim)], list(s.args[:2]))
     from jit.types import NONE
     return NONE
 
 
-def _cg_same_length(fc, s, ts):
-    n, m = fc.get(s.args[1], INT64), fc.get(s.args[2], INT64)
-    fc.raise_if(fc.b.icmp_signed("!=", n, m), ValueError,
-                "operands could not be broadcast together (an axis of length {0} against one "
-                "of length {1})", (n, m))
-    return L.Constant(L.IntType(8), 0)
-
-
-_register()
-__all__ = ["I64", "impl_call", "pullback_impl"]
+mark(_unbcast_aa1, _unbcast_aa2, _d_hypot2)
+__all__ = ["impl_call", "t_array_arith", "array_rule", "one_array", "by_first_array"]

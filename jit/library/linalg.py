@@ -25,11 +25,13 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir as L
 
-from jit.library import array_calls as array_more  # noqa: F401  (np.max/np.min/np.copy on arrays first)
-from jit.library.elementwise import PULLBACK_IMPLS, impl_call, is_float_array
-from jit.codegen.function import CODEGEN, lltype
 from jit.codegen.arrays import field, make_array, shape, stride
-from jit.typing.infer import CALL_TYPE_RULES, RULES, Context
+from jit.codegen.function import lltype
+from jit.library.array_calls import _copy1, _copy2
+from jit.library.elementwise import array_rule, impl_call, is_float_array
+from jit.library.python_impls import NAMESPACE, has_array, make, mark
+from jit.library.registry import REGISTRY
+from jit.typing.infer import Context
 from jit.types import INT64, NONE, ArrayT, ClosureT, TupleT, Type
 
 MATMUL_MESSAGE = ("matmul: Input operand 1 has a mismatch in its core dimension 0, with "
@@ -70,64 +72,25 @@ _DOT_CHECKS = {
 
 
 # -- bound methods: closures over the receiver ---------------------------------------------------
-def _bind_copy(a):
-    def copy():
-        return np.copy(a)
-    return copy
+_METHOD_FNS: dict = {}
 
 
-def _bind_sum(a):
-    def sum():
-        return np.sum(a)
-    return sum
-
-
-def _bind_mean(a):
-    def mean():
-        return np.mean(a)
-    return mean
-
-
-def _bind_max(a):
-    def max():
-        return np.max(a)
-    return max
-
-
-def _bind_min(a):
-    def min():
-        return np.min(a)
-    return min
-
-
-def _bind_dot(a):
-    def dot(b):
-        return np.dot(a, b)
-    return dot
-
-
-def _bind_argmin(a):
-    def argmin():
-        return np.argmin(a)
-    return argmin
-
-
-def _bind_argmax(a):
-    def argmax():
-        return np.argmax(a)
-    return argmax
-
-
-def _method(factory):
-    fn = factory(None)
-    fn.__module__ = "jit_array_impls"
-    return fn
-
-
-METHODS = {name: _method(f) for name, f in (
-    ("copy", _bind_copy), ("sum", _bind_sum), ("mean", _bind_mean), ("max", _bind_max),
-    ("min", _bind_min), ("dot", _bind_dot), ("argmin", _bind_argmin),
-    ("argmax", _bind_argmax))}
+def method_function(name: str):
+    """The function of ndarray method `name` (declared with its numpy function in the
+    registry): a closure over the receiver `a` calling the function on `a`, or None."""
+    hit = REGISTRY.method(name)
+    if hit is None:
+        return None
+    if name not in _METHOD_FNS:
+        entry, params = hit
+        NAMESPACE[f"_np_{name}"] = entry.key
+        src = (f"def _bind_{name}(a):\n    def {name}({params}):\n"
+               f"        return _np_{name}(a{', ' + params if params else ''})\n"
+               f"    return {name}\n")
+        fn = make(src, f"_bind_{name}")(None)
+        mark(fn)
+        _METHOD_FNS[name] = fn
+    return _METHOD_FNS[name]
 
 
 # -- np.outer and matmul ---------------------------------------------------------------------
@@ -285,31 +248,23 @@ def _attr_name(ctx: Context, s) -> object:
     return ctx.const(s.args[1]) if len(s.args) == 2 else None
 
 
-def _wrap_getattr() -> None:
-    """`a.T` and the bound methods of METHODS on arrays; other attributes as before."""
-    plain_rule, plain_cg = RULES["getattr"], CODEGEN["getattr"]
+def _is_array_attribute(ctx: Context, s, ts) -> bool:
+    """Pattern: `a.T` or a declared method of an array."""
+    name = _attr_name(ctx, s)
+    return isinstance(ts[0], ArrayT) and isinstance(name, str) and \
+        (name == "T" or REGISTRY.method(name) is not None)
 
-    def rule(ctx: Context, s, ts):
-        name = _attr_name(ctx, s)
-        if not isinstance(ts[0], ArrayT) or not isinstance(name, str):
-            return plain_rule(ctx, s, ts)
-        if name == "T":
-            return ts[0]
-        if name in METHODS:
-            return ClosureT(METHODS[name], (ts[0],))
-        return plain_rule(ctx, s, ts)
 
-    def cg(fc, s, ts):
-        if not isinstance(ts[0], ArrayT):
-            return plain_cg(fc, s, ts)
-        name = s.args[1].value
-        arr = fc.get(s.args[0])
-        if name == "T":
-            return transpose(fc, arr, ts[0].ndim)
-        if name in METHODS:
-            return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), arr, 0)
-        return plain_cg(fc, s, ts)
-    RULES["getattr"], CODEGEN["getattr"] = rule, cg
+def _t_array_attribute(ctx: Context, s, ts):
+    name = _attr_name(ctx, s)
+    return ts[0] if name == "T" else ClosureT(method_function(name), (ts[0],))
+
+
+def _cg_array_attribute(fc, s, ts):
+    arr = fc.get(s.args[0])
+    if s.args[1].value == "T":
+        return transpose(fc, arr, ts[0].ndim)
+    return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), arr, 0)
 
 
 def transpose(fc, arr, ndim: int) -> L.Value:
@@ -326,18 +281,12 @@ def _matmul_impl(ts: list):
     return None
 
 
-def _register_matmul() -> None:
-    def rule(ctx: Context, s, ts):
-        impl = _matmul_impl(ts)
-        if impl is None:
-            ctx.fail(f"matmul of {', '.join(map(str, ts))} is not compiled (float64 arrays "
-                     "of 1 or 2 dimensions only)")
-        return impl_call(ctx, s, impl, list(s.args))
-
-    def cg(fc, s, ts):
-        call = fc.typing.calls[s.var]
-        return fc.call_user(call.target, call.operands, [])
-    RULES["matmul"], CODEGEN["matmul"] = rule, cg
+def _t_matmul(ctx: Context, s, ts):
+    impl = _matmul_impl(ts)
+    if impl is None:
+        ctx.fail(f"matmul of {', '.join(map(str, ts))} is not compiled (float64 arrays "
+                 "of 1 or 2 dimensions only)")
+    return impl_call(ctx, s, impl, list(s.args))
 
 
 def _pick_outer(ts):
@@ -365,28 +314,26 @@ def _getattr_pullback_impl(ts: list, name: object):
         return None
     if name == "T":
         return _d_transpose2 if x.ndim == 2 else _d_transpose1
-    if name in METHODS and isinstance(dy, TupleT) and len(dy.elems) == 1:
+    if REGISTRY.method(name) is not None and isinstance(dy, TupleT) and len(dy.elems) == 1:
         return _d_method
     return None
 
 
-def _wrap_pullback_calls() -> None:
-    """Calls of the `d_getattr` rule object: its attribute-name operand is a constant,
-    so the implementation is chosen here and takes only (dy, x)."""
-    from adjoint.rules import Pullback
+def is_getattr_pullback(ctx: Context, s, ts) -> bool:
+    """Pattern: a call of the `d_getattr` rule object on an array method or `.T`
+    (its attribute-name operand is a constant, so the implementation is chosen here
+    and takes only (dy, x))."""
     from adjoint.rules_math import d_getattr
-    plain = CALL_TYPE_RULES[Pullback]
+    if s.args[0].value is not d_getattr or len(s.args) != 4:
+        return False
+    return _getattr_pullback_impl(ts, ctx.const(s.args[3])) is not None
 
-    def rule(ctx: Context, s, ts):
-        pb = s.args[0].value
-        name = ctx.const(s.args[3]) if len(s.args) == 4 else None
-        impl = _getattr_pullback_impl(ts, name) if pb is d_getattr else None
-        if impl is None:
-            return plain(ctx, s, ts)
-        ret = impl_call(ctx, s, impl, [s.args[1], s.args[2]])
-        ctx.typing.calls[s.var].callee = pb
-        return ret
-    CALL_TYPE_RULES[Pullback] = rule
+
+def t_getattr_pullback(ctx: Context, s, ts):
+    impl = _getattr_pullback_impl(ts, ctx.const(s.args[3]))
+    ret = impl_call(ctx, s, impl, [s.args[1], s.args[2]])
+    ctx.typing.calls[s.var].callee = s.args[0].value
+    return ret
 
 
 def _t_check(ctx: Context, s, ts: list) -> Type:
@@ -420,40 +367,40 @@ def _pick_d_dot(argtypes):
     return D_MATMUL_IMPLS.get((x.ndim, y.ndim)) if (x.ndim, y.ndim) in DOT_IMPLS else None
 
 
-def _wrap_int_copy() -> None:
-    """np.copy (and `a.copy()`) of int64 arrays too (jit.library.array_calls copies floats)."""
-    from jit.library.call_types import CALL_RULES
-    plain = CALL_RULES[np.copy]
-
-    def rule(ctx: Context, s, ts):
-        if len(ts) == 1 and not s.kwargs and isinstance(ts[0], ArrayT) and ts[0].dtype == INT64:
-            impl = _copy_int1 if ts[0].ndim == 1 else _copy_int2
-            return impl_call(ctx, s, impl, [s.args[1]])
-        return plain(ctx, s, ts)
-    CALL_RULES[np.copy] = rule
+def _pick_copy(ts):
+    """np.copy / `a.copy()` of a float64 or int64 array."""
+    if len(ts) != 1 or not isinstance(ts[0], ArrayT) or ts[0].ndim not in (1, 2):
+        return None
+    if ts[0].dtype == INT64:
+        return _copy_int1 if ts[0].ndim == 1 else _copy_int2
+    return (_copy1 if ts[0].ndim == 1 else _copy2) if is_float_array(ts[0]) else None
 
 
-def _register() -> None:
+LINALG = "linear algebra"
+
+
+def _declare() -> None:
     from adjoint import rules_math as M
     from adjoint import rules_numpy as R
-
-    from jit.library.elementwise import _wrap_call
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.library.call_types import CALL_RULES
     for f in _DOT_CHECKS:
-        CALL_RULES[f], CALL_CODEGEN[f] = _t_check, _cg_dot_check(f)
-    _wrap_call(np.dot, _pick_dot)
-    PULLBACK_IMPLS[id(R.d_np_dot)] = (R.d_np_dot, _pick_d_dot)
-    _wrap_getattr()
-    _wrap_int_copy()
-    _register_matmul()
-    _wrap_call(np.outer, _pick_outer)
-    _wrap_call(np.matmul, _matmul_impl)
-    PULLBACK_IMPLS[id(M.d_matmul)] = (M.d_matmul, _pick_d_matmul)
-    PULLBACK_IMPLS[id(R.d_np_matmul)] = (R.d_np_matmul, _pick_d_matmul)
-    PULLBACK_IMPLS[id(R.d_np_outer)] = (R.d_np_outer, _pick_d_outer)
-    _wrap_pullback_calls()
+        REGISTRY.declare(f, family="runtime checks", pattern="int, int[, int]", types=_t_check,
+                         lower=_cg_dot_check(f), gpu={"cuda": "inline"})
+    REGISTRY.declare(np.dot, family=LINALG, pattern="float64 arrays (1-D, 2-D), not 2-D . 2-D",
+                     matches=has_array, methods=("dot(b)",), types=array_rule(_pick_dot, "np.dot"))
+    REGISTRY.declare(np.outer, family=LINALG, pattern="float64 1-D arrays", matches=has_array,
+                     types=array_rule(_pick_outer, "np.outer"))
+    REGISTRY.declare(np.matmul, family=LINALG, pattern="float64 arrays, 1-D or 2-D",
+                     matches=has_array, types=array_rule(_matmul_impl, "np.matmul"))
+    REGISTRY.declare(np.copy, family="array builders", pattern="float64 or int64 array",
+                     matches=has_array, methods=("copy",), types=array_rule(_pick_copy, "np.copy"))
+    REGISTRY.overload("matmul", "arrays", has_array, _t_matmul, family=LINALG)
+    REGISTRY.overload("getattr", "array: .T and the declared methods", _is_array_attribute,
+                      _t_array_attribute, _cg_array_attribute, family=LINALG)
+    REGISTRY.declare_pullback(R.d_np_dot, "float64 arrays", _pick_d_dot)
+    REGISTRY.declare_pullback(M.d_matmul, "float64 arrays", _pick_d_matmul)
+    REGISTRY.declare_pullback(R.d_np_matmul, "float64 arrays", _pick_d_matmul)
+    REGISTRY.declare_pullback(R.d_np_outer, "float64 1-D arrays", _pick_d_outer)
 
 
-_register()
-__all__ = ["DOT_IMPLS", "MATMUL_IMPLS", "METHODS", "check_matmul", "transpose"]
+_declare()
+__all__ = ["DOT_IMPLS", "MATMUL_IMPLS", "check_matmul", "method_function", "transpose"]

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.library.elementwise import PULLBACK_IMPLS
+import builtins
+
 from jit.codegen.function import I64
+from jit.library.math_builtins import _int_of, _t_round
+from jit.library.python_impls import mark
+from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import BOOL, FLOAT64, INT64, Type
 
@@ -26,27 +30,25 @@ _NDIGITS_MAX = 323   # CPython's NDIGITS_MAX: more digits leave x unchanged
 _ROUND_BUF = 720     # sign, 309 integer digits, point, 323 decimals, NUL
 
 
-def _t_round_ndigits(plain):
-    def rule(ctx: Context, s, ts: list) -> Type:
-        if len(ts) == 2 and not s.kwargs and ts[0] == FLOAT64 and ts[1] in (INT64, BOOL):
-            return FLOAT64
-        kw = dict(s.kwargs)
-        if (len(ts) == 1 and set(kw) == {"ndigits"} and ts[0] == FLOAT64
-                and ctx.type_of(kw["ndigits"]) in (INT64, BOOL)):
-            return FLOAT64
-        if s.kwargs:
-            ctx.fail("keyword arguments are not supported here")
-        return plain(ctx, s, ts)
-    return rule
+def _has_ndigits(ctx, s, ts: list) -> bool:
+    return len(ts) == 2 or bool(s.kwargs)
 
 
-def _cg_round_ndigits(plain):
-    def cg(fc, s, ts):
-        nd = s.args[2] if len(s.args) == 3 else dict(s.kwargs).get("ndigits")
-        if nd is None:
-            return plain(fc, s, ts)
-        return _round_float(fc, fc.get(s.args[1], FLOAT64), fc.get(nd, INT64))
-    return cg
+def _t_round_ndigits(ctx: Context, s, ts: list) -> Type:
+    if len(ts) == 2 and not s.kwargs and ts[0] == FLOAT64 and ts[1] in (INT64, BOOL):
+        return FLOAT64
+    kw = dict(s.kwargs)
+    if (len(ts) == 1 and set(kw) == {"ndigits"} and ts[0] == FLOAT64
+            and ctx.type_of(kw["ndigits"]) in (INT64, BOOL)):
+        return FLOAT64
+    if s.kwargs:
+        ctx.fail("keyword arguments are not supported here")
+    ctx.fail(f"round() of {', '.join(map(str, ts))} is not compiled")
+
+
+def _cg_round_ndigits(fc, s, ts):
+    nd = s.args[2] if len(s.args) == 3 else dict(s.kwargs)["ndigits"]
+    return _round_float(fc, fc.get(s.args[1], FLOAT64), fc.get(nd, INT64))
 
 
 def _round_float(fc, x, nd) -> L.Value:
@@ -81,16 +83,6 @@ def _cstring(fc, text: str) -> L.Value:
     return fc.b.bitcast(g, L.IntType(8).as_pointer())
 
 
-def _register_round() -> None:
-    import builtins
-
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.library.call_types import CALL_RULES
-    CALL_RULES[builtins.round] = _t_round_ndigits(CALL_RULES[builtins.round])
-    CALL_CODEGEN[builtins.round] = _cg_round_ndigits(CALL_CODEGEN[builtins.round])
-
-
-
 # -- pullbacks of min/max of 2 to 4 numbers -----------------------------------------------------
 def _hit(v, y):
     """adjoint.rules_math._first_index's test: `v is y or v == y`; a NaN result is
@@ -115,8 +107,7 @@ def _d_extreme_n4(dy, y, a, b, c, d):
             (dy if k == 3 else 0.0))
 
 
-for _f in (_hit, _d_extreme_n2, _d_extreme_n3, _d_extreme_n4):
-    _f.__module__ = "jit_array_impls"
+mark(_hit, _d_extreme_n2, _d_extreme_n3, _d_extreme_n4)
 
 
 def _pick_d_extreme_scalars(argtypes):
@@ -130,11 +121,14 @@ def _pick_d_extreme_scalars(argtypes):
     return {2: _d_extreme_n2, 3: _d_extreme_n3, 4: _d_extreme_n4}[len(xs)]
 
 
-def _register_extremes() -> None:
+def _declare() -> None:
     from adjoint import rules_math as M
+    e = REGISTRY.entry(builtins.round, family="math and builtins", gpu={"cuda": "__nv_rint"})
+    REGISTRY.add(e, "number", lambda ctx, s, ts: not _has_ndigits(ctx, s, ts), _t_round,
+                 _int_of("roundeven"))
+    REGISTRY.add(e, "float, int ndigits", _has_ndigits, _t_round_ndigits, _cg_round_ndigits)
     for pb in (M.d_min, M.d_max):
-        PULLBACK_IMPLS[id(pb)] = (pb, _pick_d_extreme_scalars)
+        REGISTRY.declare_pullback(pb, "2 to 4 numbers", _pick_d_extreme_scalars)
 
 
-_register_round()
-_register_extremes()
+_declare()

@@ -17,7 +17,6 @@ import numpy as np
 
 from jit.library.broadcast import _fdiv
 from jit.library.elementwise import (
-    PULLBACK_IMPLS,
     _d_mean1,
     _d_mean2,
     _d_sum1,
@@ -30,6 +29,8 @@ from jit.library.elementwise import (
     impl_call,
     is_float_array,
 )
+from jit.library.python_impls import has_array, mark
+from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import ArrayT, Type, is_numeric
 
@@ -118,9 +119,8 @@ def _d_mean_axis(dy, x, axis=None, keepdims=False):
     return g
 
 
-for _f in (_inner_axis, _sum_axis0, _sum_axis1, _mean_axis0, _mean_axis1, _mean_line,
-           _d_sum_axis, _d_mean_axis):
-    _f.__module__ = "jit_array_impls"
+mark(_inner_axis, _sum_axis0, _sum_axis1, _mean_axis0, _mean_axis1, _mean_line, _d_sum_axis,
+     _d_mean_axis)
 
 # (reduction, ndim, normalised axis) -> implementation
 AXIS_IMPLS = {("sum", 2, 0): _sum_axis0, ("sum", 2, 1): _sum_axis1, ("sum", 1, 0): _sum1,
@@ -147,22 +147,18 @@ def _axis_value(ctx: Context, s) -> object:
     return ctx.const(op)
 
 
-def _wrap_reduction(f, name: str, whole: dict) -> None:
-    from jit.library.call_types import CALL_RULES
-    plain = CALL_RULES[f]
-
+def _reduction_rule(name: str, whole: dict):
+    """np.sum / np.mean of a float64 array: whole, or over a constant axis."""
     def rule(ctx: Context, s, ts: list) -> Type:
-        if not ts or not is_float_array(ts[0]):
-            return plain(ctx, s, ts)
+        if not ts or not is_float_array(ts[0]) or ts[0].ndim not in whole:
+            ctx.fail(f"np.{name} of {', '.join(map(str, ts))} is not compiled")
         axis, nd = _axis_value(ctx, s), ts[0].ndim
-        if axis is _NO_AXIS:
-            return plain(ctx, s, ts)
-        if axis is None:
+        if axis is _NO_AXIS or axis is None:
             return impl_call(ctx, s, whole[nd], [s.args[1]])
         if type(axis) is not int or not -nd <= axis < nd:
             ctx.fail(f"np.{name} over axis {axis!r} of a {ts[0]} is not compiled")
         return impl_call(ctx, s, AXIS_IMPLS[(name, nd, axis % nd)], [s.args[1]])
-    CALL_RULES[f] = rule
+    return rule
 
 
 def _pick_d(impls: dict, axis_impl):
@@ -176,15 +172,17 @@ def _pick_d(impls: dict, axis_impl):
     return pick
 
 
-def _register() -> None:
+def _declare() -> None:
     from adjoint import rules_numpy as R
-    _wrap_reduction(np.sum, "sum", {1: _sum1, 2: _sum2})
-    _wrap_reduction(np.mean, "mean", {1: _mean1, 2: _mean2})
-    PULLBACK_IMPLS[id(R.d_np_sum)] = (R.d_np_sum, _pick_d({1: _d_sum1, 2: _d_sum2},
-                                                             _d_sum_axis))
-    PULLBACK_IMPLS[id(R.d_np_mean)] = (R.d_np_mean, _pick_d({1: _d_mean1, 2: _d_mean2},
-                                                               _d_mean_axis))
+    for f, name, whole in ((np.sum, "sum", {1: _sum1, 2: _sum2}),
+                           (np.mean, "mean", {1: _mean1, 2: _mean2})):
+        REGISTRY.declare(f, family="reductions", pattern="float64 array, 1-D or 2-D[, axis=k]",
+                         matches=has_array, methods=(name,), types=_reduction_rule(name, whole))
+    REGISTRY.declare_pullback(R.d_np_sum, "float64 array[, axis]",
+                              _pick_d({1: _d_sum1, 2: _d_sum2}, _d_sum_axis))
+    REGISTRY.declare_pullback(R.d_np_mean, "float64 array[, axis]",
+                              _pick_d({1: _d_mean1, 2: _d_mean2}, _d_mean_axis))
 
 
-_register()
+_declare()
 __all__ = ["AXIS_IMPLS"]

@@ -24,11 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir as L
 
-from jit.pullback import array_cotangents as grad_array  # noqa: F401  (the cotangent rules this module wraps)
+from jit.codegen.arrays import ZERO, count_loop, field, make_array, shape, stride
+from jit.codegen.function import I64, lltype
 from jit.library.elementwise import _assign_as1, _assign_as2, is_float_array
-from jit.codegen.function import CODEGEN, I64, lltype
-from jit.codegen.arrays import ZERO, field, make_array, shape, stride
-from jit.typing.infer import RULES, Call, Context, lower_function
+from jit.library.python_impls import mark
+from jit.library.registry import REGISTRY
+from jit.pullback.array_cotangents import (_copy_or_null, _fill_zero, _null, _row, add_into,
+                                           ensure_array)
+from jit.typing.infer import Call, Context, lower_function
 from jit.types import BOOL, INT64, NONE, ArrayT, TupleT, Type, is_numeric
 
 ONE = L.Constant(I64, 1)
@@ -189,7 +192,7 @@ def _store_aa1(a, v):
         a[i] = w[i]
 
 
-_store_aa1.__module__ = "jit_array_impls"
+mark(_store_aa1)
 # `m[i:j] = v` of two 2-D arrays stays refused: numpy's error message for it needs four
 # numbers, and a native error record holds three.
 _ASSIGN = {("aa", 1): _store_aa1, ("as", 1): _assign_as1, ("as", 2): _assign_as2}
@@ -209,50 +212,46 @@ def _cg_fits(template: str):
     return cg
 
 
-def _wrap_item_access() -> None:
-    get_rule, get_cg = RULES["getitem"], CODEGEN["getitem"]
-    set_rule, set_cg = RULES["setitem"], CODEGEN["setitem"]
+def _is_view_get(ctx, s, ts) -> bool:
+    return basic_index(ts[0], ts[1:]) >= 0
 
-    def t_get(ctx: Context, s, ts):
-        nd = basic_index(ts[0], ts[1:])
-        return get_rule(ctx, s, ts) if nd < 0 else ArrayT(ts[0].dtype, nd)
 
-    def cg_get(fc, s, ts):
-        if basic_index(ts[0], ts[1:]) < 0:
-            return get_cg(fc, s, ts)
-        return view_of(fc, s.args[0], ts[0], s.args[1:])
+def _is_view_set(ctx, s, ts) -> bool:
+    return basic_index(ts[0], ts[2:]) >= 0
 
-    def t_set(ctx: Context, s, ts):
-        nd = basic_index(ts[0], ts[2:])
-        if nd < 0:
-            return set_rule(ctx, s, ts)
-        a, v = ts[0], ts[1]
-        kind = "aa" if isinstance(v, ArrayT) and v.ndim == nd else \
-            "as" if is_numeric(v) else None
-        if not is_float_array(a) or (kind, nd) not in _ASSIGN:
-            ctx.fail(f"assigning {v} to a view of {a} is not compiled")
-        view_t = ArrayT(a.dtype, nd)
-        target = ctx.engine.infer(lower_function(_ASSIGN[(kind, nd)]), (view_t, v))
-        ctx.typing.calls[s.var] = Call(target, [s.args[1]], _ASSIGN[(kind, nd)])
-        ctx.typing.writes = True
-        return NONE
 
-    def cg_set(fc, s, ts):
-        if basic_index(ts[0], ts[2:]) < 0:
-            return set_cg(fc, s, ts)
-        view = view_of(fc, s.args[0], ts[0], s.args[2:])
-        call = fc.typing.calls[s.var]
-        fc.call_user(call.target, call.operands, [view])
-        return L.Constant(L.IntType(8), 0)
-    RULES["getitem"], CODEGEN["getitem"] = t_get, cg_get
-    RULES["setitem"], CODEGEN["setitem"] = t_set, cg_set
+def _t_get(ctx: Context, s, ts):
+    return ArrayT(ts[0].dtype, basic_index(ts[0], ts[1:]))
+
+
+def _cg_get(fc, s, ts):
+    return view_of(fc, s.args[0], ts[0], s.args[1:])
+
+
+def _t_set(ctx: Context, s, ts):
+    nd = basic_index(ts[0], ts[2:])
+    a, v = ts[0], ts[1]
+    kind = "aa" if isinstance(v, ArrayT) and v.ndim == nd else \
+        "as" if is_numeric(v) else None
+    if not is_float_array(a) or (kind, nd) not in _ASSIGN:
+        ctx.fail(f"assigning {v} to a view of {a} is not compiled")
+    view_t = ArrayT(a.dtype, nd)
+    target = ctx.engine.infer(lower_function(_ASSIGN[(kind, nd)]), (view_t, v))
+    ctx.typing.calls[s.var] = Call(target, [s.args[1]], _ASSIGN[(kind, nd)])
+    ctx.typing.writes = True
+    return NONE
+
+
+def _cg_set(fc, s, ts):
+    view = view_of(fc, s.args[0], ts[0], s.args[2:])
+    call = fc.typing.calls[s.var]
+    fc.call_user(call.target, call.operands, [view])
+    return L.Constant(L.IntType(8), 0)
 
 
 # -- cotangents: accum_index / take_index / zero_index with slices -------------------------------
 def add_view(fc, view, dy, nd: int) -> None:
     """view += dy for a 1-D or 2-D view (a NULL dy adds nothing)."""
-    from jit.codegen.arrays import count_loop
-    from jit.pullback.array_cotangents import _null, _row, add_into
     if nd == 1:
         add_into(fc, view, dy)
         return
@@ -265,76 +264,70 @@ def add_view(fc, view, dy, nd: int) -> None:
                    lambda i: add_into(fc, _row(fc, view, i), _row(fc, dy, i)))
 
 
-def _wrap_cotangents() -> None:
-    from jit.pullback.array_cotangents import _copy_or_null, _fill_zero, _null, ensure_array
-    acc_rule, acc_cg = RULES["accum_index"], CODEGEN["accum_index"]
-    take_rule, take_cg = RULES["take_index"], CODEGEN["take_index"]
-    zero_rule, zero_cg = RULES["zero_index"], CODEGEN["zero_index"]
-
-    def t_acc(ctx: Context, s, ts):
-        nd = basic_index(ts[2], ts[3:])
-        if nd < 0:
-            return acc_rule(ctx, s, ts)
-        acc, dy, x = ts[0], ts[1], ts[2]
-        if not is_float_array(x) or acc not in (NONE, x) or dy not in (NONE, ArrayT(x.dtype, nd)):
-            ctx.fail(f"accum_index of a {dy} into a view of a {x} cotangent")
-        return x
-
-    def cg_acc(fc, s, ts):
-        nd = basic_index(ts[2], ts[3:])
-        if nd < 0:
-            return acc_cg(fc, s, ts)
-        acc = ensure_array(fc, fc.get(s.args[0]), ts[0], fc.get(s.args[2]), ts[2])
-        if ts[1] != NONE:
-            add_view(fc, view_of(fc, None, ts[2], s.args[3:], arr=acc), fc.get(s.args[1]), nd)
-        return acc
-
-    def t_take(ctx: Context, s, ts):
-        nd = basic_index(ts[0], ts[1:])
-        if nd < 0 or not is_float_array(ts[0]):
-            return take_rule(ctx, s, ts)
-        return ArrayT(ts[0].dtype, nd)
-
-    def cg_take(fc, s, ts):
-        nd = basic_index(ts[0], ts[1:])
-        if nd < 0 or not is_float_array(ts[0]):
-            return take_cg(fc, s, ts)
-        b, acc = fc.b, fc.get(s.args[0])
-        res = fc.alloca(lltype(s.type))
-        b.store(acc, res)
-        with b.if_then(b.not_(_null(fc, acc))):
-            view = view_of(fc, None, ts[0], s.args[1:], arr=acc)
-            b.store(_copy_or_null(fc, view, s.type), res)
-        return b.load(res, typ=lltype(s.type))
-
-    def t_zero(ctx: Context, s, ts):
-        if basic_index(ts[0], ts[1:]) < 0 or not is_float_array(ts[0]):
-            return zero_rule(ctx, s, ts)
-        return ts[0]
-
-    def cg_zero(fc, s, ts):
-        nd = basic_index(ts[0], ts[1:])
-        if nd < 0 or not is_float_array(ts[0]):
-            return zero_cg(fc, s, ts)
-        acc = fc.get(s.args[0])
-        with fc.b.if_then(fc.b.not_(_null(fc, acc))):
-            view = view_of(fc, None, ts[0], s.args[1:], arr=acc)
-            _fill_zero(fc, view, ArrayT(ts[0].dtype, nd))
-        return acc
-
-    RULES["accum_index"], CODEGEN["accum_index"] = t_acc, cg_acc
-    RULES["take_index"], CODEGEN["take_index"] = t_take, cg_take
-    RULES["zero_index"], CODEGEN["zero_index"] = t_zero, cg_zero
+def _is_view_acc(ctx, s, ts) -> bool:
+    return basic_index(ts[2], ts[3:]) >= 0
 
 
-def _register() -> None:
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.library.call_types import CALL_RULES
-    CALL_RULES[builtins.slice], CALL_CODEGEN[builtins.slice] = _t_slice, _cg_slice
-    CALL_RULES[check_fits1], CALL_CODEGEN[check_fits1] = _t_fits, _cg_fits(FITS1)
-    _wrap_item_access()
-    _wrap_cotangents()
+def _is_float_view(ctx, s, ts) -> bool:
+    return basic_index(ts[0], ts[1:]) >= 0 and is_float_array(ts[0])
 
 
-_register()
+def _t_acc(ctx: Context, s, ts):
+    nd = basic_index(ts[2], ts[3:])
+    acc, dy, x = ts[0], ts[1], ts[2]
+    if not is_float_array(x) or acc not in (NONE, x) or dy not in (NONE, ArrayT(x.dtype, nd)):
+        ctx.fail(f"accum_index of a {dy} into a view of a {x} cotangent")
+    return x
+
+
+def _cg_acc(fc, s, ts):
+    nd = basic_index(ts[2], ts[3:])
+    acc = ensure_array(fc, fc.get(s.args[0]), ts[0], fc.get(s.args[2]), ts[2])
+    if ts[1] != NONE:
+        add_view(fc, view_of(fc, None, ts[2], s.args[3:], arr=acc), fc.get(s.args[1]), nd)
+    return acc
+
+
+def _t_take(ctx: Context, s, ts):
+    return ArrayT(ts[0].dtype, basic_index(ts[0], ts[1:]))
+
+
+def _cg_take(fc, s, ts):
+    b, acc = fc.b, fc.get(s.args[0])
+    res = fc.alloca(lltype(s.type))
+    b.store(acc, res)
+    with b.if_then(b.not_(_null(fc, acc))):
+        view = view_of(fc, None, ts[0], s.args[1:], arr=acc)
+        b.store(_copy_or_null(fc, view, s.type), res)
+    return b.load(res, typ=lltype(s.type))
+
+
+def _t_zero(ctx: Context, s, ts):
+    return ts[0]
+
+
+def _cg_zero(fc, s, ts):
+    nd = basic_index(ts[0], ts[1:])
+    acc = fc.get(s.args[0])
+    with fc.b.if_then(fc.b.not_(_null(fc, acc))):
+        view = view_of(fc, None, ts[0], s.args[1:], arr=acc)
+        _fill_zero(fc, view, ArrayT(ts[0].dtype, nd))
+    return acc
+
+
+def _declare() -> None:
+    SHAPE = "shape and slicing"
+    REGISTRY.declare(builtins.slice, family=SHAPE, pattern="ints or None", types=_t_slice,
+                     lower=_cg_slice, gpu={"cuda": "inline"})
+    REGISTRY.declare(check_fits1, family="runtime checks", pattern="int, int", types=_t_fits,
+                     lower=_cg_fits(FITS1), gpu={"cuda": "inline"})
+    o = REGISTRY.overload
+    o("getitem", "array by basic indices (a view)", _is_view_get, _t_get, _cg_get, SHAPE)
+    o("setitem", "a view of a float64 array", _is_view_set, _t_set, _cg_set, SHAPE)
+    o("accum_index", "into a view of a float64 array", _is_view_acc, _t_acc, _cg_acc, SHAPE)
+    o("take_index", "a view of a float64 cotangent", _is_float_view, _t_take, _cg_take, SHAPE)
+    o("zero_index", "a view of a float64 cotangent", _is_float_view, _t_zero, _cg_zero, SHAPE)
+
+
+_declare()
 __all__ = ["SliceT", "basic_index", "index_view", "slice_bounds"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.codegen import scalar as codegen_scalar  # noqa: F401  (the plain rules are wrapped below)
-from jit.codegen.function import CODEGEN, I64
-from jit.typing.infer import RULES, Context, string_like
+from jit.codegen.function import I64
+from jit.library.registry import REGISTRY
+from jit.typing.infer import Context, string_like
 from jit.types import BOOL, StrT, intern_string
 
 
@@ -21,40 +21,36 @@ def _as_id(fc, operand, t) -> L.Value:
     return L.Constant(I64, intern_string(t.value))
 
 
-def _wrap_compare() -> None:
-    for op in ("eq", "ne"):
-        plain_rule, plain_cg = RULES[op], CODEGEN[op]
-
-        def rule(ctx: Context, s, ts, plain_rule=plain_rule):
-            if any(isinstance(t, StrT) for t in ts):
-                if not all(string_like(t) for t in ts):
-                    ctx.fail(f"comparing a str with a {ts[0] if string_like(ts[1]) else ts[1]}"
-                             " is not compiled")
-                return BOOL
-            return plain_rule(ctx, s, ts)
-
-        def cg(fc, s, ts, plain_cg=plain_cg):
-            if not any(isinstance(t, StrT) for t in ts):
-                return plain_cg(fc, s, ts)
-            a, b = (_as_id(fc, x, t) for x, t in zip(s.args, ts))
-            return fc.b.icmp_signed("==" if s.op == "eq" else "!=", a, b)
-        RULES[op], CODEGEN[op] = rule, cg
+def _has_str(ctx, s, ts) -> bool:
+    return any(isinstance(t, StrT) for t in ts)
 
 
-def _wrap_truth() -> None:
-    for op in ("truth", "not"):
-        plain_rule, plain_cg = RULES[op], CODEGEN.get(op)
-
-        def rule(ctx: Context, s, ts, plain_rule=plain_rule):
-            return BOOL if isinstance(ts[0], StrT) else plain_rule(ctx, s, ts)
-
-        def cg(fc, s, ts, plain_cg=plain_cg):
-            if not isinstance(ts[0], StrT):
-                return plain_cg(fc, s, ts)
-            empty = L.Constant(I64, intern_string(""))
-            return fc.b.icmp_signed("!=" if s.op == "truth" else "==", fc.get(s.args[0]), empty)
-        RULES[op], CODEGEN[op] = rule, cg
+def _is_str(ctx, s, ts) -> bool:
+    return isinstance(ts[0], StrT)
 
 
-_wrap_compare()
-_wrap_truth()
+def _t_compare(ctx: Context, s, ts):
+    if not all(string_like(t) for t in ts):
+        ctx.fail(f"comparing a str with a {ts[0] if string_like(ts[1]) else ts[1]}"
+                 " is not compiled")
+    return BOOL
+
+
+def _cg_compare(fc, s, ts):
+    a, b = (_as_id(fc, x, t) for x, t in zip(s.args, ts))
+    return fc.b.icmp_signed("==" if s.op == "eq" else "!=", a, b)
+
+
+def _t_truth(ctx: Context, s, ts):
+    return BOOL
+
+
+def _cg_truth(fc, s, ts):
+    empty = L.Constant(I64, intern_string(""))
+    return fc.b.icmp_signed("!=" if s.op == "truth" else "==", fc.get(s.args[0]), empty)
+
+
+for _op in ("eq", "ne"):
+    REGISTRY.overload(_op, "str", _has_str, _t_compare, _cg_compare, family="strings")
+for _op in ("truth", "not"):
+    REGISTRY.overload(_op, "str", _is_str, _t_truth, _cg_truth, family="strings")

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.library import slicing as array_slices  # noqa: F401  (its getitem / accum_index wrappers come first)
+import builtins
+
+from jit.codegen.function import lltype
+from jit.library.registry import REGISTRY
 from jit.library.slicing import SliceT
-from jit.codegen.function import CODEGEN, lltype
-from jit.typing.infer import RULES, Context
+from jit.pullback.cotangents import accum_type, accum_values
+from jit.typing.infer import STATIC_CALLS, Context
 from jit.types import NONE, TupleT, Type
 
 
@@ -38,29 +41,23 @@ def _ours(ctx: Context, ts: list) -> bool:
     return True
 
 
-def _t_getitem(plain):
-    def rule(ctx: Context, s, ts):
-        if not _ours(ctx, ts):
-            return plain(ctx, s, ts)
-        return TupleT(tuple(ts[0].elems[k] for k in positions(ts[0], ts[1])))
-    return rule
+def _is_tuple_slice(ctx: Context, s, ts) -> bool:
+    return _ours(ctx, ts)
 
 
-def _cg_getitem(plain):
-    def cg(fc, s, ts):
-        if not (isinstance(ts[0], TupleT) and len(ts) == 2 and isinstance(ts[1], SliceT)
-                and not isinstance(ts[0], SliceT)):
-            return plain(fc, s, ts)
-        tup = fc.get(s.args[0])
-        out = L.Constant(lltype(s.type), L.Undefined)
-        for j, k in enumerate(positions(ts[0], ts[1])):
-            out = fc.b.insert_value(out, fc.b.extract_value(tup, k), j)
-        return out
-    return cg
+def _t_getitem(ctx: Context, s, ts):
+    return TupleT(tuple(ts[0].elems[k] for k in positions(ts[0], ts[1])))
+
+
+def _cg_getitem(fc, s, ts):
+    tup = fc.get(s.args[0])
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for j, k in enumerate(positions(ts[0], ts[1])):
+        out = fc.b.insert_value(out, fc.b.extract_value(tup, k), j)
+    return out
 
 
 def _slot_types(acc: Type, dy: Type, x: TupleT, picked: list) -> list:
-    from jit.pullback.cotangents import accum_type
     parts = list(acc.elems) if isinstance(acc, TupleT) else [NONE] * len(x.elems)
     if dy == NONE:
         return parts
@@ -69,42 +66,35 @@ def _slot_types(acc: Type, dy: Type, x: TupleT, picked: list) -> list:
     return parts
 
 
-def _t_accum(plain):
-    def rule(ctx: Context, s, ts):
-        if len(ts) != 4 or not _ours(ctx, [ts[2], ts[3]]):
-            return plain(ctx, s, ts)
-        acc, dy, x = ts[0], ts[1], ts[2]
-        picked = positions(x, ts[3])
-        if dy != NONE and not (isinstance(dy, TupleT) and len(dy.elems) == len(picked)):
-            ctx.fail(f"accum_index of a {dy} into {len(picked)} elements of a {x} cotangent")
-        try:
-            return TupleT(tuple(_slot_types(acc, dy, x, picked)))
-        except TypeError as e:
-            ctx.fail(str(e))
-    return rule
+def _is_tuple_slice_acc(ctx: Context, s, ts) -> bool:
+    return len(ts) == 4 and _ours(ctx, [ts[2], ts[3]])
 
 
-def _cg_accum(plain):
-    def cg(fc, s, ts):
-        x = ts[2]
-        if not (len(ts) == 4 and isinstance(x, TupleT) and not isinstance(x, SliceT)
-                and isinstance(ts[3], SliceT)):
-            return plain(fc, s, ts)
-        from jit.pullback.cotangents import accum_values
-        acc_t, dy_t = ts[0], ts[1]
-        where = {k: j for j, k in enumerate(positions(x, ts[3]))}
-        acc, dy = fc.get(s.args[0]), fc.get(s.args[1])
-        out = L.Constant(lltype(s.type), L.Undefined)
-        for k, want in enumerate(s.type.elems):
-            part_t = acc_t.elems[k] if isinstance(acc_t, TupleT) else NONE
-            part = fc.b.extract_value(acc, k) if part_t != NONE else None
-            if k in where and dy_t != NONE:
-                g, gt = fc.b.extract_value(dy, where[k]), dy_t.elems[where[k]]
-            else:
-                g, gt = None, NONE
-            out = fc.b.insert_value(out, accum_values(fc, part, part_t, g, gt, want), k)
-        return out
-    return cg
+def _t_accum(ctx: Context, s, ts):
+    acc, dy, x = ts[0], ts[1], ts[2]
+    picked = positions(x, ts[3])
+    if dy != NONE and not (isinstance(dy, TupleT) and len(dy.elems) == len(picked)):
+        ctx.fail(f"accum_index of a {dy} into {len(picked)} elements of a {x} cotangent")
+    try:
+        return TupleT(tuple(_slot_types(acc, dy, x, picked)))
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+def _cg_accum(fc, s, ts):
+    x, acc_t, dy_t = ts[2], ts[0], ts[1]
+    where = {k: j for j, k in enumerate(positions(x, ts[3]))}
+    acc, dy = fc.get(s.args[0]), fc.get(s.args[1])
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for k, want in enumerate(s.type.elems):
+        part_t = acc_t.elems[k] if isinstance(acc_t, TupleT) else NONE
+        part = fc.b.extract_value(acc, k) if part_t != NONE else None
+        if k in where and dy_t != NONE:
+            g, gt = fc.b.extract_value(dy, where[k]), dy_t.elems[where[k]]
+        else:
+            g, gt = None, NONE
+        out = fc.b.insert_value(out, accum_values(fc, part, part_t, g, gt, want), k)
+    return out
 
 
 def _static_len(engine, t, s):
@@ -113,36 +103,28 @@ def _static_len(engine, t, s):
     return len(xt.elems) if isinstance(xt, TupleT) and not isinstance(xt, SliceT) else None
 
 
-def _t_tuple_call(plain):
+def _t_tuple_call(ctx: Context, s, ts):
     """`tuple(t)` of a tuple is t itself (derivative rules write `tuple(dy[:n])`)."""
-    def rule(ctx: Context, s, ts):
-        if len(ts) == 1 and isinstance(ts[0], TupleT) and not isinstance(ts[0], SliceT) \
-                and not s.kwargs:
-            return ts[0]
-        if plain is None:
-            ctx.fail(f"tuple() of {', '.join(map(str, ts))} is not compiled (tuples only)")
-        return plain(ctx, s, ts)
-    return rule
+    if len(ts) == 1 and isinstance(ts[0], TupleT) and not isinstance(ts[0], SliceT) \
+            and not s.kwargs:
+        return ts[0]
+    ctx.fail(f"tuple() of {', '.join(map(str, ts))} is not compiled (tuples only)")
 
 
 def _cg_tuple_call(fc, s, ts):
     return fc.get(s.args[1])
 
 
-def _register() -> None:
-    import builtins
-
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.typing.infer import STATIC_CALLS
-    from jit.library.call_types import CALL_RULES
-    STATIC_CALLS.setdefault(builtins.len, _static_len)
-    if builtins.tuple not in CALL_CODEGEN:
-        CALL_RULES[builtins.tuple] = _t_tuple_call(CALL_RULES.get(builtins.tuple))
-        CALL_CODEGEN[builtins.tuple] = _cg_tuple_call
-    for op, trule, tcg in (("getitem", _t_getitem, _cg_getitem),
-                           ("accum_index", _t_accum, _cg_accum)):
-        RULES[op], CODEGEN[op] = trule(RULES[op]), tcg(CODEGEN[op])
+def _declare() -> None:
+    SHAPE = "shape and slicing"
+    STATIC_CALLS[builtins.len] = _static_len
+    REGISTRY.declare(builtins.tuple, family=SHAPE, pattern="tuple", types=_t_tuple_call,
+                     lower=_cg_tuple_call, gpu={"cuda": "inline"})
+    REGISTRY.overload("getitem", "tuple by a constant slice", _is_tuple_slice, _t_getitem,
+                      _cg_getitem, SHAPE)
+    REGISTRY.overload("accum_index", "into a tuple by a constant slice", _is_tuple_slice_acc,
+                      _t_accum, _cg_accum, SHAPE)
 
 
-_register()
+_declare()
 __all__ = ["positions"]

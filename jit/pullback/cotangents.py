@@ -2,7 +2,7 @@
 adjoint/tape.py for their Python semantics): `accum(a, b)`, `zero(x)`, `dget(t, k)`,
 calls of `adjoint.tape.unbcast`, and calls of `adjoint.rules.Pullback` objects (the
 rule's plain-Python function compiled as user code, or the JIT's own implementation
-of it from `jit.library.elementwise.PULLBACK_IMPLS`).  `None` is the zero cotangent: in IR
+of it from `REGISTRY.pullback_impl`).  `None` is the zero cotangent: in IR
 marked `meta["none_is_zero"]` it joins with float64/int64/tuples/arrays at phis (see
 `jit.typing.infer.cotangent_join`) and converts to the zero of the joined type (a NULL array
 for arrays, see jit.pullback.array_cotangents).  Array cotangent primitives live in jit.pullback.array_cotangents,
@@ -12,18 +12,15 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.codegen.function import CALL_TYPE_CODEGEN, FunctionGen, codegen, lltype
-from jit.typing.infer import CALL_TYPE_RULES, Call, Context, cotangent_join, rule, user_call
-from jit.library.call_types import call_rule
+from adjoint.rules import Pullback
+from adjoint.tape import unbcast
+
+from jit.codegen.function import FunctionGen, codegen, lltype
+from jit.library.elementwise import is_unbcast_of_array, t_unbcast_array
+from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
+from jit.library.registry import REGISTRY
+from jit.typing.infer import Call, Context, cotangent_join, rule, user_call
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, TypingError, is_numeric
-
-
-def _unbcast():
-    try:
-        from adjoint.tape import unbcast
-    except Exception:  # noqa: BLE001 - the adjoint package is optional here
-        return None
-    return unbcast
 
 
 def accum_type(a: Type, b: Type) -> Type:
@@ -81,7 +78,6 @@ def _t_dget(ctx: Context, s, ts) -> Type:
     ctx.fail(f"dget({ts[0]}, {k!r}) is not supported")
 
 
-@call_rule(_unbcast())
 def _t_unbcast(ctx: Context, s, ts) -> Type:
     if len(ts) == 2 and (is_numeric(ts[0]) or ts[0] == NONE) and is_numeric(ts[1]):
         return ts[0]
@@ -180,21 +176,14 @@ def _cg_unbcast(fc: FunctionGen, s, ts):
     return fc.get(s.args[1])
 
 
-if _unbcast() is not None:
-    from jit.library.call_lowering import CALL_CODEGEN
-    CALL_CODEGEN[_unbcast()] = _cg_unbcast
+REGISTRY.declare(unbcast, family="derivatives", pattern="a float64 array summed to a shape",
+                 matches=is_unbcast_of_array, types=t_unbcast_array)
+REGISTRY.add(REGISTRY.get(unbcast), "a cotangent already of the shape", None, _t_unbcast,
+             _cg_unbcast)
 
 
 # -- adjoint.rules.Pullback: `pb(dy, *args)` is `(None,) * n` for a None dy, else
 # `fn(dy, *args)` as a tuple.
-
-def _pullback_class():
-    try:
-        from adjoint.rules import Pullback
-    except Exception:  # noqa: BLE001
-        return None
-    return Pullback
-
 
 def _t_pullback(ctx: Context, s, ts) -> Type:
     pb = s.args[0].value
@@ -202,8 +191,7 @@ def _t_pullback(ctx: Context, s, ts) -> Type:
     if ts[1] == NONE:
         ctx.typing.calls[s.var] = Call(None, [], pb)
         return TupleT((NONE,) * nout)
-    from jit.library.elementwise import pullback_impl
-    fn = pullback_impl(pb, ts[1:]) or pb.fn
+    fn = REGISTRY.pullback_impl(pb, ts[1:]) or pb.fn
     if getattr(fn, "__closure__", None):
         ctx.fail(f"the derivative rule of {pb.of} reads variables of an enclosing "
                  "function (a closure), which the JIT does not compile")
@@ -214,7 +202,8 @@ def _t_pullback(ctx: Context, s, ts) -> Type:
     return TupleT((ret,))
 
 
-def _cg_pullback(fc: FunctionGen, s, ts, call):
+def _cg_pullback(fc: FunctionGen, s, ts):
+    call = fc.typing.calls[s.var]
     if call.target is None:
         return L.Constant(lltype(s.type), None)
     v = fc.call_user(call.target, call.operands, [])
@@ -223,9 +212,12 @@ def _cg_pullback(fc: FunctionGen, s, ts, call):
     return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), v, 0)
 
 
-if _pullback_class() is not None:
-    CALL_TYPE_RULES[_pullback_class()] = _t_pullback
-    CALL_TYPE_CODEGEN[_pullback_class()] = _cg_pullback
+_PB = REGISTRY.entry(Pullback, family="derivatives", name="adjoint rule object",
+                     by_class=True)
+REGISTRY.add(_PB, "d_getattr of an array method or .T", is_getattr_pullback,
+             t_getattr_pullback, _cg_pullback)
+REGISTRY.add(_PB, "any derivative rule (its plain-Python function, or the JIT's version)",
+             None, _t_pullback, _cg_pullback)
 
 
 def accum_values(fc: FunctionGen, a, at: Type, b, bt: Type, want: Type) -> L.Value:

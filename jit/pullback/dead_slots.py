@@ -48,9 +48,9 @@ def uses_of(t: Any) -> dict:
 
 def _type_only(s: Any) -> bool:
     """`unbcast(dy, x)` of numbers reads only the type of `x` (the value is dy)."""
-    from jit.pullback.cotangents import _unbcast
+    from adjoint.tape import unbcast
     from jit.types import is_numeric
-    return (s.op == "call" and getattr(s.args[0], "value", None) is _unbcast()
+    return (s.op == "call" and getattr(s.args[0], "value", None) is unbcast
             and len(s.args) == 3 and (is_numeric(s.type) or str(s.type) == "none"))
 
 

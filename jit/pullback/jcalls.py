@@ -184,15 +184,18 @@ def _fake_call(s, f, operands: list):
 def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     from adjoint.rules import lookup_callee
 
-    from jit.library.call_types import call_rule_for
+    from jit.library.registry import REGISTRY
     if ctx.const(s.args[2], ()):
         ctx.fail("keyword arguments in a call of a function value with a rule")
     operands = list(s.args[3:])
-    fn = call_rule_for(f)
-    if fn is None:
-        ctx.fail(f"the JIT cannot call {getattr(f, '__name__', f)}")
     argtypes = tuple(ctx.type_of(a) for a in operands)
-    y = fn(ctx, _fake_call(s, f, operands), list(argtypes))
+    entry = REGISTRY.for_callee(f)
+    fake = _fake_call(s, f, operands)
+    impl = entry.pick(ctx, fake, list(argtypes)) if entry is not None else None
+    if impl is None or impl.lower is None:
+        ctx.fail(f"the JIT cannot call {getattr(f, '__name__', f)}")
+    ctx.typing.impls[("primal", s.var)] = impl
+    y = impl.types(ctx, fake, list(argtypes))
     if y is None:
         return None
     pb = lookup_callee(f).pullback
@@ -202,11 +205,11 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
 
 
 def _cg_rule_jcall(fc: FunctionGen, s, ts):
-    from jit.library.call_lowering import CALL_CODEGEN
     call = fc.typing.calls[s.var]
     pbt = s.type.elems[1]
-    y = CALL_CODEGEN[call.callee](fc, _fake_call(s, call.callee, call.operands),
-                                  [fc.type_of(a) for a in call.operands])
+    impl = fc.typing.impls[("primal", s.var)]
+    y = impl.lower(fc, _fake_call(s, call.callee, call.operands),
+                   [fc.type_of(a) for a in call.operands])
     y = fc.convert(y, s.type.elems[0], s.type.elems[0])
     values = ([y] if len(pbt.saved) > len(call.operands) else []) + \
         [fc.get(a) for a in call.operands]
@@ -356,8 +359,8 @@ def _t_rule_jback(ctx: Context, s, ts) -> Type:
     pb, dy, cur = ts[0], ts[2], ts[3]
     grads = ()
     if pb.rule is not None and dy != NONE:
-        from jit.library.elementwise import pullback_impl  # the JIT's version of a rule, if any
-        fn = pullback_impl(pb.rule, (dy,) + pb.saved) or pb.rule.fn
+        from jit.library.registry import REGISTRY  # the JIT's version of a rule, if any
+        fn = REGISTRY.pullback_impl(pb.rule, (dy,) + pb.saved) or pb.rule.fn
         target = ctx.engine.infer(lower_function(fn), (dy,) + pb.saved)
         ctx.typing.calls[s.var] = Call(target, [], pb.rule)
         if target.ret is None:
@@ -456,41 +459,3 @@ def _tuple_of(fc: FunctionGen, values: list, types: tuple):
     for i, v in enumerate(values):
         out = fc.b.insert_value(out, v, i)
     return out
-
-
-# -- `updates_float_array(x)`: the branch adjoint.passes.inplace puts before `x OP= y` ---------
-def _updates_float_array():
-    try:
-        from ssair.passes.inplace import updates_float_array
-    except ImportError:  # pragma: no cover
-        return None
-    return updates_float_array
-
-
-def _is_float_array(t: Any) -> bool:
-    return isinstance(t, ArrayT) and t.dtype == FLOAT64
-
-
-def _register_updates() -> None:
-    from jit.library.call_lowering import CALL_CODEGEN
-    from jit.typing.infer import STATIC_CALLS
-    from jit.library.call_types import call_rule
-    fn = _updates_float_array()
-    if fn is None:
-        return
-
-    @call_rule(fn)
-    def _t_updates(ctx: Context, s, ts) -> Type:
-        return BOOL
-
-    def _static(engine, t, s):
-        xt = engine.operand_type(t, s.args[1])
-        return None if xt is None else _is_float_array(xt)
-
-    def _cg(fc: FunctionGen, s, ts):
-        return L.Constant(L.IntType(1), int(_is_float_array(ts[0])))
-    STATIC_CALLS[fn] = _static
-    CALL_CODEGEN[fn] = _cg
-
-
-_register_updates()

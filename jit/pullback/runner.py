@@ -369,8 +369,6 @@ class ForwardCode:
     compiled adjoints keyed by the type of `dy`."""
 
     def __init__(self, jf: Any, argtypes: tuple) -> None:
-        from jit.api import _load_tables
-        _load_tables()
         self.jf, self.argtypes = jf, argtypes
         self.typing = ENGINE.infer(jf.forward, (TAPE,) + argtypes)
         if not isinstance(self.typing.ret, TupleT):

@@ -6,11 +6,11 @@ callee (another `Typing` for user functions and closures).  The engine is a mono
 fixed point over the blocks (phis and returns join, see `jit.types.join`); the
 per-operation rules live in two tables:
 
-  * `RULES[op](ctx, stmt, types) -> Type`      keyed by primitive name
-                                                (jit.typing.primitives, jit.pullback.tape_ops,
-                                                jit.pullback.cotangents);
-  * `jit.library.call_types.CALL_RULES[callee]`        keyed by the library callable;
-  * `CALL_TYPE_RULES[type(callee)]`             callable objects by class.
+  * `RULES[op](ctx, stmt, types) -> Type`, the core rules keyed by primitive name
+    (jit.typing.primitives, and for adjoint IR jit.pullback.tape_ops and cotangents);
+  * `jit.library.registry.REGISTRY`: every library callable (by the callee, or the
+    class of a callable object) and the primitives' impls for library values such as
+    arrays (tried before the core rule), each chosen by its argument-type pattern.
 
 Only blocks reachable from the entry are typed: a branch on a value known at compile
 time (`isinstance` of a typed value, `STATIC_CALLS`) reaches only its target, and
@@ -33,6 +33,7 @@ from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
 from jit.types import (BOOL, NONE, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, join,
                     typeof)
+from jit.library.registry import REGISTRY
 from jit.typing.unbound import expose_unbound, is_unbound
 
 MAX_ROUNDS = 64
@@ -71,6 +72,7 @@ class Typing:
     ret: Optional[Type] = None
     types: dict = field(default_factory=dict)
     calls: dict = field(default_factory=dict)
+    impls: dict = field(default_factory=dict)   # stmt var -> the registry Impl it uses
     done: bool = False
     reachable: set = field(default_factory=set)
     static: dict = field(default_factory=dict)
@@ -106,8 +108,6 @@ class Context:
 RULES: dict = {}
 # Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
 STATIC_CALLS: dict = {}
-# Calls of callable objects by their class (e.g. adjoint rule objects): rule(ctx, s, ts).
-CALL_TYPE_RULES: dict = {}
 
 
 def rule(*ops: str) -> Callable:
@@ -352,11 +352,8 @@ class Engine:
         if any(x is None for x in ts) or any(self.operand_type(t, v) is None
                                              for v in s.kwargs.values()):
             return None
-        fn = RULES.get(s.op)
-        if fn is None:
-            raise TypingError(f"jit: no type rule for primitive {s.op!r}: {describe(t, s)}")
         try:
-            return fn(Context(self, t, s), s, ts)
+            return type_primitive(Context(self, t, s), s.op, s, ts)
         except TypingError as e:
             if str(e).startswith("jit: "):
                 raise
@@ -439,9 +436,23 @@ def _t_make_closure(ctx: Context, s: Stmt, ts: list) -> Type:
     return ClosureT(f, tuple(ts[1:]))
 
 
+def type_primitive(ctx: Context, op: str, s: Stmt, ts: list) -> Type:
+    """Type primitive `op` of `s`: the registry's impl for these operand types (arrays,
+    strings, ...) when one matches, else the core rule (`jit.typing.primitives`)."""
+    e = REGISTRY.get(op)
+    impl = e.pick(ctx, s, ts) if e is not None else None
+    if impl is not None:
+        ctx.typing.impls[s.var] = impl
+        return impl.types(ctx, s, ts)
+    ctx.typing.impls.pop(s.var, None)
+    fn = RULES.get(op)
+    if fn is None:
+        raise TypingError(f"jit: no type rule for primitive {op!r}: {describe(ctx.typing, s)}")
+    return fn(ctx, s, ts)
+
+
 @rule("call")
 def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
-    from jit.library.call_types import call_rule_for
     callee = ts[0]
     if isinstance(callee, ClosureT):
         return _user_call(ctx, s, callee.func, list(callee.captured), closure=True)
@@ -450,17 +461,14 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     f = callee.func
     if isinstance(f, IR) or is_user_function(f):
         return _user_call(ctx, s, f, [], closure=False)
-    by_type = CALL_TYPE_RULES.get(type(f))
-    if by_type is not None:
-        return by_type(ctx, s, ts)
-    fn = call_rule_for(f)
-    if fn is None and _rule_helper(f):  # plain-Python helpers of the derivative rules
+    entry = REGISTRY.for_callee(f)
+    if entry is None and _rule_helper(f):  # plain-Python helpers of the derivative rules
         return _user_call(ctx, s, f, [], closure=False)
-    if fn is None:
+    if entry is None:
         from ssair.printer import object_name
         ctx.fail(f"the JIT has no rule for calling {object_name(f)}")
     ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), f)
-    return fn(ctx, s, ts[1:])
+    return REGISTRY.type_stmt(entry, ctx, s, ts if entry.key is type(f) else ts[1:])
 
 
 def _rule_helper(f: Any) -> bool:
@@ -470,7 +478,7 @@ def _rule_helper(f: Any) -> bool:
 
 def user_call(ctx: Context, s: Stmt, f: Any) -> Optional[Type]:
     """Type a call statement as a native call of the user function `f` (public for
-    CALL_TYPE_RULES entries that forward to a wrapped function)."""
+    registry entries that forward to a wrapped function)."""
     return _user_call(ctx, s, f, [], closure=False)
 
 
@@ -538,5 +546,3 @@ def infer(ir: IR, argtypes: tuple, engine: Optional[Engine] = None) -> Typing:
 
 ENGINE = Engine()
 
-
-from jit.typing import primitives as infer_rules  # noqa: E402,F401  (fills RULES)

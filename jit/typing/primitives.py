@@ -2,7 +2,7 @@
 arithmetic with Python's int/float promotion (int + float -> float, int / int ->
 float, int // int -> int, int ** negative constant -> float), comparisons, logic,
 tuples and array indexing.  Calls are typed in jit.typing.infer (user functions) and
-jit.library.call_types (library callables).
+jit.library.registry (library callables).
 """
 from __future__ import annotations
 

@@ -1,0 +1,50 @@
+"""Elementwise operators on arrays: the primitives' impls for array operands (`a + b`,
+`-a`, `a[...] = v`, `x is x`), each an overload of the primitive in the registry.
+Numbers keep the core rules (`jit.typing.primitives`, `jit.codegen.scalar`).  The loop
+templates are in `jit.library.elementwise`."""
+from __future__ import annotations
+
+from llvmlite import ir as L
+from ssair.ir import Const
+
+from jit.library.elementwise import is_assign_all, t_array_arith, t_assign_all
+from jit.library.python_impls import has_array
+from jit.library.registry import REGISTRY
+from jit.types import BOOL
+
+FAMILY = "elementwise operators on arrays"
+
+
+def _same_value(ctx, s, ts) -> bool:
+    """Pattern: `x is x` of one SSA value, whatever its type (`a += b` on an array
+    tests that its result is still `a`)."""
+    return s.args[0] == s.args[1] and not isinstance(s.args[0], Const)
+
+
+def _t_same(ctx, s, ts):
+    return BOOL
+
+
+def _cg_same(fc, s, ts):
+    return L.Constant(L.IntType(1), int(s.op == "is"))
+
+
+for _op in ("add", "sub", "mul", "truediv", "pow", "neg"):
+    REGISTRY.overload(_op, "float64 arrays of one rank, or array and number", has_array,
+                      t_array_arith, family=FAMILY)
+REGISTRY.overload("setitem", "a[...] = v of a float64 array", is_assign_all, t_assign_all,
+                  family=FAMILY)
+for _op in ("is", "isnot"):
+    REGISTRY.overload(_op, "one SSA value on both sides", _same_value, _t_same, _cg_same,
+                      family=FAMILY)
+
+
+def _declare_pullbacks() -> None:
+    from adjoint import rules_math as M
+
+    from jit.library.elementwise import _d_hypot_pick, _d_pow_pick
+    REGISTRY.declare_pullback(M.d_pow, "float64 array ** number", _d_pow_pick)
+    REGISTRY.declare_pullback(M.d_hypot, "two coordinates", _d_hypot_pick)
+
+
+_declare_pullbacks()

@@ -1,0 +1,190 @@
+"""The library registry: every callable and array operator the JIT compiles, declared
+once, with everything the compiler needs side by side.
+
+An `Entry` is keyed by what a statement calls: a library callable (`np.sum`), the
+class of callable objects (adjoint's rule objects), or a primitive's name (`"add"`)
+for operators on values the core rules do not cover (arrays).  It holds, per
+argument-type pattern, an `Impl`:
+
+  * `types(ctx, stmt, argtypes) -> Type`, the type rule;
+  * the native code: `lower(fc, stmt, argtypes) -> llvm value` (codegen), or, where
+    `lower` is None, a plain-Python implementation that the type rule hands to
+    `jit.library.python_impls.impl_call` and the JIT compiles like user code.
+
+The entry also says where its derivative is (adjoint's rule table, looked up by the
+callee: adjoint stays the one source of derivatives) and its GPU mapping, a table
+per platform (`{"cuda": "__nv_sin"}`).
+
+Dispatch is by (key, pattern): the patterns of an entry are disjoint by construction
+(two that match the same argument types are an error, not a priority), so the order
+in which the families are imported changes nothing.  At most one impl per entry
+matches everything (`pattern="any"`); it is tried when no other matches.  A miss
+says which patterns were tried.  A function and its ndarray method (`np.sum`,
+`a.sum()`) are one entry (`methods=("sum",)`).
+
+`python -m jit.library` prints the registry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from jit.types import TypingError
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One (pattern, type rule, native code) of an entry."""
+    pattern: str
+    matches: Optional[Callable]          # (ctx, stmt, argtypes) -> bool; None: any
+    types: Callable
+    lower: Optional[Callable] = None     # None: the plain-Python implementation
+    native: str = "codegen"              # "codegen", "python" or "core"
+
+
+@dataclass
+class Entry:
+    """A library callable (or an operator on arrays), declared once."""
+    key: Any
+    name: str
+    family: str
+    impls: list = field(default_factory=list)
+    methods: tuple = ()
+    gpu: dict = field(default_factory=dict)
+    derivative: Optional[Callable] = None   # () -> the adjoint rule, or None
+
+    def pick(self, ctx: Any, s: Any, ts: list) -> Optional[Impl]:
+        """The impl whose pattern matches `ts` (None when none does)."""
+        hits = [i for i in self.impls if i.matches is not None and i.matches(ctx, s, ts)]
+        if len(hits) > 1:
+            raise TypingError(f"jit: the patterns {[h.pattern for h in hits]} of {self.name} "
+                              "overlap (a registry bug)")
+        if hits:
+            return hits[0]
+        return next((i for i in self.impls if i.matches is None), None)
+
+    def tried(self) -> str:
+        return "; ".join(i.pattern for i in self.impls) or "none"
+
+
+class Registry:
+    """Entries by key; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._entries: dict = {}     # id(key) -> Entry (callables need not be hashable)
+        self._by_class: dict = {}    # class -> Entry, for callable objects
+        self._methods: dict = {}     # ndarray method name -> Entry
+        self._pullbacks: dict = {}   # id(adjoint rule) -> (rule, pattern, pick)
+
+    # -- declaring ---------------------------------------------------------------------
+    def entry(self, key: Any, *, family: str, name: Optional[str] = None,
+              by_class: bool = False, methods: tuple = (), gpu: Optional[dict] = None,
+              derivative: Optional[Callable] = None) -> Entry:
+        """Declare `key` (once: a second declaration is an error)."""
+        table = self._by_class if by_class else self._entries
+        k = key if by_class else _k(key)
+        if k in table:
+            raise ValueError(f"jit.library: {name or key!r} is declared twice")
+        e = Entry(key, name or _name_of(key), family, methods=tuple(methods),
+                  gpu=dict(gpu or {}), derivative=derivative)
+        table[k] = e
+        for m in methods:     # "sum", or "dot(b)" for a method with parameters
+            name, _, params = m.partition("(")
+            if name in self._methods:
+                raise ValueError(f"jit.library: method {name!r} is declared twice")
+            self._methods[name] = (e, params.rstrip(")"))
+        return e
+
+    def declare(self, *keys: Any, family: str, pattern: str = "any",
+                matches: Optional[Callable] = None, types: Callable,
+                lower: Optional[Callable] = None, native: Optional[str] = None,
+                **entry_args: Any) -> None:
+        """Declare each of `keys` with one impl (the common case)."""
+        for key in keys:
+            if key is None:         # a callable this numpy or Python lacks
+                continue
+            e = self.entry(key, family=family, **entry_args)
+            self.add(e, pattern, matches, types, lower, native)
+
+    @staticmethod
+    def add(e: Entry, pattern: str, matches: Optional[Callable], types: Callable,
+            lower: Optional[Callable] = None, native: Optional[str] = None) -> Entry:
+        """Add an impl for one more pattern to entry `e`."""
+        if matches is None and any(i.matches is None for i in e.impls):
+            raise ValueError(f"jit.library: {e.name} has two catch-all patterns")
+        e.impls.append(Impl(pattern, matches, types, lower,
+                            native or ("codegen" if lower is not None else "python")))
+        return e
+
+    def overload(self, op: str, pattern: str, matches: Callable, types: Callable,
+                 lower: Optional[Callable] = None, family: str = "operators") -> Entry:
+        """An impl of primitive `op` for the values `matches` accepts (arrays, strings,
+        slices...); other values keep the core rule of `jit.typing.primitives` and
+        `jit.codegen`.  The entry of a primitive gathers patterns from several
+        families; they must be disjoint like any entry's."""
+        e = self._entries.get(op) or self.entry(op, family=family)
+        return self.add(e, pattern, matches, types, lower)
+
+    def declare_pullback(self, rule: Any, pattern: str, pick: Callable) -> None:
+        """The JIT's plain-Python version of adjoint derivative rule `rule`:
+        `pick(argtypes)` returns it for the argument types it covers, else None."""
+        if id(rule) in self._pullbacks:
+            raise ValueError(f"jit.library: the JIT version of {rule!r} is declared twice")
+        self._pullbacks[id(rule)] = (rule, pattern, pick)
+
+    def pullback_impl(self, rule: Any, argtypes: list) -> Any:
+        """The JIT's version of derivative rule `rule` for `argtypes`, or None."""
+        hit = self._pullbacks.get(id(rule))
+        return hit[2](list(argtypes)) if hit is not None and hit[0] is rule else None
+
+    def pullbacks(self) -> list:
+        return [(rule, pattern) for rule, pattern, _ in self._pullbacks.values()]
+
+    # -- looking up --------------------------------------------------------------------
+    def get(self, key: Any) -> Optional[Entry]:
+        e = self._entries.get(_k(key))
+        return e if e is not None and e.key is key or isinstance(key, str) else None
+
+    def for_callee(self, f: Any) -> Optional[Entry]:
+        """The entry of callable `f`: by identity, else by its class."""
+        e = self.get(f)
+        if e is not None:
+            return e
+        return self._by_class.get(type(f))
+
+    def method(self, name: str) -> Optional[tuple]:
+        """(entry, parameters) of ndarray method `name`, or None."""
+        return self._methods.get(name)
+
+    def entries(self) -> list:
+        return list(self._entries.values()) + list(self._by_class.values())
+
+    # -- dispatch ----------------------------------------------------------------------
+    def type_stmt(self, e: Entry, ctx: Any, s: Any, ts: list) -> Any:
+        """Type `s` by the impl of `e` that matches; remember the impl for codegen."""
+        impl = e.pick(ctx, s, ts)
+        if impl is None:
+            ctx.fail(f"{e.name} of ({', '.join(map(str, ts))}) is not compiled (patterns "
+                     f"tried: {e.tried()})")
+        ctx.typing.impls[s.var] = impl
+        return impl.types(ctx, s, ts)
+
+
+def _k(key: Any) -> Any:
+    """Primitive names by value, callables by identity (they need not be hashable)."""
+    return key if isinstance(key, str) else id(key)
+
+
+def _name_of(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    mod = getattr(key, "__module__", None) or ""
+    qual = getattr(key, "__qualname__", None) or getattr(key, "__name__", None) or repr(key)
+    if mod.startswith("numpy") or type(key).__name__ == "ufunc":
+        return f"np.{getattr(key, '__name__', qual)}"
+    if mod in ("math", "builtins", "operator"):
+        return qual if mod == "builtins" else f"{mod}.{qual}"
+    return f"{mod}.{qual}" if mod else qual
+
+
+REGISTRY = Registry()

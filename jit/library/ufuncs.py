@@ -1,0 +1,94 @@
+"""numpy's ufuncs: each one entry, for numbers (LLVM: the C library or an exact
+instruction, IEEE results, never an exception) and for float64 arrays (a loop
+template of `jit.library.elementwise`, compiled like user code), with its libdevice
+name on the GPU.  np.maximum / np.minimum are in `jit.library.array_calls`."""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir as L
+
+from jit.codegen.function import I64, FunctionGen
+from jit.codegen.scalar import fintrinsic
+from jit.library.array_calls import _t_sign_number, is_one_number
+from jit.library.elementwise import UFUNC_IMPLS, array_rule, one_array
+from jit.library.math_builtins import LIBDEVICE_OF, _scalar_args, float_args, libm
+from jit.library.python_impls import has_array, no_array
+from jit.library.registry import REGISTRY
+from jit.types import FLOAT64, INT64, Type, is_int_like
+
+NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+               "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "fabs", "floor",
+               "ceil", "trunc", "square", "negative", "absolute", "abs")
+
+
+def _t_np_unary(ctx, s, ts) -> Type:
+    _scalar_args(ctx, ts, 1)
+    if s.args[0].value in (np.negative, np.absolute, np.square) and is_int_like(ts[0]):
+        return INT64
+    return FLOAT64
+
+
+def _t_np_binary(ctx, s, ts) -> Type:
+    _scalar_args(ctx, ts, 2)
+    return FLOAT64
+
+
+_NP_LIBM = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "asin",
+            np.arccos: "acos", np.arctan: "atan", np.sinh: "sinh", np.cosh: "cosh",
+            np.tanh: "tanh", np.exp: "exp", np.expm1: "expm1", np.log: "log",
+            np.log1p: "log1p", np.log2: "log2", np.log10: "log10", np.sqrt: "sqrt",
+            np.fabs: "fabs", np.floor: "floor", np.ceil: "ceil", np.trunc: "trunc"}
+
+
+def _cg_np_unary(fc: FunctionGen, s, ts):
+    return libm(fc, _NP_LIBM[s.args[0].value], float_args(fc, s))
+
+
+def _cg_np_int_or_float(fc: FunctionGen, s, ts):
+    f = s.args[0].value
+    x = fc.get(s.args[1], s.type)
+    if s.type == FLOAT64:
+        if f is np.square:
+            return fc.b.fmul(x, x)
+        return fc.b.fneg(x) if f is np.negative else fintrinsic(fc, "fabs", x)
+    if f is np.square:
+        return fc.b.mul(x, x)  # numpy wraps int64 silently
+    neg = fc.b.sub(L.Constant(I64, 0), x)
+    if f is np.negative:
+        return neg
+    return fc.b.select(fc.b.icmp_signed("<", x, L.Constant(I64, 0)), neg, x)
+
+
+_NP_BINARY = {np.arctan2: "atan2", np.hypot: "hypot", np.power: "pow",
+              np.copysign: "copysign"}
+
+
+def _cg_np_binary(fc: FunctionGen, s, ts):
+    return libm(fc, _NP_BINARY[s.args[0].value], float_args(fc, s))
+
+
+UFUNCS = "ufuncs"
+
+
+def _declare_unary(name: str) -> None:
+    f = getattr(np, name)
+    libm_name = _NP_LIBM.get(f)
+    e = REGISTRY.entry(f, family=UFUNCS, gpu={"cuda": LIBDEVICE_OF(libm_name) if libm_name
+                                              else "inline"})
+    if name in NUMPY_UNARY:
+        lower = _cg_np_unary if libm_name else _cg_np_int_or_float
+        REGISTRY.add(e, "number", no_array, _t_np_unary, lower)
+    if f is np.sign:
+        REGISTRY.add(e, "number", is_one_number, _t_sign_number)
+    if (f, 1) in UFUNC_IMPLS:
+        REGISTRY.add(e, "float64 array, 1-D or 2-D", has_array,
+                     array_rule(one_array({nd: UFUNC_IMPLS[(f, nd)] for nd in (1, 2)}),
+                                f"np.{name}"))
+
+
+for _name in sorted({getattr(np, n).__name__ for n in NUMPY_UNARY}
+                    | {f.__name__ for f, _ in UFUNC_IMPLS}):
+    _declare_unary(_name)   # np.abs is np.absolute: one entry
+for _f, _c in _NP_BINARY.items():
+    REGISTRY.declare(_f, family=UFUNCS, pattern="number, number", types=_t_np_binary,
+                     lower=_cg_np_binary, gpu={"cuda": LIBDEVICE_OF(_c)})
