@@ -20,7 +20,7 @@ from ssair.ir import IR
 
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
 from jit.types import BOOL, FLOAT64, INT64, ArrayT, Type, TypingError, typeof
-from jit.cuda import nvvm
+import jit.cuda.nvvm as nvvm
 from jit.cuda.kernel import ELEMENT_TYPES, KernelSpec, Operand, map_kernel
 from jit.cuda.target import DeviceModuleGen, check_typed, nvvm_dialect
 

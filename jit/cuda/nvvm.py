@@ -16,6 +16,8 @@ import shutil
 import subprocess
 from typing import Optional
 
+GLOBAL_AS = 1   # NVVM's address space of global memory
+
 LIBDEVICE_NAME = "libdevice.10.bc"
 DEFAULT_ARCH = "sm_80"
 

@@ -35,7 +35,7 @@ from jit.pullback.jcalls import RulePBT, static_phis
 from jit.pullback.dead_slots import decide
 from jit.typing.infer import ENGINE
 from jit.types import TupleT
-from jit.cuda.target import GLOBAL_AS, DeviceModuleGen
+from jit.cuda.nvvm import GLOBAL_AS
 
 TAPE_NEED = "zy_tape_need"
 WORD_PTR = L.PointerType(I64)
@@ -106,7 +106,7 @@ def forward_words(ft) -> tuple:
     return total, bounded
 
 
-def need_global(mg: DeviceModuleGen) -> L.GlobalVariable:
+def need_global(mg) -> L.GlobalVariable:
     gv = mg.module.globals.get(TAPE_NEED)
     if gv is None:
         gv = L.GlobalVariable(mg.module, I64, TAPE_NEED, addrspace=GLOBAL_AS)

@@ -27,6 +27,9 @@ import re
 from llvmlite import ir as L
 
 from jit.codegen.function import F64, I1, I32, I64, ModuleGen
+from jit.cuda.nvvm import GLOBAL_AS
+from jit.library.platforms import CUDA_LIBDEVICE
+from jit.cuda.tape import pop_words, push_words
 from jit.types import OpaqueT, TypingError
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -37,17 +40,9 @@ NVVMIR_VERSION = (2, 0, 3, 1)
 DEVICE_MAX_DEPTH = 64
 ERRINFO_NAME = "zy_errinfo"
 ERRINFO_WORDS = 8
-GLOBAL_AS = 1
 
-# libm / LLVM-intrinsic name -> libdevice function
-LIBDEVICE = {name: f"__nv_{name}" for name in (
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-    "atanh", "exp", "expm1", "log", "log1p", "log2", "log10", "exp2", "cbrt", "sqrt",
-    "fabs", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "copysign", "atan2",
-    "fmod", "pow", "hypot")}
-LIBDEVICE["gamma"] = "__nv_tgamma"
-LIBDEVICE["tgamma"] = "__nv_tgamma"
-LIBDEVICE["roundeven"] = "__nv_rint"
+# libm / LLVM-intrinsic name -> libdevice function (the library's per-platform table)
+LIBDEVICE = CUDA_LIBDEVICE
 
 _FLOAT_INTRINSIC = re.compile(r"^llvm\.(\w+)\.f64$")
 _OVERFLOW_INTRINSIC = re.compile(r"^llvm\.s(add|sub|mul)\.with\.overflow\.i64$")
@@ -104,11 +99,9 @@ class DeviceModuleGen(ModuleGen):
         raise TypingError(f"jit.cuda: the intrinsic {name!r} is not supported on the device")
 
     def push_words(self, fc, tape, words: list) -> None:
-        from jit.cuda.tape import push_words
         push_words(fc, tape, words)
 
     def pop_words(self, fc, reader, k: int) -> list:
-        from jit.cuda.tape import pop_words
         return pop_words(fc, reader, k)
 
     # -- helpers -------------------------------------------------------------

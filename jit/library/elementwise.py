@@ -25,9 +25,7 @@ import re
 from typing import Any
 
 import numpy as np
-from llvmlite import ir as L
 
-from ssair.ir import Const
 
 from jit.library.broadcast import _fdiv, broadcast_length, same_length
 from jit.library.python_impls import NAMESPACE as _NS, impl_call, is_float_array, make, mark

@@ -17,17 +17,18 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 from llvmlite import ir as L
 from lowering.runtime import check_bound, range_step
 from ssair.passes.inplace import updates_float_array
 
-from jit.codegen.arrays import allocate, array_dtype, shape, shape_operands
+from jit.codegen.arrays import shape
 from jit.codegen.function import F64, I1, I64, FunctionGen
 from jit.codegen.scalar import (_isfinite, _isinf, checked, fintrinsic, float_compare,
                                 floordiv_values, maybe_nonfinite, mod_values, truth)
+from jit.library import platforms
 from jit.library.registry import REGISTRY
 from jit.typing.infer import STATIC_CALLS
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
@@ -399,22 +400,23 @@ def _cg_updates_float_array(fc: FunctionGen, s, ts):
 
 # -- the registry entries ------------------------------------------------------------------
 MATH = "math and builtins"
+CHECKS = "runtime checks"   # calls lowering and the library templates insert
 
 
 def _declare_math() -> None:
     for name, can_overflow in MATH_UNARY.items():
         REGISTRY.declare(getattr(math, name, None), family=MATH, pattern="number",
                          types=_t_math_unary, lower=_math_unary(name, can_overflow),
-                         gpu={"cuda": LIBDEVICE_OF(LIBM_NAMES.get(name, name))})
+                         gpu={"cuda": platforms.cuda(LIBM_NAMES.get(name, name))})
     for name in MATH_BINARY:
         REGISTRY.declare(getattr(math, name, None), family=MATH, pattern="number, number",
                          types=_t_math_binary, lower=_math_binary(name),
-                         gpu={"cuda": LIBDEVICE_OF(name)})
+                         gpu={"cuda": platforms.cuda(name)})
     REGISTRY.declare(math.log, family=MATH, pattern="number[, base]", types=_t_log,
-                     lower=_cg_log, gpu={"cuda": LIBDEVICE_OF("log")})
+                     lower=_cg_log, gpu={"cuda": platforms.cuda("log")})
     for f, intrinsic in ((math.floor, "floor"), (math.ceil, "ceil"), (math.trunc, "trunc")):
         REGISTRY.declare(f, family=MATH, pattern="number", types=_t_floor,
-                         lower=_int_of(intrinsic), gpu={"cuda": LIBDEVICE_OF(intrinsic)})
+                         lower=_int_of(intrinsic), gpu={"cuda": platforms.cuda(intrinsic)})
     REGISTRY.declare(math.isnan, math.isinf, math.isfinite, family=MATH, pattern="number",
                      types=_t_isnan, lower=_cg_isnan, gpu={"cuda": "inline"})
 
@@ -439,11 +441,11 @@ def _declare_builtins() -> None:
       gpu={"cuda": "inline"})
     d(builtins.isinstance, family=MATH, pattern="value, constant class", types=_t_isinstance,
       lower=_cg_isinstance, gpu={"cuda": "inline"})
-    d(check_bound, family=MATH, pattern="value[, name, flag]", types=_t_check_bound,
+    d(check_bound, family=CHECKS, pattern="value[, name, flag]", types=_t_check_bound,
       lower=_cg_check_bound, gpu={"cuda": "inline"})
-    d(range_step, family=MATH, pattern="int", types=_t_range_step, lower=_cg_range_step,
+    d(range_step, family=CHECKS, pattern="int", types=_t_range_step, lower=_cg_range_step,
       gpu={"cuda": "inline"})
-    d(updates_float_array, family=MATH, pattern="value", types=_t_updates_float_array,
+    d(updates_float_array, family=CHECKS, pattern="value", types=_t_updates_float_array,
       lower=_cg_updates_float_array, gpu={"cuda": "inline"})
     STATIC_CALLS[builtins.isinstance] = _static_isinstance_call
     STATIC_CALLS[updates_float_array] = _static_updates_float_array
@@ -459,12 +461,6 @@ def _t_math_binary(ctx, s, ts) -> Type:
     if len(ts) != 2:
         ctx.fail("expected 2 arguments")
     return _float_fn(ctx, s, ts)
-
-
-def LIBDEVICE_OF(name: str) -> str:  # noqa: N802  (reads as a table)
-    """The libdevice function of a C library name (CUDA's math library)."""
-    return {"gamma": "__nv_tgamma", "tgamma": "__nv_tgamma",
-            "roundeven": "__nv_rint"}.get(name, f"__nv_{name}")
 
 
 _declare_math()

@@ -18,6 +18,7 @@ import builtins
 from jit.codegen.function import I64
 from jit.library.math_builtins import _int_of, _t_round
 from jit.library.python_impls import mark
+from jit.library import platforms
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import BOOL, FLOAT64, INT64, Type
@@ -123,7 +124,7 @@ def _pick_d_extreme_scalars(argtypes):
 
 def _declare() -> None:
     from adjoint import rules_math as M
-    e = REGISTRY.entry(builtins.round, family="math and builtins", gpu={"cuda": "__nv_rint"})
+    e = REGISTRY.entry(builtins.round, family="math and builtins", gpu={"cuda": platforms.cuda("roundeven")})
     REGISTRY.add(e, "number", lambda ctx, s, ts: not _has_ndigits(ctx, s, ts), _t_round,
                  _int_of("roundeven"))
     REGISTRY.add(e, "float, int ndigits", _has_ndigits, _t_round_ndigits, _cg_round_ndigits)

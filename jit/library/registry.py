@@ -11,9 +11,12 @@ argument-type pattern, an `Impl`:
     `lower` is None, a plain-Python implementation that the type rule hands to
     `jit.library.python_impls.impl_call` and the JIT compiles like user code.
 
-The entry also says where its derivative is (adjoint's rule table, looked up by the
-callee: adjoint stays the one source of derivatives) and its GPU mapping, a table
-per platform (`{"cuda": "__nv_sin"}`).
+The entry's derivative is adjoint's rule for the same key (`adjoint.rules.lookup_callee`
+/ `lookup_op`: adjoint stays the one source of derivatives, `jit.library.listing`
+shows it); where the JIT runs its own plain-Python version of a rule for some
+argument types, that is declared here too (`declare_pullback`).  The GPU mapping is a
+table per platform (`{"cuda": "__nv_sin"}`, or "inline" for code that needs no
+library).
 
 Dispatch is by (key, pattern): the patterns of an entry are disjoint by construction
 (two that match the same argument types are an error, not a priority), so the order
@@ -51,7 +54,6 @@ class Entry:
     impls: list = field(default_factory=list)
     methods: tuple = ()
     gpu: dict = field(default_factory=dict)
-    derivative: Optional[Callable] = None   # () -> the adjoint rule, or None
 
     def pick(self, ctx: Any, s: Any, ts: list) -> Optional[Impl]:
         """The impl whose pattern matches `ts` (None when none does)."""
@@ -78,15 +80,15 @@ class Registry:
 
     # -- declaring ---------------------------------------------------------------------
     def entry(self, key: Any, *, family: str, name: Optional[str] = None,
-              by_class: bool = False, methods: tuple = (), gpu: Optional[dict] = None,
-              derivative: Optional[Callable] = None) -> Entry:
+              by_class: bool = False, methods: tuple = (),
+              gpu: Optional[dict] = None) -> Entry:
         """Declare `key` (once: a second declaration is an error)."""
         table = self._by_class if by_class else self._entries
         k = key if by_class else _k(key)
         if k in table:
             raise ValueError(f"jit.library: {name or key!r} is declared twice")
         e = Entry(key, name or _name_of(key), family, methods=tuple(methods),
-                  gpu=dict(gpu or {}), derivative=derivative)
+                  gpu=dict(gpu or {}))
         table[k] = e
         for m in methods:     # "sum", or "dot(b)" for a method with parameters
             name, _, params = m.partition("(")
@@ -151,6 +153,9 @@ class Registry:
         if e is not None:
             return e
         return self._by_class.get(type(f))
+
+    def method_names(self) -> list:
+        return list(self._methods)
 
     def method(self, name: str) -> Optional[tuple]:
         """(entry, parameters) of ndarray method `name`, or None."""

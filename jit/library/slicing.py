@@ -29,7 +29,7 @@ from jit.codegen.function import I64, lltype
 from jit.library.elementwise import _assign_as1, _assign_as2, is_float_array
 from jit.library.python_impls import mark
 from jit.library.registry import REGISTRY
-from jit.pullback.array_cotangents import (_copy_or_null, _fill_zero, _null, _row, add_into,
+from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, _row, add_into,
                                            ensure_array)
 from jit.typing.infer import Call, Context, lower_function
 from jit.types import BOOL, INT64, NONE, ArrayT, TupleT, Type, is_numeric

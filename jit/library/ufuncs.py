@@ -11,8 +11,9 @@ from jit.codegen.function import I64, FunctionGen
 from jit.codegen.scalar import fintrinsic
 from jit.library.array_calls import _t_sign_number, is_one_number
 from jit.library.elementwise import UFUNC_IMPLS, array_rule, one_array
-from jit.library.math_builtins import LIBDEVICE_OF, _scalar_args, float_args, libm
+from jit.library.math_builtins import _scalar_args, float_args, libm
 from jit.library.python_impls import has_array, no_array
+from jit.library import platforms
 from jit.library.registry import REGISTRY
 from jit.types import FLOAT64, INT64, Type, is_int_like
 
@@ -73,7 +74,7 @@ UFUNCS = "ufuncs"
 def _declare_unary(name: str) -> None:
     f = getattr(np, name)
     libm_name = _NP_LIBM.get(f)
-    e = REGISTRY.entry(f, family=UFUNCS, gpu={"cuda": LIBDEVICE_OF(libm_name) if libm_name
+    e = REGISTRY.entry(f, family=UFUNCS, gpu={"cuda": platforms.cuda(libm_name) if libm_name
                                               else "inline"})
     if name in NUMPY_UNARY:
         lower = _cg_np_unary if libm_name else _cg_np_int_or_float
@@ -91,4 +92,4 @@ for _name in sorted({getattr(np, n).__name__ for n in NUMPY_UNARY}
     _declare_unary(_name)   # np.abs is np.absolute: one entry
 for _f, _c in _NP_BINARY.items():
     REGISTRY.declare(_f, family=UFUNCS, pattern="number, number", types=_t_np_binary,
-                     lower=_cg_np_binary, gpu={"cuda": LIBDEVICE_OF(_c)})
+                     lower=_cg_np_binary, gpu={"cuda": platforms.cuda(_c)})

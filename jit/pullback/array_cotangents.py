@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.codegen.function import ARRAY, F64, I64, PTR, FunctionGen, codegen, lltype
-from jit.pullback.cotangents import accum_values
+from jit.codegen.function import F64, I64, FunctionGen, codegen, lltype
+from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, add_into,
+                                        copy_array, ensure_array)
+from jit.pullback.cotangents import accum_type, accum_values
 from jit.codegen.arrays import (
     ZERO,
-    allocate,
-    count_loop,
     element_pointer,
     index_operands,
     make_array,
@@ -67,7 +67,6 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
 
 
 def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
-    from jit.pullback.cotangents import accum_type
     k = ctx.const(s.args[3])
     parts = list(acc.elems) if isinstance(acc, TupleT) else [NONE] * len(x.elems)
     if len(s.args) == 4 and k is None and is_int_like(ctx.type_of(s.args[3])) \
@@ -81,27 +80,6 @@ def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
     except TypeError as e:
         ctx.fail(str(e))
     return TupleT(tuple(parts))
-
-
-def _null(fc: FunctionGen, arr) -> L.Value:
-    data = fc.b.extract_value(arr, 0)
-    return fc.b.icmp_unsigned("==", fc.b.ptrtoint(data, I64), ZERO)
-
-
-def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
-    """`s` itself, or zeros of `x`'s shape when `s` is the None cotangent."""
-    dims = [shape(fc, x, k) for k in range(xt.ndim)]
-    if st == NONE:
-        return allocate(fc, dims, FLOAT64, 0.0)
-    b = fc.b
-    pre = b.block
-    with b.if_then(_null(fc, s), likely=False):
-        fresh = allocate(fc, dims, FLOAT64, 0.0)
-        made = b.block
-    out = b.phi(ARRAY)
-    out.add_incoming(s, pre)
-    out.add_incoming(fresh, made)
-    return out
 
 
 @codegen("accum_index")
@@ -160,30 +138,6 @@ def _cg_tuple_accum_var(fc: FunctionGen, s, ts):
         hit = b.icmp_signed("==", i, L.Constant(I64, k))
         out = b.insert_value(out, b.select(hit, b.fadd(old, dy), old), k)
     return out
-
-
-def add_into(fc: FunctionGen, dst, src) -> None:
-    """dst[j] += src[j] over a 1-D row (a NULL src adds nothing)."""
-    n = shape(fc, dst, 0)
-    fc.raise_if(fc.b.and_(fc.b.not_(_null(fc, src)), fc.b.icmp_signed("!=", n, shape(fc, src, 0))),
-                ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, 0)))
-    with fc.b.if_then(fc.b.not_(_null(fc, src))):
-        count_loop(fc, n, lambda j: _add_at(fc, dst, src, j))
-
-
-def _add_at(fc: FunctionGen, dst, src, j) -> None:
-    b = fc.b
-    pd = _elem(fc, dst, [j])
-    b.store(b.fadd(b.load(pd, typ=F64), b.load(_elem(fc, src, [j]), typ=F64)), pd)
-
-
-def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:
-    """Unchecked address of arr[idx...] (indices already in range)."""
-    b = fc.b
-    off = ZERO
-    for axis, i in enumerate(idx):
-        off = b.add(off, b.mul(i, stride(fc, arr, axis)))
-    return b.gep(b.extract_value(arr, 0), [off], source_etype=L.IntType(8))
 
 
 def _whole(ctx_or_s, s=None) -> bool:
@@ -253,25 +207,6 @@ def _cg_zero_index(fc: FunctionGen, s, ts):
     return acc
 
 
-def _fill_zero(fc: FunctionGen, arr, t: ArrayT) -> None:
-    zero = L.Constant(F64, 0.0)
-    n0 = shape(fc, arr, 0)
-    if t.ndim == 1:
-        count_loop(fc, n0, lambda j: fc.b.store(zero, _elem(fc, arr, [j])))
-    else:
-        n1 = shape(fc, arr, 1)
-        count_loop(fc, n0, lambda i: count_loop(
-            fc, n1, lambda j: fc.b.store(zero, _elem(fc, arr, [i, j]))))
-
-
-def _copy_or_null(fc: FunctionGen, arr, t: ArrayT) -> L.Value:
-    res = fc.alloca(ARRAY)
-    fc.b.store(arr, res)
-    with fc.b.if_then(fc.b.not_(_null(fc, arr))):
-        fc.b.store(copy_array(fc, arr, t), res)
-    return fc.b.load(res, typ=ARRAY)
-
-
 @rule("snapshot")
 def _t_snapshot(ctx: Context, s, ts) -> Type:
     if isinstance(ts[0], ArrayT) and ts[0].ndim > 2:
@@ -285,61 +220,3 @@ def _cg_snapshot(fc: FunctionGen, s, ts):
     if not isinstance(ts[0], ArrayT):
         return x
     return copy_array(fc, x, ts[0])
-
-
-def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
-    """A C-contiguous copy of `x` (arena memory)."""
-    dims = [shape(fc, x, k) for k in range(t.ndim)]
-    out = allocate(fc, dims, t.dtype, None)
-    if t.ndim == 1:
-        count_loop(fc, dims[0], lambda j: _copy_at(fc, out, x, [j], t))
-    else:
-        count_loop(fc, dims[0], lambda i: count_loop(
-            fc, dims[1], lambda j: _copy_at(fc, out, x, [i, j], t)))
-    return out
-
-
-def _copy_at(fc: FunctionGen, dst, src, idx: list, t: ArrayT) -> None:
-    ty = lltype(t.dtype)
-    fc.b.store(fc.b.load(_elem(fc, src, idx), typ=ty), _elem(fc, dst, idx))
-
-
-def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
-    """A fresh array a + b (same shapes; a NULL side is a zero)."""
-    b = fc.b
-    res = fc.alloca(ARRAY)
-    b.store(a, res)
-    with b.if_else(_null(fc, a)) as (a_null, a_ok):
-        with a_null, b.if_then(b.not_(_null(fc, b_))):
-            b.store(copy_array(fc, b_, t), res)
-        with a_ok, b.if_then(b.not_(_null(fc, b_))):
-            out = copy_array(fc, a, t)
-            if t.ndim == 1:
-                add_into(fc, out, b_)
-            else:
-                n0 = shape(fc, out, 0)
-                count_loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
-            b.store(out, res)
-    return b.load(res, typ=ARRAY)
-
-
-def _row(fc: FunctionGen, arr, i) -> L.Value:
-    ptr = _elem(fc, arr, [i])
-    return make_array(fc, ptr, [shape(fc, arr, 1)], [stride(fc, arr, 1)])
-
-
-def zeros_like(fc: FunctionGen, x, t: ArrayT) -> L.Value:
-    return allocate(fc, [shape(fc, x, k) for k in range(t.ndim)], FLOAT64, 0.0)
-
-
-__all__ = ["EIGHT", "PTR", "add_arrays", "copy_array", "ensure_array", "zeros_like"]
-
-
-def check_same_shape(fc: FunctionGen, dy, x, ndim: int) -> None:
-    """unbcast of an array to an array: only equal shapes are compiled."""
-    b = fc.b
-    for k in range(ndim):
-        bad = b.and_(b.not_(_null(fc, dy)), b.icmp_signed("!=", shape(fc, dy, k), shape(fc, x, k)))
-        fc.raise_if(bad, ValueError, "compiled unbroadcast of a cotangent of shape {0} "
-                    "to {1} along axis {2} (broadcasting is not compiled)",
-                    (shape(fc, dy, k), shape(fc, x, k), L.Constant(I64, k)))

@@ -16,6 +16,7 @@ from adjoint.rules import Pullback
 from adjoint.tape import unbcast
 
 from jit.codegen.function import FunctionGen, codegen, lltype
+from jit.pullback.array_values import add_arrays, check_same_shape, zeros_like
 from jit.library.elementwise import is_unbcast_of_array, t_unbcast_array
 from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY
@@ -106,7 +107,6 @@ def add_values(fc: FunctionGen, a, b, t: Type) -> L.Value:
     if t == NONE:
         return a
     if isinstance(t, ArrayT):
-        from jit.pullback.array_cotangents import add_arrays
         return add_arrays(fc, a, b, t)
     return fc.b.add(a, b)
 
@@ -150,7 +150,6 @@ def _zero_or(fc: FunctionGen, v, have: Type, want: Type) -> L.Value:
 def _cg_zero(fc: FunctionGen, s, ts):
     from jit.codegen.function import zero_of
     if isinstance(s.type, ArrayT):
-        from jit.pullback.array_cotangents import zeros_like
         return zeros_like(fc, fc.get(s.args[0]), s.type)
     if isinstance(s.type, TupleT) and _has_array(s.type):
         raise TypingError(f"jit: zero of {s.type} (arrays in tuples) is not compiled")
@@ -171,7 +170,6 @@ def _cg_dget(fc: FunctionGen, s, ts):
 
 def _cg_unbcast(fc: FunctionGen, s, ts):
     if isinstance(ts[0], ArrayT):
-        from jit.pullback.array_cotangents import check_same_shape
         check_same_shape(fc, fc.get(s.args[1]), fc.get(s.args[2]), ts[0].ndim)
     return fc.get(s.args[1])
 

@@ -31,10 +31,9 @@ from llvmlite import ir as L
 from ssair.ir import IR, Const
 
 from jit.codegen.function import FunctionGen, codegen, lltype
-from jit.pullback.tape_ops import pop_value, push_value
+from jit.pullback.tape_ops import pop_value, push_value, static_phis
 from jit.typing.infer import Call, Context, _defaults, is_user_function, lower_function, rule
 from jit.types import (
-    BOOL,
     FLOAT64,
     NONE,
     READER,
@@ -269,29 +268,6 @@ def adjoint_ir(jf: Any, fwd: Any) -> IR:
     adj.meta["forward_key"] = fwd.key  # whose dead tape slots its pops skip
     _ADJOINTS[key] = (jf, adj)
     return adj
-
-
-def _static_phis(typed: IR) -> dict:
-    """Var id -> value of the phis of a typed IR whose live incoming values are all
-    one integer constant: a dummy phi whose other edges are dead for these types.
-    The adjoint's branch on the popped edge is then decided at compile time, so
-    the adjoint of a dead block (whose pops have no type) is never typed."""
-    out = {}
-    for b in typed.blocks:
-        for p in b.phis:
-            vals = {v.value for v in p.incoming.values() if isinstance(v, Const)
-                    and type(v.value) is int}
-            if len(vals) == 1 and all(isinstance(v, Const) for v in p.incoming.values()):
-                out[p.var.id] = vals.pop()
-    return out
-
-
-def static_phis(typing: Any) -> dict:
-    """`_static_phis` of a typed function, cached on its Typing."""
-    got = getattr(typing, "static_phis", None)
-    if got is None:
-        got = typing.static_phis = _static_phis(typing.ir)
-    return got
 
 
 def _has_pops(ir: IR) -> bool:

@@ -5,7 +5,10 @@ one `rule` (jit.typing.infer) and one `codegen` (jit.codegen.function) per op.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir as L
+from ssair.ir import IR, Const
 
 from jit.runtime import tape as runtime_tape
 from jit.codegen.function import F64, I1, I64, PTR, FunctionGen, codegen, lltype
@@ -147,9 +150,31 @@ def _batched(fc: FunctionGen) -> dict:
     return got
 
 
+def _static_phis(typed: IR) -> dict:
+    """Var id -> value of the phis of a typed IR whose live incoming values are all
+    one integer constant: a dummy phi whose other edges are dead for these types.
+    The adjoint's branch on the popped edge is then decided at compile time, so
+    the adjoint of a dead block (whose pops have no type) is never typed."""
+    out = {}
+    for b in typed.blocks:
+        for p in b.phis:
+            vals = {v.value for v in p.incoming.values() if isinstance(v, Const)
+                    and type(v.value) is int}
+            if len(vals) == 1 and all(isinstance(v, Const) for v in p.incoming.values()):
+                out[p.var.id] = vals.pop()
+    return out
+
+
+def static_phis(typing: Any) -> dict:
+    """`_static_phis` of a typed function, cached on its Typing."""
+    got = getattr(typing, "static_phis", None)
+    if got is None:
+        got = typing.static_phis = _static_phis(typing.ir)
+    return got
+
+
 @codegen("push")
 def _cg_push(fc: FunctionGen, s, ts):
-    from jit.pullback.jcalls import static_phis
     done = _batched(fc)
     if s.var in done:
         return

@@ -1,0 +1,130 @@
+"""The library registry (jit.library.registry): one entry per callable, dispatch by
+argument-type pattern, a miss that names the patterns tried, no dependence on the
+order of declaration, and the README's table generated from `python -m jit.library`."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jit
+from jit.library.listing import markdown
+from jit.library.registry import REGISTRY, Registry
+from jit.types import FLOAT64, INT64, ArrayT, TypingError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_readme_table_is_the_registry():
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    m = re.search(r"<!-- library table: python -m jit.library --markdown -->\n(.*?)"
+                  r"<!-- end library table -->", readme, re.S)
+    assert m, "README has no generated library table"
+    assert m.group(1) == markdown(), ("README's library table is stale: regenerate it with "
+                                      "python -m jit.library --markdown")
+
+
+def test_python_dash_m_prints_the_registry():
+    out = subprocess.run([sys.executable, "-m", "jit.library"], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout
+    assert out.startswith(f"zygopy library registry: {len(REGISTRY.entries())} entries")
+    for name in ("np.sin", "np.sum, a.sum()", "math.fsum", "a @ b"):
+        assert name in out
+    md = subprocess.run([sys.executable, "-m", "jit.library", "--markdown"], capture_output=True,
+                        text=True, cwd=ROOT, check=True).stdout
+    assert md == markdown()
+
+
+def test_a_function_and_its_method_are_one_entry():
+    entry, params = REGISTRY.method("sum")
+    assert entry is REGISTRY.for_callee(np.sum) and params == ""
+    assert REGISTRY.method("dot")[0] is REGISTRY.for_callee(np.dot)
+    assert REGISTRY.method("dot")[1] == "b"
+
+    def f(a):
+        return a.sum() + np.sum(a)
+    a = np.arange(6.0).reshape(2, 3)
+    assert jit.jit(f)(a) == f(a)
+
+
+def test_one_entry_holds_the_scalar_and_the_array_np_sin():
+    e = REGISTRY.for_callee(np.sin)
+    assert [i.native for i in e.impls] == ["codegen", "python"]
+    assert e.gpu == {"cuda": "__nv_sin"}
+
+    def f(x, a):
+        return np.sin(x) + np.sum(np.sin(a))
+    a = np.linspace(0.0, 1.0, 5)
+    assert jit.jit(f)(0.5, a) == pytest.approx(f(0.5, a), rel=1e-15)
+
+
+def test_a_miss_names_the_patterns_tried():
+    def f(a):
+        return np.outer(a, a)
+    with pytest.raises(TypingError, match=r"np\.outer of .* is not compiled"):
+        jit.jit(f)(np.zeros((2, 2)))
+
+    def g(a):
+        return np.max(a)
+    with pytest.raises(TypingError, match=r"patterns tried: float64 array, 1-D or 2-D"):
+        jit.jit(g)(1.5)
+
+
+class _Ctx:
+    """Just enough of a typing context for Registry.type_stmt."""
+
+    def __init__(self):
+        self.typing = type("T", (), {"impls": {}})()
+
+    def fail(self, why):
+        raise TypingError(why)
+
+
+class _Stmt:
+    var, kwargs = "v", {}
+
+
+def _declare(reg: Registry, order: list) -> None:
+    e = reg.entry("op", family="test")
+    impls = {"int": (lambda c, s, ts: ts == [INT64], lambda c, s, ts: INT64),
+             "float": (lambda c, s, ts: ts == [FLOAT64], lambda c, s, ts: FLOAT64),
+             "any": (None, lambda c, s, ts: ArrayT(FLOAT64, 1))}
+    for name in order:
+        reg.add(e, name, impls[name][0], impls[name][1], lambda fc, s, ts: None)
+
+
+@pytest.mark.parametrize("order", [["int", "float", "any"], ["any", "float", "int"],
+                                   ["float", "any", "int"]])
+def test_dispatch_does_not_depend_on_declaration_order(order):
+    reg = Registry()
+    _declare(reg, order)
+    e = reg.get("op")
+    assert reg.type_stmt(e, _Ctx(), _Stmt(), [INT64]) == INT64
+    assert reg.type_stmt(e, _Ctx(), _Stmt(), [FLOAT64]) == FLOAT64
+    assert reg.type_stmt(e, _Ctx(), _Stmt(), [ArrayT(INT64, 2)]) == ArrayT(FLOAT64, 1)
+
+
+def test_overlapping_patterns_and_double_declarations_are_errors():
+    reg = Registry()
+    e = reg.entry(np.sin, family="test")
+    reg.add(e, "a", lambda c, s, ts: True, lambda c, s, ts: INT64)
+    reg.add(e, "b", lambda c, s, ts: True, lambda c, s, ts: INT64)
+    with pytest.raises(TypingError, match="overlap"):
+        reg.type_stmt(e, _Ctx(), _Stmt(), [INT64])
+    with pytest.raises(ValueError, match="declared twice"):
+        reg.entry(np.sin, family="test")
+    reg.add(e, "all", None, lambda c, s, ts: INT64)
+    with pytest.raises(ValueError, match="two catch-all"):
+        reg.add(e, "all again", None, lambda c, s, ts: INT64)
+
+
+def test_every_entry_has_native_code_for_every_pattern():
+    for e in REGISTRY.entries():
+        assert e.impls, e.name
+        for i in e.impls:
+            assert i.native in ("codegen", "python"), (e.name, i)
+            assert callable(i.types)
