@@ -10,7 +10,7 @@ from jit.runtime.tape import NativeReader, NativeTape
 from jit.cuda import code_ptx
 from jit.pullback.backend import BACKEND as GRAD_BACKEND, JitFallbackWarning
 from jit.pullback.backend import register as _register
-from jit.runtime.fast_pullback import register as _register_fast
+from jit.pullback.fast_path import register as _register_fast
 from jit.library import catalog  # noqa: F401  (every library callable, declared once)
 
 __all__ = ["jit", "code_typed", "code_llvm", "code_native", "code_ptx", "TypingError", "infer",

@@ -30,11 +30,12 @@ from ssair.ir import IR
 from jit.runtime import native as runtime
 from jit.codegen.function import ModuleGen
 from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
-                            flat_ctypes, is_direct, unbox_expr)
+                            flat_ctypes, flat_names, is_direct, range_checks,
+                            unbox_expr)
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
 from jit.runtime.fastcall import native_wrapper
-from jit.types import (FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, BOOL, ClosureT,
-                    FunctionT, OpaqueT, TupleT, TypingError, typeof)
+from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
+                    FunctionT, TupleT, TypingError, typeof)
 
 @dataclass(eq=False)
 class Compiled:
@@ -88,8 +89,8 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
         argc.append(ctypes.c_void_p)
     cfunc = ctypes.PYFUNCTYPE(restype, *argc)(addr)
     names = [f"a{i}" for i in range(len(t.argtypes))]
-    flat = [e for n, a in zip(names, t.argtypes) for e in _flatten_expr(n, a)]
-    checks = [c for n, a in zip(names, t.argtypes) for c in _range_checks(n, a)]
+    flat = [e for n, a in zip(names, t.argtypes) for e in flat_names(n, a)]
+    checks = [c for n, a in zip(names, t.argtypes) for c in range_checks(n, a)]
     env = {"np": np, "cf": cfunc, "err": runtime.ERRINFO, "fail": _failure(t, fallback),
            "rt": runtime, "copy_array": copy_array}
     lines = [f"def call({', '.join(names)}):"]
@@ -144,27 +145,6 @@ def _guard_expr(name: str, t: Any) -> str:
         return (f"type({name}) is np.ndarray and {name}.dtype.num == {num} "
                 f"and {name}.ndim == {t.ndim}")
     return "False"
-
-
-def _flatten_expr(name: str, t: Any) -> list:
-    if isinstance(t, TupleT):
-        return [e for i, et in enumerate(t.elems) for e in _flatten_expr(f"{name}[{i}]", et)]
-    if isinstance(t, ClosureT):
-        return [e for i, et in enumerate(t.captured)
-                for e in _flatten_expr(f"{name}.__closure__[{i}].cell_contents", et)]
-    if t == NONE or isinstance(t, FunctionT):
-        return []
-    if isinstance(t, OpaqueT):
-        return [f"{name}.addr"]
-    return [name]
-
-
-def _range_checks(name: str, t: Any) -> list:
-    if t == INT64:
-        return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
-    if isinstance(t, TupleT):
-        return [c for i, e in enumerate(t.elems) for c in _range_checks(f"{name}[{i}]", e)]
-    return []
 
 
 def _failure(t: Typing, fallback: Callable) -> Callable:

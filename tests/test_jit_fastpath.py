@@ -1,5 +1,5 @@
 """The compiled shortcut of `adjoint.pullback` for array arguments and for several
-gradients (jit.runtime.fast_pullback, jit.runtime.fast_pullback_arrays): it must give exactly what the
+gradients (jit.pullback.fast_path): it must give exactly what the
 general path gives (the interpreter's numbers, to 1e-12), never modify its inputs,
 hand out fresh gradient arrays, and step aside to the general path for anything
 its compiled signature does not cover."""
@@ -148,7 +148,7 @@ def test_input_written_after_pullback_does_not_change_the_gradient(f, args):
 def test_arrays_the_adjoint_reads_are_copied():
     from adjoint.transform import activity_of, arg_types, lower_function, transform
     from jit.pullback.backend import BACKEND
-    from jit.runtime.fast_pullback_arrays import unread_arrays
+    from jit.pullback.fast_path import unread_arrays
     for f, args, want in ((whole, (np.ones(3), 0.5), set()), (rosen, (np.ones(4),), {0})):
         jf = transform(lower_function(f), activity_of(args), arg_types(args))
         assert unread_arrays(jf, BACKEND.code_for(jf, args)) == want

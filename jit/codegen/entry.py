@@ -23,8 +23,8 @@ from jit.runtime import native as runtime
 from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltype
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
-from jit.types import (BOOL, FLOAT64, INT64, NONE, STRINGS, ArrayT, ClosureT, FunctionT, OpaqueT,
-                    StrT, TupleT, Type)
+from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
+                       ClosureT, FunctionT, OpaqueT, StrT, TupleT, Type, TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -200,18 +200,48 @@ def ctype_of(t: Type) -> Any:
     return type("Result", (ctypes.Structure,), {"_fields_": fields})
 
 
-def unbox_expr(t: Type, env: dict, counter: list) -> str:
-    """Python source building the result from the flat structure `o`."""
+def flat_names(name: str, t: Type, strict: bool = False) -> list:
+    """Python expressions for the native leaves of argument `name` of type `t`, in the
+    entry's parameter order (a closure passes its captured values; a tape its
+    address).  `strict`: a type no compiled pullback takes is a TypingError."""
     if isinstance(t, TupleT):
-        parts = [unbox_expr(e, env, counter) for e in t.elems]
-        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        return [x for i, e in enumerate(t.elems) for x in flat_names(f"{name}[{i}]", e, strict)]
+    if isinstance(t, ClosureT):
+        return [x for i, e in enumerate(t.captured)
+                for x in flat_names(f"{name}.__closure__[{i}].cell_contents", e, strict)]
     if t == NONE or isinstance(t, FunctionT):
-        return "None"
+        return []
+    if isinstance(t, OpaqueT):
+        return [f"{name}.addr"]
+    if strict and not (t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT)):
+        raise TypingError(f"jit: arguments of type {t} cannot be passed to a compiled pullback")
+    return [name]
+
+
+def range_checks(name: str, t: Type) -> list:
+    """Python tests that the int leaves of argument `name` fit in int64."""
+    if t == INT64:
+        return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
+    if isinstance(t, TupleT):
+        return [c for i, e in enumerate(t.elems) for c in range_checks(f"{name}[{i}]", e)]
+    return []
+
+
+def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
+    """Python source rebuilding a result of type `t`: from the flat structure `o`, or
+    (`direct`) from `r`, the entry's return value."""
+    if isinstance(t, TupleT):
+        parts = [unbox_expr(e, env, counter, direct) for e in t.elems]
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
     if isinstance(t, LiteralT):  # a constant: no native data
         env[f"L{len(env)}"] = t.value
         return f"L{len(env) - 1}"
+    if t == NONE or isinstance(t, FunctionT) or not out_leaves(t):
+        return "None"
     k = counter[0]
     counter[0] += 1
+    if direct:
+        return "r" if t != BOOL else "bool(r)"
     if isinstance(t, ArrayT):
         env[f"T{k}"] = t
         return f"copy_array(o.f{k}, T{k})"
@@ -237,4 +267,5 @@ def copy_array(s: ArrayStruct, t: ArrayT) -> np.ndarray:
     return view.copy()
 
 
-__all__ = ["build_entry", "flat_ctypes", "ctype_of", "unbox_expr", "is_direct", "ARRAY"]
+__all__ = ["build_entry", "flat_ctypes", "ctype_of", "unbox_expr", "is_direct", "ARRAY",
+           "flat_names", "range_checks"]

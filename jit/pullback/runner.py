@@ -30,6 +30,7 @@ from typing import Any
 from llvmlite import ir as L
 
 from jit.runtime import native as runtime
+from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
 from jit.codegen.function import I32, I64, PTR, ModuleGen, lltype
 from jit.codegen.entry import (
     _LL_OF_CTYPE,
@@ -40,27 +41,24 @@ from jit.codegen.entry import (
     copy_array,
     ctype_of,
     flat_ctypes,
+    flat_names,
     out_leaves,
+    range_checks,
+    unbox_expr,
 )
 from jit.pullback.jcalls import adjoint_ir
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.runtime.gradient_entry import build_fast_adjoint_entry
 from jit.runtime.pullback_builtins import NativeEntries
-from jit.typing.infer import ENGINE, LiteralT
+from jit.typing.infer import ENGINE
 from jit.types import (
     BOOL,
     FLOAT64,
     INT64,
-    INT64_MAX,
-    INT64_MIN,
     NONE,
     READER,
-    STRINGS,
     TAPE,
     ArrayT,
-    ClosureT,
-    FunctionT,
-    StrT,
     TupleT,
     Type,
     TypingError,
@@ -68,13 +66,7 @@ from jit.types import (
 )
 
 ENV_OFF, CHAIN_OFF, MARK_OFF = 40, 24, 32
-BLOCK_SLOT = 6          # ERRINFO index the forward entry stores its block address in
 _DIRECT = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}
-
-
-class NativeDeopt(OverflowError):
-    """The compiled forward met a value beyond its native types (an int64 overflow):
-    `backend="auto"` reruns the pullback in the interpreter."""
 
 
 # -- the block -------------------------------------------------------------------------
@@ -280,50 +272,6 @@ def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
 
 
 # -- Python wrappers --------------------------------------------------------------------------
-def _flat_names(name: str, t: Type) -> list:
-    if isinstance(t, TupleT):
-        return [x for i, e in enumerate(t.elems) for x in _flat_names(f"{name}[{i}]", e)]
-    if isinstance(t, ClosureT):
-        return [x for i, e in enumerate(t.captured)
-                for x in _flat_names(f"{name}.__closure__[{i}].cell_contents", e)]
-    if t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT):
-        return [name]
-    if t == NONE or isinstance(t, FunctionT):
-        return []
-    raise TypingError(f"jit: arguments of type {t} cannot be passed to a compiled pullback")
-
-
-def _checks(name: str, t: Type) -> list:
-    if t == INT64:
-        return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
-    if isinstance(t, TupleT):
-        return [c for i, e in enumerate(t.elems) for c in _checks(f"{name}[{i}]", e)]
-    return []
-
-
-def _unbox(t: Type, env: dict, counter: list, direct: bool) -> str:
-    """Python source rebuilding a result: from `r` (direct) or the structure `o`."""
-    if isinstance(t, TupleT):
-        parts = [_unbox(e, env, counter, direct) for e in t.elems]
-        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if isinstance(t, LiteralT):  # a constant: no native data
-        env[f"L{len(env)}"] = t.value
-        return f"L{len(env) - 1}"
-    if t == NONE or not out_leaves(t):
-        return "None"
-    k = counter[0]
-    counter[0] += 1
-    if direct:
-        return "r" if t != BOOL else "bool(r)"
-    if isinstance(t, ArrayT):
-        env[f"T{k}"] = t
-        return f"copy_array(o.f{k}, T{k})"
-    if isinstance(t, StrT):
-        env["STRINGS"] = STRINGS
-        return f"STRINGS[o.f{k}]"
-    return f"o.f{k}"
-
-
 def make_call(name: str, addr: int, argtypes: tuple, ret: Type, lead: list, tail: list,
               env: dict, result: str = "{}") -> Any:
     """A Python function `name(<lead names>, <arg names>)` around a compiled entry:
@@ -331,7 +279,7 @@ def make_call(name: str, addr: int, argtypes: tuple, ret: Type, lead: list, tail
     `return result.format(<the result rebuilt>)`.  Arrays in a result are copied
     into numpy memory, then the arena blocks the call allocated are released."""
     names = [f"a{i}" for i in range(len(argtypes))]
-    flat = [x for n, a in zip(names, argtypes) for x in _flat_names(n, a)]
+    flat = [x for n, a in zip(names, argtypes) for x in flat_names(n, a, strict=True)]
     cargs = [ctypes.c_void_p] * len(lead) + [c for a in argtypes for c in flat_ctypes(a)]
     direct = no_out(ret)
     restype = _DIRECT.get(_direct_leaf(ret)) if direct else None
@@ -340,7 +288,7 @@ def make_call(name: str, addr: int, argtypes: tuple, ret: Type, lead: list, tail
     env.update(cf=ctypes.PYFUNCTYPE(restype, *cargs)(addr), err=runtime.ERRINFO,
                copy_array=copy_array, rt=runtime)
     lines = [f"def {name}({', '.join(lead + names)}):"]
-    for c in (c for n, a in zip(names, argtypes) for c in _checks(n, a)):
+    for c in (c for n, a in zip(names, argtypes) for c in range_checks(n, a)):
         lines.append(f"    if not ({c}): deopt()")
     keep = not direct and contains_array(ret) and name == "adjoint"
     if keep:
@@ -351,7 +299,7 @@ def make_call(name: str, addr: int, argtypes: tuple, ret: Type, lead: list, tail
     call = ", ".join(lead + flat + ([] if direct else ["oaddr"]))
     lines.append(f"    r = cf({call})")
     lines += ["    " + x for x in tail]
-    value = _unbox(ret, env, [0], direct)
+    value = unbox_expr(ret, env, [0], direct)
     if keep:
         lines += [f"    v = {value}", "    rt.arena_release(mark)"]
         value = "v"
@@ -460,15 +408,9 @@ class AdjointCode:
     def finish(self, module: Any, text: str) -> None:
         self.module, self.llvm_text = module, text
         addr = runtime.function_address(self.entry.name)
-        env = {"deopt": _raise_deopt, "failed": _adjoint_failed}
+        env = {"deopt": _raise_deopt, "failed": adjoint_failed}
         tail = ["if err[0]: failed()"]
         self.call = make_call("adjoint", addr, (self.dy_t,), self.typing.ret, ["blk"], tail,
                               env)
 
 
-def _adjoint_failed() -> None:
-    if runtime.ERRINFO[0] == runtime.ERROR:
-        raise runtime.current_error()
-    site = runtime.current_site()
-    raise OverflowError(f"{site.template} in the compiled adjoint of {site.func} at "
-                        f"{site.file}:{site.line}")

@@ -1,4 +1,4 @@
-"""The compiled adjoint's second entry, for `jit.runtime.fast_pullback`: gradients written straight
+"""The compiled adjoint's second entry, for `jit.pullback.fast_path`: gradients written straight
 into numpy memory the caller allocated.
 
     i64 zy_adjf_N(i64 block, double dy, ptr floats?, ptr g_1, ..., ptr g_m)

@@ -237,3 +237,20 @@ def arena_release(mark: Any) -> None:
     if ARENA_HEAD.value != mark:
         arena_functions()
         _STATE["release"](mark)
+
+
+BLOCK_SLOT = 6   # ERRINFO index a compiled pullback's forward entry stores its block in
+
+
+class NativeDeopt(OverflowError):
+    """The compiled forward met a value beyond its native types (an int64 overflow):
+    `backend="auto"` reruns the pullback in the interpreter."""
+
+
+def adjoint_failed() -> None:
+    """The error path of a compiled adjoint: raise its error."""
+    if ERRINFO[0] == ERROR:
+        raise current_error()
+    site = current_site()
+    raise OverflowError(f"{site.template} in the compiled adjoint of {site.func} at "
+                        f"{site.file}:{site.line}")

@@ -1,5 +1,5 @@
 """Python-callable builtins for a compiled pullback's entries, emitted into the
-pullback's own LLVM module (one compile), for `jit.runtime.fast_pullback`'s shortcut.
+pullback's own LLVM module (one compile), for `jit.pullback.fast_path`'s shortcut.
 
 `NativeEntries(module, code, entry, adjoint)` runs before the module is compiled and
 emits `jit.runtime.fastcall` wrappers (METH_FASTCALL functions that unbox floats, ints and
@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from jit.runtime import native as runtime
+from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
 from jit.codegen.function import F64, PTR
 from jit.runtime.fastcall import builtin, emit_wrapper
 from jit.runtime.gradient_entry import fast_plan
@@ -31,7 +32,6 @@ DEOPT = object()   # a native forward's "run the general path" answer
 
 def forward_error(code: Any) -> Any:
     """The native forward's error path: raise the error, or answer DEOPT."""
-    from jit.pullback.runner import BLOCK_SLOT, NativeDeopt
 
     def fail(*args):
         try:
@@ -54,7 +54,6 @@ class NativeEntries:
     """The fastcall builtins of one compiled pullback (see the module docstring)."""
 
     def __init__(self, module: Any, code: Any, entry: Any, adjoint: Any) -> None:
-        from jit.pullback.runner import _adjoint_failed
         name = SimpleNamespace(name=code.jf.primal.name)
         y_t = code.typing.ret.elems[0]
         self.forward = self.adjoint = self.fast_adjoint = None
@@ -65,12 +64,12 @@ class NativeEntries:
         if fnty.args == (PTR, F64) and fnty.return_type == F64:
             specs["adjoint"] = (SimpleNamespace(argtypes=(INT64, FLOAT64), ret=FLOAT64, ir=name),
                                 adjoint.entry, lambda blk, dy: adjoint.call(blk, dy),
-                                lambda *a: _adjoint_failed())
+                                lambda *a: adjoint_failed())
         arrays = fast_adjoint_arrays(self.plan, code.argtypes) if self.plan else None
         if arrays is not None and adjoint.fast_entry is not None:
             specs["fast_adjoint"] = (
                 SimpleNamespace(argtypes=(INT64, FLOAT64, *arrays), ret=INT64, ir=name),
-                adjoint.fast_entry, lambda *a: 1, lambda *a: _adjoint_failed())
+                adjoint.fast_entry, lambda *a: 1, lambda *a: adjoint_failed())
         for _, callee, _, _ in specs.values():
             callee.attributes.add("noinline")   # called, not copied, by its wrapper
         self.specs = {k: (emit_wrapper(module, *spec), spec) for k, spec in specs.items()}
