@@ -359,8 +359,6 @@ _IMPLS: list = [-1, frozenset()]
 
 def _is_user_code(f: types.FunctionType) -> bool:
     top = (getattr(f, "__module__", None) or "").partition(".")[0]
-    if f.__module__ == "jit.cli":
-        return True  # the demo functions
     if top in LIBRARY_MODULES:
         return False
     path = os.path.realpath(f.__code__.co_filename)

@@ -7,9 +7,10 @@ device and run back to back in each thread.
 
 The forward and adjoint IR come from `adjoint.transform.transform` (what
 `adjoint.code_adjoint` prints); their typing and code from the CPU JIT's gradient
-machinery (`jit.pullback.jcalls.adjoint_ir` for pop types, `jit.pullback.dead_slots` for dead tape
-slots, the `push`/`pop`/`jcall`/`jback` lowerings of `jit.pullback.tape_ops` and
-`jit.pullback.jcalls`), with only the tape's word moves replaced (`jit.cuda.tape`).  The tape lives in device memory
+machinery (`jit.pullback.jcalls.adjoint_ir` for pop types, `jit.pullback.dead_slots`
+for dead tape slots, the `push`/`pop`/`jcall`/`jback` lowerings of
+`jit.pullback.tape_ops` and `jit.pullback.jcalls`), with only the tape's word moves
+replaced (`jit.cuda.tape`).  The tape lives in device memory
 (`jit.cuda.tape`); a launch whose threads needed more words than the buffer holds is
 retried once with the largest need, and the learnt capacity is kept on the kernel.
 """

@@ -303,7 +303,7 @@ def _template(src: str, name: str, kind: str, nd: int, **extra) -> object:
           "_sum1": _sum1, "_sum2": _sum2, "_stretch1": _stretch1, "_stretch2": _stretch2,
           "_unbcast_aa1": _unbcast_aa1, "_unbcast_aa2": _unbcast_aa2}
     exec(compile(text, f"<jit.library.array_calls {name}>", "exec"), ns)
-    ns[name].__module__ = "jit_array_impls"
+    mark(ns[name])
     return ns[name]
 
 
@@ -389,10 +389,9 @@ def _sign_int(x):
     return 1 if x > 0 else (-1 if x < 0 else 0)
 
 
-for _f in (_sign_float, _sign_int, _mulmod, _invmod, powmod, _max1, _min1, _prod1, _max2, _min2, _prod2, _d_extreme1,
-           _d_extreme2, _d_prod1, _d_prod2, _fmax, _fmin, _copy1, _copy2,
-           _stretch1, _stretch2):
-    _f.__module__ = "jit_array_impls"
+mark(_sign_float, _sign_int, _mulmod, _invmod, powmod, _max1, _min1, _prod1, _max2, _min2, _prod2,
+     _d_extreme1, _d_extreme2, _d_prod1, _d_prod2, _fmax, _fmin, _copy1, _copy2, _stretch1,
+     _stretch2)
 
 
 # -- typing and registration ---------------------------------------------------------------------

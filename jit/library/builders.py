@@ -25,6 +25,7 @@ from jit.codegen.arrays import allocate, array_dtype, shape_operands
 from jit.codegen.function import F64, FunctionGen
 from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
 from jit.library.python_impls import has_array
+from jit.library.python_impls import mark
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
@@ -122,7 +123,7 @@ def _arg_impl(kind: str, nd: int):
     ns = {"math": math, "check_argmin_empty": check_argmin_empty,
           "check_argmax_empty": check_argmax_empty}
     exec(compile(text, f"<jit.library.builders {name}>", "exec"), ns)
-    ns[name].__module__ = "jit_array_impls"
+    mark(ns[name])
     return ns[name]
 
 
@@ -220,7 +221,7 @@ def _per_length(n: int, kind: str):
     ns = {"np": np, "_fsum1": _fsum1}
     exec(compile(text, f"<jit.library.builders {name}>", "exec"), ns)
     fn = ns[name]
-    fn.__module__ = "jit_array_impls"
+    mark(fn)
     _TUPLE_IMPLS[key] = fn
     return fn
 
@@ -229,9 +230,7 @@ def _d_fsum1(dy, xs):
     return (_full1(xs, dy),)
 
 
-for _f in (_arange_fill, _arange1, _arange2, _arange3, _fsum_add, _fsum_round, _fsum1,
-           _d_fsum1):
-    _f.__module__ = "jit_array_impls"
+mark(_arange_fill, _arange1, _arange2, _arange3, _fsum_add, _fsum_round, _fsum1, _d_fsum1)
 
 
 # -- typing and registration ---------------------------------------------------------------------

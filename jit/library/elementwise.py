@@ -1,4 +1,6 @@
-"""Whole-array numpy operations, compiled as Python loop implementations.
+"""The loop templates of whole-array operations, compiled as plain-Python
+implementations; their registry entries are in `jit.library.operators` (operators),
+`ufuncs`, `reductions` and `jit.pullback.cotangents` (`unbcast`).
 
 The design guide's recipe: an array primitive the JIT has no native lowering for is
 typed as a call of a small plain-Python function written with loops and element
@@ -9,10 +11,9 @@ and vectorises).  Covered, for float64 arrays of 1 or 2 dimensions:
     and a number, and `-a` (primitives add, sub, mul, truediv, pow, neg);
   * numpy's elementwise functions of one argument (np.sin, np.exp, np.abs, ...);
   * np.sum (numpy's pairwise summation, so 1-D and C-contiguous 2-D sums are
-    bit-identical to numpy's), np.mean, np.dot of two 1-D arrays (a plain loop:
-    BLAS may associate differently, so results can differ in the last bits);
+    bit-identical to numpy's), np.mean;
   * in adjoint code: `unbcast(dy, x)` of an array to a number (a sum), and the
-    pullbacks of np.sum / np.mean / np.dot (`REGISTRY.declare_pullback`).
+    pullbacks of np.sum / np.mean and of `array ** number`.
 Two arrays of the same rank broadcast as numpy does (a length-1 axis stretches to the
 other's length; other mismatches raise numpy's ValueError); arrays of different ranks
 are typed apart and not compiled.  An equal-shape pair takes a plain loop.
@@ -224,15 +225,6 @@ def _mean2(a):
     return _sum2(a) / n if n else _NAN
 
 
-def _dot11(a, b):
-    n = a.shape[0]
-    same_length(n, b.shape[0])
-    s = 0.0
-    for i in range(n):
-        s += a[i] * b[i]
-    return s
-
-
 def _full1(x, v):
     n = x.shape[0]
     out = np.empty(n)
@@ -264,10 +256,6 @@ def _d_mean1(dy, x, axis=None, keepdims=False):
 
 def _d_mean2(dy, x, axis=None, keepdims=False):
     return _full2(x, dy / (x.shape[0] * x.shape[1]))
-
-
-def _d_dot11(dy, x, y):
-    return dy * y, dy * x
 
 
 def _d_pow_as1(dy, x, y):
@@ -324,8 +312,8 @@ def _assign_as2(a, v):
 
 
 mark(_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign_as2,
-     _pairwise, _sum1, _sum2, _mean1, _mean2, _dot11, _full1, _full2, _d_sum1, _d_sum2,
-     _d_mean1, _d_mean2, _d_dot11)
+     _pairwise, _sum1, _sum2, _mean1, _mean2, _full1, _full2, _d_sum1, _d_sum2,
+     _d_mean1, _d_mean2)
 
 
 # -- type rules (the registry entries are in jit.library.operators, ufuncs, reductions) -------

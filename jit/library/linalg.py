@@ -238,9 +238,9 @@ def _d_transpose1(dy, x):
 
 D_MATMUL_IMPLS = {(1, 1): _d_mm11, (2, 1): _d_mm21, (1, 2): _d_mm12, (2, 2): _d_mm22}
 
-for _f in (_copy_int1, _copy_int2, _dot11, _dot21, _dot12, _outer, _mm11, _mm21, _mm12, _mm22, _transposed_copy, _d_mm11,
-           _d_mm21, _d_mm12, _d_mm22, _d_outer, _d_method, _d_transpose2, _d_transpose1):
-    _f.__module__ = "jit_array_impls"
+mark(_copy_int1, _copy_int2, _dot11, _dot21, _dot12, _outer, _mm11, _mm21, _mm12, _mm22,
+     _transposed_copy, _d_mm11, _d_mm21, _d_mm12, _d_mm22, _d_outer, _d_method, _d_transpose2,
+     _d_transpose1)
 
 
 # -- typing and lowering -----------------------------------------------------------------------

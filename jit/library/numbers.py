@@ -124,7 +124,8 @@ def _pick_d_extreme_scalars(argtypes):
 
 def _declare() -> None:
     from adjoint import rules_math as M
-    e = REGISTRY.entry(builtins.round, family="math and builtins", gpu={"cuda": platforms.cuda("roundeven")})
+    e = REGISTRY.entry(builtins.round, family="math and builtins",
+                       gpu={"cuda": platforms.cuda("roundeven")})
     REGISTRY.add(e, "number", lambda ctx, s, ts: not _has_ndigits(ctx, s, ts), _t_round,
                  _int_of("roundeven"))
     REGISTRY.add(e, "float, int ndigits", _has_ndigits, _t_round_ndigits, _cg_round_ndigits)

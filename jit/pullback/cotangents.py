@@ -4,9 +4,9 @@ calls of `adjoint.tape.unbcast`, and calls of `adjoint.rules.Pullback` objects (
 rule's plain-Python function compiled as user code, or the JIT's own implementation
 of it from `REGISTRY.pullback_impl`).  `None` is the zero cotangent: in IR
 marked `meta["none_is_zero"]` it joins with float64/int64/tuples/arrays at phis (see
-`jit.typing.infer.cotangent_join`) and converts to the zero of the joined type (a NULL array
-for arrays, see jit.pullback.array_cotangents).  Array cotangent primitives live in jit.pullback.array_cotangents,
-`jcall`/`jback` in jit.pullback.jcalls.
+`jit.typing.infer.cotangent_join`) and converts to the zero of the joined type (a
+NULL array for arrays, see jit.pullback.array_values).  Array cotangent primitives
+live in jit.pullback.array_cotangents, `jcall`/`jback` in jit.pullback.jcalls.
 """
 from __future__ import annotations
 

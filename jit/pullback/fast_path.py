@@ -16,8 +16,8 @@ A single float gradient of scalar arguments comes back as the adjoint's result (
 module); several gradients or array arguments use the adjoint's `zy_adjf` entry,
 which writes into numpy arrays (`jit.pullback.fast_path`).  An array argument is copied
 first when the function writes into arrays or its adjoint reads the argument's
-elements (`grad_fast_many.unread_arrays`): inputs are never modified, and a caller's
-later write cannot change `back`.  An argument that does not match the compiled signature (another dtype or
+elements (`unread_arrays`): inputs are never modified, and a caller's later write
+cannot change `back`.  An argument that does not match the compiled signature (another dtype or
 number of dimensions, an int beyond int64), closures, tuples, or a function the JIT
 refuses take the general path of `adjoint.api.pullback`, with the same results.
 """

@@ -149,6 +149,7 @@ def describe(typing: Typing, d: Any) -> str:
     return f"{text} in {ir.meta.get('source_name', ir.name)} at {where}"
 
 
+# the last: the __module__ of the library's plain-Python code (jit.library.python_impls.MARK)
 _OWN_PACKAGES = ("lowering.", "adjoint.", "jit.", "ssair.", "jit_array_impls")
 
 
