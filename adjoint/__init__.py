@@ -4,17 +4,18 @@
     y, back = pullback(f, x, n)
     back(1.0)            # (df/dx, None)
 
-Modules: `rules` (+ `rules_math`, `rules_numpy`) the derivative table; passes
+Modules: `rules` (+ `rule_table`, `rules_math`, `rules_numpy`) the derivative table;
+`special_callees` the callees run by handlers of their own; passes
 `merge_returns`, `branches`, `activity`, `instrument`, `stacks`, `reverse`;
 `transform` orchestration, cache and call runtime; `tape` the runtime tape and
 cotangent primitives; `api` the user functions; `nested` second order (rules for
 the tape operations, so that J applies to its own output).
 """
 from . import tape  # noqa: F401
-from .rules import Pullback as RulePullback, rule  # noqa: F401
+from .rules import Pullback as RulePullback  # noqa: F401
 from .transform import clear_cache  # noqa: F401
 from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: F401
-                  register_backend)
+                  register_backend, rule)
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 
 __all__ = ["pullback", "gradient", "jacobian", "hessian", "code_adjoint", "rule",

@@ -1,4 +1,5 @@
-"""The user API: `pullback`, `gradient`, `jacobian`, `hessian`, `code_adjoint`.
+"""The user API: `pullback`, `gradient`, `jacobian`, `hessian`, `code_adjoint`, and
+`rule` (a derivative rule for a user function).
 
     y, back = pullback(f, x, n)      # back(dy) -> (dx, None); callable many times
     gradient(f, x, y)                # scalar output only
@@ -31,9 +32,11 @@ import numpy as np
 from ssair import interpret
 
 from .passes.inplace import arg_types
+from .rules import Pullback as RulePullback
+from .rules import callee_name, defpullback
 from .tape import Tape, fresh
-from .transform import (JFunction, activity_of, cells, is_differentiable, lower_function,
-                        transform)
+from .transform import (JFunction, activity_of, cells, clear_cache, is_differentiable,
+                        lower_function, transform)
 
 class InterpBackend:
     """Runs forward and adjoint IR with the reference interpreter."""
@@ -285,6 +288,19 @@ class CodeAdjoint:
 def code_adjoint(f: Callable, *args: Any) -> CodeAdjoint:
     ir, free = _prepare(f, args)
     return CodeAdjoint(transform(ir, activity_of(free + args), arg_types(free + args)))
+
+
+def rule(f: Callable, uses_result: bool = False):
+    """User decorator: `@adjoint.rule(f)` registers `pb(dy, *args) -> tuple` as the
+    pullback of `f`.  Calls to `f` in differentiated code then run `f` itself (as a
+    library function, not lowered) and use `pb` in the adjoint."""
+    def deco(pb: Callable) -> Callable:
+        wrapped = RulePullback(pb, uses_result)
+        wrapped.of = callee_name(f)
+        defpullback(f, wrapped)
+        clear_cache()
+        return pb
+    return deco
 
 
 def _explain_nested(name: str) -> Callable:

@@ -42,9 +42,11 @@ from ssair import IR, Const, Return
 from ssair import interpreter as interp
 from ssair.primitives import register
 
-from .rules import Pullback, nondiff, pullback_rule, structural
-from .tape import accum, accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
+from . import api
 from . import transform as T
+from .rules import Pullback, nondiff, pullback_rule, structural
+from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
+from .tape import accum, accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
 
 
 def spush(reader, g) -> None:
@@ -108,14 +110,12 @@ def d_unbcast(dz, dy, x):
 
 def finish_grads(g, xs, nfree):
     """The cotangents `adjoint.gradient` returns, from the adjoint IR's raw tuple."""
-    from .api import _finish
-    return tuple(_finish(v, x) for v, x in zip(g[nfree:], xs[nfree:]))
+    return tuple(api._finish(v, x) for v, x in zip(g[nfree:], xs[nfree:]))
 
 
 @pullback_rule(finish_grads)
 def d_finish_grads(dz, g, xs, nfree):
-    from .transform import is_differentiable
-    parts = [None] * nfree + [d if is_differentiable(x) else None
+    parts = [None] * nfree + [d if T.is_differentiable(x) else None
                               for d, x in zip(dz, xs[nfree:])]
     return tuple(parts), None, None
 
@@ -157,10 +157,9 @@ def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False) -> IR:
 
 def forward_gradient(state, f, tape, pos: tuple, kw: dict) -> tuple:
     """jcall of `adjoint.gradient(fn, *args)`: run J(gradient program of fn)."""
-    from .api import _prepare
     _check_nested_keywords("gradient", kw)
     fn, args = pos[0], tuple(pos[1:])
-    ir, free = _prepare(fn, args)
+    ir, free = api._prepare(fn, args)
     all_args = tuple(free) + args
     active = T.activity_of(all_args)
     types = T.arg_types(all_args)
@@ -221,22 +220,20 @@ def forward_pullback(state, pb: Pullback, tape, pos: tuple, kw: dict) -> tuple:
     return (y,), _UnwrapPB(data)
 
 
-T.SPECIAL_TYPES.append((Pullback, forward_pullback))
+SPECIAL_TYPES.append((Pullback, forward_pullback))
 
 
 def forward_pullback_call(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
     """jcall of `adjoint.pullback(fn, *args)`: y from J(fn), and as `back` a closure
     over fn's captured values and args whose code is fn's seeded gradient program,
     so that calling `back(dy)` is differentiated like any closure call."""
-    from ssair.interpreter import Closure
-    from .api import _prepare
     _check_nested_keywords("pullback", kw)
     fn, args = pos[0], tuple(pos[1:])
-    ir, free = _prepare(fn, args)
+    ir, free = api._prepare(fn, args)
     all_args = tuple(free) + args
     jf = T.transform(ir, T.activity_of(all_args), T.arg_types(all_args))
     y, inner = T.call_forward(state, fn, tape, args, {})
-    back = Closure(gradient_program(jf, len(free), seeded=True), all_args)
+    back = interp.Closure(gradient_program(jf, len(free), seeded=True), all_args)
     return (y, back), _PullbackCallPB(inner, len(free), len(args))
 
 
@@ -282,38 +279,17 @@ def _refuse_nested(name: str):
 
 
 def _register_gradient() -> None:
-    from . import api
-    T.SPECIAL_CALLEES[id(api.gradient)] = (api.gradient, forward_gradient)
-    T.SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
+    SPECIAL_CALLEES[id(api.gradient)] = (api.gradient, forward_gradient)
+    SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
     for f in (api.jacobian, api.hessian):
-        T.SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))
+        SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))
 
 
 _register_gradient()
 
 
 # -- calls inside a transformed IR: jcall / jback differentiated again ----------------------
-def run_jcall(f, tape, kwnames, *args):
-    """`jcall` as a callee (what a `jcall` statement becomes when its IR is
-    differentiated; only ever run through `forward_jcall`)."""
-    raise RuntimeError("adjoint: run_jcall is only called by the J transform")
-
-
-def run_jback(pb, reader, dy, cur):
-    raise RuntimeError("adjoint: run_jback is only called by the J transform")
-
-
-run_jcall.__zygopy_symbol__ = "adjoint.nested.run_jcall"
-run_jback.__zygopy_symbol__ = "adjoint.nested.run_jback"
-
-
-def as_call(s):
-    """`%t = jcall(f, %tape, kw, args...)` -> `%t = call(@run_jcall, f, %tape, kw, args...)`."""
-    from ssair import Stmt
-    fn = run_jcall if s.op == "jcall" else run_jback
-    return Stmt(s.var, "call", [Const(fn)] + list(s.args), line=s.line, name=s.name)
-
-
+# (`adjoint.passes.instrument` turns them into calls of `run_jcall` / `run_jback`)
 class _NestedPB:
     """Outer pullback data of a differentiated jcall/jback: J of the inner IR, its
     env, and how to map cotangents between the statement and the inner IR.
@@ -366,7 +342,7 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     rule = T.lookup_callee(f)
     if rule is not None and rule.pullback is not None:
         return _forward_rule_call(state, f, tape, pos, npos, kwnames)
-    if T._special(f) is not None:
+    if special_handler(f) is not None:
         raise TypeError(f"adjoint: adjoint.{f.__name__} inside a function that is differentiated "
                         f"twice (reverse mode of third order) is not supported")
     target = T._target(f)
@@ -488,5 +464,5 @@ def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
                                                                  (2, 1, 3))
 
 
-T.SPECIAL_CALLEES[id(run_jcall)] = (run_jcall, forward_jcall)
-T.SPECIAL_CALLEES[id(run_jback)] = (run_jback, forward_jback)
+SPECIAL_CALLEES[id(run_jcall)] = (run_jcall, forward_jcall)
+SPECIAL_CALLEES[id(run_jback)] = (run_jback, forward_jback)

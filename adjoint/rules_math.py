@@ -1,5 +1,5 @@
 """Derivative rules for Python's arithmetic operators, the `math` module and
-builtins.  Each pullback is plain Python taking `dy` (never None here; `Pullback`
+builtins (the `math` functions that numpy also has are in `rules_elementary`).  Each pullback is plain Python taking `dy` (never None here; `Pullback`
 handles the zero) and the primal operands, returning one cotangent per operand.
 The rules also accept numpy arrays (through `unbcast` and numpy-aware helpers), so
 `a * b` on arrays uses the same rule as on floats.
@@ -13,7 +13,7 @@ import numpy as np
 
 from lowering.runtime import check_bound
 
-from .rules import no_operands, nondiff, other_operand, pullback_rule, scalar_rule
+from .rule_table import no_operands, nondiff, other_operand, pullback_rule, scalar_rule
 from .tape import unbcast
 
 
@@ -147,109 +147,7 @@ def _d_matmul_batched(dy, x, y):
     return gx.reshape(x.shape), gy.reshape(y.shape)
 
 
-# -- math module ------------------------------------------------------------------------
-def _over(dy, d):
-    """dy / d for a derivative whose denominator vanishes at a valid input (sqrt at 0,
-    asin at 1): an infinite slope is inf, as numpy and JAX give, not
-    ZeroDivisionError.  A zero dy stays zero, whether it is the number 0.0 (compiled
-    code) or the absent cotangent None (the interpreter): both executors agree."""
-    if isinstance(d, np.ndarray) or d != 0.0:
-        return dy / d
-    if dy != dy:
-        return math.nan
-    if dy == 0.0:
-        return 0.0
-    return math.copysign(math.inf, dy) * math.copysign(1.0, d)
-
-@pullback_rule(math.sin)
-def d_sin(dy, x):
-    return dy * math.cos(x)
-
-
-@pullback_rule(math.cos)
-def d_cos(dy, x):
-    return -dy * math.sin(x)
-
-
-@pullback_rule(math.tan, uses_result=True, needs=no_operands)
-def d_tan(dy, y, x):
-    return dy * (1.0 + y * y)
-
-
-@pullback_rule(math.asin)
-def d_asin(dy, x):
-    return _over(dy, math.sqrt(1.0 - x * x))
-
-
-@pullback_rule(math.acos)
-def d_acos(dy, x):
-    return _over(-dy, math.sqrt(1.0 - x * x))
-
-
-@pullback_rule(math.atan)
-def d_atan(dy, x):
-    return dy / (1.0 + x * x)
-
-
-@pullback_rule(math.atan2)
-def d_atan2(dy, y, x):
-    r2 = x * x + y * y
-    return dy * x / r2, -dy * y / r2
-
-
-@pullback_rule(math.sinh)
-def d_sinh(dy, x):
-    return dy * math.cosh(x)
-
-
-@pullback_rule(math.cosh)
-def d_cosh(dy, x):
-    return dy * math.sinh(x)
-
-
-@pullback_rule(math.tanh, uses_result=True, needs=no_operands)
-def d_tanh(dy, y, x):
-    return dy * (1.0 - y * y)
-
-
-@pullback_rule(math.exp, uses_result=True, needs=no_operands)
-def d_exp(dy, y, x):
-    return dy * y
-
-
-@pullback_rule(math.expm1, uses_result=True, needs=no_operands)
-def d_expm1(dy, y, x):
-    return dy * (y + 1.0)
-
-
-@pullback_rule(math.log)
-def d_log(dy, x, base=None):
-    if base is None:
-        return (dy / x,)
-    lb = math.log(base)
-    return dy / (x * lb), -dy * math.log(x) / (base * lb * lb)
-
-
-@pullback_rule(math.log1p)
-def d_log1p(dy, x):
-    return dy / (1.0 + x)
-
-
-@pullback_rule(math.log2)
-def d_log2(dy, x):
-    return dy / (x * math.log(2.0))
-
-
-@pullback_rule(math.log10)
-def d_log10(dy, x):
-    return dy / (x * math.log(10.0))
-
-
-@pullback_rule(math.sqrt, uses_result=True, needs=no_operands)
-def d_sqrt(dy, y, x):
-    return _over(dy, 2.0 * y)
-
-
+# -- math module (the functions numpy also has: `rules_elementary`) ---------------------
 @pullback_rule(math.hypot, uses_result=True)
 def d_hypot(dy, y, *xs):
     if y == 0:
@@ -265,13 +163,6 @@ def d_erf(dy, x):
 @pullback_rule(math.erfc)
 def d_erfc(dy, x):
     return -dy * 2.0 / math.sqrt(math.pi) * math.exp(-x * x)
-
-
-@pullback_rule((math.fabs, builtins.abs, "abs"))
-def d_abs(dy, x):
-    if isinstance(x, np.ndarray):
-        return (dy * np.sign(x),)
-    return (dy if x > 0 else -dy if x < 0 else 0.0 * dy),
 
 
 @pullback_rule(builtins.float)

@@ -1,12 +1,13 @@
 """Derivative rules for numpy: elementwise ufuncs, reductions, products, shape
 functions and constructors.  Pullbacks are plain Python over numpy values; the
-array operators (`a * b`, `a @ b`) share the operator rules of `rules_math`.
+array operators (`a * b`, `a @ b`) share the operator rules of `rules_math`, and the
+functions `math` also has (`np.sin`, `np.arcsin`, ...) the rules of `rules_elementary`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .rules import defmethod, nondiff, pullback_rule
+from .rule_table import defmethod, nondiff, pullback_rule
 from .rules_math import _d_pow_array, d_matmul
 from .tape import unbcast
 
@@ -15,95 +16,10 @@ def _f(x):
     return np.asarray(x, dtype=float)
 
 
-# -- unary elementwise ------------------------------------------------------------------
-@pullback_rule(np.sin)
-def d_np_sin(dy, x):
-    return dy * np.cos(x)
-
-
-@pullback_rule(np.cos)
-def d_np_cos(dy, x):
-    return -dy * np.sin(x)
-
-
-@pullback_rule(np.tan, uses_result=True)
-def d_np_tan(dy, y, x):
-    return dy * (1.0 + y * y)
-
-
-@pullback_rule(np.arcsin)
-def d_np_arcsin(dy, x):
-    return dy / np.sqrt(1.0 - x * x)
-
-
-@pullback_rule(np.arccos)
-def d_np_arccos(dy, x):
-    return -dy / np.sqrt(1.0 - x * x)
-
-
-@pullback_rule(np.arctan)
-def d_np_arctan(dy, x):
-    return dy / (1.0 + x * x)
-
-
-@pullback_rule(np.sinh)
-def d_np_sinh(dy, x):
-    return dy * np.cosh(x)
-
-
-@pullback_rule(np.cosh)
-def d_np_cosh(dy, x):
-    return dy * np.sinh(x)
-
-
-@pullback_rule(np.tanh, uses_result=True)
-def d_np_tanh(dy, y, x):
-    return dy * (1.0 - y * y)
-
-
-@pullback_rule(np.exp, uses_result=True)
-def d_np_exp(dy, y, x):
-    return dy * y
-
-
-@pullback_rule(np.expm1, uses_result=True)
-def d_np_expm1(dy, y, x):
-    return dy * (y + 1.0)
-
-
-@pullback_rule(np.log)
-def d_np_log(dy, x):
-    return dy / x
-
-
-@pullback_rule(np.log1p)
-def d_np_log1p(dy, x):
-    return dy / (1.0 + x)
-
-
-@pullback_rule(np.log2)
-def d_np_log2(dy, x):
-    return dy / (x * np.log(2.0))
-
-
-@pullback_rule(np.log10)
-def d_np_log10(dy, x):
-    return dy / (x * np.log(10.0))
-
-
-@pullback_rule(np.sqrt, uses_result=True)
-def d_np_sqrt(dy, y, x):
-    return dy / (2.0 * y)
-
-
+# -- unary elementwise (the functions `math` also has: `rules_elementary`) -----------------
 @pullback_rule(np.square)
 def d_np_square(dy, x):
     return 2.0 * dy * x
-
-
-@pullback_rule((np.abs, np.absolute, np.fabs))
-def d_np_abs(dy, x):
-    return dy * np.sign(x)
 
 
 @pullback_rule(np.negative)
@@ -152,12 +68,6 @@ def d_np_maximum(dy, x, y):
 @pullback_rule(np.minimum)
 def d_np_minimum(dy, x, y):
     return _select(dy, x, y, np.asarray(x) <= np.asarray(y))
-
-
-@pullback_rule(np.arctan2)
-def d_np_arctan2(dy, y, x):
-    r2 = x * x + y * y
-    return unbcast(dy * x / r2, y), unbcast(-dy * y / r2, x)
 
 
 @pullback_rule(np.hypot, uses_result=True)

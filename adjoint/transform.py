@@ -62,7 +62,9 @@ from .passes.merge_returns import merge_returns
 from .passes.reverse import build_adjoint
 from .passes.stacks import emit_stacks
 from .passes.unwind import cut_tapes
-from .rules import lookup_callee, missing_rule_error
+from .rules import METHOD_RULES, lookup_callee, missing_rule_error
+from .special_callees import own_rule_code
+from .special_callees import special_handler as _special  # jit imports it as _special
 
 
 @dataclass
@@ -390,20 +392,6 @@ def _jback(state, stmt, values) -> tuple:
     return combine(pb.back(state, reader, dy), cur, set())
 
 
-SPECIAL_CALLEES: dict = {}   # id(callee) -> (callee, handler): adjoint.gradient (nested)
-SPECIAL_TYPES: list = []     # (type, handler): first-order Pullbacks (nested)
-
-
-def _special(f: Any):
-    hit = SPECIAL_CALLEES.get(id(f))
-    if hit is not None and hit[0] is f:
-        return hit[1]
-    for cls, handler in SPECIAL_TYPES:
-        if isinstance(f, cls):
-            return handler
-    return None
-
-
 def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False) -> tuple:
     """Run callee `f`'s forward on `tape`: returns `(y, pullback data)`."""
     nops = 1 + len(pos) + len(kw)
@@ -469,13 +457,7 @@ def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:
     return jf, args, slots, len(free), closure
 
 
-def own_rule_code(f: Any) -> bool:
-    """Plain-Python helpers of the rule modules: lowered when differentiated again."""
-    return type(f) is types.FunctionType and (f.__module__ or "").startswith("adjoint.")
-
-
 def _is_method_rule(f: Any) -> bool:
-    from .rules import METHOD_RULES
     owner = getattr(f, "__self__", None)
     return (type(owner), getattr(f, "__name__", None)) in METHOD_RULES
 

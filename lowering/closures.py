@@ -35,7 +35,7 @@ import types
 
 from ssair.ir import Const, Var
 
-from .frame import handles
+from .handlers import handles
 from .runtime import UNBOUND
 
 CELLS_ATTR = "__zygopy_cells__"

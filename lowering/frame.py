@@ -1,5 +1,5 @@
 """The lowering driver: walks the bytecode blocks in reverse postorder, simulates
-the operand stack, and hands opcodes to the handler table `HANDLERS`
+the operand stack, and hands opcodes to the handler table `lowering.handlers.HANDLERS`
 (filled by the `ops_*` modules with `@handles`).
 
 Every bytecode block gets one IR block (more when an opcode needs to split it,
@@ -11,28 +11,20 @@ travel in the per-block stack shape instead.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 from ssair.ir import IR, Branch, Const, Goto, Raise, Return, Var
 from ssair.ssabuild import SSABuilder
 
+from .closures import make_cells
 from .errors import REFUSED_OPCODES, UnsupportedError
+from .handlers import HANDLERS
+from .materialize import materialize
 from .reader import CodeReader
 from .runtime import UNBOUND, check_bound, unbound_local
 from .values import EXHAUSTED, LASTI, NULL, ExcInfo, ForState, Lazy
 
-HANDLERS: dict = {}
 PY = sys.version_info[:2]
 BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth"}
-
-
-def handles(*names: str) -> Callable:
-    """Register the decorated function as the handler of the named opcodes."""
-    def deco(fn):
-        for n in names:
-            HANDLERS[n] = fn
-        return fn
-    return deco
 
 
 def is_marker(v) -> bool:
@@ -109,7 +101,6 @@ class Lowerer:
         for name in names:
             self.ssa.write(name, self.entry, self.ir.add_arg(name))
         if self.cells or self.free_cells:
-            from .closures import make_cells
             self.block = self.entry
             make_cells(self)
 
@@ -187,7 +178,6 @@ class Lowerer:
             return v
         if isinstance(v, Lazy):
             if v.var is None:
-                from .materialize import materialize
                 v.var = materialize(self, v)
             return v.var
         self.refuse(f"{v!r} used as a value")

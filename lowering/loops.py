@@ -16,7 +16,7 @@ import sys
 
 from ssair.ir import Branch, Const
 
-from .frame import handles
+from .handlers import handles
 from .runtime import range_step
 from .values import EXHAUSTED, ForState, LazyCall, LazyTuple
 

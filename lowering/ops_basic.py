@@ -7,7 +7,7 @@ import sys
 from ssair.ir import Const
 
 from .closures import check_capture
-from .frame import handles
+from .handlers import handles
 from .runtime import unpack_star
 from .values import LazyList, LazyTuple
 

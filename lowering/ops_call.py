@@ -15,7 +15,7 @@ import types
 
 from ssair.ir import Const
 
-from .frame import handles
+from .handlers import handles
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyTuple
 
 PY = sys.version_info[:2]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ssair.ir import Const
 
-from .frame import handles
+from .handlers import handles
 
 
 def _targets(lw):

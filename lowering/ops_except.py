@@ -23,7 +23,7 @@ import sys
 
 from ssair.ir import Const
 
-from .frame import handles
+from .handlers import handles
 from .runtime import UNBOUND, exception_matches, raise_from
 from .values import ExcInfo
 

@@ -60,8 +60,7 @@ class Const:
             return id(self.value)
 
     def __repr__(self) -> str:
-        from .printer import format_const
-        return format_const(self.value)
+        return TEXT_OF["const"](self.value)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -76,6 +75,14 @@ def _same(a: Any, b: Any) -> bool:
 
 
 Operand = Union[Var, Const]
+
+# How `Const` and `IR` print: `ssair.printer` installs its `format_const` and
+# `format_ir` here when imported (ssair/__init__ imports it, so every user of ssair
+# prints listings); these stand-ins are never seen outside the package's own import.
+TEXT_OF: dict = {
+    "const": lambda value: f"Const({value!r})",
+    "ir": lambda ir: f"<IR {ir.name}>",
+}
 
 
 @dataclass(eq=False)
@@ -353,8 +360,7 @@ class IR:
                 b.term.map_operands(sub)
 
     def __str__(self) -> str:
-        from .printer import format_ir
-        return format_ir(self)
+        return TEXT_OF["ir"](self)
 
     __repr__ = __str__
 

@@ -28,7 +28,7 @@ import math
 import types
 from typing import Any
 
-from .ir import IR, Branch, Const, Goto, Phi, Raise, Return, Var
+from .ir import IR, TEXT_OF, Branch, Const, Goto, Phi, Raise, Return, Var
 
 ANNOT_COLUMN = 40
 
@@ -170,3 +170,7 @@ def format_ir(ir: IR) -> str:
                 text = text.ljust(ANNOT_COLUMN) + "  " + ann
             out.append(text.rstrip())
     return "\n".join(out)
+
+
+TEXT_OF["const"] = format_const
+TEXT_OF["ir"] = format_ir

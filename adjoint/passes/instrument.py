@@ -28,8 +28,9 @@ import numpy as np
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
-from ..rules import (Rule, lookup_callee, lookup_op, missing_rule, missing_rule_error,
-                    scalar_variant)
+from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
+                     missing_rule_error, scalar_variant)
+from ..special_callees import as_call, own_rule_code, special_handler
 
 
 @dataclass
@@ -222,7 +223,6 @@ def _instrument_stmt(ir, bid, s, act, tape, mutated, recs, kinds=None) -> list:
     if not _is_active_stmt(s, act):
         return [s]
     if s.op in ("jcall", "jback"):  # calls in a transformed IR (nested AD)
-        from ..nested import as_call
         s = as_call(s)
     if s.op == "call":
         return _instrument_call(ir, bid, s, act, tape, mutated, recs)
@@ -282,10 +282,8 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
 
 def _transformable(f: Any) -> bool:
     from ssair.interpreter import Closure, is_user_function
-    from ..rules import Pullback
-    from ..transform import _special, own_rule_code
     return (isinstance(f, (IR, Closure, Pullback)) or is_user_function(f)
-            or own_rule_code(f) or _special(f) is not None
+            or own_rule_code(f) or special_handler(f) is not None
             or isinstance(f, types.MethodType))
 
 

@@ -1,0 +1,241 @@
+"""The derivative rule table and the helpers that fill it: one entry per primitive op name (`"mul"`) or callee
+object (`math.sin`, `np.sum`, a user function registered with `@rule`).
+
+A `Rule` is one of
+  * non-differentiable (`pullback is None and emit is None`): the result carries no
+    cotangent and, for activity analysis, never depends on a differentiable input
+    (comparisons, `len`, `int`, `floor`, `np.zeros`, ...);
+  * a pullback: a small plain-Python function `pb(dy, *args, **kw)` (or
+    `pb(dy, y, *args, **kw)` with `uses_result=True`) returning one cotangent per
+    positional argument.  In the adjoint IR it appears as
+    `%g = call(@adjoint.rules_elementary.d_sin, %dy, %x)`: the call target is a `Pullback`
+    object (called directly by the interpreter; the JIT may lower `Pullback.fn`, which
+    is plain Python) and its result is read with `dget(%g, k)`;
+  * structural (`emit`): a few ops are emitted directly as IR (tuple building and
+    indexing, array element reads and writes, closures), see `adjoint.passes.reverse`.
+
+`needs(active)` says which positional operands the pullback reads (its *alphas*),
+given which operands are active; the transform records only those (and the result
+when `uses_result`) and passes `None` for the others.  A rule may carry a `scalar`
+variant (`scalar_rule`): the pullback used when every operand is a proven number
+(`ssair.passes.scalars`), which needs no unbroadcasting and reads only what its
+formula reads (`add`: nothing, `mul`: the other operand).  Helpers: `nondiff`,
+`linear`, `defpullback`, `scalar_rule`, and `other_operand` / `no_operands` for the
+common `needs`; users call `@adjoint.rule(f)` (`adjoint.api.rule`) on a pullback
+`(dy, *args) -> tuple` to register it for their function `f`.
+
+The rule modules (`rules_math`, `rules_numpy`, `nested`) fill the table with these
+helpers; `adjoint.rules` imports them, so look rules up through `adjoint.rules`.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+
+class Pullback:
+    """A plain-Python pullback, callable by the interpreter as a library function.
+
+    `fn(dy, [y,] *args, **kw)` returns a tuple with one cotangent per positional
+    argument; when `dy` is None (zero) the Pullback returns Nones without calling
+    `fn`.  Prints as `@module.name`.
+    """
+
+    def __init__(self, fn: Callable, uses_result: bool = False):
+        self.fn = fn
+        self.uses_result = uses_result
+        self.of = fn.__name__          # the differentiated callable, named for errors
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__zygopy_symbol__ = f"{fn.__module__}.{fn.__name__}"
+        self.keywords = _keywords(fn)
+
+    def __call__(self, dy: Any, *args: Any, **kw: Any) -> tuple:
+        if kw and self.keywords is not None:
+            self.check_keywords(kw)
+        if dy is None:
+            return (None,) * (len(args) - self.uses_result)
+        out = self.fn(dy, *args, **kw)
+        return out if isinstance(out, tuple) else (out,)
+
+    def check_keywords(self, kw: dict) -> None:
+        """Refuse, naming the function, a keyword its derivative does not take."""
+        for k in kw:
+            if k not in self.keywords:
+                raise TypeError(f"adjoint: the derivative of {self.of} does not support "
+                                f"the keyword argument {k}= yet")
+
+    def __zygopy_explain__(self, *operands) -> str:
+        return f"the derivative of {self.of}"
+
+    def __repr__(self) -> str:
+        return f"<pullback {self.__zygopy_symbol__}>"
+
+
+def _keywords(fn: Callable) -> Optional[frozenset]:
+    """The keyword names `fn` accepts, or None when it takes `**kwargs`."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+@dataclass
+class Rule:
+    """How to differentiate one primitive or callee (see the module docstring)."""
+
+    key: Any
+    pullback: Optional[Pullback] = None
+    emit: Optional[str] = None
+    needs: Optional[Callable] = None   # (active mask: tuple of bool) -> set of positions
+    varied: bool = True                # False: the result never carries a cotangent
+    scalar: tuple = ()                 # variants for operands that are numbers
+    when: Optional[Callable] = None    # a variant's condition on the active mask
+
+    @property
+    def differentiable(self) -> bool:
+        return self.varied and (self.pullback is not None or self.emit is not None)
+
+    def alphas(self, active: tuple) -> set:
+        """Positions of the operands the pullback reads."""
+        if self.emit is not None and self.needs is None:
+            return set()
+        if self.needs is None:
+            return set(range(len(active)))
+        return set(self.needs(active))
+
+
+OP_RULES: dict = {}      # primitive op name -> Rule
+CALL_RULES: dict = {}    # callee object -> Rule
+_BY_ID: dict = {}        # id(callee) -> Rule, for unhashable callees
+
+
+def _store(key: Any, rule: Rule) -> Rule:
+    if isinstance(key, str):
+        OP_RULES[key] = rule
+        return rule
+    try:
+        CALL_RULES[key] = rule
+    except TypeError:
+        _BY_ID[id(key)] = (key, rule)
+    return rule
+
+
+def lookup_op(op: str) -> Optional[Rule]:
+    return OP_RULES.get(op)
+
+
+def lookup_callee(f: Any) -> Optional[Rule]:
+    """The rule for callee object `f`, if any (bound ndarray methods included)."""
+    try:
+        r = CALL_RULES.get(f)
+    except TypeError:
+        r = None
+    if r is not None:
+        return r
+    hit = _BY_ID.get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    return _method_rule(f)
+
+
+METHOD_RULES: dict = {}   # (type, method name) -> Rule, for bound methods
+
+
+def _method_rule(f: Any) -> Optional[Rule]:
+    owner = getattr(f, "__self__", None)
+    name = getattr(f, "__name__", None)
+    if owner is None or name is None or isinstance(owner, type(__import__("math"))):
+        return None
+    return METHOD_RULES.get((type(owner), name))
+
+
+def nondiff(*keys: Any) -> None:
+    """Register `keys` as having no derivative (their results carry none)."""
+    for k in keys:
+        _store(k, Rule(k, varied=False))
+
+
+def defpullback(key: Any, fn: Callable, uses_result: bool = False,
+                needs: Optional[Callable] = None) -> Rule:
+    """Register plain-Python pullback `fn` for op name or callee `key`."""
+    pb = fn if isinstance(fn, Pullback) else Pullback(fn, uses_result)
+    return _store(key, Rule(key, pullback=pb, needs=needs))
+
+
+def defmethod(cls: type, name: str, fn: Callable, uses_result: bool = False) -> Rule:
+    """Register a pullback for the bound method `obj.name` of instances of `cls`; the
+    pullback receives the object as its first argument."""
+    rule = Rule((cls, name), pullback=Pullback(fn, uses_result))
+    METHOD_RULES[(cls, name)] = rule
+    return rule
+
+
+def scalar_rule(key: Any, needs: Callable, when: Optional[Callable] = None):
+    """Decorator: add a scalar variant to the rule of op name `key` (defined
+    before); `needs(active)` gives the operand positions the variant reads; a
+    variant with `when` applies only where `when(active)` holds (the first that
+    applies is used)."""
+    def deco(fn: Callable) -> Pullback:
+        pb = Pullback(fn)
+        rule = OP_RULES[key]
+        rule.scalar = rule.scalar + (Rule(key, pullback=pb, needs=needs, when=when),)
+        return pb
+    return deco
+
+
+def scalar_variant(rule: Rule, active: tuple) -> Rule:
+    """The scalar variant of `rule` for this active mask, or `rule` itself."""
+    for v in rule.scalar:
+        if v.when is None or v.when(active):
+            return v
+    return rule
+
+
+def no_operands(active: tuple) -> set:
+    """`needs` of a pullback that reads no operand (`add`, `exp` with its result)."""
+    return set()
+
+
+def other_operand(active: tuple) -> set:
+    """`needs` of a bilinear pullback: each active operand reads the other one."""
+    return {1 - k for k, on in enumerate(active[:2]) if on}
+
+
+def structural(op: str, needs: Optional[Callable] = None) -> Rule:
+    """An op whose adjoint `adjoint.passes.reverse` emits as IR directly."""
+    return _store(op, Rule(op, emit=op, needs=needs))
+
+
+def pullback_rule(key: Any, uses_result: bool = False, needs: Optional[Callable] = None):
+    """Decorator form of `defpullback` for rule modules: `@pullback_rule(math.sin)`.
+    The decorated name is bound to the `Pullback` object (so the adjoint IR prints
+    and parses it as `@module.name`)."""
+    def deco(fn: Callable) -> Pullback:
+        pb = Pullback(fn, uses_result)
+        keys = key if isinstance(key, (list, tuple)) else (key,)
+        pb.of = callee_name(keys[0])
+        for k in keys:
+            defpullback(k, pb, uses_result, needs)
+        return pb
+    return deco
+
+
+def callee_name(key: Any) -> str:
+    """How error messages name op name or callee `key`."""
+    if isinstance(key, str):
+        return f"the operator {key}"
+    from ssair.printer import object_name
+    return object_name(key)
+
+
+def linear(key: Any, fn: Callable) -> Rule:
+    """A linear function: its pullback is its transpose `fn(dy, *args)`, so the same
+    `defpullback`; kept as a separate name for readability of the tables."""
+    return defpullback(key, fn)
