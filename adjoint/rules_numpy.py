@@ -345,5 +345,12 @@ def _method_astype(dy, a, dtype, *rest, **kw):
 defmethod(np.ndarray, "max", _method_max, uses_result=True)
 defmethod(np.ndarray, "min", _method_max, uses_result=True)
 defmethod(np.ndarray, "mean", _method_mean)
+
+
+def _method_prod(dy, y, a, axis=None, dtype=None, keepdims=False):
+    return (d_np_prod.fn(dy, y, a, axis, dtype, keepdims),)
+
+
+defmethod(np.ndarray, "prod", _method_prod, uses_result=True)
 defmethod(np.ndarray, "astype", _method_astype)
 nondiff(np.ndarray.argmin, np.ndarray.argmax)
