@@ -30,6 +30,8 @@ def derivative(e: Entry) -> str:
     from adjoint.rules import lookup_callee, lookup_op
     if e.family in ("derivatives", "runtime checks"):
         return "n/a"
+    if e.key is None:     # a callable this Python lacks (see Registry.listed)
+        return "none"
     rule = lookup_op(e.key) if isinstance(e.key, str) else lookup_callee(e.key)
     if rule is None:
         return "none"
@@ -66,7 +68,7 @@ def _patterns(e: Entry) -> str:
 def rows() -> list:
     """(family, names, patterns, derivative, gpu) rows, grouped and in a fixed order."""
     groups: dict = {}
-    for e in REGISTRY.entries():
+    for e in REGISTRY.listed():
         key = (e.family, _patterns(e), derivative(e), gpu(e))
         groups.setdefault(key, []).append(_name(e))
     out = [(fam, ", ".join(sorted(names)), pats, der, g)
@@ -102,7 +104,7 @@ def text() -> str:
         out.append(f"  {names}\n      patterns: {pats}\n      derivative: {der}; GPU: {g}")
     out.append("\nJIT versions of derivative rules")
     out += [f"  {name}: {pattern}" for name, pattern in pullback_rows()]
-    n = len(REGISTRY.entries())
+    n = len(REGISTRY.listed())
     return f"zygopy library registry: {n} entries" + "\n".join(out) + "\n"
 
 

@@ -43,6 +43,7 @@ MATH_UNARY = {
     "fabs": False, "erf": False, "erfc": False, "lgamma": True, "gamma": True,
     "log2": False, "log10": False, "exp2": True, "cbrt": False,
 }
+SINCE_3_11 = ("cbrt", "exp2")   # math functions CPython 3.10 lacks
 MATH_BINARY = ("atan2", "copysign", "fmod", "pow", "hypot")
 
 
@@ -406,6 +407,7 @@ CHECKS = "runtime checks"   # calls lowering and the library templates insert
 def _declare_math() -> None:
     for name, can_overflow in MATH_UNARY.items():
         REGISTRY.declare(getattr(math, name, None), family=MATH, pattern="number",
+                         name=f"math.{name}" + (" (3.11+)" if name in SINCE_3_11 else ""),
                          types=_t_math_unary, lower=_math_unary(name, can_overflow),
                          gpu={"cuda": platforms.cuda(LIBM_NAMES.get(name, name))})
     for name in MATH_BINARY:

@@ -77,6 +77,7 @@ class Registry:
         self._by_class: dict = {}    # class -> Entry, for callable objects
         self._methods: dict = {}     # ndarray method name -> Entry
         self._pullbacks: dict = {}   # id(adjoint rule) -> (rule, pattern, pick)
+        self._absent: list = []      # declared, but this Python or numpy lacks the callable
 
     # -- declaring ---------------------------------------------------------------------
     def entry(self, key: Any, *, family: str, name: Optional[str] = None,
@@ -103,7 +104,10 @@ class Registry:
                 **entry_args: Any) -> None:
         """Declare each of `keys` with one impl (the common case)."""
         for key in keys:
-            if key is None:         # a callable this numpy or Python lacks
+            if key is None:         # a callable this numpy or Python lacks: listed only
+                name = entry_args.get("name", "?")
+                e = Entry(None, name, family, gpu=dict(entry_args.get("gpu") or {}))
+                self._absent.append(self.add(e, pattern, matches, types, lower, native))
                 continue
             e = self.entry(key, family=family, **entry_args)
             self.add(e, pattern, matches, types, lower, native)
@@ -163,6 +167,11 @@ class Registry:
 
     def entries(self) -> list:
         return list(self._entries.values()) + list(self._by_class.values())
+
+    def listed(self) -> list:
+        """The entries, and the declarations of callables this Python lacks (so that
+        the printed registry is the same on every supported version)."""
+        return self.entries() + self._absent
 
     # -- dispatch ----------------------------------------------------------------------
     def type_stmt(self, e: Entry, ctx: Any, s: Any, ts: list) -> Any:
