@@ -45,8 +45,8 @@ def d_np_multiply(dy, x, y):
 
 @pullback_rule((np.divide, np.true_divide))
 def d_np_divide(dy, x, y):
-    gx = dy / y
-    return unbcast(gx, x), unbcast(-gx * x / y, y)
+    gx = np.divide(dy, y)     # numpy's division: a zero divisor gives inf, not an error
+    return unbcast(gx, x), unbcast(np.divide(-gx * x, y), y)
 
 
 @pullback_rule(np.power)

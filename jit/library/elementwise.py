@@ -317,7 +317,7 @@ mark(_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign
 
 
 # -- type rules (the registry entries are in jit.library.operators, ufuncs, reductions) -------
-def _binary_impl(op: str, ts: list) -> Any:
+def binary_impl(op: str, ts: list) -> Any:
     a, b = ts
     if is_float_array(a) and is_float_array(b) and a.ndim == b.ndim:
         return BINARY_IMPLS[(op, "aa", a.ndim)]
@@ -331,7 +331,7 @@ def _binary_impl(op: str, ts: list) -> Any:
 def t_array_arith(ctx: Context, s, ts: list) -> Type:
     """`a OP b` / `-a` with an array operand: a loop over the float64 array(s)."""
     op = s.op
-    impl = _binary_impl(op, ts) if len(ts) == 2 else NEG_IMPLS.get(ts[0].ndim)
+    impl = binary_impl(op, ts) if len(ts) == 2 else NEG_IMPLS.get(ts[0].ndim)
     if impl is None or (op == "neg" and not is_float_array(ts[0])):
         ctx.fail(f"{op} of {', '.join(map(str, ts))} is not compiled (whole-array "
                  "arithmetic needs float64 arrays of equal shape, or an array and a "

@@ -10,7 +10,7 @@ from ssair.ir import Const
 from jit.library.elementwise import is_assign_all, t_array_arith, t_assign_all
 from jit.library.python_impls import has_array
 from jit.library.registry import REGISTRY
-from jit.types import BOOL
+from jit.types import BOOL, FLOAT64, INT64
 
 FAMILY = "elementwise operators on arrays"
 
@@ -39,11 +39,25 @@ for _op in ("is", "isnot"):
                       family=FAMILY)
 
 
+def _np_power_pick(argtypes):
+    """np.power's rule reads its operands as arrays; numbers take `x ** y`'s rule,
+    an array and a number the loop of `_d_pow_pick`."""
+    from adjoint import rules_math as M
+
+    from jit.library.elementwise import _d_pow_pick
+    if len(argtypes) == 3 and all(t in (FLOAT64, INT64, BOOL) for t in argtypes[1:]):
+        return M.d_pow.fn
+    return _d_pow_pick(argtypes)
+
+
 def _declare_pullbacks() -> None:
     from adjoint import rules_math as M
+    from adjoint import rules_numpy as R
 
     from jit.library.elementwise import _d_hypot_pick, _d_pow_pick
     REGISTRY.declare_pullback(M.d_pow, "float64 array ** number", _d_pow_pick)
+    REGISTRY.declare_pullback(R.d_np_power, "numbers, or float64 array and number",
+                              _np_power_pick)
     REGISTRY.declare_pullback(M.d_hypot, "two coordinates", _d_hypot_pick)
 
 

@@ -10,9 +10,10 @@ from llvmlite import ir as L
 from jit.codegen.function import I64, FunctionGen
 from jit.codegen.scalar import fintrinsic
 from jit.library.array_calls import _t_sign_number, is_one_number
-from jit.library.elementwise import UFUNC_IMPLS, array_rule, one_array
+from jit.library.broadcast import _fdiv
+from jit.library.elementwise import UFUNC_IMPLS, array_rule, binary_impl, one_array
 from jit.library.math_builtins import _scalar_args, float_args, libm
-from jit.library.python_impls import has_array, no_array
+from jit.library.python_impls import has_array, impl_call, mark, no_array
 from jit.library import platforms
 from jit.library.registry import REGISTRY
 from jit.types import FLOAT64, INT64, Type, is_int_like
@@ -93,3 +94,49 @@ for _name in sorted({getattr(np, n).__name__ for n in NUMPY_UNARY}
 for _f, _c in _NP_BINARY.items():
     REGISTRY.declare(_f, family=UFUNCS, pattern="number, number", types=_t_np_binary,
                      lower=_cg_np_binary, gpu={"cuda": platforms.cuda(_c)})
+
+
+# -- arithmetic called by name: np.add(x, y) is x + y, with numpy's float division ---------
+def _np_add(a, b):
+    return a + b
+
+
+def _np_subtract(a, b):
+    return a - b
+
+
+def _np_multiply(a, b):
+    return a * b
+
+
+def _np_divide(a, b):
+    return _fdiv(a, b)
+
+
+mark(_np_add, _np_subtract, _np_multiply, _np_divide)
+_BY_NAME = {np.add: ("add", _np_add), np.subtract: ("sub", _np_subtract),
+            np.multiply: ("mul", _np_multiply), np.divide: ("truediv", _np_divide)}
+
+
+def _t_number_arith(ctx, s, ts) -> Type:
+    _scalar_args(ctx, ts, 2)
+    return impl_call(ctx, s, _BY_NAME[s.args[0].value][1], list(s.args[1:]))
+
+
+def _array_arith(op: str, name: str):
+    """np.add(a, b), ... with an array operand: the loop template of `a + b`."""
+    def rule(ctx, s, ts) -> Type:
+        impl = binary_impl(op, ts) if len(ts) == 2 and not s.kwargs else None
+        if impl is None:
+            ctx.fail(f"{name} of {', '.join(map(str, ts))} is not compiled (float64 arrays "
+                     "of one rank, or an array and a number)")
+        return impl_call(ctx, s, impl, list(s.args[1:]))
+    return rule
+
+
+ARRAYS = "float64 arrays of one rank, or array and number"
+for _f, (_op, _impl) in _BY_NAME.items():
+    _e = REGISTRY.entry(_f, family=UFUNCS, gpu={"cuda": "inline"})
+    REGISTRY.add(_e, "numbers", no_array, _t_number_arith)
+    REGISTRY.add(_e, ARRAYS, has_array, _array_arith(_op, f"np.{_f.__name__}"))
+REGISTRY.add(REGISTRY.get(np.power), ARRAYS, has_array, _array_arith("pow", "np.power"))
