@@ -157,12 +157,14 @@ _BY_NAME = {
     "numbers": lambda x, y: (np.add(x[0], y[1]) * np.divide(x[1], y[2])
                              - np.multiply(x[2], 2.0) + np.power(x[0], y[0])),
     "zero_divisor": lambda x, y: np.divide(x[0], 0.0 * y[0]) + x[1],
+    "sum_of_numbers": lambda x, y: np.sum(x[0] * y[1]) + np.mean(x[2]) + np.sum(np.sum(x) * y[0]),
 }
 
 
 @pytest.mark.parametrize("name", sorted(_BY_NAME))
 def test_arithmetic_ufuncs_called_by_name_compile_and_differentiate(name):
-    """np.add/subtract/multiply/divide/power by name, on numbers and arrays: CPython,
+    """np.add/subtract/multiply/divide/power by name, on numbers and arrays (and np.sum /
+    np.mean of a number): CPython,
     the JIT and both pullback backends agree, and gradients match central differences
     (numpy's division: a zero divisor gives inf in the value and the gradient)."""
     import warnings

@@ -29,10 +29,10 @@ from jit.library.elementwise import (
     impl_call,
     is_float_array,
 )
-from jit.library.python_impls import has_array, mark
+from jit.library.python_impls import has_array, mark, no_array
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import ArrayT, Type, is_numeric
+from jit.types import BOOL, FLOAT64, INT64, ArrayT, Type, is_numeric
 
 
 def _inner_axis(a):
@@ -161,8 +161,35 @@ def _reduction_rule(name: str, whole: dict):
     return rule
 
 
+def _sum_number(x):
+    return x + 0          # np.sum of a bool is an int
+
+
+def _mean_number(x):
+    return x + 0.0
+
+
+def _d_number(dy, x, axis=None, keepdims=False):
+    return dy * 1.0
+
+
+mark(_sum_number, _mean_number, _d_number)
+_NUMBERS = (FLOAT64, INT64, BOOL)
+
+
+def _t_number_reduction(impl, name: str):
+    """np.sum / np.mean of a number (numpy takes it as a 0-d array): the number."""
+    def rule(ctx: Context, s, ts: list) -> Type:
+        if len(ts) != 1 or s.kwargs or ts[0] not in _NUMBERS:
+            ctx.fail(f"np.{name} of {', '.join(map(str, ts))} is not compiled")
+        return impl_call(ctx, s, impl, [s.args[1]])
+    return rule
+
+
 def _pick_d(impls: dict, axis_impl):
     def pick(argtypes):
+        if len(argtypes) == 2 and argtypes[1] in _NUMBERS and argtypes[0] in _NUMBERS:
+            return _d_number
         if len(argtypes) < 2 or not is_float_array(argtypes[1]):
             return None
         dy, x = argtypes[0], argtypes[1]
@@ -174,10 +201,11 @@ def _pick_d(impls: dict, axis_impl):
 
 def _declare() -> None:
     from adjoint import rules_numpy as R
-    for f, name, whole in ((np.sum, "sum", {1: _sum1, 2: _sum2}),
-                           (np.mean, "mean", {1: _mean1, 2: _mean2})):
+    for f, name, whole, number in ((np.sum, "sum", {1: _sum1, 2: _sum2}, _sum_number),
+                                   (np.mean, "mean", {1: _mean1, 2: _mean2}, _mean_number)):
         REGISTRY.declare(f, family="reductions", pattern="float64 array, 1-D or 2-D[, axis=k]",
                          matches=has_array, methods=(name,), types=_reduction_rule(name, whole))
+        REGISTRY.add(REGISTRY.get(f), "number", no_array, _t_number_reduction(number, name))
     REGISTRY.declare_pullback(R.d_np_sum, "float64 array[, axis]",
                               _pick_d({1: _d_sum1, 2: _d_sum2}, _d_sum_axis))
     REGISTRY.declare_pullback(R.d_np_mean, "float64 array[, axis]",
