@@ -142,4 +142,6 @@ def d_sqrt(dy, y, x):
 def d_abs(dy, x):
     if isinstance(x, (np.ndarray, complex)):
         return (dy * np.sign(x),)
+    if x != x:            # a NaN input: a NaN slope, as np.sign(nan) gives for arrays
+        return (x * dy,)
     return (dy if x > 0 else -dy if x < 0 else 0.0 * dy),

@@ -1,6 +1,7 @@
 """Edge cases of the user API found by probing it as a user would."""
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -78,3 +79,17 @@ def test_caller_writing_after_a_call_keeps_the_callees_values(backend):
     (g,) = adjoint.gradient(_writes_after_the_call, ys, backend=backend)
     assert np.array_equal(g, [2.0, 5.0, 6.0])   # d/dys of sum(ys**2) + ys[1]
     assert np.array_equal(ys, [1.0, 2.0, 3.0])  # the input is not modified
+
+
+def test_abs_slope_at_nan_is_nan_for_numbers_and_arrays_in_both_executors():
+    """abs, np.abs and math.fabs share one derivative rule: the slope at NaN is NaN
+    (np.sign(nan)), for a number as for an array element, interpreted or compiled.
+    The functions are captured by the lambdas (a closure over a function value)."""
+    for backend in ("interp", "llvm"):
+        for f in (abs, np.abs, math.fabs):
+            g = adjoint.gradient(lambda x: f(x), float("nan"), backend=backend)[0]
+            assert g != g
+            assert adjoint.gradient(lambda x: f(x), -2.0, backend=backend)[0] == -1.0
+        ga = adjoint.gradient(lambda a: np.sum(np.abs(a)), np.array([np.nan, -1.0, 0.0]),
+                              backend=backend)[0]
+        assert np.isnan(ga[0]) and list(ga[1:]) == [-1.0, 0.0]

@@ -207,8 +207,9 @@ def _cg_rule_jcall(fc: FunctionGen, s, ts):
     call = fc.typing.calls[s.var]
     pbt = s.type.elems[1]
     impl = fc.typing.impls[("primal", s.var)]
-    y = impl.lower(fc, _fake_call(s, call.callee, call.operands),
-                   [fc.type_of(a) for a in call.operands])
+    primal = _fake_call(s, call.callee, call.operands)
+    primal.type = s.type.elems[0]    # lowerings read their statement's result type
+    y = impl.lower(fc, primal, [fc.type_of(a) for a in call.operands])
     y = fc.convert(y, s.type.elems[0], s.type.elems[0])
     values = ([y] if len(pbt.saved) > len(call.operands) else []) + \
         [fc.get(a) for a in call.operands]
