@@ -31,7 +31,7 @@ import numpy as np
 from jit.library.broadcast import _fdiv, broadcast_length, same_length
 from jit.library.python_impls import NAMESPACE as _NS, impl_call, is_float_array, make, mark
 from jit.typing.infer import Context
-from jit.types import BOOL, INT64, ArrayT, Type, is_numeric
+from jit.types import BOOL, INT64, NONE, ArrayT, Type, is_numeric
 
 
 # -- implementations (templates instantiated per operator) -------------------------------------
@@ -125,7 +125,6 @@ _UFUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "a
            "expm1", "log2", "log10", "sign")
 _NAN = float("nan")
 _NS.update(same_length=same_length, broadcast_length=broadcast_length, _fdiv=_fdiv)
-_make = make
 
 
 
@@ -142,18 +141,18 @@ def _binary_source(template: str, name: str, op: str, sym: str) -> str:
     return src
 
 
-BINARY_IMPLS = {(op, kind, nd): _make(_binary_source(t[kind], f"_{op}_{kind}{nd}", op, sym),
+BINARY_IMPLS = {(op, kind, nd): make(_binary_source(t[kind], f"_{op}_{kind}{nd}", op, sym),
                                       f"_{op}_{kind}{nd}")
                 for op, sym in _SYMBOLS.items() for nd, t in ((1, _BINARY_1D), (2, _BINARY_2D))
                 for kind in ("aa", "as", "sa")}
-NEG_IMPLS = {nd: _make(_UNARY[nd].format(name=f"_neg{nd}",
+NEG_IMPLS = {nd: make(_UNARY[nd].format(name=f"_neg{nd}",
                                          expr="-a[i]" if nd == 1 else "-a[i, j]"), f"_neg{nd}")
              for nd in (1, 2)}
 UFUNC_IMPLS = {}
 for _u in _UFUNCS:
     for _nd in (1, 2):
         _idx = "a[i]" if _nd == 1 else "a[i, j]"
-        UFUNC_IMPLS[(getattr(np, _u), _nd)] = _make(
+        UFUNC_IMPLS[(getattr(np, _u), _nd)] = make(
             _UNARY[_nd].format(name=f"_{_u}{_nd}", expr=f"np.{_u}({_idx})"), f"_{_u}{_nd}")
 
 
@@ -198,7 +197,7 @@ def _at(a, m, k):
 
 
 _NS["_at"] = _at
-_pairwise_flat = _make(re.sub(r"a\[([^\]]+)\]", r"_at(a, cols, \1)",
+_pairwise_flat = make(re.sub(r"a\[([^\]]+)\]", r"_at(a, cols, \1)",
                               inspect.getsource(_pairwise))
                        .replace("def _pairwise(a, lo, n)", "def _pairwise_flat(a, cols, lo, n)")
                        .replace("_pairwise(a, ", "_pairwise_flat(a, cols, "), "_pairwise_flat")
@@ -447,7 +446,6 @@ def t_assign_all(ctx: Context, s, ts):
     if not is_float_array(a) or kind is None:
         ctx.fail(f"a[...] = v of {a} and {v} is not compiled")
     impl_call(ctx, s, _ASSIGN_IMPLS[(kind, a.ndim)], list(s.args[:2]))
-    from jit.types import NONE
     return NONE
 
 

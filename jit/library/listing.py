@@ -50,12 +50,7 @@ def gpu(e: Entry) -> str:
 def _name(e: Entry) -> str:
     if isinstance(e.key, str):
         return OPERATORS.get(e.key, e.key)
-    methods = "".join(f", a.{m}()" for m in _methods_of(e))
-    return e.name + methods
-
-
-def _methods_of(e: Entry) -> list:
-    return [m for m in sorted(REGISTRY.method_names()) if REGISTRY.method(m)[0] is e]
+    return e.name + "".join(f", a.{m.partition('(')[0]}()" for m in sorted(e.methods))
 
 
 def _patterns(e: Entry) -> str:

@@ -42,7 +42,10 @@ class Impl:
     matches: Optional[Callable]          # (ctx, stmt, argtypes) -> bool; None: any
     types: Callable
     lower: Optional[Callable] = None     # None: the plain-Python implementation
-    native: str = "codegen"              # "codegen", "python" or "core"
+
+    @property
+    def native(self) -> str:
+        return "python" if self.lower is None else "codegen"
 
 
 @dataclass
@@ -100,26 +103,25 @@ class Registry:
 
     def declare(self, *keys: Any, family: str, pattern: str = "any",
                 matches: Optional[Callable] = None, types: Callable,
-                lower: Optional[Callable] = None, native: Optional[str] = None,
+                lower: Optional[Callable] = None,
                 **entry_args: Any) -> None:
         """Declare each of `keys` with one impl (the common case)."""
         for key in keys:
             if key is None:         # a callable this numpy or Python lacks: listed only
                 name = entry_args.get("name", "?")
                 e = Entry(None, name, family, gpu=dict(entry_args.get("gpu") or {}))
-                self._absent.append(self.add(e, pattern, matches, types, lower, native))
+                self._absent.append(self.add(e, pattern, matches, types, lower))
                 continue
             e = self.entry(key, family=family, **entry_args)
-            self.add(e, pattern, matches, types, lower, native)
+            self.add(e, pattern, matches, types, lower)
 
     @staticmethod
     def add(e: Entry, pattern: str, matches: Optional[Callable], types: Callable,
-            lower: Optional[Callable] = None, native: Optional[str] = None) -> Entry:
+            lower: Optional[Callable] = None) -> Entry:
         """Add an impl for one more pattern to entry `e`."""
         if matches is None and any(i.matches is None for i in e.impls):
             raise ValueError(f"jit.library: {e.name} has two catch-all patterns")
-        e.impls.append(Impl(pattern, matches, types, lower,
-                            native or ("codegen" if lower is not None else "python")))
+        e.impls.append(Impl(pattern, matches, types, lower))
         return e
 
     def overload(self, op: str, pattern: str, matches: Callable, types: Callable,
@@ -157,9 +159,6 @@ class Registry:
         if e is not None:
             return e
         return self._by_class.get(type(f))
-
-    def method_names(self) -> list:
-        return list(self._methods)
 
     def method(self, name: str) -> Optional[tuple]:
         """(entry, parameters) of ndarray method `name`, or None."""

@@ -32,16 +32,13 @@ from jit.codegen.arrays import (
     shape,
     stride,
 )
+from jit.library.python_impls import is_float_array
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
 from jit.types import FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like
 
 ONE = L.Constant(I64, 1)
 EIGHT = L.Constant(I64, 8)
-
-
-def is_float_array(t: Type) -> bool:
-    return isinstance(t, ArrayT) and t.dtype == FLOAT64
 
 
 def _indices_ok(ctx: Context, x: ArrayT, idx: list) -> int:

@@ -72,7 +72,9 @@ class Typing:
     ret: Optional[Type] = None
     types: dict = field(default_factory=dict)
     calls: dict = field(default_factory=dict)
-    impls: dict = field(default_factory=dict)   # stmt var -> the registry Impl it uses
+    # stmt var -> the registry Impl it uses; ('primal', var) -> the Impl of the library
+    # call a `jcall` of a function value runs (jit.pullback.jcalls)
+    impls: dict = field(default_factory=dict)
     done: bool = False
     reachable: set = field(default_factory=set)
     static: dict = field(default_factory=dict)
