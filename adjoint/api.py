@@ -121,9 +121,12 @@ def _finish(g: Any, x: Any) -> Any:
         if isinstance(g, (tuple, list)):
             g = np.array([0.0 if v is None else v for v in g], dtype=float)
         return np.asarray(g).reshape(x.shape) if np.ndim(g) else np.full(x.shape, g)
-    if isinstance(x, (tuple, list)):
+    if isinstance(x, (tuple, list)):     # the argument's own structure (pytree-like)
         parts = g if g is not None else (None,) * len(x)
-        return tuple(_finish(v, e) for v, e in zip(parts, x))
+        out = [_finish(v, e) for v, e in zip(parts, x)]
+        if isinstance(x, list):
+            return out
+        return type(x)(*out) if hasattr(x, "_fields") else tuple(out)
     if isinstance(x, dict):
         parts = g if g is not None else {}
         return {k: _finish(parts.get(k), v) for k, v in x.items()}

@@ -59,5 +59,15 @@ structural("setitem",   # the indices, and the value when active (its shape, see
            needs=lambda act: set(range(2, len(act))) | ({1} if act[1] else set()))
 structural("call")   # calls of user functions: jcall/jback (see adjoint.passes.instrument)
 
+
+
+def d_list_append(dy, xs, x) -> tuple:
+    """`list_append(xs, x)`: the list's cotangent without its last entry, and that
+    entry.  Reads no operand (activity passes `None` for both)."""
+    return list(dy[:-1]), dy[-1]
+
+
+defpullback("list_append", d_list_append, needs=lambda active: set())
+
 nondiff("lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth",
         "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "floordiv")

@@ -61,6 +61,7 @@ class Lowerer:
         self.fresh = None          # the protected IR block nothing has run in yet
         self.setup_depth = {}      # 3.10: handler bytecode block -> stack depth at SETUP
         self.entered = set()       # handler blocks that have an exception edge
+        self.restores = {}         # 3.12+: local -> (value saved by LOAD_FAST_AND_CLEAR, was assigned)
 
     # -- driver -------------------------------------------------------------
     def run(self) -> IR:

@@ -8,7 +8,7 @@ from ssair.ir import Const
 
 from .closures import check_capture
 from .handlers import handles
-from .runtime import unpack_star
+from .runtime import UNBOUND, unpack_star
 from .values import LazyList, LazyTuple
 
 PY = sys.version_info[:2]
@@ -47,10 +47,31 @@ def load_fast(lw, arg):
     """A local, or (3.13, building a closure tuple) a cell or free variable's
     capture (`lowering.closures.check_capture`)."""
     name = _name(arg)
-    if (type(arg).__name__ in ("CellVar", "FreeVar") or name in lw.code.co_cellvars
+    if (type(arg).__name__ in ("CellVar", "FreeVar") or name in lw.reader.cellvars
             or name in lw.code.co_freevars):
         return check_capture(lw, name)
     return lw.load_local(name)
+
+
+@handles("LOAD_FAST_AND_CLEAR")
+def op_load_fast_and_clear(lw, ins):
+    """3.12+, entering an inlined comprehension: save the local (UNBOUND when it has
+    no value) and unbind it; a STORE_FAST of the saved value restores it."""
+    name = _name(ins.arg)
+    saved = lw.ssa.read(name, lw.block)
+    lw.restores[name] = (saved, name in lw.assigned)
+    lw.push(saved)
+    lw.ssa.write(name, lw.block, Const(UNBOUND))
+    lw.assigned.discard(name)
+
+
+@handles("LIST_APPEND")
+def op_list_append(lw, ins):
+    """`[... for ...]`'s append: `list_append(%l, %v)` is the list with `%v` added
+    (its list operand is read by nothing else)."""
+    v = lw.pop()
+    k = len(lw.stack) - ins.arg
+    lw.stack[k] = lw.emit("list_append", lw.operand(lw.stack[k]), v)
 
 
 @handles("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW")
@@ -61,7 +82,11 @@ def op_load_fast_pair(lw, ins):
 
 @handles("STORE_FAST")
 def op_store_fast(lw, ins):
-    lw.store_local(_name(ins.arg), lw.pop())
+    name, v = _name(ins.arg), lw.pop()
+    lw.store_local(name, v)
+    saved, was_assigned = lw.restores.get(name, (None, True))
+    if v is saved and not was_assigned:     # restored to a value that may be unbound
+        lw.assigned.discard(name)
 
 
 @handles("STORE_FAST_STORE_FAST")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from bytecode import Bytecode, Instr, Label
 
+from .comprehensions import inline_comprehensions
 from .errors import UnsupportedError
 
 SETUPS = {"SETUP_FINALLY", "SETUP_WITH"}   # 3.10: push a handler on the block stack
@@ -64,6 +65,8 @@ class CodeReader:
         self.code = func.__code__
         self.qualname = qualname
         self.check_flags()
+        self.extra_locals: frozenset = frozenset()   # comprehension variables, renamed
+        self.cellvars = frozenset(self.code.co_cellvars)
         self.blocks = self.split(Bytecode.from_code(
             self.code, conserve_exception_block_stackdepth=True))
         self.link()
@@ -87,7 +90,9 @@ class CodeReader:
         blocks = [BBlock(0)]
         self.label_block = {}
         instrs = [i for i in bc if isinstance(i, (Instr, Label)) or _is_try(i)]
-        self.check_try(instrs)
+        instrs, self.extra_locals, demoted = inline_comprehensions(
+            self.func, self.code, self.qualname, instrs)
+        self.cellvars = self.cellvars - demoted
         for ins in instrs:
             cur = blocks[-1]
             if _is_try(ins):
@@ -105,11 +110,6 @@ class CodeReader:
         if not blocks[-1].instrs and blocks[-1].index not in self.label_block.values():
             blocks.pop()
         return blocks
-
-    def check_try(self, instrs: list) -> None:
-        names = {i.name for i in instrs if isinstance(i, Instr)}
-        if "LOAD_FAST_AND_CLEAR" in names:
-            self.refuse("comprehension", _line_of(instrs, "LOAD_FAST_AND_CLEAR"))
 
     def link(self) -> None:
         for b in self.blocks:
@@ -222,7 +222,8 @@ class CodeReader:
         """Block index -> locals assigned on every path to the block's entry."""
         code = self.code
         params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-        universe = params | set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+        universe = (params | set(code.co_varnames) | set(code.co_cellvars)
+                    | set(code.co_freevars) | self.extra_locals)
         preds = {i: [] for i in self.rpo}
         for i in self.rpo:
             for s in self.blocks[i].succs:
@@ -301,7 +302,3 @@ def def_line(code) -> int:
 
 def _is_try(ins) -> bool:
     return type(ins).__name__ in ("TryBegin", "TryEnd")
-
-
-def _line_of(instrs: list, name: str) -> int | None:
-    return next((i.lineno for i in instrs if isinstance(i, Instr) and i.name == name), None)

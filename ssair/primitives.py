@@ -120,6 +120,13 @@ def _make_list(*xs):
     return list(xs)
 
 
+def _list_append(xs, x):
+    """A comprehension's append: `xs` is read by nothing else, so it is extended in
+    place and returned."""
+    xs.append(x)
+    return xs
+
+
 for _name, (_fn, _sym) in BINARY.items():
     register(_name, 2, _fn, symbol=_sym)
 for _name, _base in INPLACE.items():
@@ -131,6 +138,7 @@ for _name, (_fn, _sym) in COMPARE.items():
 
 register("tuple", (0, None), _make_tuple, symbol="(a, b)")
 register("list", (0, None), _make_list, foldable=False, symbol="[a, b]")
+register("list_append", 2, _list_append, pure=False, foldable=False, symbol="[*a, v]")
 register("getitem", (2, None), _getitem, symbol="a[i]")
 register("setitem", (3, None), _setitem, pure=False, foldable=False, symbol="a[i] = v")
 register("getattr", 2, getattr, symbol="a.name")

@@ -55,14 +55,21 @@ def f_import(x):
     return os.sep + x
 
 
-@refused("comprehension")
-def f_listcomp(n):
-    return [i * i for i in range(n)]  # HERE
+@refused("set comprehension")
+def f_setcomp(n):
+    return {i * i for i in range(n)}  # HERE
 
 
-@refused("comprehension")
+@refused("dict comprehension")
+def f_dictcomp(n):
+    return {i: i * i for i in range(n)}  # HERE
+
+
+@refused("generator expression (other than the argument of sum, any, all, min, max, list, "
+         "tuple, sorted, set, frozenset or dict)")
 def f_genexpr(n):
-    return sum(i for i in range(n))  # HERE
+    g = (i for i in range(n))  # HERE
+    return next(g)
 
 
 @refused("*args/**kwargs parameters")
