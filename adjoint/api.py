@@ -101,7 +101,7 @@ def _runners(name: str) -> list:
 
 def _copy_in(x: Any) -> Any:
     if isinstance(x, np.ndarray):
-        return x.copy()
+        return x.copy(order="K")     # the same layout: order="A" reads it as CPython does
     if isinstance(x, tuple):
         return tuple(_copy_in(v) for v in x)
     if isinstance(x, list):

@@ -228,15 +228,22 @@ def d_np_expand_dims(dy, x, axis):
 
 # -- shapes -----------------------------------------------------------------------------
 @pullback_rule(np.reshape)
-def d_np_reshape(dy, x, *shape, **kw):
-    return (np.reshape(dy, np.shape(x)),) + (None,) * len(shape)
+def d_np_reshape(dy, x, *shape, order="C", **kw):
+    """The reshape back, in the order the elements were read (`order=`)."""
+    return (_reshape_back(dy, x, order),) + (None,) * len(shape)
+
+
+def _reshape_back(dy, x, order):
+    if order == "A":
+        order = "F" if np.isfortran(np.asarray(x)) else "C"
+    return np.reshape(dy, np.shape(x), order=order)
 
 
 @pullback_rule(np.transpose)
 def d_np_transpose(dy, x, axes=None):
     if axes is None:
         return np.transpose(dy)
-    return np.transpose(dy, np.argsort(axes))
+    return np.transpose(dy, np.argsort([k % np.ndim(x) for k in axes]))
 
 
 @pullback_rule((np.array, np.asarray))
@@ -270,8 +277,8 @@ def d_np_copy(dy, x):
     return dy
 
 
-def _method_reshape(dy, a, *shape, **kw):
-    return (np.reshape(dy, a.shape),) + (None,) * len(shape)
+def _method_reshape(dy, a, *shape, order="C", **kw):
+    return (_reshape_back(dy, a, order),) + (None,) * len(shape)
 
 
 def _method_sum(dy, a, axis=None, keepdims=False):

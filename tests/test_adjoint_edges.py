@@ -18,10 +18,20 @@ def appends(x):
     return acc[0] + acc[1] + acc[2]
 
 
+def appends_to_its_argument(acc, x):
+    acc.append(x * 2.0)
+    return acc[0] + acc[-1]
+
+
+def test_append_to_a_local_list_is_differentiated():
+    assert adjoint.gradient(appends, 2.0, backend="interp") == (3.0,)
+
+
 def test_method_storing_a_differentiable_value_is_refused_not_zero():
-    """`acc.append(x)` has no rule: the gradient must not silently be 0."""
+    """`acc.append(x)` into a list the caller also sees has no rule: the gradient
+    must not silently be 0."""
     with pytest.raises(TypeError, match="list.append"):
-        adjoint.gradient(appends, 2.0, backend="interp")
+        adjoint.gradient(appends_to_its_argument, [1.0], 2.0, backend="interp")
 
 
 def test_method_on_non_differentiable_values_still_runs():

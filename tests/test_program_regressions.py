@@ -17,6 +17,7 @@ import jit
 from adjoint import gradient, pullback
 from jit.pullback.backend import JitFallbackWarning
 from lowering import UnsupportedError
+from adjoint_check import check_gradient
 from test_index_gradients import central
 
 BACKENDS = ("interp", "auto")
@@ -718,3 +719,29 @@ def test_fuzz_checker_skips_differences_that_rounding_of_a_huge_value_hides():
     from fuzz_programs import check_program
     assert check_program(HUGE_VALUE, (0.5, -0.13, 1, [0.0, 0.0, 0.0])) in ("compiled",
                                                                             "refused")
+
+
+def test_a_differentiable_keyword_argument_of_a_rule_is_refused_not_dropped():
+    def f(a, lo):
+        return np.sum(np.clip(a, min=lo, max=2.0))
+    a = np.array([0.0, 1.0, 3.0])
+    with pytest.raises(TypeError, match="keyword argument min="):
+        gradient(f, a, 0.5, backend="interp")
+    def g(a, lo):                 # positional, or a constant keyword: differentiated
+        return np.sum(np.clip(a, lo, 2.0)) + np.sum(np.clip(a, min=0.5, max=2.0))
+    assert gradient(g, a, 0.5, backend="interp")[1] == 1.0
+
+
+_W46 = np.random.default_rng(5).normal(size=(4, 6))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(np.transpose(x, (-1, 0, 1)) * _W46.reshape(4, 2, 3)),
+    lambda x: np.sum(np.reshape(x, (4, 6), order="F") * _W46),
+    lambda x: np.sum(x.reshape((4, 6), order="F") * _W46),
+    lambda x: np.sum(x.reshape(4, 6, order="A") * _W46),
+], ids=["transpose-negative-axes", "reshape-F", "method-reshape-F", "method-reshape-A"])
+def test_transpose_and_reshape_orders_give_right_gradients(f):
+    x = np.random.default_rng(6).normal(size=(2, 3, 4))
+    check_gradient(f, x)
+    check_gradient(f, np.asfortranarray(x))

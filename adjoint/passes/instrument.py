@@ -244,6 +244,11 @@ def _instrument_stmt(ir, bid, s, act, tape, mutated, recs, kinds=None) -> list:
 def _rule_record(ir, bid, s, rule, args, kwargs, mutated, recs, act) -> list:
     """Record the operands the pullback reads (`Rule.alphas`; keyword operands are
     always read) and the result when it `uses_result`."""
+    for k, v in kwargs.items():
+        if isinstance(v, Var) and act.is_active(v):
+            raise TypeError(f"adjoint: the derivative of {rule.pullback.of} gives no gradient "
+                            f"for the keyword argument {k}=, which holds a differentiable "
+                            f"value{where(ir, s.line)}; pass it positionally")
     rec = Record(s.var, "rule", bid, args, dict(kwargs), rule=rule, line=s.line)
     before, after = [], []
     read = rule.alphas(tuple(act.is_active(a) for a in args))
