@@ -61,6 +61,7 @@ class Lowerer:
         self.fresh = None          # the protected IR block nothing has run in yet
         self.setup_depth = {}      # 3.10: handler bytecode block -> stack depth at SETUP
         self.entered = set()       # handler blocks that have an exception edge
+        self.last_local = None     # (name, value) of the last local read (ops_call.attribute)
         self.restores = {}         # 3.12+: local -> (value saved by LOAD_FAST_AND_CLEAR, was assigned)
 
     # -- driver -------------------------------------------------------------
@@ -198,6 +199,7 @@ class Lowerer:
 
     def load_local(self, name: str):
         v = self.ssa.read(name, self.block)
+        self.last_local = (name, v)
         if isinstance(v, Const) and v.value is UNBOUND:
             return self.emit("call", Const(unbound_local), Const(name))
         if name not in self.assigned:

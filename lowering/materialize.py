@@ -8,7 +8,7 @@ from ssair.ir import Const
 
 from .closures import CELLS_ATTR, SELF_ATTR, SELF_SLOT, cell_names, writes_free_variable
 from .errors import COMPREHENSION_NAMES
-from .values import FuncBuild, LazyCall, LazyList, LazyTuple
+from .values import FuncBuild, LazyCall, LazyList, LazyTuple, ListAppend
 
 _FUNCTIONS: dict = {}   # (code, defaults, kwdefaults) -> function, so lowering is stable
 
@@ -22,6 +22,8 @@ def materialize(lw, v):
         return lw.emit("tuple", *elems)
     if isinstance(v, LazyList):
         return lw.emit("list", *v.elems)
+    if isinstance(v, ListAppend):
+        return lw.emit("getattr", v.obj, Const("append"))
     if isinstance(v, LazyCall):
         return lw.emit("call", Const(v.callee), *v.args)
     if isinstance(v, FuncBuild):

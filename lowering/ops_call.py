@@ -16,7 +16,7 @@ import types
 from ssair.ir import Const
 
 from .handlers import handles
-from .values import NULL, FuncBuild, Lazy, LazyCall, LazyTuple
+from .values import NULL, FuncBuild, Lazy, LazyCall, LazyTuple, ListAppend
 
 PY = sys.version_info[:2]
 LOOPABLE = (range, enumerate, zip, reversed)
@@ -51,6 +51,10 @@ def op_load_global(lw, ins):
 
 def attribute(lw, obj, name: str):
     obj = lw.operand(obj)
+    local = lw.last_local
+    if name == "append" and local is not None and local[1] is obj \
+            and local[0] in lw.reader.append_locals:
+        return ListAppend(obj=obj, name=local[0])
     if isinstance(obj, Const) and isinstance(obj.value, types.ModuleType):
         try:
             return Const(getattr(obj.value, name))
@@ -124,6 +128,11 @@ def call(lw, callee, args: list, names: tuple) -> None:
     if names:
         kwargs = dict(zip(names, args[len(args) - len(names):]))
         args = args[:len(args) - len(names)]
+    if isinstance(callee, ListAppend) and callee.var is None and len(args) == 1 and not kwargs:
+        new = lw.emit("list_append", callee.obj, lw.operand(args[0]))
+        lw.store_local(callee.name, new)
+        lw.push(Const(None))
+        return
     value = callee.value if isinstance(callee, Const) else None
     if any(value is f for f in LOOPABLE) and not kwargs:
         lw.push(LazyCall(callee=value, args=args))

@@ -93,6 +93,7 @@ class CodeReader:
         instrs, self.extra_locals, demoted = inline_comprehensions(
             self.func, self.code, self.qualname, instrs)
         self.cellvars = self.cellvars - demoted
+        self.append_locals = append_locals(self.code, instrs)
         for ins in instrs:
             cur = blocks[-1]
             if _is_try(ins):
@@ -302,3 +303,39 @@ def def_line(code) -> int:
 
 def _is_try(ins) -> bool:
     return type(ins).__name__ in ("TryBegin", "TryEnd")
+
+
+FRESH_LIST = {"BUILD_LIST", "LIST_EXTEND"}
+ALIASING = {"STORE_FAST", "STORE_DEREF", "STORE_GLOBAL", "STORE_ATTR", "STORE_FAST_STORE_FAST",
+            "STORE_FAST_LOAD_FAST", "RETURN_VALUE", "YIELD_VALUE"}
+
+
+def append_locals(code, instrs: list) -> frozenset:
+    """Locals whose `x.append(v)` lowers to `list_append` (see `lowering.values.ListAppend`):
+    not a parameter, every store into it is a list display (`x = []`, `x = [a, b]`),
+    and every read of it is followed by neither a store (`y = x`) nor an attribute
+    other than `append` (so no second name sees the list grow)."""
+    params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    ok, bad = set(), set(params)
+    seq = [i for i in instrs if isinstance(i, Instr)]
+    for k, ins in enumerate(seq):
+        names = _local_names(ins)
+        if ins.name == "STORE_FAST":
+            (ok if k > 0 and seq[k - 1].name in FRESH_LIST else bad).update(names)
+        elif ins.name in ("STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST", "DELETE_FAST"):
+            bad.update(names[:1] if ins.name == "STORE_FAST_LOAD_FAST" else names)
+        if ins.name.startswith("LOAD_FAST") and k + 1 < len(seq):
+            nxt = seq[k + 1]
+            attr = None
+            if nxt.name in ("LOAD_ATTR", "LOAD_METHOD"):
+                attr = nxt.arg[1] if isinstance(nxt.arg, tuple) else nxt.arg
+            if nxt.name in ALIASING or attr not in (None, "append"):
+                bad.update(names[-1:])
+    return frozenset(ok - bad)
+
+
+def _local_names(ins) -> tuple:
+    if not isinstance(ins.arg, (str, tuple)) or ins.name.startswith(("LOAD_G", "LOAD_C")):
+        return ()
+    arg = ins.arg if isinstance(ins.arg, tuple) else (ins.arg,)
+    return tuple(a for a in arg if isinstance(a, str))

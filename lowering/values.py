@@ -68,6 +68,16 @@ class LazyCall(Lazy):
 
 
 @dataclass(eq=False)
+class ListAppend(Lazy):
+    """`name.append` where local `name` holds a list made in this function that
+    nothing else refers to (`CodeReader.append_locals`): called with one argument it
+    becomes `%l2 = list_append(%l, %v)` and `name` is rebound to `%l2`."""
+
+    obj: Any = None
+    name: str = ""
+
+
+@dataclass(eq=False)
 class FuncBuild(Lazy):
     """A nested function being made (MAKE_FUNCTION, SET_FUNCTION_ATTRIBUTE).
     Constant defaults are part of the function; others (`dynamic_defaults`, the tuple

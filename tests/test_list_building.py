@@ -1,7 +1,8 @@
-"""List comprehensions and generator expressions (inlined by
-`lowering.comprehensions`): CPython, the IR (printed, parsed, optimised) and the
-interpreter agree, and gradients through them match central differences and keep
-the argument's structure (a list for a list)."""
+"""Lists built by the program: list comprehensions and generator expressions
+(inlined by `lowering.comprehensions`) and `acc.append(v)` on a local list
+(`list_append`).  CPython, the IR (printed, parsed, optimised) and the interpreter
+agree, and gradients through them match central differences and keep the
+argument's structure (a list for a list)."""
 from __future__ import annotations
 
 import numpy as np
@@ -54,6 +55,30 @@ def any_all(xs):
     return float(any(x > 1.5 for x in xs)) + float(all(x > 0 for x in xs)) * xs[0]
 
 
+def rnn_like(xs, h):
+    out = [h * 2.0]
+    for x in xs:
+        h = np.tanh(x * h)
+        out.append(h)
+    return sum(np.sum(o) for o in out)
+
+
+def appended_rows(xs):
+    rows = []
+    for i in range(len(xs)):
+        if i != 1:
+            rows.append(xs[i] * float(i))
+    return sum(np.sum(r ** 2) for r in rows) + len(rows) + rows[-1][0]
+
+
+def aliased(xs):
+    acc = []
+    for x in xs:
+        acc.append(x * x)
+    b = acc          # a second name for the list: not rewritten, refused when differentiated
+    return acc[0] + b[-1]
+
+
 RNG = np.random.default_rng(3)
 PARAMS = [(RNG.normal(size=(3, 4)), RNG.normal(size=3)), (RNG.normal(size=(3, 4)), RNG.normal(size=3))]
 CASES = [
@@ -66,6 +91,8 @@ CASES = [
     (consumers, ([1.0, 2.5, -0.5],)),
     (zipped, ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0])),
     (any_all, ([1.0, 2.0, 0.5],)),
+    (rnn_like, ([1.0, 2.0, 0.5], np.array([0.1, 0.2]))),
+    (appended_rows, (np.ones((3, 2)),)),
 ]
 
 
@@ -95,3 +122,9 @@ def test_comprehension_variable_does_not_leak():
         f([1.0])
     with pytest.raises(NameError):
         gradient(f, [1.0], backend="interp")
+
+
+def test_append_to_an_aliased_list_is_refused_not_wrong():
+    check_lowering(aliased, ([1.0, 2.0],))
+    with pytest.raises(TypeError, match="list.append"):
+        gradient(aliased, [1.0, 2.0], backend="interp")
