@@ -35,7 +35,7 @@ from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_arra
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
 from jit.runtime.fastcall import native_wrapper
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
-                    FunctionT, TupleT, TypingError, typeof)
+                    FunctionT, ListT, TupleT, TypingError, typeof)
 
 @dataclass(eq=False)
 class Compiled:
@@ -134,7 +134,8 @@ def _guard_expr(name: str, t: Any) -> str:
     """A Python test that `name` holds a value of exactly type `t` (tuple arguments)."""
     if isinstance(t, TupleT):
         inner = [_guard_expr(f"{name}[{i}]", e) for i, e in enumerate(t.elems)]
-        return " and ".join([f"type({name}) is tuple", f"len({name}) == {len(t.elems)}"] + inner)
+        kind = "list" if isinstance(t, ListT) else "tuple"
+        return " and ".join([f"type({name}) is {kind}", f"len({name}) == {len(t.elems)}"] + inner)
     simple = {FLOAT64: "float", INT64: "int", BOOL: "bool"}
     if t in simple:
         return f"type({name}) is {simple[t]}"

@@ -5,6 +5,7 @@ Types are small frozen values whose `str()` is the spelling `code_typed` prints:
     bool  int64  float64  none
     array(float64, 1d)  array(int64, 2d)        any strides, passed as (data, shape, strides)
     tuple(float64, int64)                        a fixed-length heterogeneous tuple
+    list(array(float64, 2d), ...)                a list argument, typed like a tuple
     function(math.sin)                           a function constant (no runtime data)
     closure(inner; float64)                      a nested function plus its captured values
 
@@ -75,6 +76,17 @@ class TupleT(Type):
 
 
 @dataclass(frozen=True, repr=False)
+class ListT(TupleT):
+    """A Python list argument: natively a tuple of its elements (its length and their
+    types are part of the signature, as JAX pytrees are).  Compiled code reads it
+    (indexing, iteration, unpacking) and a returned one is a list again; growing or
+    writing into one is not compiled."""
+
+    def __str__(self) -> str:
+        return "list(" + ", ".join(str(e) for e in self.elems) + ")"
+
+
+@dataclass(frozen=True, repr=False)
 class FunctionT(Type):
     """A known callable (user function, math/numpy function, builtin)."""
 
@@ -138,7 +150,7 @@ READER = OpaqueT("reader")
 
 
 def is_numeric(t: Any) -> bool:
-    return t in _RANK
+    return isinstance(t, Scalar) and t in _RANK
 
 
 def is_int_like(t: Any) -> bool:
@@ -181,6 +193,8 @@ def typeof(value: Any) -> Type:
         return opaque
     if isinstance(value, tuple):
         return TupleT(tuple(typeof(v) for v in value))
+    if type(value) is list:
+        return ListT(tuple(typeof(v) for v in value))
     if isinstance(value, pytypes.FunctionType) and value.__closure__:
         try:
             cells = tuple(typeof(c.cell_contents) for c in value.__closure__)

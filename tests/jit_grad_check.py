@@ -36,8 +36,8 @@ def close(a: Any, b: Any, rtol: float = RTOL) -> bool:
     if a is None or b is None:
         other = b if a is None else a
         return other is None or not np.any(np.asarray(other, dtype=float))
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return (type(a) is type(b) and len(a) == len(b)
                 and all(close(x, y, rtol) for x, y in zip(a, b)))
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:

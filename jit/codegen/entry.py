@@ -24,7 +24,7 @@ from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltyp
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       ClosureT, FunctionT, OpaqueT, StrT, TupleT, Type, TypingError)
+                       ClosureT, FunctionT, ListT, OpaqueT, StrT, TupleT, Type, TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -230,6 +230,8 @@ def range_checks(name: str, t: Type) -> list:
 def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
     """Python source rebuilding a result of type `t`: from the flat structure `o`, or
     (`direct`) from `r`, the entry's return value."""
+    if isinstance(t, ListT):
+        return "[" + ", ".join(unbox_expr(e, env, counter, direct) for e in t.elems) + "]"
     if isinstance(t, TupleT):
         parts = [unbox_expr(e, env, counter, direct) for e in t.elems]
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

@@ -84,7 +84,21 @@ def const_value(value: Any, t: Type) -> L.Constant:
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(value, t.elems)])
     if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):
         return L.Constant(I8, 0)
+    if isinstance(t, ArrayT):
+        return array_constant(value)
+    if isinstance(t, ClosureT):      # a closure read from a global: its captured values
+        cells = [c.cell_contents for c in value.__closure__]
+        return L.Constant.literal_struct([const_value(v, e) for v, e in zip(cells, t.captured)])
     raise TypingError(f"jit: constant {value!r} of type {t} cannot be compiled")
+
+
+def array_constant(a: Any) -> L.Constant:
+    """A module-level array read by compiled code: its own memory, addressed directly
+    (the IR constant keeps the array alive as long as the compiled code)."""
+    shape = list(a.shape) + [0] * (2 - a.ndim)
+    strides = list(a.strides) + [0] * (2 - a.ndim)
+    data = L.Constant(I64, a.ctypes.data).inttoptr(PTR)
+    return L.Constant.literal_struct([data] + [L.Constant(I64, int(v)) for v in shape + strides])
 
 
 def zero_of(t: Type) -> L.Constant:

@@ -4,9 +4,9 @@ jit.library.elementwise: typed and compiled like user code):
   * three-argument `pow(a, b, m)` on integers (`powmod`: square-and-multiply that
     never leaves int64, negative exponents through the modular inverse, CPython's
     ValueErrors, the result carries the sign of m);
-  * np.max / np.amax / np.min / np.amin / np.prod of a float64 array of 1 or 2
-    dimensions (whole-array reductions; NaN propagates, an empty array raises numpy's
-    ValueError) and their pullbacks;
+  * the whole-array loops of np.max / np.min (NaN propagates, an empty array raises
+    numpy's ValueError; their registry entries are in jit.library.reductions) and their
+    pullbacks, np.prod of a float64 array of 1 or 2 dimensions and its pullback;
   * np.maximum / np.minimum of two float64 arrays of equal shape or of an array and
     a number, and their pullbacks;
   * np.copy of float64 arrays, and np.sign of a number.
@@ -476,20 +476,14 @@ def _declare() -> None:
                          lower=_cg_check(f), gpu={"cuda": "inline"})
     REGISTRY.declare(builtins.pow, family="math and builtins", pattern="numbers",
                      types=_t_builtin_pow)
-    for f, methods, impls in ((np.max, ("max",), {1: _max1, 2: _max2}),
-                              (np.min, ("min",), {1: _min1, 2: _min2}),
-                              (np.prod, ("prod",), {1: _prod1, 2: _prod2})):
-        REGISTRY.declare(f, family=FAMILY, pattern=ARRAYS, matches=has_array, methods=methods,
-                         types=array_rule(one_array(impls), f"np.{f.__name__}"))
-    for f, impls in ((np.amax, {1: _max1, 2: _max2}), (np.amin, {1: _min1, 2: _min2})):
-        REGISTRY.declare(f, family=FAMILY, pattern=ARRAYS, matches=has_array,
-                         types=array_rule(one_array(impls), f"np.{f.__name__}"))
+    REGISTRY.declare(np.prod, family=FAMILY, pattern=ARRAYS, matches=has_array,
+                     methods=("prod",), types=array_rule(one_array({1: _prod1, 2: _prod2}),
+                                                         "np.prod"))
     for f, fn in ((np.maximum, "_fmax"), (np.minimum, "_fmin")):
         REGISTRY.declare(f, family="ufuncs", pattern="float64 arrays of one rank, or array "
                          "and number", matches=has_array,
                          types=array_rule(_pick_maxmin(fn), f"np.{f.__name__}"))
     for pb, pattern, pick in (
-            (R.d_np_max, ARRAYS, by_first_array({1: _d_extreme1, 2: _d_extreme2})),
             (R.d_np_prod, ARRAYS, by_first_array({1: _d_prod1, 2: _d_prod2})),
             (R.d_np_maximum, "arrays", _pick_d_maxmin(">=")),
             (R.d_np_minimum, "arrays", _pick_d_maxmin("<="))):

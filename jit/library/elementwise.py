@@ -14,9 +14,9 @@ and vectorises).  Covered, for float64 arrays of 1 or 2 dimensions:
     bit-identical to numpy's), np.mean;
   * in adjoint code: `unbcast(dy, x)` of an array to a number (a sum), and the
     pullbacks of np.sum / np.mean and of `array ** number`.
-Two arrays of the same rank broadcast as numpy does (a length-1 axis stretches to the
-other's length; other mismatches raise numpy's ValueError); arrays of different ranks
-are typed apart and not compiled.  An equal-shape pair takes a plain loop.
+Two arrays broadcast as numpy does: a length-1 axis stretches to the other's length,
+a 1-D array against a 2-D one is a row (other mismatches raise numpy's ValueError);
+an equal-shape pair takes a plain loop.
 """
 from __future__ import annotations
 
@@ -102,6 +102,30 @@ _BINARY_2D = {
     return out
 """,
 }
+_BINARY_MIXED = {      # numpy broadcasting across ranks: the 1-D operand is a row
+    "a2b1": """def {name}(a, b):
+    n, ma = a.shape
+    mb = b.shape[0]
+    m = broadcast_length(ma, mb)
+    out = np.empty((n, m))
+    sj, tj = (1 if ma == m else 0), (1 if mb == m else 0)
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = a[i, j * sj] {op} b[j * tj]
+    return out
+""",
+    "a1b2": """def {name}(a, b):
+    ma = a.shape[0]
+    n, mb = b.shape
+    m = broadcast_length(ma, mb)
+    out = np.empty((n, m))
+    sj, tj = (1 if ma == m else 0), (1 if mb == m else 0)
+    for i in range(n):
+        for j in range(m):
+            out[i, j] = a[j * sj] {op} b[i, j * tj]
+    return out
+""",
+}
 _UNARY = {
     1: """def {name}(a):
     n = a.shape[0]
@@ -145,6 +169,9 @@ BINARY_IMPLS = {(op, kind, nd): make(_binary_source(t[kind], f"_{op}_{kind}{nd}"
                                       f"_{op}_{kind}{nd}")
                 for op, sym in _SYMBOLS.items() for nd, t in ((1, _BINARY_1D), (2, _BINARY_2D))
                 for kind in ("aa", "as", "sa")}
+BINARY_IMPLS.update({(op, "aa", kind): make(_binary_source(t, f"_{op}_{kind}", op, sym),
+                                            f"_{op}_{kind}")
+                     for op, sym in _SYMBOLS.items() for kind, t in _BINARY_MIXED.items()})
 NEG_IMPLS = {nd: make(_UNARY[nd].format(name=f"_neg{nd}",
                                          expr="-a[i]" if nd == 1 else "-a[i, j]"), f"_neg{nd}")
              for nd in (1, 2)}
@@ -318,8 +345,9 @@ mark(_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign
 # -- type rules (the registry entries are in jit.library.operators, ufuncs, reductions) -------
 def binary_impl(op: str, ts: list) -> Any:
     a, b = ts
-    if is_float_array(a) and is_float_array(b) and a.ndim == b.ndim:
-        return BINARY_IMPLS[(op, "aa", a.ndim)]
+    if is_float_array(a) and is_float_array(b):
+        key = a.ndim if a.ndim == b.ndim else f"a{a.ndim}b{b.ndim}"
+        return BINARY_IMPLS[(op, "aa", key)]
     if is_float_array(a) and is_numeric(b):
         return BINARY_IMPLS[(op, "as", a.ndim)]
     if is_numeric(a) and is_float_array(b):
@@ -390,6 +418,19 @@ def _unbcast_aa2(dy, x):
     return out
 
 
+def _unbcast_row(dy, x):
+    """The cotangent of a 1-D operand broadcast as a row against a 2-D one: summed
+    over the rows (and over the row when x had length 1)."""
+    n, m = dy.shape
+    k = x.shape[0]
+    out = np.zeros(k)
+    sj = 1 if k == m else 0
+    for i in range(n):
+        for j in range(m):
+            out[j * sj] += dy[i, j]
+    return out
+
+
 def _d_pow_pick(argtypes):
     """d_pow(dy, x, y) for a float array x and a number y."""
     if len(argtypes) == 3 and is_float_array(argtypes[1]) and is_numeric(argtypes[2]):
@@ -415,6 +456,9 @@ def unbcast_pick(ts):
     if len(ts) == 2 and is_float_array(ts[0]) and isinstance(ts[1], ArrayT) \
             and ts[1].ndim == ts[0].ndim:
         return _unbcast_aa1 if ts[0].ndim == 1 else _unbcast_aa2
+    if len(ts) == 2 and is_float_array(ts[0]) and ts[0].ndim == 2 and is_float_array(ts[1]) \
+            and ts[1].ndim == 1:
+        return _unbcast_row
     return None
 
 
@@ -422,7 +466,8 @@ def t_unbcast_array(ctx: Context, s, ts):
     impl = unbcast_pick(ts)
     if impl is None:
         ctx.fail(f"unbcast of {ts} is not compiled")
-    operands = [s.args[1], s.args[2]] if impl in (_unbcast_aa1, _unbcast_aa2) else [s.args[1]]
+    operands = [s.args[1], s.args[2]] if impl in (_unbcast_aa1, _unbcast_aa2, _unbcast_row) \
+        else [s.args[1]]
     return impl_call(ctx, s, impl, operands)
 
 
@@ -449,5 +494,5 @@ def t_assign_all(ctx: Context, s, ts):
     return NONE
 
 
-mark(_unbcast_aa1, _unbcast_aa2, _d_hypot2)
+mark(_unbcast_aa1, _unbcast_aa2, _unbcast_row, _d_hypot2)
 __all__ = ["impl_call", "t_array_arith", "array_rule", "one_array", "by_first_array"]

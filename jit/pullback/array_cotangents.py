@@ -69,6 +69,12 @@ def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
     if len(s.args) == 4 and k is None and is_int_like(ctx.type_of(s.args[3])) \
             and all(e == FLOAT64 for e in x.elems) and dy in (FLOAT64, NONE):
         return TupleT((FLOAT64,) * len(x.elems))  # a variable index: a select per slot
+    if len(s.args) == 4 and k is None and is_int_like(ctx.type_of(s.args[3])) and x.elems \
+            and all(e == x.elems[0] for e in x.elems):
+        try:         # a homogeneous tuple (the layers of a network): a branch per slot
+            return TupleT(tuple(accum_type(p, dy) for p in parts))
+        except TypeError as e:
+            ctx.fail(str(e))
     if len(s.args) != 4 or not isinstance(k, int) or not -len(x.elems) <= k < len(x.elems):
         ctx.fail("accum_index into a tuple cotangent needs one constant index (or a "
                  "tuple of floats)")
@@ -125,6 +131,8 @@ def _cg_tuple_accum_var(fc: FunctionGen, s, ts):
     i = b.select(b.icmp_signed("<", i, ZERO), b.add(i, L.Constant(I64, n)), i)
     fc.raise_if(b.or_(b.icmp_signed("<", i, ZERO), b.icmp_signed(">=", i, L.Constant(I64, n))),
                 IndexError, "tuple index out of range")
+    if any(e != FLOAT64 for e in s.type.elems):
+        return _cg_tuple_accum_branches(fc, s, ts, i)
     acc = fc.get(s.args[0])
     dy = fc.get(s.args[1], FLOAT64) if dy_t != NONE else L.Constant(F64, 0.0)
     out = L.Constant(lltype(s.type), L.Undefined)
@@ -134,6 +142,29 @@ def _cg_tuple_accum_var(fc: FunctionGen, s, ts):
             else L.Constant(F64, 0.0)
         hit = b.icmp_signed("==", i, L.Constant(I64, k))
         out = b.insert_value(out, b.select(hit, b.fadd(old, dy), old), k)
+    return out
+
+
+def _cg_tuple_accum_branches(fc: FunctionGen, s, ts, i) -> L.Value:
+    """s[i] += dy for a variable i into a homogeneous tuple of arrays or tuples: each
+    slot is its old value, or (in a branch taken when i is its index) the sum."""
+    acc_t, dy_t = ts[0], ts[1]
+    b = fc.b
+    acc = fc.get(s.args[0]) if isinstance(acc_t, TupleT) else None
+    dy = fc.get(s.args[1]) if dy_t != NONE else None
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for k, want in enumerate(s.type.elems):
+        part_t = acc_t.elems[k] if isinstance(acc_t, TupleT) else NONE
+        old = b.extract_value(acc, k) if part_t != NONE else None
+        kept = accum_values(fc, old, part_t, None, NONE, want)
+        before = b.block
+        with b.if_then(b.icmp_signed("==", i, L.Constant(I64, k))):
+            added = accum_values(fc, old, part_t, dy, dy_t, want)
+            after = b.block
+        slot = b.phi(lltype(want))
+        slot.add_incoming(added, after)
+        slot.add_incoming(kept, before)
+        out = b.insert_value(out, slot, k)
     return out
 
 

@@ -179,8 +179,8 @@ def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
         if not -n <= k < n:
             ctx.fail(f"tuple index {k} out of range for {obj}")
         return obj.elems[k]
-    if obj.elems and all(e == obj.elems[0] for e in obj.elems) and is_numeric(obj.elems[0]):
-        return obj.elems[0]
+    if obj.elems and all(e == obj.elems[0] for e in obj.elems):
+        return obj.elems[0]     # homogeneous: numbers, arrays, tuples of arrays (layers)
     ctx.fail(f"a variable index into the heterogeneous {obj} is not supported")
 
 

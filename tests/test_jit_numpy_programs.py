@@ -1,0 +1,196 @@
+"""Numpy programs compiled: operands of different ranks broadcast (a 1-D array is a
+row of a 2-D one), module-level arrays and closures are read as constants.  Each
+case: the JIT agrees with the interpreter (`check_llvm`, value and gradients) and
+the interpreter's gradient with central differences (`check_gradient`)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jit
+from adjoint import pullback
+from tests.adjoint_check import check_gradient
+from tests.jit_grad_check import check_llvm
+
+RNG = np.random.default_rng(11)
+DATA = RNG.normal(size=(5, 3))
+LABELS = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
+COLUMNS = DATA.T            # a module-level view with non-unit strides
+
+
+def mlp(W1, b1, W2, b2, x):
+    h = np.tanh(x @ W1 + b1)
+    z = h @ W2 + b2
+    return np.sum(z * z) + np.sum(b1 * h) + np.sum(1.0 / (h - 3.0)) + np.sum(b2 - z)
+
+
+def row_first(a, b):
+    return np.sum((a - b) ** 2.0 + b / (a + 4.0))
+
+
+def logistic(w):
+    p = 0.5 * (np.tanh(np.dot(DATA, w) / 2.0) + 1.0)
+    return -np.sum(np.log(p * LABELS + (1.0 - p) * (1.0 - LABELS))) + np.sum(COLUMNS[1] * w[0])
+
+
+def _make(a):
+    def inner(w):
+        return np.sum(a * w)
+    return inner
+
+
+SCALED = _make(np.arange(3.0))
+
+
+def calls_a_global_closure(w):
+    return SCALED(w) * 2.0
+
+
+MIXED = [
+    ((3, 2), (2,)), ((3, 2), (1,)), ((2,), (3, 2)), ((1,), (3, 2)), ((3, 1), (4,)),
+    ((4,), (3, 1)), ((3, 2), (1, 2)), ((0, 2), (2,)), ((3, 0), (1,)),
+]
+
+
+@pytest.mark.parametrize("sa,sb", MIXED, ids=[f"{a}-{b}" for a, b in MIXED])
+def test_broadcast_across_ranks(sa, sb):
+    a, b = RNG.normal(size=sa), RNG.normal(size=sb)
+    assert check_llvm(row_first, a, b) == "ok"
+    check_gradient(row_first, a, b)
+
+
+def test_broadcast_of_non_contiguous_operands():
+    a = RNG.normal(size=(6, 4))[::2, ::-1]
+    b = RNG.normal(size=(8,))[1::2]
+    assert check_llvm(row_first, a, b) == "ok"
+    assert check_llvm(row_first, b, a) == "ok"
+
+
+def test_mismatched_ranks_raise_numpys_error():
+    with pytest.raises(ValueError):
+        jit.jit(row_first)(np.ones((3, 2)), np.ones(3))
+
+
+def test_two_layer_network():
+    args = (RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(4, 2)),
+            RNG.normal(size=2), RNG.normal(size=(5, 3)))
+    assert check_llvm(mlp, *args) == "ok"
+    check_gradient(mlp, *args)
+
+
+def test_module_level_arrays_are_constants():
+    w = np.array([0.3, -0.2, 0.5])
+    assert check_llvm(logistic, w) == "ok"
+    check_gradient(logistic, w)
+    assert jit.jit(logistic)(w) == logistic(w)
+
+
+def test_closure_read_from_a_global():
+    assert check_llvm(calls_a_global_closure, np.ones(3)) == "ok"
+
+
+def layers(params, x):
+    for W, b in params:           # a list of (W, b) tuples, indexed by the loop counter
+        x = np.tanh(x @ W + b)
+    return np.sum(x * x)
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_close, a, b))
+    return np.allclose(a, b, rtol=1e-12, atol=0.0)
+
+
+@pytest.mark.parametrize("widths", [(3, 4, 2), (3, 3, 3, 3)])
+def test_list_of_layer_tuples(widths):
+    params = [(RNG.normal(size=(m, n)), RNG.normal(size=n)) for m, n in zip(widths, widths[1:])]
+    x = RNG.normal(size=(5, widths[0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")        # compiled: no fallback warning
+        y, back = pullback(layers, params, x, backend="llvm")
+    g = back(1.0)
+    yi, backi = pullback(layers, params, x, backend="interp")
+    assert np.isclose(y, yi, rtol=1e-12) and _close(g, backi(1.0))
+    assert isinstance(g[0], list) and isinstance(g[0][0], tuple)
+    check_gradient(layers, params, x)
+
+
+def test_a_list_argument_comes_back_a_list():
+    def ident(ps):
+        return ps
+    assert jit.jit(ident)([1.0, 2.0]) == [1.0, 2.0]
+    assert jit.jit(ident)((1.0, [2.0, 3])) == (1.0, [2.0, 3])
+
+
+def softmax_cross_entropy(params, x, y):
+    for W, b in params[:-1]:
+        x = np.tanh(x @ W + b)
+    W, b = params[-1]
+    z = x @ W + b
+    m = np.max(z, axis=1, keepdims=True)
+    lse = m + np.log(np.sum(np.exp(z - m), axis=1, keepdims=True))
+    return -np.sum((z - lse) * y) / x.shape[0]
+
+
+def test_softmax_cross_entropy_network():
+    params = [(RNG.normal(size=(6, 8)), RNG.normal(size=8)),
+              (RNG.normal(size=(8, 4)), RNG.normal(size=4))]
+    x, y = RNG.normal(size=(7, 6)), np.eye(4)[RNG.integers(0, 4, 7)]
+    y_llvm, back = pullback(softmax_cross_entropy, params, x, y, backend="llvm")
+    y_interp, back_interp = pullback(softmax_cross_entropy, params, x, y, backend="interp")
+    assert np.isclose(y_llvm, y_interp, rtol=1e-12)
+    assert _close(back(1.0), back_interp(1.0))
+    check_gradient(softmax_cross_entropy, params, x, y)
+
+
+REDUCTIONS = [
+    ("sum", {"axis": 0}), ("sum", {"axis": 1, "keepdims": True}), ("sum", {"keepdims": True}),
+    ("sum", {"axis": -1, "keepdims": False}), ("mean", {"axis": 0, "keepdims": True}),
+    ("mean", {"keepdims": True}), ("mean", {"axis": -2}), ("max", {"axis": 0}),
+    ("max", {"axis": 1, "keepdims": True}), ("min", {"axis": -1}),
+    ("min", {"axis": 0, "keepdims": True}), ("max", {}),
+]
+
+
+def _reduction_case(name, kw):
+    call = ", ".join(f"{k}={v}" for k, v in kw.items())
+    src = (f"def f(a, w):\n    return np.sum(np.{name}(a{', ' if call else ''}{call}) * w)\n")
+    scope = {"np": np}
+    exec(compile(src, f"<reduction {name} {call}>", "exec"), scope)
+    return scope["f"]
+
+
+@pytest.mark.parametrize("name,kw", REDUCTIONS, ids=[f"{n}-{kw}" for n, kw in REDUCTIONS])
+@pytest.mark.parametrize("shape", [(4, 3), (1, 5), (3, 1)])
+def test_reductions_with_axis_and_keepdims(name, kw, shape):
+    f = _reduction_case(name, kw)
+    a = RNG.normal(size=shape)
+    shape_out = np.shape(getattr(np, name)(a, **kw))
+    w = RNG.normal(size=shape_out) if shape_out else float(RNG.normal())
+    assert check_llvm(f, a, w) == "ok"
+    if "axis" in kw or name in ("max", "min"):    # whole-array sums: bit-exact in C order
+        assert check_llvm(f, a.T.copy().T, w) == "ok"    # Fortran order
+    check_gradient(f, a, w)
+
+
+@pytest.mark.parametrize("name,kw", [("sum", {"axis": 0, "keepdims": True}),
+                                     ("max", {"axis": 0, "keepdims": True}),
+                                     ("mean", {"keepdims": True})])
+def test_reductions_of_1d_arrays_with_keepdims(name, kw):
+    f = _reduction_case(name, kw)
+    a = RNG.normal(size=5)
+    assert check_llvm(f, a, RNG.normal(size=1)) == "ok"
+
+
+def test_max_over_an_empty_axis_raises_numpys_error():
+    f = _reduction_case("max", {"axis": 0})
+    with pytest.raises(ValueError):
+        jit.jit(f)(np.zeros((0, 3)), np.ones(3))
+
+
+def test_max_over_an_axis_with_ties_and_nan():
+    f = _reduction_case("max", {"axis": 1})
+    a = np.array([[1.0, 3.0, 3.0], [np.nan, 0.0, 1.0]])
+    assert check_llvm(f, a, np.array([1.0, 2.0])) == "ok"
