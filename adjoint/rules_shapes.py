@@ -360,6 +360,35 @@ def d_np_diff(dy, a, n=1, axis=-1, prepend=None, append=None):
     return _like(np.moveaxis(g, 0, axis), a), None, None
 
 
+def _ungradient(g, axis):
+    """The transpose of np.gradient along `axis` with unit spacing and edge_order=1
+    (central differences inside, one-sided at both ends), built without writes."""
+    g = np.moveaxis(np.asarray(g, dtype=float), axis, 0)
+    n = g.shape[0]
+    z = np.zeros((1,) + g.shape[1:])
+    inner = g[1:-1] / 2.0
+    # d f[i] = dg[i-1]/2 (i-1 inner) - dg[i+1]/2 (i+1 inner) ; edges: +-dg[0], +-dg[n-1]
+    up = np.concatenate([z, z, inner]) if n > 2 else np.zeros_like(g)
+    down = np.concatenate([inner, z, z]) if n > 2 else np.zeros_like(g)
+    first = np.concatenate([-g[:1], g[:1], np.zeros((n - 2,) + g.shape[1:])])
+    last = np.concatenate([np.zeros((n - 2,) + g.shape[1:]), -g[-1:], g[-1:]])
+    return np.moveaxis(up - down + first + last, 0, axis)
+
+
+@pullback_rule(np.gradient)
+def d_np_gradient(dy, f, *varargs, axis=None, edge_order=1):
+    """np.gradient with unit spacing (no `varargs`) and edge_order=1: a linear map,
+    whose transpose is applied per axis (the result is a list when several axes)."""
+    if varargs or edge_order != 1:
+        raise TypeError("adjoint: the derivative of numpy.gradient needs unit spacing and "
+                        "edge_order=1")
+    nd = np.ndim(f)
+    axes = tuple(range(nd)) if axis is None else np.atleast_1d(axis).tolist()
+    parts = dy if len(axes) > 1 else [dy]
+    g = sum(_ungradient(p, a % nd) for p, a in zip(parts, axes) if p is not None)
+    return (_like(g, f),) + (None,) * len(varargs)
+
+
 # -- diagonals and triangles ----------------------------------------------------------------
 def _undiagonal(d, shape, offset=0, axis1=0, axis2=1):
     """Zeros of `shape` with `d` on the diagonal np.diagonal reads (out of place:

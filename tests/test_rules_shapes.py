@@ -172,12 +172,21 @@ def partition_kths(x): return np.partition(x, (1, 3), axis=0)
 def partition_none(x): return np.partition(x, 0, axis=None)
 
 
+def gradient_all(x): return sum(np.sum(g * np.sin(np.arange(g.size) + k).reshape(g.shape))
+                                for k, g in enumerate(np.gradient(x)))
+def gradient_axis(x): return np.sum(np.gradient(x, axis=-1) ** 2)
+def gradient_1d(x): return np.sum(np.gradient(x) * np.arange(x.size))
+
+
 def cases(fn, *arglists):
     return [pytest.param(fn, args, id=f"{fn.__name__}-{k}") for k, args in enumerate(arglists)]
 
 
 CASES = (
-    cases(ravel, (r(3, 4),), (r(2, 3, 4),), (r(0, 3),), (r(5),))
+    cases(gradient_all, (r(3, 4),), (r(2, 2),))
+    + cases(gradient_axis, (r(3, 5),), (r(2, 3, 2),))
+    + cases(gradient_1d, (r(6),), (r(2),))
+    + cases(ravel, (r(3, 4),), (r(2, 3, 4),), (r(0, 3),), (r(5),))
     + cases(ravel_f, (r(3, 4),), (r(2, 3, 4),))
     + cases(ravel_k_view, (r(3, 4),), (r(2, 3, 4),))
     + cases(ravel_a_view, (r(3, 4),), (r(0, 2),))
@@ -380,3 +389,10 @@ def test_hessian_through_rule(fn):
            - adjoint.gradient(fn, x - eps * e, backend="interp")[0]).ravel() / (2 * eps)
           for e in np.eye(6).reshape(6, 2, 3)]
     np.testing.assert_allclose(h, np.array(fd), atol=1e-5)
+
+
+def test_gradient_with_spacing_is_refused():
+    def f(x):
+        return np.sum(np.gradient(x, 0.5))
+    with pytest.raises(TypeError, match="unit spacing"):
+        adjoint.gradient(f, r(4), backend="interp")

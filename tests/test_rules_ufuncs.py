@@ -333,3 +333,13 @@ def test_list_operands():
     check_gradient(from_lists, 0.3, 0.7, 1.9)
     grads = check_gradient(from_list_arg, [0.3, 0.05, 0.9])
     assert isinstance(grads[0], list) and len(grads[0]) == 3
+
+
+def parts_of_real(x):
+    return np.sum(np.real(x) * 2.0 + np.conjugate(x) + np.imag(x) + np.angle(x)
+                  + np.real_if_close(x) ** 2)
+
+
+@pytest.mark.parametrize("x", [0.7, np.array([1.5, -0.5, 2.0])], ids=["float", "array"])
+def test_complex_parts_of_real_values(x):
+    check_gradient(parts_of_real, x)
