@@ -194,3 +194,28 @@ def test_max_over_an_axis_with_ties_and_nan():
     f = _reduction_case("max", {"axis": 1})
     a = np.array([[1.0, 3.0, 3.0], [np.nan, 0.0, 1.0]])
     assert check_llvm(f, a, np.array([1.0, 2.0])) == "ok"
+
+
+def dot_of(a, b):
+    return np.sum(np.dot(a, b) ** 2)
+
+
+@pytest.mark.parametrize("b", [np.ones(3), np.ones((3, 2))], ids=["2d.1d", "2d.2d"])
+def test_errors_inside_library_helpers_name_the_users_statement(b):
+    from jit.runtime.native import internal_file
+    import jit.library.linalg as linalg_module
+    assert internal_file(linalg_module.__file__)
+    for run in (lambda: jit.jit(dot_of)(np.ones((3, 4)), b),
+                lambda: pullback(dot_of, np.ones((3, 4)), b, backend="llvm")):
+        with pytest.raises(ValueError) as e:
+            run()
+        assert "in dot_of at" in str(e.value) and "_dot" not in str(e.value)
+        assert "linalg" not in str(e.value)
+
+
+def test_dot_of_two_matrices_compiles():
+    a, b = RNG.normal(size=(3, 4)), RNG.normal(size=(4, 2))
+    assert jit.jit(dot_of)(a, b) == pytest.approx(dot_of(a, b), rel=1e-12)
+    g, gi = pullback(dot_of, a, b, backend="llvm")[1](1.0), pullback(dot_of, a, b,
+                                                                     backend="interp")[1](1.0)
+    assert _close(g, gi)

@@ -15,8 +15,8 @@ implementations (the recipe of jit.library.elementwise):
     differ from numpy's in the last bits;
   * the pullbacks of those: `d_getattr` (the method's cotangent is the receiver's;
     `.T` transposes into a fresh array), `d_matmul`, `d_np_outer`, `d_np_dot`;
-  * `np.dot` of 1-D/2-D float64 arrays but not of two 2-D ones (numpy's error for
-    that names four numbers, a native error record holds three: use `x @ y`).
+  * `np.dot` of 1-D/2-D float64 arrays (for two 2-D ones numpy's error names four
+    numbers; a native error record holds three, so the last stands as '...').
 `np.copy` / `a.copy()` of int64 arrays too.  Methods with keywords (`a.sum(axis=0)`)
 and the other methods on int arrays stay refused (TypingError).
 """
@@ -60,6 +60,13 @@ def check_dot12(k: int, k2: int, m: int) -> None:
         raise ValueError(_DOT_CHECKS[check_dot12][0].format(k, k2, m))
 
 
+def check_dot22(n: int, k: int, k2: int) -> None:
+    """np.dot of two 2-D arrays: numpy's message names the second array's column count
+    too, which a native error record (three numbers) has no room for: '...' stands in."""
+    if k != k2:
+        raise ValueError(_DOT_CHECKS[check_dot22][0].format(n, k, k2))
+
+
 # check -> (message template over its operands, the two operands that must agree)
 _DOT_CHECKS = {
     check_matmul: (MATMUL_MESSAGE, (0, 1)),
@@ -68,6 +75,8 @@ _DOT_CHECKS = {
                   (1, 2)),
     check_dot12: ("shapes ({0},) and ({1},{2}) not aligned: {0} (dim 0) != {1} (dim 0)",
                   (0, 1)),
+    check_dot22: ("shapes ({0},{1}) and ({2},...) not aligned: {1} (dim 1) != {2} (dim 0)",
+                  (1, 2)),
 }
 
 
@@ -170,6 +179,12 @@ def _dot12(a, b):
     return _mm12(a, b)
 
 
+def _dot22(a, b):
+    n, k = a.shape
+    check_dot22(n, k, b.shape[0])
+    return _mm22(a, b)
+
+
 def _copy_int1(a):
     n = a.shape[0]
     out = np.empty(n, dtype=np.int64)
@@ -197,9 +212,7 @@ def _transposed_copy(a):
 
 
 MATMUL_IMPLS = {(1, 1): _mm11, (2, 1): _mm21, (1, 2): _mm12, (2, 2): _mm22}
-# np.dot of two 2-D arrays stays refused: its error message needs four numbers, and
-# a native error record holds three (use `x @ y`).
-DOT_IMPLS = {(1, 1): _dot11, (2, 1): _dot21, (1, 2): _dot12}
+DOT_IMPLS = {(1, 1): _dot11, (2, 1): _dot21, (1, 2): _dot12, (2, 2): _dot22}
 
 
 # -- pullbacks (adjoint.rules_math.d_matmul, rules_numpy.d_np_outer, d_getattr) ----------------
@@ -238,7 +251,7 @@ def _d_transpose1(dy, x):
 
 D_MATMUL_IMPLS = {(1, 1): _d_mm11, (2, 1): _d_mm21, (1, 2): _d_mm12, (2, 2): _d_mm22}
 
-mark(_copy_int1, _copy_int2, _dot11, _dot21, _dot12, _outer, _mm11, _mm21, _mm12, _mm22,
+mark(_copy_int1, _copy_int2, _dot11, _dot21, _dot12, _dot22, _outer, _mm11, _mm21, _mm12, _mm22,
      _transposed_copy, _d_mm11, _d_mm21, _d_mm12, _d_mm22, _d_outer, _d_method, _d_transpose2,
      _d_transpose1)
 
@@ -385,7 +398,7 @@ def _declare() -> None:
     for f in _DOT_CHECKS:
         REGISTRY.declare(f, family="runtime checks", pattern="int, int[, int]", types=_t_check,
                          lower=_cg_dot_check(f), gpu={"cuda": "inline"})
-    REGISTRY.declare(np.dot, family=LINALG, pattern="float64 arrays (1-D, 2-D), not 2-D . 2-D",
+    REGISTRY.declare(np.dot, family=LINALG, pattern="float64 arrays, 1-D or 2-D",
                      matches=has_array, methods=("dot(b)",), types=array_rule(_pick_dot, "np.dot"))
     REGISTRY.declare(np.outer, family=LINALG, pattern="float64 1-D arrays", matches=has_array,
                      types=array_rule(_pick_outer, "np.outer"))

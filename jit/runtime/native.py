@@ -97,8 +97,8 @@ def current_error() -> BaseException:
     return current_site().exception(list(ERRINFO[2:5]))
 
 
-_PACKAGES = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                               p) + os.sep for p in ("jit", "adjoint", "ssair", "lowering"))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PACKAGES = tuple(os.path.join(_ROOT, p) + os.sep for p in ("jit", "adjoint", "ssair", "lowering"))
 
 
 def internal_file(file: Any) -> bool:
