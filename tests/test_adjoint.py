@@ -323,11 +323,11 @@ def test_tuple_argument_gets_tuple_cotangent():
 
 
 def no_rule(x):
-    return math.gamma(x) * 2.0
+    return np.sinc(x) * 2.0
 
 
 def test_missing_rule_names_callee_and_line():
-    with pytest.raises(TypeError, match=r"math\.gamma.*test_adjoint\.py:\d+"):
+    with pytest.raises(TypeError, match=r"numpy\.sinc.*test_adjoint\.py:\d+"):
         adjoint.gradient(no_rule, 1.5)
 
 

@@ -211,7 +211,7 @@ def test_raise_and_assert_are_differentiated_on_the_path_that_returns():
 
 def swallow_everything(x):
     try:
-        y = math.gamma(x)
+        y = np.sinc(x)
     except Exception:
         y = 0.0
     return y * x
@@ -219,7 +219,7 @@ def swallow_everything(x):
 
 def test_a_users_except_never_catches_a_missing_derivative_rule():
     # catching it would silently differentiate another program
-    with pytest.raises(TypeError, match="no derivative rule for callee math.gamma"):
+    with pytest.raises(TypeError, match="no derivative rule for callee numpy.sinc"):
         quiet_gradient(swallow_everything, 1.5)
 
 

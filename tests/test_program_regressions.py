@@ -745,3 +745,17 @@ def test_transpose_and_reshape_orders_give_right_gradients(f):
     x = np.random.default_rng(6).normal(size=(2, 3, 4))
     check_gradient(f, x)
     check_gradient(f, np.asfortranarray(x))
+
+
+def test_lgamma_and_gamma_differentiate_through_digamma():
+    from adjoint.rules_math import digamma
+    assert abs(digamma(1.0) + 0.5772156649015329) < 1e-15
+    assert abs(digamma(0.5) + 1.9635100260214235) < 1e-15
+    assert math.isnan(digamma(-2.0))
+
+    def f(x):
+        return math.lgamma(x) * math.gamma(x / 2.0 + 1.0)
+    for x in (0.3, 2.5, 14.0, -1.5):
+        check_gradient(f, x)
+        assert gradient(f, x, backend="llvm")[0] == pytest.approx(
+            gradient(f, x, backend="interp")[0], rel=1e-12)
