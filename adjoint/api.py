@@ -25,6 +25,7 @@ jacobian of that gradient.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -141,9 +142,10 @@ class Pullback:
     """`back(dy)`: the adjoint of one forward run; may be called any number of times."""
 
     def __init__(self, jf: JFunction, tape: Tape, env: Any, args: tuple, nfree: int,
-                 runner: Any = None):
+                 runner: Any = None, packed: Any = None):
         self.jf, self.tape, self.env, self.args, self.nfree = jf, tape, env, args, nfree
         self.runner = runner or RUNNERS["interp"]
+        self.packed = packed      # the position of a `*args` tuple (unpacked for the user)
 
     def __call__(self, dy: Any) -> tuple:
         dy = fresh(dy)
@@ -151,7 +153,11 @@ class Pullback:
             dy = (dy, None)
         grads = self.runner.adjoint(self.jf, self.tape.reader(), self.env, dy)
         own = grads[self.nfree:]
-        return tuple(_finish(g, x) for g, x in zip(own, self.args))
+        out = tuple(_finish(g, x) for g, x in zip(own, self.args))
+        if self.packed is None:
+            return out
+        k = self.packed       # one entry per argument passed: the tuple's, not keyword-only ones
+        return out[:k] + tuple(out[k])
 
     def __repr__(self) -> str:
         return f"<pullback of {self.jf.primal.name}>"
@@ -179,6 +185,9 @@ def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
     runners = _runners(backend)
     ir, free = _prepare(f, args)
     args = tuple(_copy_in(a) for a in args)
+    packed = _varargs_position(f)
+    if packed is not None:      # `def f(a, *rest)`: the IR takes `rest` as one tuple
+        args = args[:packed] + (tuple(args[packed:]),) + _keyword_defaults(f)
     all_args = free + args + _defaults(f, len(ir.args) - len(free) - len(args))
     if len(all_args) != len(ir.args):
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
@@ -195,7 +204,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
                 runner.fallback(exc)
             continue
         _check_output(y, ir.name)
-        return y, Pullback(jf, tape, env, args, len(free), runner)
+        return y, Pullback(jf, tape, env, args, len(free), runner, packed)
     raise RuntimeError("pullback: no backend ran")
 
 
@@ -206,6 +215,26 @@ def _defaults(f: Callable, missing: int) -> tuple:
     if missing <= 0 or missing > len(given):
         return ()
     return tuple(_copy_in(a) for a in given[len(given) - missing:])
+
+
+def _varargs_position(f: Callable) -> Any:
+    """The index of `f`'s `*args` parameter among its parameters, or None."""
+    code = getattr(f, "__code__", None)
+    if code is None or not code.co_flags & inspect.CO_VARARGS:
+        return None
+    return code.co_argcount
+
+
+def _keyword_defaults(f: Callable) -> tuple:
+    """The defaults of `f`'s keyword-only parameters, in order (after `*args`)."""
+    code = f.__code__
+    names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    given = f.__kwdefaults__ or {}
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise TypeError(f"pullback: {f.__name__}() needs its keyword-only argument(s) "
+                        f"{', '.join(missing)}; bind them with functools.partial or a lambda")
+    return tuple(_copy_in(given[n]) for n in names)
 
 
 def _check_output(y: Any, name: str) -> None:

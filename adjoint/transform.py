@@ -137,6 +137,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     fwd.meta["induction"] = step("rebuildable", rebuildable(fwd, kinds), verify=False)
     fwd.meta["silent"] = step("silent_joins", silent_joins(fwd, act), verify=False)
     fwd.meta["inout"] = inout
+    fwd.meta.pop("varargs", None)    # its callers pass the packed tuple (and the tape)
     fwd.name = f"{ir.name}_forward"
     # errors raised by compiled forward/adjoint code name the user's function
     fwd.meta["source_name"] = ir.meta.get("source_name", ir.name)
@@ -151,6 +152,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
             raise RuntimeError("adjoint: pass order broken: " + "; ".join(broken))
     fwd.meta["passes"] = tuple(ran)
     adj.meta["source_name"] = fwd.meta["source_name"]
+    adj.meta.pop("varargs", None)
     fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
     _dump(fwd, adj)
     return JFunction(primal, fwd, adj, active, act, inout)
@@ -355,9 +357,10 @@ class CallPB:
                      for k, (g, c) in enumerate(zip(d_free, cur_free)))
 
     def route(self, grads: tuple) -> tuple:
-        """The adjoint's per-argument cotangents -> one per jcall operand."""
+        """The adjoint's per-argument cotangents -> one per jcall operand (a slot (i, j)
+        is element j of the `*args` tuple parameter i)."""
         df = tuple(grads[:self.nfree]) if self.closure else None
-        return (df,) + tuple(None if k is None else grads[k] for k in self.slots)
+        return (df,) + tuple(_slot_value(grads, k) for k in self.slots)
 
     def unroute(self, d: Any, nargs: int) -> Any:
         """The transpose of `route`: a cotangent of its result -> one of `grads`."""
@@ -366,10 +369,24 @@ class CallPB:
         out = [None] * nargs
         if self.closure and d[0] is not None:
             out[:self.nfree] = list(d[0])
+        packed = {}
         for k, g in zip(self.slots, d[1:]):
-            if k is not None and g is not None:
+            if isinstance(k, tuple):
+                packed.setdefault(k[0], {})[k[1]] = g
+            elif k is not None and g is not None:
                 out[k] = g if out[k] is None else out[k] + g
+        for i, parts in packed.items():
+            out[i] = tuple(parts.get(j) for j in range(len(parts)))
         return tuple(out)
+
+
+def _slot_value(grads: tuple, k: Any) -> Any:
+    if k is None:
+        return None
+    if isinstance(k, tuple):
+        g = grads[k[0]]
+        return None if g is None else g[k[1]]
+    return grads[k]
 
 
 def _name(f: Any) -> str:
@@ -453,7 +470,8 @@ def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:
     params, slots = _bind(ir, sig_fn, pos, kw)
     args = tuple(free) + params
     jf = transform(ir, activity_of(args), arg_types(args))
-    slots = [None if s is None else s + len(free) for s in slots]
+    slots = [None if s is None else (s[0] + len(free), s[1]) if isinstance(s, tuple)
+             else s + len(free) for s in slots]
     return jf, args, slots, len(free), closure
 
 
@@ -485,7 +503,7 @@ def _bind(ir: IR, fn: Any, pos: tuple, kw: dict) -> tuple:
     """(parameter values, for each jcall operand after the callee the index of the
     parameter it binds or None)."""
     n = len(ir.args) - ir.nfree
-    if not kw and len(pos) == n:
+    if not kw and len(pos) == n and ir.meta.get("varargs") is None:
         return tuple(pos), list(range(n))
     if fn is None:
         return interp._bind_names(ir, pos, kw), _name_slots(ir, len(pos), kw)
@@ -496,13 +514,19 @@ def _bind(ir: IR, fn: Any, pos: tuple, kw: dict) -> tuple:
     for i, (name, v) in enumerate(b.arguments.items()):
         if isinstance(v, _Slot):
             slots[v.k] = i
+        elif sig.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
+            for j, m in enumerate(v):      # `*args`: element j of the tuple parameter i
+                slots[m.k] = (i, j)
     values = interp._bind(ir, fn, pos, kw)
     return values, slots
 
 
 def _name_slots(ir: IR, npos: int, kw: dict) -> list:
     names = [a.name for a in ir.args[ir.nfree:]]
-    return list(range(npos)) + [names.index(k) for k in kw]
+    packed = ir.meta.get("varargs")
+    pos = list(range(npos)) if packed is None else \
+        [k if k < packed else (packed, k - packed) for k in range(npos)]
+    return pos + [names.index(k) for k in kw]
 
 
 interp.register_handler("jcall", _jcall)

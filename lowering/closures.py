@@ -36,6 +36,7 @@ import types
 from ssair.ir import Const, Var
 
 from .handlers import handles
+from .reader import param_names
 from .runtime import UNBOUND
 
 CELLS_ATTR = "__zygopy_cells__"
@@ -97,7 +98,7 @@ def self_referencing(code) -> frozenset:
     `check_cell_store`), its cell is passed to exactly one function build, with no
     defaults, whose result is stored straight into the variable."""
     instrs = list(dis.get_instructions(code))
-    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    params = param_names(code)
     out = set()
     for name in code.co_cellvars:
         if name in params:
@@ -154,7 +155,7 @@ def _cell_stores(lw) -> dict:
 
 def check_cell_store(lw, name: str) -> None:
     code = lw.code
-    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    params = param_names(code)
     where = _cell_stores(lw).get(name, [])
     if name in params or len(where) != 1 or where[0] in lw.reader.cyclic:
         raise NeedsCell(name)
@@ -173,8 +174,7 @@ def make_cells(lw) -> None:
     """At entry: a cell per cell-mode cell variable (holding the parameter of that
     name, if any); cell-mode free variables arrive as cells in their arguments."""
     code = lw.code
-    nparams = code.co_argcount + code.co_kwonlyargcount
-    params = set(code.co_varnames[:nparams])
+    params = set(param_names(code))
     for name in code.co_freevars:
         if name in lw.free_cells:
             lw.cell_of[name] = lw.ssa.read(name, lw.block)

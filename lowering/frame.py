@@ -10,6 +10,7 @@ travel in the per-block stack shape instead.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 
 from ssair.ir import IR, Branch, Const, Goto, Raise, Return, Var
@@ -19,7 +20,7 @@ from .closures import make_cells
 from .errors import REFUSED_OPCODES, UnsupportedError
 from .handlers import HANDLERS
 from .materialize import materialize
-from .reader import CodeReader
+from .reader import CodeReader, param_names
 from .runtime import UNBOUND, check_bound, unbound_local
 from .values import EXHAUSTED, LASTI, NULL, ExcInfo, ForState, Lazy
 
@@ -97,8 +98,9 @@ class Lowerer:
 
     def make_args(self) -> None:
         code = self.code
-        nparams = code.co_argcount + code.co_kwonlyargcount
-        names = list(code.co_freevars) + list(code.co_varnames[:nparams])
+        names = list(code.co_freevars) + param_names(code)
+        if code.co_flags & inspect.CO_VARARGS:
+            self.ir.meta["varargs"] = code.co_argcount     # printed `*name`
         self.ir.nfree = len(code.co_freevars)
         for name in names:
             self.ssa.write(name, self.entry, self.ir.add_arg(name))

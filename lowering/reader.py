@@ -20,8 +20,7 @@ FINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 FLAG_CONSTRUCTS = [
     (inspect.CO_GENERATOR, "generator"), (inspect.CO_COROUTINE, "async"),
     (inspect.CO_ASYNC_GENERATOR, "async"), (inspect.CO_ITERABLE_COROUTINE, "async"),
-    (inspect.CO_VARARGS, "*args/**kwargs parameters"),
-    (inspect.CO_VARKEYWORDS, "*args/**kwargs parameters"),
+    (inspect.CO_VARKEYWORDS, "**kwargs parameters"),
 ]
 
 
@@ -222,7 +221,7 @@ class CodeReader:
     def definitely_assigned(self) -> dict:
         """Block index -> locals assigned on every path to the block's entry."""
         code = self.code
-        params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+        params = set(param_names(code))
         universe = (params | set(code.co_varnames) | set(code.co_cellvars)
                     | set(code.co_freevars) | self.extra_locals)
         preds = {i: [] for i in self.rpo}
@@ -305,9 +304,19 @@ def _is_try(ins) -> bool:
     return type(ins).__name__ in ("TryBegin", "TryEnd")
 
 
+def param_names(code) -> list:
+    """The function's parameters in the order of its signature (and of its IR's
+    arguments): positional ones, the `*args` tuple, keyword-only ones."""
+    n = code.co_argcount
+    names = list(code.co_varnames[:n])
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append(code.co_varnames[n + code.co_kwonlyargcount])
+    return names + list(code.co_varnames[n:n + code.co_kwonlyargcount])
+
+
 FRESH_LIST = {"BUILD_LIST", "LIST_EXTEND"}
 ALIASING = {"STORE_FAST", "STORE_DEREF", "STORE_GLOBAL", "STORE_ATTR", "STORE_FAST_STORE_FAST",
-            "STORE_FAST_LOAD_FAST", "RETURN_VALUE", "YIELD_VALUE"}
+            "STORE_FAST_LOAD_FAST"}     # (returning the list ends the function's appends)
 
 
 def append_locals(code, instrs: list) -> frozenset:
@@ -315,7 +324,7 @@ def append_locals(code, instrs: list) -> frozenset:
     not a parameter, every store into it is a list display (`x = []`, `x = [a, b]`),
     and every read of it is followed by neither a store (`y = x`) nor an attribute
     other than `append` (so no second name sees the list grow)."""
-    params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    params = set(param_names(code))
     ok, bad = set(), set(params)
     seq = [i for i in instrs if isinstance(i, Instr)]
     for k, ins in enumerate(seq):

@@ -239,7 +239,7 @@ def _bind(ir: IR, fn: Any, args: tuple, kwargs: dict) -> tuple:
 
 def _bind_ir(ir: IR, args: tuple, kwargs: dict) -> tuple:
     """Bind a call to a bare IR: through `ir.func`'s signature when there is one."""
-    if not kwargs and len(args) == len(ir.args):
+    if not kwargs and len(args) == len(ir.args) and ir.meta.get("varargs") is None:
         return tuple(args)
     if isinstance(ir.func, types.FunctionType):
         n = ir.nfree
@@ -249,6 +249,12 @@ def _bind_ir(ir: IR, args: tuple, kwargs: dict) -> tuple:
 
 def _bind_names(ir: IR, args: tuple, kwargs: dict) -> tuple:
     names = [a.name for a in ir.args[ir.nfree:]]
+    packed = ir.meta.get("varargs")
+    if packed is not None:          # `*name`: the extra positionals, as one tuple
+        rest = tuple(args[packed:])
+        args = tuple(args[:packed]) + (rest,)
+        if len(args) < packed + 1:
+            raise TypeError(f"{ir.name}() missing required positional argument(s)")
     if len(args) > len(names):
         raise TypeError(f"{ir.name}() takes {len(names)} positional arguments "
                         f"but {len(args)} were given")

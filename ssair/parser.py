@@ -380,7 +380,12 @@ def _header(ir: IR, sc: _Scanner) -> None:
         ir.nfree = len(ir.args)
         if ir.nfree == 0:
             raise sc.error("empty free-variable list '[]' (the printer omits it)")
-    ir.args += _arg_list(sc, "(", ")")
+    params = _arg_list(sc, "(", ")")
+    for k, a in enumerate(params):
+        if a.name.startswith("*"):
+            a.name = a.name[1:]
+            ir.meta["varargs"] = k
+    ir.args += params
     if sc.at_end():
         return
     sc.expect(" @ ")

@@ -134,14 +134,16 @@ def _annotation(name, line) -> str:
 
 
 def format_header(ir: IR) -> str:
-    def arg(a):
-        return _typed(f"%{a.var.id} {a.name}", a.type)
+    def arg(a, star=""):
+        return _typed(f"%{a.var.id} {star}{a.name}", a.type)
     free = ir.args[:ir.nfree]
     params = ir.args[ir.nfree:]
+    packed = ir.meta.get("varargs")        # `*name`: the tuple of extra positionals
     text = f"function {ir.name}"
     if free:
         text += "[" + ", ".join(arg(a) for a in free) + "]"
-    text += "(" + ", ".join(arg(a) for a in params) + ")"
+    text += "(" + ", ".join(arg(a, "*" if k == packed else "")
+                            for k, a in enumerate(params)) + ")"
     if ir.file is not None:
         text += f" @ {ir.file}:{ir.firstline if ir.firstline is not None else 0}"
     return text

@@ -72,13 +72,13 @@ def f_genexpr(n):
     return next(g)
 
 
-@refused("*args/**kwargs parameters")
-def f_varargs(*args):  # HERE
-    return args
+@refused("**kwargs parameters")
+def f_varkeywords(**kwargs):  # HERE
+    return kwargs
 
 
-@refused("*args/**kwargs parameters")
-def f_kwargs(x, **kw):  # HERE
+@refused("**kwargs parameters")
+def f_kwargs(x, *args, **kw):  # HERE
     return x
 
 

@@ -63,6 +63,18 @@ def rnn_like(xs, h):
     return sum(np.sum(o) for o in out)
 
 
+def outputs(xs, h):
+    outs = [h * 1.0]
+    for x in xs:
+        h = np.tanh(x * h)
+        outs.append(h)
+    return outs                   # returned after its appends: still rewritten
+
+
+def uses_outputs(xs, h):
+    return sum(np.sum(o * o) for o in outputs(xs, h))
+
+
 def appended_rows(xs):
     rows = []
     for i in range(len(xs)):
@@ -93,6 +105,7 @@ CASES = [
     (any_all, ([1.0, 2.0, 0.5],)),
     (rnn_like, ([1.0, 2.0, 0.5], np.array([0.1, 0.2]))),
     (appended_rows, (np.ones((3, 2)),)),
+    (uses_outputs, ([0.5, -1.0], np.array([0.3, 0.1]))),
 ]
 
 

@@ -100,6 +100,8 @@ def _callee(ctx: Context, ft: Type) -> tuple:
 def _bind(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple, kwvals: list) -> tuple:
     """(operands in parameter order, parameter index of each jcall operand)."""
     params = [a.name for a in ir.args[ir.nfree:]]
+    if ir.meta.get("varargs") is not None:
+        ctx.fail(f"{ir.name}() has *args parameters: calls of it are not compiled yet")
     if not kwnames and len(pos) == len(params):
         return list(pos), tuple(range(len(pos)))
     if len(pos) > len(params):
