@@ -30,14 +30,25 @@ def derivative(e: Entry) -> str:
     from adjoint.rules import lookup_callee, lookup_op
     if e.family in ("derivatives", "runtime checks"):
         return "n/a"
-    if e.key is None:     # a callable this Python lacks (see Registry.listed)
-        return "none"
-    rule = lookup_op(e.key) if isinstance(e.key, str) else lookup_callee(e.key)
+    key = e.key
+    if key is None:     # a math function this Python lacks (see Registry.listed): adjoint
+        key = _numpy_twin(e.name)    # registers math twins with numpy's rule, so list that
+        if key is None:
+            return "none"
+    rule = lookup_op(key) if isinstance(key, str) else lookup_callee(key)
     if rule is None:
         return "none"
     if rule.pullback is None:
         return "not differentiable"
     return "yes"
+
+
+def _numpy_twin(name: str):
+    """np.<f> for a declared-but-absent `math.<f>` (math.exp2 -> np.exp2), or None."""
+    import numpy as np
+    if not name.startswith("math."):
+        return None
+    return getattr(np, name.split(".", 1)[1].split(" ")[0], None)
 
 
 def gpu(e: Entry) -> str:
