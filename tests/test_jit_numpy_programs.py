@@ -219,3 +219,31 @@ def test_dot_of_two_matrices_compiles():
     g, gi = pullback(dot_of, a, b, backend="llvm")[1](1.0), pullback(dot_of, a, b,
                                                                      backend="interp")[1](1.0)
     assert _close(g, gi)
+
+
+def regress(params, x, activation=np.tanh):
+    for W, b in params:
+        z = np.dot(x, W) + b
+        x = activation(z)       # unused after the last layer: its cotangent stays None
+    return np.sum(z * z)
+
+
+def regress_direct(params, x):
+    for W, b in params:
+        z = np.dot(x, W) + b
+        x = np.tanh(z)
+    return np.sum(z * z)
+
+
+@pytest.mark.parametrize("f", [regress, regress_direct], ids=["function-value", "direct"])
+def test_rule_of_a_value_whose_cotangent_is_none_at_run_time(f):
+    params = [(RNG.normal(size=(3, 4)), RNG.normal(size=4)),
+              (RNG.normal(size=(4, 2)), RNG.normal(size=2))]
+    x = RNG.normal(size=(5, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y, back = pullback(f, params, x, backend="llvm")
+        g = back(1.0)
+    yi, backi = pullback(f, params, x, backend="interp")
+    assert np.isclose(y, yi, rtol=1e-12) and _close(g, backi(1.0))
+    check_gradient(f, params, x)

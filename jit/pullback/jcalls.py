@@ -193,12 +193,14 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     entry = REGISTRY.for_callee(f)
     fake = _fake_call(s, f, operands)
     impl = entry.pick(ctx, fake, list(argtypes)) if entry is not None else None
-    if impl is None or impl.lower is None:
+    if impl is None:
         ctx.fail(f"the JIT cannot call {getattr(f, '__name__', f)}")
     ctx.typing.impls[("primal", s.var)] = impl
     y = impl.types(ctx, fake, list(argtypes))
     if y is None:
         return None
+    if impl.lower is None:     # plain Python: the call of it impl.types recorded
+        ctx.typing.calls[("primal", s.var)] = ctx.typing.calls[s.var]
     pb = lookup_callee(f).pullback
     saved = ((y,) if pb is not None and pb.uses_result else ()) + argtypes
     ctx.typing.calls[s.var] = Call(None, operands, f)
@@ -211,7 +213,11 @@ def _cg_rule_jcall(fc: FunctionGen, s, ts):
     impl = fc.typing.impls[("primal", s.var)]
     primal = _fake_call(s, call.callee, call.operands)
     primal.type = s.type.elems[0]    # lowerings read their statement's result type
-    y = impl.lower(fc, primal, [fc.type_of(a) for a in call.operands])
+    if impl.lower is None:
+        python_impl = fc.typing.calls[("primal", s.var)]
+        y = fc.call_user(python_impl.target, python_impl.operands, [])
+    else:
+        y = impl.lower(fc, primal, [fc.type_of(a) for a in call.operands])
     y = fc.convert(y, s.type.elems[0], s.type.elems[0])
     values = ([y] if len(pbt.saved) > len(call.operands) else []) + \
         [fc.get(a) for a in call.operands]
@@ -362,7 +368,8 @@ def _cg_rule_jback(fc: FunctionGen, s, ts):
     if call is not None and call.target is not None:
         target = fc.mg.engine.table.get(call.target.key, call.target)
         lead = [fc.get(s.args[2])] + [fc.b.extract_value(saved, i) for i in range(len(pb.saved))]
-        g = fc.call_user(call.target, [], lead)
+        g = _call_unless_none(fc, ts[2], lead[0], lambda: fc.call_user(call.target, [], lead),
+                              target.ret)
         if isinstance(target.ret, TupleT):
             parts += [(fc.b.extract_value(g, i), e) for i, e in enumerate(target.ret.elems)]
         else:
@@ -375,6 +382,26 @@ def _cg_rule_jback(fc: FunctionGen, s, ts):
             else (None, NONE)
         result = fc.b.insert_value(result, accum_values(fc, c, ct, v, vt, want), i)
     return result
+
+
+def _call_unless_none(fc: FunctionGen, dy_t: Type, dy, call, ret: Type) -> L.Value:
+    """`call()`, or zeros of `ret` when an array dy is the None cotangent at run time
+    (data NULL), as the interpreter's Pullback gives Nones for a None dy."""
+    if not isinstance(dy_t, ArrayT):
+        return call()
+    from jit.codegen.function import zero_of
+    from jit.pullback.array_values import _null
+    b = fc.b
+    with b.if_else(_null(fc, dy), likely=False) as (none, some):
+        with none:
+            zero_block = b.block
+        with some:
+            g = call()
+            call_block = b.block
+    out = b.phi(lltype(ret))
+    out.add_incoming(zero_of(ret), zero_block)
+    out.add_incoming(g, call_block)
+    return out
 
 
 def route_types(pb: CallPBT, grads: TupleT) -> tuple:
