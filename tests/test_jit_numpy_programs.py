@@ -76,7 +76,9 @@ def test_mismatched_ranks_raise_numpys_error():
 def test_two_layer_network():
     args = (RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(4, 2)),
             RNG.normal(size=2), RNG.normal(size=(5, 3)))
-    assert check_llvm(mlp, *args) == "ok"
+    y, back = pullback(mlp, *args, backend="llvm")        # matrix products: up to the
+    yi, backi = pullback(mlp, *args, backend="interp")    # last bits of numpy's BLAS
+    assert np.isclose(y, yi, rtol=1e-12) and _close(back(1.0), backi(1.0))
     check_gradient(mlp, *args)
 
 
@@ -247,3 +249,48 @@ def test_rule_of_a_value_whose_cotangent_is_none_at_run_time(f):
     yi, backi = pullback(f, params, x, backend="interp")
     assert np.isclose(y, yi, rtol=1e-12) and _close(g, backi(1.0))
     check_gradient(f, params, x)
+
+
+_W12 = RNG.normal(size=12)
+
+
+def reshape_pair(x):
+    return np.sum(np.reshape(x, (6, 2)) * _W12.reshape(6, 2))
+
+
+def reshape_inferred(x):
+    return np.sum(np.reshape(x, (-1, 3)) ** 2 * _W12.reshape((4, 3)))
+
+
+def reshape_line(x):
+    return np.sum(np.reshape(x, -1) * _W12) + np.sum(x.reshape((12,)))
+
+
+def reshape_method(x):
+    return np.sum(x.reshape(3, 4) * _W12.reshape(3, 4)) + np.sum(x.ravel() * _W12)
+
+
+RESHAPED = [
+    (reshape_pair, np.arange(12.0)), (reshape_pair, np.arange(12.0).reshape(3, 4)),
+    (reshape_inferred, np.arange(12.0).reshape(4, 3).T), (reshape_line, RNG.normal(size=(6, 2))),
+    (reshape_method, RNG.normal(size=(4, 3))[:, ::-1]), (reshape_method, RNG.normal(size=12)),
+]
+
+
+@pytest.mark.parametrize("f,x", RESHAPED, ids=[f"{f.__name__}-{x.ndim}d" for f, x in RESHAPED])
+def test_reshape_and_ravel(f, x):
+    assert check_llvm(f, x) == "ok"
+    check_gradient(f, x)
+
+
+def test_reshape_of_a_contiguous_array_is_a_view():
+    def f(x):
+        y = np.reshape(x, (2, 3))
+        y[0, 0] = 7.0
+        return x[0]
+    assert jit.jit(f)(np.arange(6.0)) == f(np.arange(6.0)) == 7.0
+
+
+def test_reshape_to_a_size_that_does_not_fit():
+    with pytest.raises(ValueError, match="cannot reshape array of size 10"):
+        jit.jit(reshape_pair)(np.arange(10.0))

@@ -40,10 +40,12 @@ def test_python_dash_m_prints_the_registry():
 
 
 def test_a_function_and_its_method_are_one_entry():
-    entry, params = REGISTRY.method("sum")
-    assert entry is REGISTRY.for_callee(np.sum) and params == ""
+    entry, params, args = REGISTRY.method("sum")
+    assert entry is REGISTRY.for_callee(np.sum) and params == args == ""
     assert REGISTRY.method("dot")[0] is REGISTRY.for_callee(np.dot)
-    assert REGISTRY.method("dot")[1] == "b"
+    assert REGISTRY.method("dot")[1:] == ("b", "b")
+    # a method whose call differs from its parameters: a.reshape(n, m) or a.reshape(shape)
+    assert REGISTRY.method("reshape")[1:] == ("shape, m=None", "shape, m")
 
     def f(a):
         return a.sum() + np.sum(a)

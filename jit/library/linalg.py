@@ -91,10 +91,10 @@ def method_function(name: str):
     if hit is None:
         return None
     if name not in _METHOD_FNS:
-        entry, params = hit
+        entry, params, args = hit
         NAMESPACE[f"_np_{name}"] = entry.key
         src = (f"def _bind_{name}(a):\n    def {name}({params}):\n"
-               f"        return _np_{name}(a{', ' + params if params else ''})\n"
+               f"        return _np_{name}(a{', ' + args if args else ''})\n"
                f"    return {name}\n")
         fn = make(src, f"_bind_{name}")(None)
         mark(fn)

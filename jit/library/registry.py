@@ -94,11 +94,13 @@ class Registry:
         e = Entry(key, name or _name_of(key), family, methods=tuple(methods),
                   gpu=dict(gpu or {}))
         table[k] = e
-        for m in methods:     # "sum", or "dot(b)" for a method with parameters
-            name, _, params = m.partition("(")
+        for m in methods:     # "sum", "dot(b)", or "f(params) -> arguments" (see below)
+            name, _, rest = m.partition("(")
             if name in self._methods:
                 raise ValueError(f"jit.library: method {name!r} is declared twice")
-            self._methods[name] = (e, params.rstrip(")"))
+            params, _, args = rest.partition(") -> ")
+            params = params.rstrip(")")
+            self._methods[name] = (e, params, args or params)
         return e
 
     def declare(self, *keys: Any, family: str, pattern: str = "any",
@@ -161,7 +163,9 @@ class Registry:
         return self._by_class.get(type(f))
 
     def method(self, name: str) -> Optional[tuple]:
-        """(entry, parameters) of ndarray method `name`, or None."""
+        """(entry, parameters, arguments) of ndarray method `name`, or None: `a.f(params)`
+        calls the entry's function as `f(a, arguments)` (the arguments are the
+        parameters unless the declaration says `"f(params) -> arguments"`)."""
         return self._methods.get(name)
 
     def entries(self) -> list:

@@ -1,0 +1,264 @@
+"""Shape functions of float64 arrays compiled natively: `np.reshape(a, shape)` and
+`a.reshape(shape)` between 1-D and 2-D shapes (one `-1` inferred), `np.ravel(a)` /
+`a.ravel()`, and their pullbacks (the cotangent reshaped back).
+
+As numpy does, a C-contiguous operand is reshaped as a view of the same memory
+(`view_as`: new shape and strides over the same data), any other operand is copied
+first; a size that does not fit raises numpy's ValueError.  Only C order: `order=`
+stays refused.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir as L
+
+from jit.codegen.arrays import field, make_array
+from jit.codegen.function import I64
+from jit.library.array_calls import _copy1, _copy2
+from jit.library.python_impls import NAMESPACE, impl_call, is_float_array, make, mark
+from jit.library.registry import REGISTRY
+from jit.typing.infer import Context
+from jit.types import FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like
+
+FAMILY = "shape functions"
+
+
+def view_as(a, n, m):
+    """The memory of C-contiguous `a` as an (n, m) array (`m` < 0: as (n,)); compiled
+    natively (a new shape and strides over the same data)."""
+    raise TypeError("jit.library.shapes.view_as runs only in compiled code")
+
+
+def _cg_view_as(fc, s, ts):
+    data = field(fc, fc.get(s.args[1]), 0)
+    n, m = fc.get(s.args[2], INT64), fc.get(s.args[3], INT64)
+    eight = L.Constant(I64, 8)
+    if s.type.ndim == 1:
+        return make_array(fc, data, [n], [eight])
+    return make_array(fc, data, [n, m], [fc.b.mul(m, eight), eight])
+
+
+def _t_view_as(ctx: Context, s, ts) -> Type:
+    m = ctx.const(s.args[3])
+    return ArrayT(FLOAT64, 1 if isinstance(m, int) and m < 0 else 2)
+
+
+RESHAPE_MESSAGE = "cannot reshape array of size {0} into shape ({1}, {2})"
+
+
+def cannot_reshape(size: int, n: int, m: int) -> None:
+    """numpy's ValueError for a size that does not fit the requested shape (compiled
+    natively: an error record with the three numbers)."""
+    raise ValueError(RESHAPE_MESSAGE.format(size, n, m))
+
+
+def _cg_cannot_reshape(fc, s, ts):
+    details = tuple(fc.get(a, INT64) for a in s.args[1:4])
+    fc.raise_if(L.Constant(L.IntType(1), 1), ValueError, RESHAPE_MESSAGE, details)
+    return L.Constant(L.IntType(8), 0)
+
+
+def _contiguous1(a):
+    return a.shape[0] <= 1 or a.strides[0] == 8
+
+
+def _contiguous2(a):
+    n, m = a.shape
+    return n * m == 0 or ((m <= 1 or a.strides[1] == 8) and (n <= 1 or a.strides[0] == 8 * m))
+
+
+def _resolve(size, n, m):
+    """(n, m) with one -1 inferred from `size`, as numpy's reshape does."""
+    if n == -1 and m > 0 and size % m == 0:
+        return size // m, m
+    if m == -1 and n > 0 and size % n == 0:
+        return n, size // n
+    if n * m != size or n < 0 or m < 0:
+        cannot_reshape(size, n, m)
+    return n, m
+
+
+def _reshape1_2(a, shape):
+    """A 1-D array as the 2-D `shape`."""
+    n, m = _resolve(a.shape[0], shape[0], shape[1])
+    c = a if _contiguous1(a) else _copy1(a)
+    return view_as(c, n, m)
+
+
+def _reshape2_2(a, shape):
+    p, q = a.shape
+    n, m = _resolve(p * q, shape[0], shape[1])
+    c = a if _contiguous2(a) else _copy2(a)
+    return view_as(c, n, m)
+
+
+def _line_length(size, n):
+    if n != -1 and n != size:
+        cannot_reshape(size, n, 1)
+    return size
+
+
+def _reshape2_1(a, n):
+    """A 2-D array as 1-D (n, or -1)."""
+    p, q = a.shape
+    c = a if _contiguous2(a) else _copy2(a)
+    return view_as(c, _line_length(p * q, n), -1)
+
+
+def _reshape1_1(a, n):
+    c = a if _contiguous1(a) else _copy1(a)
+    return view_as(c, _line_length(a.shape[0], n), -1)
+
+
+def _ravel1(a):
+    return _reshape1_1(a, -1)
+
+
+def _ravel2(a):
+    return _reshape2_1(a, -1)
+
+
+def _d_reshape_1_1(dy, x, shape):
+    """d_np_reshape: the cotangent reshaped back to x's shape (dy's rank, x's rank)."""
+    return _reshape1_1(dy, x.shape[0])
+
+
+def _d_reshape_2_1(dy, x, shape):
+    return _reshape2_1(dy, x.shape[0])
+
+
+def _d_reshape_1_2(dy, x, shape):
+    return _reshape1_2(dy, x.shape)
+
+
+def _d_reshape_2_2(dy, x, shape):
+    return _reshape2_2(dy, x.shape)
+
+
+def _d_ravel1(dy, x):
+    return dy
+
+
+def _d_ravel2(dy, x):
+    return _reshape1_2(dy, x.shape)
+
+
+mark(_contiguous1, _contiguous2, _resolve, _reshape1_2, _reshape2_2, _line_length, _reshape2_1,
+     _reshape1_1, _ravel1, _ravel2, _d_reshape_1_1, _d_reshape_2_1, _d_reshape_1_2,
+     _d_reshape_2_2, _d_ravel1, _d_ravel2)
+_D_RESHAPE = {(1, 1): _d_reshape_1_1, (2, 1): _d_reshape_2_1, (1, 2): _d_reshape_1_2,
+              (2, 2): _d_reshape_2_2}
+
+
+def _method_version(fn):
+    """`fn(dy, x, shape)` as the pullback of the method's call (dy, x, shape, m)."""
+    name = fn.__name__ + "_m"
+    src = f"def {name}(dy, x, shape, m):\n    return {fn.__name__}(dy, x, shape)\n"
+    NAMESPACE[fn.__name__] = fn
+    return make(src, name)
+
+
+_D_RESHAPE_METHOD = {k: _method_version(f) for k, f in _D_RESHAPE.items()}
+_IMPLS = {(1, 1): _reshape1_1, (1, 2): _reshape1_2, (2, 1): _reshape2_1, (2, 2): _reshape2_2}
+
+
+def _target_rank(t: Type):
+    """The rank a shape operand asks for: 1 for an int or a 1-tuple, 2 for a pair."""
+    if is_int_like(t):
+        return 1
+    if isinstance(t, TupleT) and len(t.elems) in (1, 2) and all(map(is_int_like, t.elems)):
+        return len(t.elems)
+    return None
+
+
+def _t_reshape(ctx: Context, s, ts: list) -> Type:
+    if len(ts) == 3 and ts[2] == NONE:    # the method's `a.reshape(shape)`
+        ts = ts[:2]
+    elif len(ts) == 3 and is_int_like(ts[1]) and is_int_like(ts[2]):
+        return impl_call(ctx, s, _reshape_pair[ts[0].ndim], [s.args[1], s.args[2], s.args[3]]) \
+            if is_float_array(ts[0]) else ctx.fail(f"np.reshape of {ts[0]} is not compiled")
+    if len(ts) != 2 or s.kwargs or not is_float_array(ts[0]) \
+            or _target_rank(ts[1]) is None:
+        ctx.fail(f"np.reshape of {', '.join(map(str, ts))}"
+                 f"{' with keywords' if s.kwargs else ''} is not compiled (float64 arrays, "
+                 "1-D or 2-D shapes, C order)")
+    rank = _target_rank(ts[1])
+    impl = _IMPLS[(ts[0].ndim, rank)]
+    shape = s.args[2]
+    if rank == 1 and isinstance(ts[1], TupleT):       # (n,): its one element
+        return impl_call(ctx, s, _reshape_of_pair(ts[0].ndim), [s.args[1], shape])
+    return impl_call(ctx, s, impl, [s.args[1], shape])
+
+
+def _reshape_ints1(a, n, m):
+    """`a.reshape(n, m)` (the method's two-int form) of a 1-D array."""
+    return _reshape1_2(a, (n, m))
+
+
+def _reshape_ints2(a, n, m):
+    return _reshape2_2(a, (n, m))
+
+
+_reshape_pair = {1: _reshape_ints1, 2: _reshape_ints2}
+
+
+def _reshape_line_of1(a, shape):
+    return _reshape1_1(a, shape[0])
+
+
+def _reshape_line_of2(a, shape):
+    return _reshape2_1(a, shape[0])
+
+
+mark(_reshape_line_of1, _reshape_line_of2, _reshape_ints1, _reshape_ints2)
+
+
+def _reshape_of_pair(ndim: int):
+    return _reshape_line_of1 if ndim == 1 else _reshape_line_of2
+
+
+def _t_ravel(ctx: Context, s, ts: list) -> Type:
+    if len(ts) != 1 or s.kwargs or not is_float_array(ts[0]):
+        ctx.fail(f"np.ravel of {', '.join(map(str, ts))} is not compiled")
+    return impl_call(ctx, s, _ravel1 if ts[0].ndim == 1 else _ravel2, [s.args[1]])
+
+
+def _pick_d_reshape(argtypes):
+    if len(argtypes) not in (3, 4) or not is_float_array(argtypes[0]) \
+            or not is_float_array(argtypes[1]):
+        return None
+    impl = _D_RESHAPE[(argtypes[0].ndim, argtypes[1].ndim)]
+    return impl if len(argtypes) == 3 else _D_RESHAPE_METHOD[(argtypes[0].ndim, argtypes[1].ndim)]
+
+
+def _pick_d_ravel(argtypes):
+    if len(argtypes) != 2 or not all(is_float_array(t) for t in argtypes):
+        return None
+    return _d_ravel1 if argtypes[1].ndim == 1 else _d_ravel2
+
+
+def _is_view_call(ctx, s, ts) -> bool:
+    return len(ts) == 3 and is_float_array(ts[0])
+
+
+def _declare() -> None:
+    from adjoint import rules_numpy as R
+    from adjoint import rules_shapes as S
+    REGISTRY.declare(view_as, family=FAMILY, pattern="contiguous float64 array, int, int",
+                     matches=_is_view_call, types=_t_view_as, lower=_cg_view_as,
+                     gpu={"cuda": "inline"})
+    REGISTRY.declare(cannot_reshape, family="runtime checks", pattern="int, int, int",
+                     types=lambda ctx, s, ts: NONE, lower=_cg_cannot_reshape,
+                     gpu={"cuda": "inline"})
+    REGISTRY.declare(np.reshape, family=FAMILY, pattern="float64 array, 1-D or 2-D shape",
+                     matches=lambda ctx, s, ts: bool(ts) and isinstance(ts[0], ArrayT),
+                     methods=("reshape(shape, m=None) -> shape, m",),
+                     types=_t_reshape)
+    REGISTRY.declare(np.ravel, family=FAMILY, pattern="float64 array",
+                     matches=lambda ctx, s, ts: bool(ts) and isinstance(ts[0], ArrayT),
+                     methods=("ravel",), types=_t_ravel)
+    REGISTRY.declare_pullback(R.d_np_reshape, "float64 arrays, 1-D or 2-D", _pick_d_reshape)
+    REGISTRY.declare_pullback(S.d_np_ravel, "float64 arrays, 1-D or 2-D", _pick_d_ravel)
+
+
+_declare()
