@@ -45,8 +45,10 @@ JAX_JIT = Column("JAX jit", "jax-jit", "grad")
 AUTOGRAD = Column("autograd", "autograd", "grad")
 TORCH = Column("PyTorch", "torch", "grad")
 
+CPYTHON = Column("CPython", "cpython", "primal")
+
 TIME_COLUMNS = (
-    Column("CPython", "cpython", "primal"), ZY_PRIMAL, ZY_GRAD, ZY_COMPILE,
+    CPYTHON, ZY_PRIMAL, ZY_GRAD, ZY_COMPILE,
     Column("zy interp", "zygopy-interp", "grad"), NUMBA, NUMBA_COMPILE, JAX_EAGER,
     JAX_JIT, Column("JAX jit 1st", "jax-jit", "grad", "compile"), AUTOGRAD, TORCH,
 )
@@ -60,6 +62,11 @@ RATIOS = (
     Ratio("zy grad/JAX jit", ZY_GRAD, JAX_JIT, ("<=", 1.0)),
     Ratio("zy 1st/Numba 1st", ZY_COMPILE, NUMBA_COMPILE, ("<=", 1.0)),
 )
+
+# Ratios a suite may add after the main ones by naming them in its `EXTRA_RATIOS`.
+EXTRA_RATIOS = {
+    "zy/CPython": Ratio("zy/CPython", ZY_PRIMAL, CPYTHON),
+}
 
 
 @dataclass
@@ -89,6 +96,12 @@ class Results:
             return max(rec["first_ns"] - rec["median_ns"], 0.0), None
         return rec["median_ns"], None
 
+    def note(self, col: Column, workload: str) -> str:
+        """The note a system attached to a cell it filled (e.g. "ran in the
+        interpreter"), or ""."""
+        rec = self.cells.get((col.system, workload, col.kind))
+        return rec.get("note", "") if rec and rec.get("ok") else ""
+
 
 class Footnotes:
     """Numbers reasons in order of first use; the same reason gets the same number."""
@@ -97,9 +110,16 @@ class Footnotes:
         self.reasons: list = []
 
     def mark(self, reason: str) -> str:
+        return "n/a" + self.ref(reason)
+
+    def ref(self, reason: str) -> str:
+        """"[k]" for `reason`, after a number that comes with a note."""
         if reason not in self.reasons:
             self.reasons.append(reason)
-        return f"n/a[{self.reasons.index(reason) + 1}]"
+        return f"[{self.reasons.index(reason) + 1}]"
+
+    def refs(self, reasons) -> str:
+        return "".join(self.ref(r) for r in dict.fromkeys(reasons) if r)
 
     def lines(self) -> list:
         return [f"[{i}] {r}" for i, r in enumerate(self.reasons, 1)]
@@ -112,13 +132,15 @@ def time_rows(res: Results, notes: Footnotes) -> tuple:
         row = [w]
         for c in cols:
             ns, why = res.lookup(c, w)
-            row.append(format_ns(ns) if why is None else notes.mark(why))
+            row.append(format_ns(ns) + notes.refs([res.note(c, w)]) if why is None
+                       else notes.mark(why))
         rows.append(row)
     return ["workload"] + [c.header for c in cols], rows
 
 
-def ratio_rows(res: Results, notes: Footnotes, loops: dict) -> tuple:
-    ratios = [r for r in RATIOS if r.num.system in res.systems and r.den.system in res.systems]
+def ratio_rows(res: Results, notes: Footnotes, loops: dict, extra: tuple = ()) -> tuple:
+    chosen = RATIOS + tuple(EXTRA_RATIOS[name] for name in extra)
+    ratios = [r for r in chosen if r.num.system in res.systems and r.den.system in res.systems]
     rows = []
     for w in res.workloads:
         rows.append([w] + [_ratio_cell(res, r, w, loops[w], notes) for r in ratios])
@@ -135,7 +157,8 @@ def _ratio_cell(res: Results, r: Ratio, w: str, loop: bool, notes: Footnotes) ->
     value = num / den
     text = format_ratio(value)
     applies = r.target is not None and (loop or not r.loops_only)
-    return text + ("!" if applies and not meets(value, r.target) else "")
+    text += "!" if applies and not meets(value, r.target) else ""
+    return text + notes.refs([res.note(r.num, w), res.note(r.den, w)])
 
 
 def meets(value: float, target: tuple) -> bool:
@@ -173,11 +196,11 @@ def format_table(header: list, rows: list, markdown: bool) -> str:
     return "\n".join([line(header), line(["-" * wd for wd in widths])] + [line(r) for r in rows])
 
 
-def render(res: Results, loops: dict, markdown: bool = False) -> str:
-    """Both tables and their footnotes."""
+def render(res: Results, loops: dict, markdown: bool = False, extra: tuple = ()) -> str:
+    """Both tables and their footnotes; `extra` names ratios of `EXTRA_RATIOS` to add."""
     notes = Footnotes()
     th, trows = time_rows(res, notes)
-    rh, rrows, ratios = ratio_rows(res, notes, loops)
+    rh, rrows, ratios = ratio_rows(res, notes, loops, extra)
     title = ("Median time per call (gradient columns: value and every gradient; "
              "'1st': first call minus median, i.e. compilation)")
     out = [title, "", format_table(th, trows, markdown)]
@@ -221,7 +244,8 @@ def render_run(payload: dict, markdown: bool = False) -> str:
     if markdown:
         lists = [_markdown_list(text) for text in lists]
     head = header_line(env).replace("\n", "  \n" if markdown else "\n")
-    return "\n\n".join(p for p in [head, render(res, payload["loops"], markdown)] + lists if p)
+    tables = render(res, payload["loops"], markdown, tuple(payload.get("extra_ratios", ())))
+    return "\n\n".join(p for p in [head, tables] + lists if p)
 
 
 def _markdown_list(text: str) -> str:

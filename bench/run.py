@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -66,6 +67,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     a.budget = (10.0 if a.quick else 60.0) if a.budget is None else a.budget
     a.tape_n = (10**6 if a.quick else 10**7) if a.tape_n is None else a.tape_n
     a.suite_map = workloads.load_suite(a.suite)
+    a.extra_ratios = list(getattr(importlib.import_module(a.suite), "EXTRA_RATIOS", ()))
+    unknown = [r for r in a.extra_ratios if r not in report.EXTRA_RATIOS]
+    if unknown:
+        p.error(f"{a.suite}.EXTRA_RATIOS: unknown ratio(s) {', '.join(unknown)}; "
+                f"known: {', '.join(report.EXTRA_RATIOS)}")
     a.workloads = _pick(a.only, list(a.suite_map), "workload", p)
     a.system_names = _pick(a.systems, list(systems.SYSTEMS), "system", p)
     return a
@@ -132,6 +138,7 @@ class Runner:
     def _progress(self, rec: dict) -> None:
         if rec["event"] == "result":
             state = "ok" if rec["ok"] else "n/a: " + rec["error"][:90]
+            state += f" ({rec['note'][:90]})" if rec.get("note") else ""
             self.say(f"  {rec['workload']:15s} {rec['kind']:6s} {state}")
         elif rec["event"] == "unavailable":
             self.say("  unavailable: " + rec["reason"])
@@ -282,6 +289,7 @@ def measure_all(a: argparse.Namespace) -> dict:
     slim = [{k: v for k, v in r.items() if k != "grads"} for r in runner.records]
     return {"environment": environment(a, runner, hello), "systems": a.system_names,
             "workloads": a.workloads, "loops": {n: w.loop for n, w in a.suite_map.items()},
+            "extra_ratios": a.extra_ratios,
             "records": slim, "summaries": summaries, "tape": tape, "overhead": overhead,
             "disagreements": [vars(f) for f in findings]}
 

@@ -10,12 +10,13 @@ peers live in `bench.peers`.
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from bench.workloads import Workload
+from bench.workloads import Workload, is_structured, leaves
 
 
 class Unavailable(Exception):
@@ -30,17 +31,27 @@ class Task:
     gradient, as a user would call it); `result(out)` turns what `run` returned into
     `(value or None, [one float64 array per differentiated argument] or None)` for the
     cross-check.  `missing` names why the task cannot run (then `run` is None).
+    `result` may set `note`, which the table shows as a footnote on the cell's number
+    (e.g. "ran in the interpreter").
     """
 
     kind: str
     run: Callable[[], object] | None = None
     result: Callable[[object], tuple] | None = None
     missing: str = ""
+    note: str = ""
 
 
 def grads_at(grads, wrt: tuple) -> list:
-    """The gradients at positions `wrt` of a per-argument sequence, as float64 arrays."""
-    return [np.asarray(grads[i], dtype=np.float64) for i in wrt]
+    """The gradients at positions `wrt` of a per-argument sequence, as float64 arrays;
+    the gradient of a structured argument (a list of (W, b) tuples) as one flat array
+    of its leaves in `bench.workloads.leaves` order."""
+    return [_flat(grads[i]) if is_structured(grads[i]) else np.asarray(grads[i], np.float64)
+            for i in wrt]
+
+
+def _flat(grad) -> np.ndarray:
+    return np.concatenate([np.ravel(np.asarray(g, dtype=np.float64)) for g in leaves(grad)])
 
 
 def _value_only(out) -> tuple:
@@ -73,11 +84,13 @@ class CPython:
 class Zygopy:
     """zygopy: `jit.jit(f)` for the primal, `adjoint.pullback(f, *args, backend)` followed
     by `back(1.0)` for the gradient (the pullback call is part of every timed gradient,
-    as it is of `jax.grad`)."""
+    as it is of `jax.grad`).  The gradient uses `backend="auto"`, what a user gets: the
+    compiled pullback, or the interpreter where the JIT refuses the function; such a
+    cell carries a note with the JIT's reason."""
 
     name = "zygopy"
     kinds = ("grad", "primal")
-    backend = "llvm"
+    backend = "auto"
 
     def setup(self) -> None:
         try:
@@ -114,7 +127,29 @@ class Zygopy:
         def run():
             y, back = pullback(f, *args, backend=backend)
             return y, back(1.0)
-        return Task("grad", run, lambda out: (float(out[0]), grads_at(out[1], wrt)))
+        task = Task("grad", run)
+
+        def result(out):
+            if backend == "auto":
+                task.note = self._fallback_reason(pullback, f, args)
+            return float(out[0]), grads_at(out[1], wrt)
+        task.result = result
+        return task
+
+    @staticmethod
+    def _fallback_reason(pullback: Callable, f: Callable, args: tuple) -> str:
+        """Why `backend="auto"` ran `f` in the interpreter, or "" when it ran compiled:
+        the same call under `backend="llvm"` (the JIT caches its compiled code and its
+        refusals, so this costs one forward; it is not timed)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pullback(f, *args, backend="llvm")
+        except Exception as e:  # noqa: BLE001 (any refusal is the reason)
+            text = str(e).strip().splitlines()
+            return ("zygopy grad ran in the interpreter (backend=\"auto\" fell back; "
+                    f"\"llvm\" raises {type(e).__name__}: {text[0] if text else ''})")
+        return ""
 
     def _primal_task(self, f: Callable, args: tuple) -> Task:
         jit = getattr(self.jit_mod, "jit", None)

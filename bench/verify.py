@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.workloads import SEED, Workload
+from bench.workloads import SEED, Workload, leaves, rebuild
 
 VALUE_RTOL = 1e-12
 GRAD_RTOL = 1e-8
@@ -89,17 +89,25 @@ def _check_fd(w: Workload, flat: dict, fd: float, direction: np.ndarray):
 def directional_fd(w: Workload) -> tuple:
     """Central difference of the CPython function along a seeded direction scaled by
     the inputs (so every input moves by about FD_STEP relative); returns
-    (the difference quotient, the direction flattened like the gradients)."""
+    (the difference quotient, the direction flattened like the gradients).  A
+    structured argument (a list of (W, b) tuples) gets one direction per leaf, in
+    `bench.workloads.leaves` order, as its gradient is flattened."""
     args = w.args()
     rng = np.random.default_rng(SEED + 1)
-    dirs = {i: rng.standard_normal(np.shape(args[i])) * np.maximum(np.abs(args[i]), 1e-3)
-            for i in w.wrt}
+    dirs = {i: [rng.standard_normal(np.shape(x)) * np.maximum(np.abs(x), 1e-3)
+                for x in leaves(args[i])] for i in w.wrt}
     plus, minus = list(args), list(args)
     for i, d in dirs.items():
-        plus[i] = _shift(args[i], d, FD_STEP)
-        minus[i] = _shift(args[i], d, -FD_STEP)
+        xs = leaves(args[i])
+        plus[i] = _shift_tree(args[i], xs, d, FD_STEP)
+        minus[i] = _shift_tree(args[i], xs, d, -FD_STEP)
     fd = (w.func(*plus) - w.func(*minus)) / (2 * FD_STEP)
-    return fd, _flatten([dirs[i] for i in w.wrt])
+    return fd, _flatten([d for i in w.wrt for d in dirs[i]])
+
+
+def _shift_tree(arg, xs: list, d: list, t: float):
+    shifted = [_shift(x, dx, t) for x, dx in zip(xs, d)]
+    return shifted[0] if len(xs) == 1 and xs[0] is arg else rebuild(arg, shifted)
 
 
 def _shift(x, d, t: float):

@@ -74,7 +74,9 @@ def run_task(task: systems.Task, quick: bool, seconds: float, clock: str = "wall
     except Exception as e:  # noqa: BLE001 (a failing system fills n/a cells)
         return {**record, "error": describe(e)}
     grads = None if grads is None else [g.tolist() for g in grads]
-    return {**record, "ok": True, "first_ns": first, **stats, "value": value, "grads": grads}
+    note = {"note": task.note} if task.note else {}
+    return {**record, "ok": True, "first_ns": first, **stats, "value": value, "grads": grads,
+            **note}
 
 
 def run_system(name: str, suite: dict, names: list, quick: bool, seconds: float,

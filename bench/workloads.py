@@ -97,8 +97,8 @@ class Workload:
     """One benchmark: a plain function, a seeded input factory and what to differentiate.
 
     `make_args()` returns a fresh tuple of positional arguments (floats, ints, float64
-    numpy arrays) built from `SEED`; `wrt` lists the positions of the differentiated
-    arguments (the others are integers).  `loop` marks the workloads whose cost is a
+    numpy arrays, or lists, tuples and dicts of those) built from `SEED`; `wrt` lists
+    the positions of the differentiated arguments.  `loop` marks the workloads whose cost is a
     loop or a recursion, where the eager peers pay per iteration.
     """
 
@@ -111,6 +111,39 @@ class Workload:
 
     def args(self) -> tuple:
         return self.make_args()
+
+
+def leaves(x) -> list:
+    """The numbers and arrays of an argument or a gradient in a fixed order: `x` itself
+    when it is one, else its lists', tuples' and dicts' (keys sorted) leaves, depth
+    first.  Every system's gradient of a structured argument (a list of (W, b) tuples)
+    is compared leaf by leaf in this order."""
+    if isinstance(x, dict):
+        return [leaf for k in sorted(x) for leaf in leaves(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in leaves(item)]
+    return [x]
+
+
+def rebuild(template, new_leaves: list):
+    """`template`'s structure with its leaves replaced, in `leaves` order."""
+    it = iter(new_leaves)
+
+    def build(x):
+        if isinstance(x, dict):
+            built = {k: build(x[k]) for k in sorted(x)}
+            return {k: built[k] for k in x}
+        if isinstance(x, (list, tuple)):
+            items = [build(item) for item in x]
+            if isinstance(x, list):
+                return items
+            return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+        return next(it)
+    return build(template)
+
+
+def is_structured(x) -> bool:
+    return isinstance(x, (list, tuple, dict))
 
 
 def _rng() -> np.random.Generator:

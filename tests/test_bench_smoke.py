@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from bench import verify, workloads
+from bench import numpy_programs, report, verify, workloads
+from bench.systems import grads_at
 from bench.workloads import WORKLOADS, get
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -112,3 +113,114 @@ def test_numba_compiles_the_same_code():
     for name in ("pow_rec", "black_scholes"):
         w = get(name)
         assert getattr(ns, name)(*w.args()) == pytest.approx(w.func(*w.args()), rel=1e-12)
+
+
+# -- the "numpy programs" suite (bench/numpy_programs.py): structured arguments ----------
+
+
+
+def _mlp_reference(params, x, y):
+    (w1, b1), (w2, b2) = params
+    z = np.tanh(x @ w1 + b1) @ w2 + b2
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -(logp * y).sum() / len(x)
+
+
+def _mlp_grad(params, x, y):
+    (w1, b1), (w2, b2) = params
+    h = np.tanh(x @ w1 + b1)
+    z = h @ w2 + b2
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    dz = (p / p.sum(axis=1, keepdims=True) - y) / len(x)  # rows of y sum to 1
+    da = (dz @ w2.T) * (1.0 - h * h)
+    return [[(x.T @ da, da.sum(axis=0)), (h.T @ dz, dz.sum(axis=0))]]
+
+
+def _diffusion_matrix(n, nu):
+    eye = np.eye(n)
+    return eye + nu * (np.roll(eye, 1, axis=0) - 2.0 * eye + np.roll(eye, -1, axis=0))
+
+
+def _diffusion_reference(u, nu, steps):
+    v = np.linalg.matrix_power(_diffusion_matrix(len(u), nu), steps) @ u
+    return v @ v
+
+
+def _diffusion_grad(u, nu, steps):  # the stencil matrix is symmetric
+    return [2.0 * np.linalg.matrix_power(_diffusion_matrix(len(u), nu), 2 * steps) @ u]
+
+
+def _logreg_grad(w, X, t, lam):
+    s = 2.0 * t - 1.0
+    return [-(X.T @ (s / (1.0 + np.exp(s * (X @ w))))) / len(X) + 2.0 * lam * w]
+
+
+NUMPY_REFERENCES = {
+    "mlp_xent_32": _mlp_reference,
+    "mlp_xent_1024": _mlp_reference,
+    "logreg_l2": lambda w, X, t, lam: np.logaddexp(0.0, -(2 * t - 1) * (X @ w)).mean()
+    + lam * w @ w,
+    "diffusion_roll": _diffusion_reference,
+}
+NUMPY_GRADIENTS = {"mlp_xent_32": _mlp_grad, "mlp_xent_1024": _mlp_grad,
+                   "logreg_l2": _logreg_grad, "diffusion_roll": _diffusion_grad}
+NUMPY_SUITE = workloads.load_suite("bench.numpy_programs")
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_SUITE))
+def test_numpy_program_matches_reference(name):
+    w = NUMPY_SUITE[name]
+    assert float(w.func(*w.args())) == pytest.approx(NUMPY_REFERENCES[name](*w.args()),
+                                                     rel=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_SUITE))
+def test_cross_check_takes_structured_gradients(name):
+    """A gradient shaped like its argument (a list of (W, b) tuples) is flattened leaf
+    by leaf, and the central difference moves every leaf."""
+    w = NUMPY_SUITE[name]
+    exact = grads_at(NUMPY_GRADIENTS[name](*w.args()), (0,))
+    findings, _ = verify.check_workload(w, {"ref": float(w.func(*w.args()))}, {"ref": exact})
+    assert findings == []
+    wrong = [g.copy() for g in exact]
+    wrong[0][-1] += 1e-3 * np.max(np.abs(wrong[0]))  # one entry of the last leaf
+    findings, _ = verify.check_workload(w, {}, {"a": exact, "b": exact, "bad": wrong})
+    assert {f.system for f in findings} == {"bad"}
+
+
+def test_leaves_and_rebuild_keep_the_structure():
+    params = numpy_programs.WORKLOADS[0].args()[0]
+    flat = workloads.leaves(params)
+    assert [x.shape for x in flat] == [(64, 128), (128,), (128, 10), (10,)]
+    back = workloads.rebuild(params, [2 * x for x in flat])
+    assert isinstance(back, list) and all(isinstance(p, tuple) for p in back)
+    assert np.array_equal(back[1][0], 2 * params[1][0])
+    assert workloads.rebuild({"b": 1.0, "a": (2.0,)}, [5.0, 6.0]) == {"b": 6.0, "a": (5.0,)}
+
+
+def test_autograd_runs_the_numpy_programs_with_its_numpy():
+    from bench.peers.autograd_peer import Autograd
+    from bench.systems import Unavailable
+    system = Autograd()
+    try:
+        system.setup()
+    except Unavailable as e:
+        pytest.skip(str(e))
+    for name in ("mlp_xent_32", "diffusion_roll"):
+        w = NUMPY_SUITE[name]
+        task = system.tasks(w)[0]
+        _, grads = task.result(task.run())
+        exact = grads_at(NUMPY_GRADIENTS[name](*w.args()), (0,))[0]
+        np.testing.assert_allclose(grads[0], exact, rtol=1e-9, atol=1e-12)
+
+
+def test_a_cell_with_a_note_gets_a_footnote():
+    res = report.Results(systems=["cpython", "zygopy"], workloads=["w"])
+    res.cells[("cpython", "w", "primal")] = {"ok": True, "median_ns": 2000.0, "first_ns": 2000.0}
+    res.cells[("zygopy", "w", "primal")] = {"ok": True, "median_ns": 1000.0, "first_ns": 1000.0}
+    res.cells[("zygopy", "w", "grad")] = {"ok": True, "median_ns": 5000.0, "first_ns": 9000.0,
+                                          "note": "ran in the interpreter"}
+    text = report.render(res, {"w": False}, extra=("zy/CPython",))
+    assert "5.00 us[1]" in text and "[1] ran in the interpreter" in text
+    assert "zy/CPython" in text and "0.50x" in text

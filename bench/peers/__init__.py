@@ -3,8 +3,9 @@
 `rebind` gives a peer the workloads' own code objects with its own globals, so that
 what Numba compiles and what the eager AD systems trace is byte for byte the code
 CPython and zygopy run.  Calls between workload functions (`pow_rec` calling itself,
-`black_scholes` calling `norm_cdf`) resolve to the rebound functions, and `math`
-resolves to a shim whose functions accept the peer's traced values.
+`black_scholes` calling `norm_cdf`) resolve to the rebound functions, `math` resolves
+to a shim whose functions accept the peer's traced values, and `np` (or `numpy`) to
+the peer's own numpy (`jax.numpy`, `autograd.numpy`; see `numpy_as`).
 """
 from __future__ import annotations
 
@@ -66,6 +67,12 @@ def math_shim(lib_funcs: dict, traced: Callable[[object], bool]) -> SimpleNamesp
         return lambda x: lib(x) if traced(x) else plain(x)
     shim = {name: dispatch(name) for name in MATH_NAMES if name in lib_funcs}
     return SimpleNamespace(pi=math.pi, e=math.e, **shim)
+
+
+def numpy_as(lib: ModuleType) -> dict:
+    """Overrides that make a workload's `np.` (or `numpy.`) calls the peer's own numpy,
+    e.g. `numpy_as(jax.numpy)`: plain numpy cannot take the peer's traced values."""
+    return {"np": lib, "numpy": lib}
 
 
 def is_plain_number(x) -> bool:

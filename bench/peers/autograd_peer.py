@@ -1,9 +1,10 @@
 """autograd: `autograd.grad` of the workloads' own plain code, with `math` routed to
-`autograd.numpy` / `autograd.scipy.special` (autograd traces by boxing values, so the
+`autograd.numpy` / `autograd.scipy.special` and `np` bound to `autograd.numpy`
+(autograd traces by boxing values, so the
 Python loops and branches run as written)."""
 from __future__ import annotations
 
-from bench.peers import Rebound, is_plain_number, math_shim
+from bench.peers import Rebound, is_plain_number, math_shim, numpy_as
 from bench.systems import Task, Unavailable, grads_at
 from bench.workloads import Workload
 
@@ -23,7 +24,7 @@ class Autograd:
         funcs = {"exp": anp.exp, "log": anp.log, "sqrt": anp.sqrt, "erf": asp.erf,
                  "sin": anp.sin, "cos": anp.cos, "tanh": anp.tanh}
         shim = math_shim(funcs, lambda x: not is_plain_number(x))
-        self.rebound = Rebound(overrides={"math": shim})
+        self.rebound = Rebound(overrides={"math": shim, **numpy_as(anp)})
 
     def warm(self) -> None:
         self.autograd.grad(lambda x: x * x + 1.0)(1.5)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from bench.peers import Rebound, is_plain_number, math_shim
+from bench.peers import Rebound, is_plain_number, math_shim, numpy_as
 from bench.systems import Task, Unavailable, grads_at
 from bench.workloads import Workload
 
@@ -28,17 +28,21 @@ def _import_jax():
 
 def _device_args(jax, args: tuple) -> tuple:
     """Arrays and floats become device arrays up front, so that the host-to-device copy
-    is not timed; integers stay Python ints (loop bounds)."""
-    return tuple(a if isinstance(a, int) else jax.numpy.asarray(a) for a in args)
+    is not timed, also inside lists, tuples and dicts (a list of (W, b) layers);
+    integers stay Python ints (loop bounds)."""
+    return tuple(a if isinstance(a, int) else jax.tree_util.tree_map(jax.numpy.asarray, a)
+                 for a in args)
 
 
 def _plain_code(jax) -> Rebound:
-    """The workloads' own code with `math` sent to `jax.numpy` for traced values."""
+    """The workloads' own code with `math` sent to `jax.numpy` for traced values and
+    `np` bound to `jax.numpy`."""
     import jax.scipy.special as jsp
     funcs = {"exp": jax.numpy.exp, "log": jax.numpy.log, "sqrt": jax.numpy.sqrt,
              "erf": jsp.erf, "sin": jax.numpy.sin, "cos": jax.numpy.cos,
              "tanh": jax.numpy.tanh}
-    return Rebound(overrides={"math": math_shim(funcs, lambda x: not is_plain_number(x))})
+    shim = math_shim(funcs, lambda x: not is_plain_number(x))
+    return Rebound(overrides={"math": shim, **numpy_as(jax.numpy)})
 
 
 def _grad_result(w: Workload):

@@ -60,3 +60,15 @@ def black_scholes(spot, strike, maturity, rate, vol):
     d2 = d1 - sd
     return spot * _norm_cdf(d1) - strike * jnp.exp(-rate * maturity) * _norm_cdf(d2)
 
+
+
+# bench/numpy_programs.py: the MLP and the logistic regression are jitted as written
+# (straight-line array code).  The diffusion stencil is not: with `steps` static its
+# Python loop unrolls, and XLA's compile time grows faster than the loop (on the 2-core
+# VM, 8 s of CPU at 20 steps, 58 s at 40, out of reach at 100); a JAX user writes the
+# loop as a `fori_loop`.
+def diffusion_roll(u, nu, steps):
+    def step(i, u):
+        return u + nu * (jnp.roll(u, 1) - 2.0 * u + jnp.roll(u, -1))
+    u = lax.fori_loop(0, steps, step, u)
+    return jnp.sum(u * u)
