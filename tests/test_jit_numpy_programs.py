@@ -294,3 +294,31 @@ def test_reshape_of_a_contiguous_array_is_a_view():
 def test_reshape_to_a_size_that_does_not_fit():
     with pytest.raises(ValueError, match="cannot reshape array of size 10"):
         jit.jit(reshape_pair)(np.arange(10.0))
+
+
+def matrix_product(a, b):
+    return a @ b
+
+
+def _layouts(a):
+    return [a, np.asfortranarray(a), a.T.copy().T, RNG.normal(size=(2 * a.shape[0],
+                                                                     2 * a.shape[1]))[::2, ::2]]
+
+
+@pytest.mark.parametrize("n,k,m", [(5, 4, 3), (1, 6, 1), (6, 1, 6), (32, 64, 16)])
+def test_matrix_products_are_numpys_in_every_layout(n, k, m):
+    from jit.library.blas import BLAS
+    f = jit.jit(matrix_product)
+    for a in _layouts(RNG.normal(size=(n, k))):
+        for b in _layouts(RNG.normal(size=(k, m))):
+            got, want = f(a, b), a @ b
+            assert got.shape == want.shape and np.allclose(got, want, rtol=1e-12)
+    a, b = RNG.normal(size=(n, k)), RNG.normal(size=(k, m))
+    if BLAS is not None and n > 1 and m > 1:    # the same BLAS call as numpy's
+        assert np.array_equal(f(a, b), a @ b)
+
+
+def test_matrix_products_of_empty_matrices():
+    f = jit.jit(matrix_product)
+    assert np.array_equal(f(np.ones((0, 3)), np.ones((3, 2))), np.zeros((0, 2)))
+    assert np.array_equal(f(np.ones((2, 0)), np.ones((0, 3))), np.zeros((2, 3)))

@@ -10,9 +10,11 @@ implementations (the recipe of jit.library.elementwise):
   * `a.T`: a view with swapped shapes and strides (1-D: the array itself);
   * `np.outer(u, v)` of 1-D float64 arrays (bit-exact: one product per element);
   * `x @ y` (primitive `matmul`) for 1-D and 2-D float64 arrays, numpy's ValueError
-    on mismatched core dimensions.  A plain loop adds the products left to right;
-    numpy calls BLAS, which may associate (and fuse) differently, so results can
-    differ from numpy's in the last bits;
+    on mismatched core dimensions.  Two 2-D operands go to numpy's own BLAS
+    (`jit.library.blas.gemm`, transposed views without a copy): numpy's result for
+    C-contiguous matrices; the other ranks (and a platform where numpy's BLAS is not
+    found) add the products left to right in a loop; other layouts can differ from
+    numpy's in the last bits;
   * the pullbacks of those: `d_getattr` (the method's cotangent is the receiver's;
     `.T` transposes into a fresh array), `d_matmul`, `d_np_outer`, `d_np_dot`;
   * `np.dot` of 1-D/2-D float64 arrays (for two 2-D ones numpy's error names four
@@ -28,12 +30,14 @@ from llvmlite import ir as L
 from jit.codegen.arrays import field, make_array, shape, stride
 from jit.codegen.function import lltype
 from jit.library.array_calls import _copy1, _copy2
+from jit.library.blas import BLAS, blas_operand, gemm
 from jit.library.elementwise import array_rule, impl_call, is_float_array
 from jit.library.python_impls import NAMESPACE, has_array, make, mark
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import INT64, NONE, ArrayT, ClosureT, TupleT, Type
 
+HAS_BLAS = BLAS is not None     # a compile-time constant of the implementations below
 MATMUL_MESSAGE = ("matmul: Input operand 1 has a mismatch in its core dimension 0, with "
                   "gufunc signature (n?,k),(k,m?)->(n?,m?) (size {1} is different from {0})")
 
@@ -153,6 +157,17 @@ def _mm22(a, b):
     k2, m = b.shape
     check_matmul(k, k2)
     out = np.empty((n, m))
+    if HAS_BLAS and n > 0 and m > 0 and k > 0:
+        ta, lda = blas_operand(a)
+        if ta < 0:
+            a = _copy2(a)
+            ta, lda = 0, k
+        tb, ldb = blas_operand(b)
+        if tb < 0:
+            b = _copy2(b)
+            tb, ldb = 0, m
+        gemm(a, b, out, ta, tb, lda, ldb)
+        return out
     for i in range(n):
         for j in range(m):
             s = 0.0
