@@ -152,7 +152,8 @@ REDUCTIONS = [
     ("sum", {"axis": -1, "keepdims": False}), ("mean", {"axis": 0, "keepdims": True}),
     ("mean", {"keepdims": True}), ("mean", {"axis": -2}), ("max", {"axis": 0}),
     ("max", {"axis": 1, "keepdims": True}), ("min", {"axis": -1}),
-    ("min", {"axis": 0, "keepdims": True}), ("max", {}),
+    ("min", {"axis": 0, "keepdims": True}), ("max", {}), ("max", {"keepdims": True}),
+    ("min", {"axis": None, "keepdims": True}),
 ]
 
 
@@ -184,6 +185,13 @@ def test_reductions_of_1d_arrays_with_keepdims(name, kw):
     f = _reduction_case(name, kw)
     a = RNG.normal(size=5)
     assert check_llvm(f, a, RNG.normal(size=1)) == "ok"
+
+
+@pytest.mark.parametrize("name", ["max", "min", "sum", "mean"])
+@pytest.mark.parametrize("x", [2.5, -3, float("nan")], ids=["float", "int", "nan"])
+def test_reductions_of_a_number(name, x):
+    f = _reduction_case(name, {})
+    assert check_llvm(f, x, 1.5) == "ok"
 
 
 def test_max_over_an_empty_axis_raises_numpys_error():

@@ -10,8 +10,8 @@ Bit-exactness: numpy reduces in memory order.  When the reduced axis is the inne
 into the output, which starts at 0.0.  These implementations do the same, so the
 results are numpy's bit for bit (checked against numpy on C, Fortran, strided and
 transposed layouts); a mean over an empty axis is NaN, as numpy's (without its
-RuntimeWarning).  Other keywords, an axis or keepdims computed at run time, and
-np.max/np.min with keepdims but no axis stay refused.
+RuntimeWarning).  Other keywords and an axis or keepdims computed at run time stay
+refused.
 """
 from __future__ import annotations
 
@@ -276,6 +276,8 @@ def _flat_kept(a):
 
 
 def _d_extreme_axis_kept(dy, y, x, axis=None, keepdims=False):
+    if axis is None:          # the whole array with keepdims: dy and y are (1, 1)
+        return _d_extreme2(dy[0, 0], y[0, 0], x)
     return _d_extreme_axis(_flat_kept(dy), _flat_kept(y), x, axis)
 
 
@@ -355,8 +357,6 @@ def _reduction_rule(name: str, whole: dict):
         whole_array = axis is _NO_AXIS or axis is None
         if not whole_array and (type(axis) is not int or not -nd <= axis < nd):
             ctx.fail(f"np.{name} over axis {axis!r} of a {ts[0]} is not compiled")
-        if keep and whole_array and name in ("max", "min"):
-            ctx.fail(f"np.{name} with keepdims and no axis is not compiled")
         if keep:
             return impl_call(ctx, s, _kept_impl(name, nd, not whole_array),
                              [x, Const(None if whole_array else axis)])
@@ -382,7 +382,15 @@ def _d_number(dy, x, axis=None, keepdims=False):
     return dy * 1.0
 
 
-mark(_sum_number, _mean_number, _d_number)
+def _same_number(x):
+    return x             # np.max / np.min of a number (numpy takes it as a 0-d array)
+
+
+def _d_extreme_number(dy, y, x, axis=None, keepdims=False):
+    return dy * 1.0 if x == y else _NAN      # a NaN is its own extreme: nan, as numpy's
+
+
+mark(_sum_number, _mean_number, _d_number, _same_number, _d_extreme_number)
 _NUMBERS = (FLOAT64, INT64, BOOL)
 PATTERN = "float64 array, 1-D or 2-D[, axis=k][, keepdims=b]"
 
@@ -415,6 +423,8 @@ def _pick_d(impls: dict, axis_impl, kept: dict):
 
 def _pick_d_extreme(argtypes):
     """The JIT version of d_np_max / d_np_min by the types of (dy, y, x)."""
+    if len(argtypes) == 3 and all(t in _NUMBERS for t in argtypes):
+        return _d_extreme_number
     if len(argtypes) < 3 or not is_float_array(argtypes[2]):
         return None
     dy, x = argtypes[0], argtypes[2]
@@ -441,6 +451,7 @@ def _declare() -> None:
         name = "max" if f in (np.max, np.amax) else "min"
         REGISTRY.declare(f, family="reductions", pattern=PATTERN, matches=has_array,
                          methods=methods, types=_reduction_rule(name, impls))
+        REGISTRY.add(REGISTRY.get(f), "number", no_array, _t_number_reduction(_same_number, name))
     REGISTRY.declare_pullback(R.d_np_sum, "float64 array[, axis][, keepdims]",
                               _pick_d({1: _d_sum1, 2: _d_sum2}, _d_sum_axis,
                                       {1: _d_line_kept, 2: _d_sum_kept}))
