@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ssair.refusal import Refusal
 
-from . import rules_elementary, rules_math, rules_numpy, rules_shapes, rules_linalg, rules_ufuncs  # noqa: F401  (fill the table)
+from . import (rules_elementary, rules_linalg, rules_math, rules_numpy,  # noqa: F401  (fill
+               rules_shapes, rules_ufuncs)                           # the table)
 from .rule_table import (METHOD_RULES, OP_RULES, Pullback, Rule, callee_name, defpullback,
                          lookup_callee, lookup_op, nondiff, pullback_rule, scalar_variant,
                          structural)

@@ -438,7 +438,7 @@ def d_np_triu(dy, m, k=0):
     return _reduce_like(np.triu(dy, k), m), None
 
 
-# -- reorderings: gather the cotangent back through the inverse permutation --------------------------
+# -- reorderings: gather the cotangent back through the inverse permutation --------------
 def _unpermute(dy, a, source, target, axis):
     """Element source[i] of `a` went to position target[i] of the result (i itself
     when target is None), along `axis` (flattened when None): gather the cotangent

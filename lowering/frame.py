@@ -63,7 +63,7 @@ class Lowerer:
         self.setup_depth = {}      # 3.10: handler bytecode block -> stack depth at SETUP
         self.entered = set()       # handler blocks that have an exception edge
         self.last_local = None     # (name, value) of the last local read (ops_call.attribute)
-        self.restores = {}         # 3.12+: local -> (value saved by LOAD_FAST_AND_CLEAR, was assigned)
+        self.restores = {}         # 3.12+: local -> (LOAD_FAST_AND_CLEAR's value, was assigned)
 
     # -- driver -------------------------------------------------------------
     def run(self) -> IR:

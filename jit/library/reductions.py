@@ -124,13 +124,16 @@ def _d_mean_axis(dy, x, axis=None, keepdims=False):
     return g
 
 
-def _max_axis(a, axis):
-    """np.max(a, axis) of a 2-D array (NaN propagates; numpy's ValueError when the
-    reduced axis is empty)."""
+def _extreme_axis(a, axis, sign):
+    """np.max (sign 1.0) or np.min (sign -1.0) of a 2-D array over `axis` (NaN
+    propagates; numpy's ValueError when the reduced axis is empty)."""
     n, m = a.shape
     rows = axis == 0 or axis == -2
     lines, length = (m, n) if rows else (n, m)
-    check_max_size(length)
+    if sign > 0:
+        check_max_size(length)
+    else:
+        check_min_size(length)
     out = np.empty(lines)
     for k in range(lines):
         best = a[0, k] if rows else a[k, 0]
@@ -139,29 +142,18 @@ def _max_axis(a, axis):
             if v != v:
                 best = v
                 break
-            if v >= best:
+            if sign * v >= sign * best:      # the last of equal values, as numpy's loop
                 best = v
         out[k] = best
     return out
+
+
+def _max_axis(a, axis):
+    return _extreme_axis(a, axis, 1.0)
 
 
 def _min_axis(a, axis):
-    n, m = a.shape
-    rows = axis == 0 or axis == -2
-    lines, length = (m, n) if rows else (n, m)
-    check_min_size(length)
-    out = np.empty(lines)
-    for k in range(lines):
-        best = a[0, k] if rows else a[k, 0]
-        for t in range(length):
-            v = a[t, k] if rows else a[k, t]
-            if v != v:
-                best = v
-                break
-            if v <= best:
-                best = v
-        out[k] = best
-    return out
+    return _extreme_axis(a, axis, -1.0)
 
 
 def _max_line(a, axis):
@@ -286,8 +278,9 @@ def _d_extreme_line_kept(dy, y, x, axis=None, keepdims=False):
 
 
 mark(_inner_axis, _sum_axis0, _sum_axis1, _mean_axis0, _mean_axis1, _mean_line, _d_sum_axis,
-     _d_mean_axis, _max_axis, _min_axis, _max_line, _min_line, _kept, _kept_line, _kept_cell,
-     _spread, _d_sum_kept, _d_mean_kept, _d_line_kept, _d_line_mean_kept, _d_extreme_axis, _flat_kept, _d_extreme_axis_kept,
+     _d_mean_axis, _extreme_axis, _max_axis, _min_axis, _max_line, _min_line, _kept,
+     _kept_line, _kept_cell, _spread, _d_sum_kept, _d_mean_kept, _d_line_kept,
+     _d_line_mean_kept, _d_extreme_axis, _flat_kept, _d_extreme_axis_kept,
      _d_extreme_line_kept)
 
 # (reduction, ndim, normalised axis) -> implementation
