@@ -161,7 +161,7 @@ class Inliner:
                                                     and _makes_closure(instrs, k)):
                 self.refuse("closure inside a comprehension", ins.lineno)
             else:
-                out.append(_renamed(ins, names, code))
+                out.append(_renamed(ins, names, code, self.code))
         return out
 
     def rename_map(self, code: types.CodeType) -> dict:
@@ -260,9 +260,10 @@ def _swap(instrs: list) -> Instr:
     return Instr("SWAP", 2, location=_loc(instrs))
 
 
-def _renamed(ins: Instr, names: dict, code: types.CodeType) -> Instr:
-    """`ins` with the comprehension's locals and cells renamed and its free variables
-    read as the enclosing function's variables of the same name."""
+def _renamed(ins: Instr, names: dict, code: types.CodeType,
+             enclosing: types.CodeType) -> Instr:
+    """`ins` with the comprehension's (`code`) locals and cells renamed and its free
+    variables read as the `enclosing` code's variables of the same name."""
     if ins.name in LOCAL_OPS:
         arg = ins.arg
         new = tuple(names.get(a, a) for a in arg) if isinstance(arg, tuple) \
@@ -272,22 +273,15 @@ def _renamed(ins: Instr, names: dict, code: types.CodeType) -> Instr:
         name = ins.arg.name
         if name in code.co_cellvars or name in code.co_varnames:
             return Instr(DEREF_AS_FAST[ins.name], names[name], location=ins.location)
-        return Instr(ins.name, _outer_var(ins.arg), location=ins.location)
+        from bytecode import CellVar, FreeVar
+        kind = FreeVar if name in enclosing.co_freevars else CellVar
+        return Instr(ins.name, kind(name), location=ins.location)
     return ins
-
-
-def _outer_var(var):
-    """A comprehension's free variable, as the variable of the enclosing function
-    (fixed up by `demote_cells` when that variable is no longer a cell)."""
-    from bytecode import CellVar
-    return CellVar(var.name)
 
 
 def demote_cells(instrs: list, code: types.CodeType) -> tuple:
     """The function's cell variables that no closure captures any more (they were
-    cells for an inlined comprehension) read and written as ordinary locals; a free
-    variable of the function keeps its cell."""
-    from bytecode import FreeVar
+    cells for an inlined comprehension) read and written as ordinary locals."""
     captured = set()
     for k, ins in enumerate(instrs):
         if isinstance(ins, Instr) and ins.name == "LOAD_CLOSURE":
@@ -298,11 +292,8 @@ def demote_cells(instrs: list, code: types.CodeType) -> tuple:
     out = []
     for ins in instrs:
         if isinstance(ins, Instr) and ins.name in DEREF_AS_FAST:
-            name = ins.arg.name
-            if name in code.co_freevars:
-                ins = Instr(ins.name, FreeVar(name), location=ins.location)
-            elif name in demoted:
-                ins = Instr(DEREF_AS_FAST[ins.name], name, location=ins.location)
+            if ins.arg.name in demoted:
+                ins = Instr(DEREF_AS_FAST[ins.name], ins.arg.name, location=ins.location)
         elif isinstance(ins, Instr) and ins.name == "MAKE_CELL" and ins.arg.name in demoted:
             continue
         out.append(ins)

@@ -91,6 +91,12 @@ def aliased(xs):
     return acc[0] + b[-1]
 
 
+def free_variable_of_a_nested_function(xs, y):
+    def inner(zs):          # y is inner's free variable, read by nested comprehensions
+        return sum([z * y for z in zs]) + sum([[w * y for w in zs][0] for _ in zs])
+    return inner(xs)
+
+
 RNG = np.random.default_rng(3)
 PARAMS = [(RNG.normal(size=(3, 4)), RNG.normal(size=3)), (RNG.normal(size=(3, 4)), RNG.normal(size=3))]
 CASES = [
@@ -106,6 +112,7 @@ CASES = [
     (rnn_like, ([1.0, 2.0, 0.5], np.array([0.1, 0.2]))),
     (appended_rows, (np.ones((3, 2)),)),
     (uses_outputs, ([0.5, -1.0], np.array([0.3, 0.1]))),
+    (free_variable_of_a_nested_function, ([1.0, 2.0], 3.0)),
 ]
 
 

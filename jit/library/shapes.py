@@ -159,35 +159,6 @@ def _method_version(fn):
 
 
 _D_RESHAPE_METHOD = {k: _method_version(f) for k, f in _D_RESHAPE.items()}
-_IMPLS = {(1, 1): _reshape1_1, (1, 2): _reshape1_2, (2, 1): _reshape2_1, (2, 2): _reshape2_2}
-
-
-def _target_rank(t: Type):
-    """The rank a shape operand asks for: 1 for an int or a 1-tuple, 2 for a pair."""
-    if is_int_like(t):
-        return 1
-    if isinstance(t, TupleT) and len(t.elems) in (1, 2) and all(map(is_int_like, t.elems)):
-        return len(t.elems)
-    return None
-
-
-def _t_reshape(ctx: Context, s, ts: list) -> Type:
-    if len(ts) == 3 and ts[2] == NONE:    # the method's `a.reshape(shape)`
-        ts = ts[:2]
-    elif len(ts) == 3 and is_int_like(ts[1]) and is_int_like(ts[2]):
-        return impl_call(ctx, s, _reshape_pair[ts[0].ndim], [s.args[1], s.args[2], s.args[3]]) \
-            if is_float_array(ts[0]) else ctx.fail(f"np.reshape of {ts[0]} is not compiled")
-    if len(ts) != 2 or s.kwargs or not is_float_array(ts[0]) \
-            or _target_rank(ts[1]) is None:
-        ctx.fail(f"np.reshape of {', '.join(map(str, ts))}"
-                 f"{' with keywords' if s.kwargs else ''} is not compiled (float64 arrays, "
-                 "1-D or 2-D shapes, C order)")
-    rank = _target_rank(ts[1])
-    impl = _IMPLS[(ts[0].ndim, rank)]
-    shape = s.args[2]
-    if rank == 1 and isinstance(ts[1], TupleT):       # (n,): its one element
-        return impl_call(ctx, s, _reshape_of_pair(ts[0].ndim), [s.args[1], shape])
-    return impl_call(ctx, s, impl, [s.args[1], shape])
 
 
 def _reshape_ints1(a, n, m):
@@ -199,22 +170,47 @@ def _reshape_ints2(a, n, m):
     return _reshape2_2(a, (n, m))
 
 
-_reshape_pair = {1: _reshape_ints1, 2: _reshape_ints2}
-
-
-def _reshape_line_of1(a, shape):
+def _reshape_one1(a, shape):
+    """`np.reshape(a, (n,))` of a 1-D array."""
     return _reshape1_1(a, shape[0])
 
 
-def _reshape_line_of2(a, shape):
+def _reshape_one2(a, shape):
     return _reshape2_1(a, shape[0])
 
 
-mark(_reshape_line_of1, _reshape_line_of2, _reshape_ints1, _reshape_ints2)
+mark(_reshape_ints1, _reshape_ints2, _reshape_one1, _reshape_one2)
+# (rank of a, form of the shape operands) -> implementation
+_IMPLS = {(1, "n"): _reshape1_1, (2, "n"): _reshape2_1, (1, "(n,)"): _reshape_one1,
+          (2, "(n,)"): _reshape_one2, (1, "(n, m)"): _reshape1_2, (2, "(n, m)"): _reshape2_2,
+          (1, "n, m"): _reshape_ints1, (2, "n, m"): _reshape_ints2}
 
 
-def _reshape_of_pair(ndim: int):
-    return _reshape_line_of1 if ndim == 1 else _reshape_line_of2
+def _shape_form(ts: list):
+    """The form of reshape's shape operands: an int, a 1- or 2-tuple of ints, or two
+    ints (the method's `a.reshape(n, m)`; its `a.reshape(shape)` passes None second)."""
+    if len(ts) == 2 and ts[1] == NONE:
+        ts = ts[:1]
+    if len(ts) == 2 and all(map(is_int_like, ts)):
+        return "n, m"
+    if len(ts) != 1:
+        return None
+    if is_int_like(ts[0]):
+        return "n"
+    if isinstance(ts[0], TupleT) and len(ts[0].elems) in (1, 2) \
+            and all(map(is_int_like, ts[0].elems)):
+        return "(n,)" if len(ts[0].elems) == 1 else "(n, m)"
+    return None
+
+
+def _t_reshape(ctx: Context, s, ts: list) -> Type:
+    form = _shape_form(ts[1:])
+    if s.kwargs or not ts or not is_float_array(ts[0]) or form is None:
+        ctx.fail(f"np.reshape of {', '.join(map(str, ts))}"
+                 f"{' with keywords' if s.kwargs else ''} is not compiled (float64 arrays, "
+                 "1-D or 2-D shapes, C order)")
+    operands = list(s.args[1:3]) if form != "n, m" else list(s.args[1:4])
+    return impl_call(ctx, s, _IMPLS[(ts[0].ndim, form)], operands)
 
 
 def _t_ravel(ctx: Context, s, ts: list) -> Type:

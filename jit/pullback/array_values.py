@@ -16,6 +16,26 @@ def _null(fc: FunctionGen, arr) -> L.Value:
     return fc.b.icmp_unsigned("==", fc.b.ptrtoint(data, I64), ZERO)
 
 
+def unless_none(fc: FunctionGen, dy_t: Type, dy, call, ret: Type) -> L.Value:
+    """`call()`, or zeros of `ret` when `dy` is an array that is the None cotangent at
+    run time (data NULL: nothing reached its value in this iteration), as the
+    interpreter's Pullback gives Nones for a None dy."""
+    if not isinstance(dy_t, ArrayT):
+        return call()
+    from jit.codegen.function import zero_of
+    b = fc.b
+    with b.if_else(_null(fc, dy), likely=False) as (none, some):
+        with none:
+            zero_block = b.block
+        with some:
+            g = call()
+            call_block = b.block
+    out = b.phi(lltype(ret))
+    out.add_incoming(zero_of(ret), zero_block)
+    out.add_incoming(g, call_block)
+    return out
+
+
 def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
     """`s` itself, or zeros of `x`'s shape when `s` is the None cotangent."""
     dims = [shape(fc, x, k) for k in range(xt.ndim)]

@@ -16,8 +16,7 @@ from adjoint.rules import Pullback
 from adjoint.tape import unbcast
 
 from jit.codegen.function import FunctionGen, codegen, lltype
-from jit.pullback.array_values import _null as null_array
-from jit.pullback.array_values import add_arrays, check_same_shape, zeros_like
+from jit.pullback.array_values import add_arrays, check_same_shape, unless_none, zeros_like
 from jit.library.elementwise import is_unbcast_of_array, t_unbcast_array
 from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY
@@ -205,22 +204,8 @@ def _cg_pullback(fc: FunctionGen, s, ts):
     call = fc.typing.calls[s.var]
     if call.target is None:
         return L.Constant(lltype(s.type), None)
-    if not isinstance(ts[0], ArrayT):       # ts: the operands after the rule object
-        return _call_pullback(fc, call, s)
-    # an array dy may be the None cotangent at run time (data NULL: nothing reached the
-    # value in this iteration): the rule's result is then zeros, as Pullback's is Nones
-    from jit.codegen.function import zero_of
-    b = fc.b
-    with b.if_else(null_array(fc, fc.get(s.args[1])), likely=False) as (none, some):
-        with none:
-            zero_block = b.block
-        with some:
-            v = _call_pullback(fc, call, s)
-            call_block = b.block
-    out = b.phi(lltype(s.type))
-    out.add_incoming(zero_of(s.type), zero_block)
-    out.add_incoming(v, call_block)
-    return out
+    # ts: the operands after the rule object (dy first)
+    return unless_none(fc, ts[0], fc.get(s.args[1]), lambda: _call_pullback(fc, call, s), s.type)
 
 
 def _call_pullback(fc: FunctionGen, call: Call, s) -> L.Value:

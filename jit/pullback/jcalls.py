@@ -31,6 +31,7 @@ from llvmlite import ir as L
 from ssair.ir import IR, Const
 
 from jit.codegen.function import FunctionGen, codegen, lltype
+from jit.pullback.array_values import unless_none
 from jit.pullback.tape_ops import pop_value, push_value, static_phis
 from jit.typing.infer import Call, Context, _defaults, is_user_function, lower_function, rule
 from jit.types import (
@@ -368,8 +369,8 @@ def _cg_rule_jback(fc: FunctionGen, s, ts):
     if call is not None and call.target is not None:
         target = fc.mg.engine.table.get(call.target.key, call.target)
         lead = [fc.get(s.args[2])] + [fc.b.extract_value(saved, i) for i in range(len(pb.saved))]
-        g = _call_unless_none(fc, ts[2], lead[0], lambda: fc.call_user(call.target, [], lead),
-                              target.ret)
+        g = unless_none(fc, ts[2], lead[0], lambda: fc.call_user(call.target, [], lead),
+                        target.ret)
         if isinstance(target.ret, TupleT):
             parts += [(fc.b.extract_value(g, i), e) for i, e in enumerate(target.ret.elems)]
         else:
@@ -382,26 +383,6 @@ def _cg_rule_jback(fc: FunctionGen, s, ts):
             else (None, NONE)
         result = fc.b.insert_value(result, accum_values(fc, c, ct, v, vt, want), i)
     return result
-
-
-def _call_unless_none(fc: FunctionGen, dy_t: Type, dy, call, ret: Type) -> L.Value:
-    """`call()`, or zeros of `ret` when an array dy is the None cotangent at run time
-    (data NULL), as the interpreter's Pullback gives Nones for a None dy."""
-    if not isinstance(dy_t, ArrayT):
-        return call()
-    from jit.codegen.function import zero_of
-    from jit.pullback.array_values import _null
-    b = fc.b
-    with b.if_else(_null(fc, dy), likely=False) as (none, some):
-        with none:
-            zero_block = b.block
-        with some:
-            g = call()
-            call_block = b.block
-    out = b.phi(lltype(ret))
-    out.add_incoming(zero_of(ret), zero_block)
-    out.add_incoming(g, call_block)
-    return out
 
 
 def route_types(pb: CallPBT, grads: TupleT) -> tuple:
