@@ -130,6 +130,8 @@ def _finish(g: Any, x: Any) -> Any:
         return type(x)(*out) if hasattr(x, "_fields") else tuple(out)
     if isinstance(x, dict):
         parts = g if g is not None else {}
+        if isinstance(parts, tuple):     # a compiled backend's: the values in key order
+            parts = dict(zip(x, parts))
         return {k: _finish(parts.get(k), v) for k, v in x.items()}
     if isinstance(x, complex):
         return complex(0.0 if g is None else g)

@@ -1,5 +1,5 @@
 """Derivative rules for more of numpy's elementwise functions and statistics: the
-inverse hyperbolic functions, exp2 and the angle conversions, logaddexp(2), the
+inverse hyperbolic functions, exp2, cbrt and the angle conversions, logaddexp(2), the
 remainders (`np.remainder` alias `np.mod`, `np.fmod`), `np.fmax`/`np.fmin`, `np.clip`,
 `np.cumprod`, `np.var` and `np.std` (functions and ndarray methods).
 
@@ -76,6 +76,11 @@ def d_arctanh(dy, x):
 @pullback_rule((np.exp2,) + _math("exp2"), uses_result=True)
 def d_exp2(dy, y, x):
     return cotangent_like(dy * y * _LN2, x)
+
+
+@pullback_rule((np.cbrt,) + _math("cbrt"), uses_result=True)
+def d_cbrt(dy, y, x):
+    return cotangent_like(dy / (3.0 * y * y), x)
 
 
 @pullback_rule((np.deg2rad, np.radians))

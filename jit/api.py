@@ -35,7 +35,7 @@ from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_arra
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
 from jit.runtime.fastcall import native_wrapper
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
-                    FunctionT, ListT, TupleT, TypingError, typeof)
+                    DictT, FunctionT, ListT, ObjectT, TupleT, TypingError, typeof)
 
 @dataclass(eq=False)
 class Compiled:
@@ -132,6 +132,9 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
 
 def _guard_expr(name: str, t: Any) -> str:
     """A Python test that `name` holds a value of exactly type `t` (tuple arguments)."""
+    if isinstance(t, DictT):
+        inner = [_guard_expr(f"{name}[{k!r}]", e) for k, e in zip(t.keys, t.elems)]
+        return " and ".join([f"type({name}) is dict", f"tuple({name}) == {t.keys!r}"] + inner)
     if isinstance(t, TupleT):
         inner = [_guard_expr(f"{name}[{i}]", e) for i, e in enumerate(t.elems)]
         kind = "list" if isinstance(t, ListT) else "tuple"
@@ -141,8 +144,10 @@ def _guard_expr(name: str, t: Any) -> str:
         return f"type({name}) is {simple[t]}"
     if t == NONE:
         return f"{name} is None"
+    if isinstance(t, ObjectT):
+        return f"type({name}).__qualname__ == {t.cls.__qualname__!r}"
     if isinstance(t, ArrayT):
-        num = np.dtype(np.float64 if t.dtype == FLOAT64 else np.int64).num
+        num = np.dtype({FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}[t.dtype]).num
         return (f"type({name}) is np.ndarray and {name}.dtype.num == {num} "
                 f"and {name}.ndim == {t.ndim}")
     return "False"

@@ -87,6 +87,23 @@ class ListT(TupleT):
 
 
 @dataclass(frozen=True, repr=False)
+class DictT(TupleT):
+    """A dict argument with string keys: natively a tuple of its values in key order
+    (the keys, their order and the values' types are part of the signature, as JAX
+    pytrees are).  Compiled code reads `d["key"]` with a constant key and passes the
+    dict on; a returned one, and the gradient of one, is a dict again."""
+
+    keys: tuple = ()
+
+    def __str__(self) -> str:
+        return "dict(" + ", ".join(f"{k!r}: {e}" for k, e in zip(self.keys, self.elems)) + ")"
+
+    def index(self, key: Any) -> Optional[int]:
+        """The position of `key` among the values, or None."""
+        return self.keys.index(key) if key in self.keys else None
+
+
+@dataclass(frozen=True, repr=False)
 class FunctionT(Type):
     """A known callable (user function, math/numpy function, builtin)."""
 
@@ -118,6 +135,21 @@ class OpaqueT(Type):
 
     def __str__(self) -> str:
         return self.name
+
+
+@dataclass(frozen=True, repr=False)
+class ObjectT(Type):
+    """A Python object compiled code holds by reference (its `PyObject*`, borrowed from
+    the caller) and hands back to Python: a random generator whose methods it calls
+    (`jit.library.random_draws`)."""
+
+    cls: type
+
+    def __str__(self) -> str:
+        return f"object({self.cls.__name__})"
+
+
+OBJECT_CLASSES = (np.random.Generator, np.random.RandomState)
 
 
 @dataclass(frozen=True, repr=False)
@@ -176,7 +208,7 @@ def join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
     raise TypingError(f"cannot unify {a} and {b}")
 
 
-_DTYPES = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64}
+_DTYPES = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL}
 
 
 def typeof(value: Any) -> Type:
@@ -188,6 +220,8 @@ def typeof(value: Any) -> Type:
         return t
     if isinstance(value, np.ndarray):
         return _array_type(value)
+    if isinstance(value, OBJECT_CLASSES):
+        return ObjectT(type(value))
     opaque = getattr(type(value), "__jit_type__", None)
     if isinstance(opaque, OpaqueT):
         return opaque
@@ -195,6 +229,8 @@ def typeof(value: Any) -> Type:
         return TupleT(tuple(typeof(v) for v in value))
     if type(value) is list:
         return ListT(tuple(typeof(v) for v in value))
+    if type(value) is dict and all(type(k) is str for k in value):
+        return DictT(tuple(typeof(v) for v in value.values()), tuple(value))
     if isinstance(value, pytypes.FunctionType) and value.__closure__:
         try:
             cells = tuple(typeof(c.cell_contents) for c in value.__closure__)
@@ -208,10 +244,13 @@ def typeof(value: Any) -> Type:
 
 def _array_type(a: np.ndarray) -> ArrayT:
     dt = _DTYPES.get(a.dtype)
-    if dt is None or a.ndim not in (1, 2):
+    if dt is None or not 1 <= a.ndim <= MAX_NDIM:
         raise TypingError(f"arrays of dtype {a.dtype} with {a.ndim} dimensions are not "
-                          "supported by the JIT (float64/int64, 1-D or 2-D)")
+                          f"supported by the JIT (float64/int64/bool, 1-D to {MAX_NDIM}-D)")
     return ArrayT(dt, a.ndim)
+
+
+MAX_NDIM = 8    # arrays of 3 or more dimensions: see jit.library.registry (ranks)
 
 
 _SIMPLE = {

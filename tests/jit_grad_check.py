@@ -39,6 +39,9 @@ def close(a: Any, b: Any, rtol: float = RTOL) -> bool:
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return (type(a) is type(b) and len(a) == len(b)
                 and all(close(x, y, rtol) for x, y in zip(a, b)))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (type(a) is type(b) and list(a) == list(b)
+                and all(close(a[k], b[k], rtol) for k in a))
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         return False

@@ -212,7 +212,10 @@ def test_overflow_falls_back_to_python_ints():
         jit.jit(grow_into)(np.zeros(2), 3, 7)
 
 
-def uses_list(x): return [x, x][0]
+def uses_list(x):
+    xs = [x, x]
+    xs[0] = 2.0       # writing into a list is not compiled
+    return xs[0]
 def uses_str(n): return "ab" * n
 
 

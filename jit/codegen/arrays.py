@@ -5,16 +5,18 @@ allocated by compiled code (`np.zeros`, `np.ones`, `np.empty`) through the runti
 arena.
 
 An array value is the struct {data, shape0, shape1, stride0, stride1} (strides in
-bytes; a 1-D array leaves the second slots 0).
+bytes; a 1-D array leaves the second slots 0); an array of 3 or more dimensions is
+{data, [shapes], [strides]} (`nd_array_type`), read through `shape` and `stride`.
 """
 from __future__ import annotations
 
 from llvmlite import ir as L
 
 from jit.runtime import native as runtime
-from jit.codegen.function import ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype
+from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
+                                  nd_array_type)
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT64, INT64, ArrayT, TupleT, TypingError
+from jit.types import BOOL, FLOAT64, INT64, ArrayT, DictT, TupleT, TypingError
 
 ZERO, ONE = L.Constant(I64, 0), L.Constant(I64, 1)
 
@@ -24,10 +26,14 @@ def field(fc: FunctionGen, arr, k: int) -> L.Value:
 
 
 def shape(fc: FunctionGen, arr, axis: int) -> L.Value:
+    if arr.type != ARRAY:          # 3 or more dimensions (`nd_array_type`)
+        return fc.b.extract_value(arr, [1, axis])
     return field(fc, arr, 1 + axis)
 
 
 def stride(fc: FunctionGen, arr, axis: int) -> L.Value:
+    if arr.type != ARRAY:
+        return fc.b.extract_value(arr, [2, axis])
     return field(fc, arr, 3 + axis)
 
 
@@ -78,7 +84,7 @@ def _cg_getitem(fc: FunctionGen, s, ts):
     ptr = element_pointer(fc, arr, idx)
     if s.type == ts[0].dtype:
         return load_element(fc, ptr, ts[0].dtype)
-    return make_array(fc, ptr, [shape(fc, arr, 1)], [stride(fc, arr, 1)])
+    return sub_array(fc, arr, ptr, len(idx), ts[0].ndim)
 
 
 def _tuple_getitem(fc: FunctionGen, s, ts):
@@ -86,6 +92,8 @@ def _tuple_getitem(fc: FunctionGen, s, ts):
     n = len(ts[0].elems)
     k = s.args[1]
     kv = getattr(k, "value", None)
+    if isinstance(ts[0], DictT):         # a constant key (see the type rule)
+        return fc.b.extract_value(tup, ts[0].index(kv))
     if isinstance(kv, int):
         return fc.b.extract_value(tup, kv % n if n else 0)
     elem = lltype(s.type)
@@ -112,8 +120,10 @@ def _cg_setitem(fc: FunctionGen, s, ts):
     return L.Constant(L.IntType(8), 0)
 
 
-@codegen("tuple")
+@codegen("tuple", "list")
 def _cg_tuple(fc: FunctionGen, s, ts):
+    if isinstance(s.type, LiteralT):      # a list display of constants
+        return L.Constant(L.IntType(8), 0)
     out = L.Constant(lltype(s.type), L.Undefined)
     for i, a in enumerate(s.args):
         out = fc.b.insert_value(out, fc.get(a, s.type.elems[i]), i)
@@ -135,7 +145,7 @@ def _cg_unpack(fc: FunctionGen, s, ts):
         if ts[0].ndim == 1:
             v = load_element(fc, ptr, ts[0].dtype)
         else:
-            v = make_array(fc, ptr, [shape(fc, arr, 1)], [stride(fc, arr, 1)])
+            v = sub_array(fc, arr, ptr, 1, ts[0].ndim)
         out = fc.b.insert_value(out, v, i)
     return out
 
@@ -148,7 +158,10 @@ def _cg_getattr(fc: FunctionGen, s, ts):
     if name == "ndim":
         return L.Constant(I64, nd)
     if name == "size":
-        return shape(fc, arr, 0) if nd == 1 else fc.b.mul(shape(fc, arr, 0), shape(fc, arr, 1))
+        size = shape(fc, arr, 0)
+        for k in range(1, nd):
+            size = fc.b.mul(size, shape(fc, arr, k))
+        return size
     field_of = stride if name == "strides" else shape
     out = L.Constant(lltype(s.type), L.Undefined)
     for k in range(nd):
@@ -156,7 +169,20 @@ def _cg_getattr(fc: FunctionGen, s, ts):
     return out
 
 
+def sub_array(fc: FunctionGen, arr, ptr, nidx: int, ndim: int) -> L.Value:
+    """The view a[i...] (`nidx` indices, `ptr` its first element) of an ndim-D array."""
+    return make_array(fc, ptr, [shape(fc, arr, k) for k in range(nidx, ndim)],
+                      [stride(fc, arr, k) for k in range(nidx, ndim)])
+
+
 def make_array(fc: FunctionGen, data, shapes: list, strides: list) -> L.Value:
+    if len(shapes) > 2:
+        out = L.Constant(nd_array_type(len(shapes)), L.Undefined)
+        out = fc.b.insert_value(out, data, 0)
+        for k, (n, st) in enumerate(zip(shapes, strides)):
+            out = fc.b.insert_value(out, n, [1, k])
+            out = fc.b.insert_value(out, st, [2, k])
+        return out
     out = L.Constant(ARRAY, L.Undefined)
     out = fc.b.insert_value(out, data, 0)
     for k in range(2):
@@ -182,8 +208,9 @@ def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
                 "cannot allocate {0} bytes", (nbytes,))
     if fill is not None:
         _fill(fc, data, total, dtype, fill)
-    strides = [L.Constant(I64, 8)] if len(dims) == 1 else [b.mul(dims[1], L.Constant(I64, 8)),
-                                                          L.Constant(I64, 8)]
+    strides = [L.Constant(I64, 8)]
+    for d in reversed(dims[1:]):       # C order
+        strides.insert(0, b.mul(d, strides[0]))
     return make_array(fc, data, dims, strides)
 
 

@@ -24,7 +24,8 @@ from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltyp
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       ClosureT, FunctionT, ListT, OpaqueT, StrT, TupleT, Type, TypingError)
+                       ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT, StrT, TupleT, Type,
+                       TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -52,7 +53,7 @@ def flat_ctypes(t: Type) -> list:
         return [ctypes.c_int64]
     if t == BOOL:
         return [ctypes.c_bool]
-    if isinstance(t, ArrayT):
+    if isinstance(t, (ArrayT, ObjectT)):
         return [ctypes.py_object]
     if isinstance(t, OpaqueT):
         return [ctypes.c_void_p]
@@ -124,7 +125,7 @@ _MEM = {FLOAT64: F64, INT64: I64, BOOL: I8}
 
 def out_struct(t: Type) -> L.LiteralStructType:
     """The flat memory layout results are returned in (mirrored by `ctype_of`)."""
-    return L.LiteralStructType([ARRAY if isinstance(x, ArrayT) else _MEM.get(x, I64)
+    return L.LiteralStructType([lltype(x) if isinstance(x, ArrayT) else _MEM.get(x, I64)
                                 for _, x in out_leaves(t)])
 
 
@@ -150,7 +151,7 @@ def _return(b: L.IRBuilder, ret: Type, out, outp) -> None:
 
 def _rebuild(b: L.IRBuilder, t: Type, it) -> L.Value:
     """The native value of an argument from its flattened C parameters."""
-    if t in (FLOAT64, INT64) or isinstance(t, OpaqueT):
+    if t in (FLOAT64, INT64) or isinstance(t, (OpaqueT, ObjectT)):
         return next(it)
     if t == BOOL:
         return b.icmp_unsigned("!=", next(it), L.Constant(I8, 0))
@@ -190,12 +191,28 @@ class ArrayStruct(ctypes.Structure):
                 ("stride1", ctypes.c_int64)]
 
 
+_ND_STRUCTS: dict = {}
+
+
+def array_struct(ndim: int) -> Any:
+    """The ctypes structure of a native array of `ndim` dimensions."""
+    if ndim <= 2:
+        return ArrayStruct
+    st = _ND_STRUCTS.get(ndim)
+    if st is None:
+        row = ctypes.c_int64 * ndim
+        st = _ND_STRUCTS[ndim] = type(f"Array{ndim}Struct", (ctypes.Structure,), {
+            "_fields_": [("data", ctypes.c_void_p), ("shape", row), ("strides", row)]})
+    return st
+
+
 _CTYPES = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}
 
 
 def ctype_of(t: Type) -> Any:
     """The ctypes structure of a result returned through `out` (see `out_struct`)."""
-    fields = [(f"f{k}", ArrayStruct if isinstance(x, ArrayT) else _CTYPES.get(x, ctypes.c_int64))
+    fields = [(f"f{k}", array_struct(x.ndim) if isinstance(x, ArrayT)
+               else _CTYPES.get(x, ctypes.c_int64))
               for k, (_, x) in enumerate(out_leaves(t))]
     return type("Result", (ctypes.Structure,), {"_fields_": fields})
 
@@ -204,6 +221,9 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
     """Python expressions for the native leaves of argument `name` of type `t`, in the
     entry's parameter order (a closure passes its captured values; a tape its
     address).  `strict`: a type no compiled pullback takes is a TypingError."""
+    if isinstance(t, DictT):
+        return [x for k, e in zip(t.keys, t.elems) for x in flat_names(f"{name}[{k!r}]", e,
+                                                                        strict)]
     if isinstance(t, TupleT):
         return [x for i, e in enumerate(t.elems) for x in flat_names(f"{name}[{i}]", e, strict)]
     if isinstance(t, ClosureT):
@@ -213,7 +233,7 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
         return []
     if isinstance(t, OpaqueT):
         return [f"{name}.addr"]
-    if strict and not (t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT)):
+    if strict and not (t in (FLOAT64, INT64, BOOL) or isinstance(t, (ArrayT, ObjectT))):
         raise TypingError(f"jit: arguments of type {t} cannot be passed to a compiled pullback")
     return [name]
 
@@ -222,6 +242,8 @@ def range_checks(name: str, t: Type) -> list:
     """Python tests that the int leaves of argument `name` fit in int64."""
     if t == INT64:
         return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
+    if isinstance(t, DictT):
+        return [c for k, e in zip(t.keys, t.elems) for c in range_checks(f"{name}[{k!r}]", e)]
     if isinstance(t, TupleT):
         return [c for i, e in enumerate(t.elems) for c in range_checks(f"{name}[{i}]", e)]
     return []
@@ -232,6 +254,9 @@ def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
     (`direct`) from `r`, the entry's return value."""
     if isinstance(t, ListT):
         return "[" + ", ".join(unbox_expr(e, env, counter, direct) for e in t.elems) + "]"
+    if isinstance(t, DictT):
+        return "{" + ", ".join(f"{k!r}: {unbox_expr(e, env, counter, direct)}"
+                               for k, e in zip(t.keys, t.elems)) + "}"
     if isinstance(t, TupleT):
         parts = [unbox_expr(e, env, counter, direct) for e in t.elems]
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
@@ -253,17 +278,20 @@ def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
     return f"o.f{k}"
 
 
-def copy_array(s: ArrayStruct, t: ArrayT) -> np.ndarray:
+def copy_array(s: Any, t: ArrayT) -> np.ndarray:
     """A numpy-owned copy of a native array (native memory is freed after the call)."""
     if not s.data:  # the None cotangent of an array (see jit.pullback.array_cotangents)
         return None
-    dtype = np.float64 if t.dtype == FLOAT64 else np.int64
-    shape = (s.shape0,) if t.ndim == 1 else (s.shape0, s.shape1)
-    strides = (s.stride0,) if t.ndim == 1 else (s.stride0, s.stride1)
+    dtype = {FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}[t.dtype]
+    if t.ndim > 2:
+        shape, strides = tuple(s.shape), tuple(s.strides)
+    else:
+        shape = (s.shape0,) if t.ndim == 1 else (s.shape0, s.shape1)
+        strides = (s.stride0,) if t.ndim == 1 else (s.stride0, s.stride1)
     if 0 in shape:
         return np.zeros(shape, dtype)
     lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
-    hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides)) + 8
+    hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides)) + np.dtype(dtype).itemsize
     buf = (ctypes.c_char * (hi - lo)).from_address(s.data + lo)
     view = np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides)
     return view.copy()

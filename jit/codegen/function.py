@@ -28,13 +28,32 @@ from ssair.ir import Branch, Const, Goto, Return, Var
 
 from jit.typing.unbound import is_unbound
 from jit.runtime import native as runtime
-from jit.typing.infer import Engine, LiteralT, Typing
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, OpaqueT, Scalar,
-                    StrT, TupleT, Type, TypingError, intern_string)
+from jit.typing.infer import Engine, LiteralT, Packed, Typing
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, ObjectT, OpaqueT,
+                       Scalar, StrT, TupleT, Type, TypingError, intern_string)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
 ARRAY = L.LiteralStructType([PTR, I64, I64, I64, I64])  # data, shape0, shape1, stride0, stride1
+
+
+def nd_array_type(ndim: int) -> L.LiteralStructType:
+    """The native struct of an array of 3 or more dimensions: {data, [shape], [strides]}
+    (a layout of its own, so that code written for the 1-D/2-D struct cannot read it)."""
+    return L.LiteralStructType([PTR, L.ArrayType(I64, ndim), L.ArrayType(I64, ndim)])
+
+
+def array_lltype(t: ArrayT) -> L.Type:
+    return ARRAY if t.ndim <= 2 else nd_array_type(t.ndim)
+
+
+def array_fields(ndim: int) -> list:
+    """The struct positions of an array's shape and stride words, in the order the tape
+    and host calls store them after its data pointer (4 words for 1-D and 2-D, the
+    shapes then the strides beyond)."""
+    if ndim <= 2:
+        return [1, 2, 3, 4]
+    return [[1, k] for k in range(ndim)] + [[2, k] for k in range(ndim)]
 
 CODEGEN: dict = {}
 _COUNTER = itertools.count()
@@ -58,7 +77,7 @@ def lltype(t: Type) -> L.Type:
     if t == FLOAT64:
         return F64
     if isinstance(t, ArrayT):
-        return ARRAY
+        return array_lltype(t)
     if isinstance(t, StrT):
         return I64
     if isinstance(t, TupleT):
@@ -67,7 +86,7 @@ def lltype(t: Type) -> L.Type:
         return L.LiteralStructType([lltype(e) for e in t.captured])
     if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):
         return I8
-    if isinstance(t, OpaqueT):
+    if isinstance(t, (OpaqueT, ObjectT)):
         return PTR
     raise TypingError(f"jit: no native representation for {t}")
 
@@ -86,18 +105,28 @@ def const_value(value: Any, t: Type) -> L.Constant:
         return L.Constant(I8, 0)
     if isinstance(t, ArrayT):
         return array_constant(value)
+    if isinstance(t, ObjectT):       # a module-level generator: kept alive with the code
+        _OBJECTS.append(value)
+        return L.Constant(I64, id(value)).inttoptr(PTR)
     if isinstance(t, ClosureT):      # a closure read from a global: its captured values
         cells = [c.cell_contents for c in value.__closure__]
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(cells, t.captured)])
     raise TypingError(f"jit: constant {value!r} of type {t} cannot be compiled")
 
 
+_OBJECTS: list = []     # Python objects compiled code addresses as constants
+
+
 def array_constant(a: Any) -> L.Constant:
     """A module-level array read by compiled code: its own memory, addressed directly
     (the IR constant keeps the array alive as long as the compiled code)."""
+    data = L.Constant(I64, a.ctypes.data).inttoptr(PTR)
+    if a.ndim > 2:
+        row = L.ArrayType(I64, a.ndim)
+        return L.Constant.literal_struct([data, L.Constant(row, [int(v) for v in a.shape]),
+                                          L.Constant(row, [int(v) for v in a.strides])])
     shape = list(a.shape) + [0] * (2 - a.ndim)
     strides = list(a.strides) + [0] * (2 - a.ndim)
-    data = L.Constant(I64, a.ctypes.data).inttoptr(PTR)
     return L.Constant.literal_struct([data] + [L.Constant(I64, int(v)) for v in shape + strides])
 
 
@@ -105,6 +134,10 @@ def zero_of(t: Type) -> L.Constant:
     """The zero value of `t` (what `None` stands for in cotangent code)."""
     if isinstance(t, TupleT):
         return L.Constant.literal_struct([zero_of(e) for e in t.elems])
+    if isinstance(t, ArrayT) and t.ndim > 2:
+        row = L.ArrayType(I64, t.ndim)
+        return L.Constant(array_lltype(t), [L.Constant(PTR, None), L.Constant(row, None),
+                                            L.Constant(row, None)])
     if isinstance(t, ArrayT):  # data == NULL: the None cotangent of an array
         return L.Constant(ARRAY, [L.Constant(PTR, None)] + [L.Constant(I64, 0)] * 4)
     if isinstance(t, ClosureT):
@@ -290,6 +323,12 @@ class FunctionGen:
         """The LLVM value of an operand, converted to `want` if given."""
         if want is not None and is_unbound(operand):    # never read (see jit.typing.unbound)
             return zero_of(want)
+        if isinstance(operand, Packed):                  # a call's `*args` tuple
+            t = self.type_of(operand)
+            out = L.Constant(lltype(t), L.Undefined)
+            for i, (x, e) in enumerate(zip(operand.operands, t.elems)):
+                out = self.b.insert_value(out, self.get(x, e), i)
+            return out if want is None else self.convert(out, t, want)
         have = self.type_of(operand)
         if isinstance(operand, Var):
             v = self.values[operand]
@@ -301,6 +340,8 @@ class FunctionGen:
         """Numeric widening bool -> int64 -> float64 (element-wise for tuples)."""
         if have == want:
             return v
+        if isinstance(want, LiteralT):      # a constant the callee was specialised on
+            return L.Constant(I8, 0)
         if have == BOOL and want == INT64:
             return self.b.zext(v, I64)
         if have == BOOL and want == FLOAT64:

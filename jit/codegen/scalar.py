@@ -20,6 +20,7 @@ from typing import Any
 from llvmlite import ir as L
 
 from jit.codegen.function import F64, I1, I64, FunctionGen, codegen, const_operand
+from jit.typing.infer import LiteralT
 from jit.types import BOOL, FLOAT64, INT64, NONE, TupleT
 
 INT_MIN = L.Constant(I64, -(1 << 63))
@@ -292,6 +293,8 @@ def _cg_invert(fc: FunctionGen, s, ts):
 def truth(fc: FunctionGen, v, t) -> L.Value:
     if t == BOOL:
         return v
+    if isinstance(t, LiteralT):      # a constant flag
+        return L.Constant(I1, int(bool(t.value)))
     if t == INT64:
         return fc.b.icmp_signed("!=", v, ZERO_I)
     if t == FLOAT64:

@@ -36,6 +36,7 @@ from jit.library.elementwise import (
     one_array,
 )
 from jit.library.python_impls import has_array, mark
+from jit.library.numpy_calls import REDUCE, UFUNC2, add_host, elementwise, reduction
 from jit.library.registry import REGISTRY
 from jit.codegen.function import I64
 from jit.typing.infer import Context
@@ -483,6 +484,9 @@ def _declare() -> None:
         REGISTRY.declare(f, family="ufuncs", pattern="float64 arrays of one rank, or array "
                          "and number", matches=has_array,
                          types=array_rule(_pick_maxmin(fn), f"np.{f.__name__}"))
+    add_host(np.prod, REDUCE + ", initial=None, where=True", reduction(None))
+    for f in (np.maximum, np.minimum):
+        add_host(f, UFUNC2, elementwise(None, "x1", "x2"))
     for pb, pattern, pick in (
             (R.d_np_prod, ARRAYS, by_first_array({1: _d_prod1, 2: _d_prod2})),
             (R.d_np_maximum, "arrays", _pick_d_maxmin(">=")),

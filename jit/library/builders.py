@@ -26,6 +26,7 @@ from jit.codegen.function import F64, FunctionGen
 from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
 from jit.library.python_impls import has_array
 from jit.library.python_impls import mark
+from jit.library.numpy_calls import add_host, dtype_arg, dtype_of
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
@@ -347,6 +348,14 @@ def _cg_alloc(fc: FunctionGen, s, ts):
 BUILDERS = "array builders"
 
 
+def _t_arange_host(a) -> Type:
+    """np.arange of floats (numpy computes it): float64 unless every bound is an int."""
+    ts = [a.type(k) for k in ("start", "stop", "step")]
+    if any(isinstance(t, ArrayT) for t in ts):
+        a.ctx.fail("np.arange of an array is not compiled")
+    return ArrayT(dtype_arg(a, dtype_of(*ts)), 1)
+
+
 def _declare() -> None:
     from adjoint import rules_math as M
     for f in _CHECKS:
@@ -355,7 +364,11 @@ def _declare() -> None:
     REGISTRY.declare(np.zeros, np.ones, np.empty, family=BUILDERS,
                      pattern="int or tuple of 1-2 ints[, dtype=float|int]", types=_t_alloc,
                      lower=_cg_alloc)
-    REGISTRY.declare(np.arange, family=BUILDERS, pattern="ints", types=_t_arange, lower=_cg_user)
+    REGISTRY.declare(np.arange, family=BUILDERS, pattern="ints", types=_t_arange, lower=_cg_user,
+                     matches=lambda ctx, s, ts: not s.kwargs and 1 <= len(ts) <= 3
+                     and all(_int_like(t) for t in ts))
+    add_host(np.arange, "start, stop=None, step=None, dtype=None, *, device=None, like=None",
+             _t_arange_host)
     REGISTRY.declare(np.float64, family=BUILDERS, pattern="number or nothing",
                      types=_t_float64, lower=_cg_float64, gpu={"cuda": "inline"})
     REGISTRY.declare(math.fsum, family="reductions", pattern="1-D array or tuple of numbers",

@@ -33,6 +33,7 @@ from jit.library.array_calls import _copy1, _copy2
 from jit.library.blas import BLAS, blas_operand, gemm
 from jit.library.elementwise import array_rule, impl_call, is_float_array
 from jit.library.python_impls import NAMESPACE, has_array, make, mark
+from jit.library.numpy_calls import add_host, dot, dtype_of, host_operator, matmul
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import INT64, NONE, ArrayT, ClosureT, TupleT, Type
@@ -299,8 +300,9 @@ def transpose(fc, arr, ndim: int) -> L.Value:
     """The transposed view of a native array (shapes and strides swapped)."""
     if ndim == 1:
         return arr
-    return make_array(fc, field(fc, arr, 0), [shape(fc, arr, 1), shape(fc, arr, 0)],
-                      [stride(fc, arr, 1), stride(fc, arr, 0)])
+    axes = list(reversed(range(ndim)))
+    return make_array(fc, field(fc, arr, 0), [shape(fc, arr, k) for k in axes],
+                      [stride(fc, arr, k) for k in axes])
 
 
 def _matmul_impl(ts: list):
@@ -341,7 +343,7 @@ def _getattr_pullback_impl(ts: list, name: object):
     if not isinstance(x, ArrayT) or dy == NONE:
         return None
     if name == "T":
-        return _d_transpose2 if x.ndim == 2 else _d_transpose1
+        return {1: _d_transpose1, 2: _d_transpose2}.get(x.ndim)
     if REGISTRY.method(name) is not None and isinstance(dy, TupleT) and len(dy.elems) == 1:
         return _d_method
     return None
@@ -421,9 +423,15 @@ def _declare() -> None:
                      matches=has_array, types=array_rule(_matmul_impl, "np.matmul"))
     REGISTRY.declare(np.copy, family="array builders", pattern="float64 or int64 array",
                      matches=has_array, methods=("copy",), types=array_rule(_pick_copy, "np.copy"))
+    add_host(np.dot, "a, b, out=None", dot)
+    add_host(np.matmul, "a, b, /, out=None, *, casting='same_kind', order='K', dtype=None, "
+             "subok=True, signature=None, axes=None, axis=None", matmul)
+    add_host(np.outer, "a, b, out=None", lambda a: ArrayT(dtype_of(a.array("a"),
+                                                                   a.array("b")), 2))
     REGISTRY.overload("matmul", "arrays", has_array, _t_matmul, family=LINALG)
+    host_operator("matmul", LINALG)
     REGISTRY.overload("getattr", "array: .T and the declared methods", _is_array_attribute,
-                      _t_array_attribute, _cg_array_attribute, family=LINALG)
+                      _t_array_attribute, _cg_array_attribute, family=LINALG, numpy_too=True)
     REGISTRY.declare_pullback(R.d_np_dot, "float64 arrays", _pick_d_dot)
     REGISTRY.declare_pullback(M.d_matmul, "float64 arrays", _pick_d_matmul)
     REGISTRY.declare_pullback(R.d_np_matmul, "float64 arrays", _pick_d_matmul)

@@ -31,8 +31,8 @@ def derivative(e: Entry) -> str:
     if e.family in ("derivatives", "runtime checks"):
         return "n/a"
     key = e.key
-    if key is None:     # a math function this Python lacks (see Registry.listed): adjoint
-        key = _numpy_twin(e.name)    # registers math twins with numpy's rule, so list that
+    if key is None:     # a callable this Python or numpy lacks (see Registry.listed):
+        key = _numpy_twin(e.name)    # list the rule of its twin, which adjoint shares
         if key is None:
             return "none"
     rule = lookup_op(key) if isinstance(key, str) else lookup_callee(key)
@@ -44,8 +44,11 @@ def derivative(e: Entry) -> str:
 
 
 def _numpy_twin(name: str):
-    """np.<f> for a declared-but-absent `math.<f>` (math.exp2 -> np.exp2), or None."""
+    """np.<f> for a declared-but-absent `math.<f>` (math.exp2 -> np.exp2), np.vstack for
+    np.row_stack (its alias until numpy 2.5 removed it), or None."""
     import numpy as np
+    if name == "np.row_stack":
+        return np.vstack
     if not name.startswith("math."):
         return None
     return getattr(np, name.split(".", 1)[1].split(" ")[0], None)

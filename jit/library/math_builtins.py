@@ -436,7 +436,7 @@ def _declare_builtins() -> None:
     d(builtins.bool, family=MATH, pattern="number", types=_t_bool, lower=_cg_bool,
       gpu={"cuda": "inline"})
     d(builtins.len, family=MATH, pattern="array or tuple", types=_t_len, lower=_cg_len,
-      gpu={"cuda": "inline"})
+      gpu={"cuda": "inline"}, numpy_too=True)
     d(builtins.divmod, family=MATH, pattern="number, number", types=_t_divmod,
       lower=_cg_divmod, gpu={"cuda": "inline"})
     d(operator.index, family=MATH, pattern="int", types=_t_index, lower=_cg_index,

@@ -9,6 +9,7 @@ from ssair.ir import Const
 
 from jit.library.elementwise import is_assign_all, t_array_arith, t_assign_all
 from jit.library.python_impls import has_array
+from jit.library.numpy_calls import host_operator
 from jit.library.registry import REGISTRY
 from jit.types import BOOL, FLOAT64, INT64
 
@@ -32,6 +33,7 @@ def _cg_same(fc, s, ts):
 for _op in ("add", "sub", "mul", "truediv", "pow", "neg"):
     REGISTRY.overload(_op, "float64 arrays of one rank, or array and number", has_array,
                       t_array_arith, family=FAMILY)
+    host_operator(_op, FAMILY)
 REGISTRY.overload("setitem", "a[...] = v of a float64 array", is_assign_all, t_assign_all,
                   family=FAMILY)
 for _op in ("is", "isnot"):

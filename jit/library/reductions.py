@@ -34,6 +34,7 @@ from jit.library.elementwise import (
     is_float_array,
 )
 from jit.library.python_impls import NAMESPACE as _NS, has_array, make, mark, no_array
+from jit.library.numpy_calls import REDUCE, add_host, reduction
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from ssair import Const
@@ -437,6 +438,7 @@ def _declare() -> None:
         REGISTRY.declare(f, family="reductions", pattern=PATTERN,
                          matches=has_array, methods=(name,), types=_reduction_rule(name, whole))
         REGISTRY.add(REGISTRY.get(f), "number", no_array, _t_number_reduction(number, name))
+        add_host(f, REDUCE + ", *, where=True", reduction(FLOAT64 if f is np.mean else None))
     for f, methods, impls in ((np.max, ("max",), {1: _max1, 2: _max2}),
                               (np.min, ("min",), {1: _min1, 2: _min2}),
                               (np.amax, (), {1: _max1, 2: _max2}),
@@ -445,6 +447,8 @@ def _declare() -> None:
         REGISTRY.declare(f, family="reductions", pattern=PATTERN, matches=has_array,
                          methods=methods, types=_reduction_rule(name, impls))
         REGISTRY.add(REGISTRY.get(f), "number", no_array, _t_number_reduction(_same_number, name))
+        add_host(f, "a, axis=None, out=None, keepdims=False, initial=None, where=True",
+                 reduction(None))
     REGISTRY.declare_pullback(R.d_np_sum, "float64 array[, axis][, keepdims]",
                               _pick_d({1: _d_sum1, 2: _d_sum2}, _d_sum_axis,
                                       {1: _d_line_kept, 2: _d_sum_kept}))

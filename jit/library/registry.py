@@ -22,8 +22,16 @@ Dispatch is by (key, pattern): the patterns of an entry are disjoint by construc
 (two that match the same argument types are an error, not a priority), so the order
 in which the families are imported changes nothing.  At most one impl per entry
 matches everything (`pattern="any"`); it is tried when no other matches.  A miss
-says which patterns were tried.  A function and its ndarray method (`np.sum`,
-`a.sum()`) are one entry (`methods=("sum",)`).
+says which patterns were tried.
+
+Native impls are written for 1-D and 2-D arrays of numbers.  Where an argument is an
+array of 3 or more dimensions or of booleans, only impls declared `numpy_too` are
+considered: the calls of numpy itself (`jit.library.numpy_calls`) and the few native
+ones written for any array.  An
+entry may have one host-call impl: it is also tried when the type rule of the impl
+that matches refuses the argument types (numpy computes what no loop is written for).
+A function and its ndarray method (`np.sum`, `a.sum()`) are one entry
+(`methods=("sum",)`).
 
 `python -m jit.library` prints the registry.
 """
@@ -42,10 +50,12 @@ class Impl:
     matches: Optional[Callable]          # (ctx, stmt, argtypes) -> bool; None: any
     types: Callable
     lower: Optional[Callable] = None     # None: the plain-Python implementation
+    numpy_too: bool = False              # also for arrays only numpy handles (`numpy_only`)
 
     @property
     def native(self) -> str:
-        return "python" if self.lower is None else "codegen"
+        """"python", "codegen", or what a lowering says it is ("host call")."""
+        return "python" if self.lower is None else getattr(self.lower, "native", "codegen")
 
 
 @dataclass
@@ -59,14 +69,22 @@ class Entry:
     gpu: dict = field(default_factory=dict)
 
     def pick(self, ctx: Any, s: Any, ts: list) -> Optional[Impl]:
-        """The impl whose pattern matches `ts` (None when none does)."""
-        hits = [i for i in self.impls if i.matches is not None and i.matches(ctx, s, ts)]
+        """The impl whose pattern matches `ts` (None when none does).  With an array of 3
+        or more dimensions or of booleans among `ts`, only the impls declared
+        `numpy_too`."""
+        impls = [i for i in self.impls if i.numpy_too] if numpy_only(ts) else self.impls
+        hits = [i for i in impls if i.matches is not None and i.matches(ctx, s, ts)]
         if len(hits) > 1:
             raise TypingError(f"jit: the patterns {[h.pattern for h in hits]} of {self.name} "
                               "overlap (a registry bug)")
         if hits:
             return hits[0]
-        return next((i for i in self.impls if i.matches is None), None)
+        return next((i for i in impls if i.matches is None), None)
+
+    def fallback(self, impl: Impl) -> Optional[Impl]:
+        """The impl tried when `impl`'s type rule refuses the argument types: the entry's
+        call of the library itself (`jit.library.numpy_calls`), if it has one."""
+        return next((i for i in self.impls if i is not impl and i.native == "host call"), None)
 
     def tried(self) -> str:
         return "; ".join(i.pattern for i in self.impls) or "none"
@@ -105,35 +123,39 @@ class Registry:
 
     def declare(self, *keys: Any, family: str, pattern: str = "any",
                 matches: Optional[Callable] = None, types: Callable,
-                lower: Optional[Callable] = None,
+                lower: Optional[Callable] = None, numpy_too: bool = False,
                 **entry_args: Any) -> None:
         """Declare each of `keys` with one impl (the common case)."""
         for key in keys:
             if key is None:         # a callable this numpy or Python lacks: listed only
                 name = entry_args.get("name", "?")
                 e = Entry(None, name, family, gpu=dict(entry_args.get("gpu") or {}))
-                self._absent.append(self.add(e, pattern, matches, types, lower))
+                self._absent.append(self.add(e, pattern, matches, types, lower, numpy_too))
                 continue
             e = self.entry(key, family=family, **entry_args)
-            self.add(e, pattern, matches, types, lower)
+            self.add(e, pattern, matches, types, lower, numpy_too)
 
     @staticmethod
     def add(e: Entry, pattern: str, matches: Optional[Callable], types: Callable,
-            lower: Optional[Callable] = None) -> Entry:
+            lower: Optional[Callable] = None, numpy_too: bool = False) -> Entry:
         """Add an impl for one more pattern to entry `e`."""
         if matches is None and any(i.matches is None for i in e.impls):
             raise ValueError(f"jit.library: {e.name} has two catch-all patterns")
-        e.impls.append(Impl(pattern, matches, types, lower))
+        impl = Impl(pattern, matches, types, lower, numpy_too)
+        if impl.native == "host call" and e.fallback(impl) is not None:
+            raise ValueError(f"jit.library: {e.name} has two host-call impls")
+        e.impls.append(impl)
         return e
 
     def overload(self, op: str, pattern: str, matches: Callable, types: Callable,
-                 lower: Optional[Callable] = None, family: str = "operators") -> Entry:
+                 lower: Optional[Callable] = None, family: str = "operators",
+                 numpy_too: bool = False) -> Entry:
         """An impl of primitive `op` for the values `matches` accepts (arrays, strings,
         slices...); other values keep the core rule of `jit.typing.primitives` and
         `jit.codegen`.  The entry of a primitive gathers patterns from several
         families; they must be disjoint like any entry's."""
         e = self._entries.get(op) or self.entry(op, family=family)
-        return self.add(e, pattern, matches, types, lower)
+        return self.add(e, pattern, matches, types, lower, numpy_too)
 
     def declare_pullback(self, rule: Any, pattern: str, pick: Callable) -> None:
         """The JIT's plain-Python version of adjoint derivative rule `rule`:
@@ -145,7 +167,9 @@ class Registry:
     def pullback_impl(self, rule: Any, argtypes: list) -> Any:
         """The JIT's version of derivative rule `rule` for `argtypes`, or None."""
         hit = self._pullbacks.get(id(rule))
-        return hit[2](list(argtypes)) if hit is not None and hit[0] is rule else None
+        if hit is None or hit[0] is not rule or numpy_only(argtypes):
+            return None       # the JIT's versions are for 1-D and 2-D arrays
+        return hit[2](list(argtypes))
 
     def pullbacks(self) -> list:
         return [(rule, pattern) for rule, pattern, _ in self._pullbacks.values()]
@@ -183,8 +207,38 @@ class Registry:
         if impl is None:
             ctx.fail(f"{e.name} of ({', '.join(map(str, ts))}) is not compiled (patterns "
                      f"tried: {e.tried()})")
+        return self.type_with(e, impl, ctx, s, ts)
+
+    @staticmethod
+    def type_with(e: Entry, impl: Impl, ctx: Any, s: Any, ts: list) -> Any:
+        """Type `s` by `impl` of `e`, or by the entry's host call (`Entry.fallback`)
+        when `impl`'s type rule refuses the argument types."""
         ctx.typing.impls[s.var] = impl
-        return impl.types(ctx, s, ts)
+        fallback = e.fallback(impl)
+        if fallback is None:
+            return impl.types(ctx, s, ts)
+        call = ctx.typing.calls.get(s.var)
+        try:
+            return impl.types(ctx, s, ts)
+        except TypingError as exc:      # refused by its native code: numpy's turn
+            ctx.typing.impls[s.var] = fallback
+            if call is not None:
+                ctx.typing.calls[s.var] = call
+            try:
+                return fallback.types(ctx, s, ts)
+            except TypingError:
+                raise exc from None
+
+
+def numpy_only(ts: Any) -> bool:
+    """Is an array the native impls are not written for among the types `ts` (in
+    tuples too): one of 3 or more dimensions, or of booleans?"""
+    from jit.types import BOOL, ArrayT, TupleT
+    for t in ts:
+        if isinstance(t, ArrayT) and (t.ndim > 2 or t.dtype == BOOL) \
+                or isinstance(t, TupleT) and numpy_only(t.elems):
+            return True
+    return False
 
 
 def _k(key: Any) -> Any:

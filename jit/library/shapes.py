@@ -16,6 +16,7 @@ from jit.codegen.arrays import field, make_array
 from jit.codegen.function import I64
 from jit.library.array_calls import _copy1, _copy2
 from jit.library.python_impls import NAMESPACE, impl_call, is_float_array, make, mark
+from jit.library.numpy_calls import add_host, reshape, reshaped
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from jit.types import FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like
@@ -253,6 +254,8 @@ def _declare() -> None:
     REGISTRY.declare(np.ravel, family=FAMILY, pattern="float64 array",
                      matches=lambda ctx, s, ts: bool(ts) and isinstance(ts[0], ArrayT),
                      methods=("ravel",), types=_t_ravel)
+    add_host(np.reshape, "a, shape, m=None", reshaped, via=reshape)
+    add_host(np.ravel, "a, order='C'", lambda a: ArrayT(a.array("a").dtype, 1))
     REGISTRY.declare_pullback(R.d_np_reshape, "float64 arrays, 1-D or 2-D", _pick_d_reshape)
     REGISTRY.declare_pullback(S.d_np_ravel, "float64 arrays, 1-D or 2-D", _pick_d_ravel)
 

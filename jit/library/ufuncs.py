@@ -15,12 +15,14 @@ from jit.library.elementwise import UFUNC_IMPLS, array_rule, binary_impl, one_ar
 from jit.library.math_builtins import _scalar_args, float_args, libm
 from jit.library.python_impls import has_array, impl_call, mark, no_array
 from jit.library import platforms
+from jit.library.numpy_calls import UFUNC1, UFUNC2, add_host, elementwise
 from jit.library.registry import REGISTRY
 from jit.types import FLOAT64, INT64, Type, is_int_like
 
 NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "fabs", "floor",
-               "ceil", "trunc", "square", "negative", "absolute", "abs")
+               "ceil", "trunc", "square", "negative", "absolute", "abs", "arcsinh", "arccosh",
+               "arctanh", "exp2", "cbrt", "deg2rad", "radians", "rad2deg", "degrees")
 
 
 def _t_np_unary(ctx, s, ts) -> Type:
@@ -39,11 +41,19 @@ _NP_LIBM = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "asin",
             np.arccos: "acos", np.arctan: "atan", np.sinh: "sinh", np.cosh: "cosh",
             np.tanh: "tanh", np.exp: "exp", np.expm1: "expm1", np.log: "log",
             np.log1p: "log1p", np.log2: "log2", np.log10: "log10", np.sqrt: "sqrt",
-            np.fabs: "fabs", np.floor: "floor", np.ceil: "ceil", np.trunc: "trunc"}
+            np.fabs: "fabs", np.floor: "floor", np.ceil: "ceil", np.trunc: "trunc",
+            np.arcsinh: "asinh", np.arccosh: "acosh", np.arctanh: "atanh", np.exp2: "exp2",
+            np.cbrt: "cbrt"}
+# numpy's npy_deg2rad / npy_rad2deg: one product by a constant
+_NP_SCALE = {np.deg2rad: np.pi / 180.0, np.radians: np.pi / 180.0,
+             np.rad2deg: 180.0 / np.pi, np.degrees: 180.0 / np.pi}
 
 
 def _cg_np_unary(fc: FunctionGen, s, ts):
-    return libm(fc, _NP_LIBM[s.args[0].value], float_args(fc, s))
+    f = s.args[0].value
+    if f in _NP_SCALE:
+        return fc.b.fmul(float_args(fc, s)[0], L.Constant(L.DoubleType(), _NP_SCALE[f]))
+    return libm(fc, _NP_LIBM[f], float_args(fc, s))
 
 
 def _cg_np_int_or_float(fc: FunctionGen, s, ts):
@@ -78,7 +88,7 @@ def _declare_unary(name: str) -> None:
     e = REGISTRY.entry(f, family=UFUNCS, gpu={"cuda": platforms.cuda(libm_name) if libm_name
                                               else "inline"})
     if name in NUMPY_UNARY:
-        lower = _cg_np_unary if libm_name else _cg_np_int_or_float
+        lower = _cg_np_unary if libm_name or f in _NP_SCALE else _cg_np_int_or_float
         REGISTRY.add(e, "number", no_array, _t_np_unary, lower)
     if f is np.sign:
         REGISTRY.add(e, "number", is_one_number, _t_sign_number)
@@ -86,6 +96,7 @@ def _declare_unary(name: str) -> None:
         REGISTRY.add(e, "float64 array, 1-D or 2-D", has_array,
                      array_rule(one_array({nd: UFUNC_IMPLS[(f, nd)] for nd in (1, 2)}),
                                 f"np.{name}"))
+    add_host(f, UFUNC1, elementwise(None, "x"))
 
 
 for _name in sorted({getattr(np, n).__name__ for n in NUMPY_UNARY}
@@ -93,7 +104,9 @@ for _name in sorted({getattr(np, n).__name__ for n in NUMPY_UNARY}
     _declare_unary(_name)   # np.abs is np.absolute: one entry
 for _f, _c in _NP_BINARY.items():
     REGISTRY.declare(_f, family=UFUNCS, pattern="number, number", types=_t_np_binary,
-                     lower=_cg_np_binary, gpu={"cuda": platforms.cuda(_c)})
+                     lower=_cg_np_binary, gpu={"cuda": platforms.cuda(_c)},
+                     matches=no_array)
+    add_host(_f, UFUNC2, elementwise(None, "x1", "x2"))
 
 
 # -- arithmetic called by name: np.add(x, y) is x + y, with numpy's float division ---------
@@ -139,4 +152,5 @@ for _f, (_op, _impl) in _BY_NAME.items():
     _e = REGISTRY.entry(_f, family=UFUNCS, gpu={"cuda": "inline"})
     REGISTRY.add(_e, "numbers", no_array, _t_number_arith)
     REGISTRY.add(_e, ARRAYS, has_array, _array_arith(_op, f"np.{_f.__name__}"))
+    add_host(_f, UFUNC2, elementwise(None, "x1", "x2"))
 REGISTRY.add(REGISTRY.get(np.power), ARRAYS, has_array, _array_arith("pow", "np.power"))

@@ -18,11 +18,16 @@ interpreter does; returned gradients are copied into numpy memory by the entry
 """
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir as L
 
+from adjoint.tape import accum_index
+
 from jit.codegen.function import F64, I64, FunctionGen, codegen, lltype
+from jit.codegen.host_calls import call_host, operand_recipe
+from jit.runtime.host_calls import HostSite, passable
 from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, add_into,
-                                        copy_array, ensure_array)
+                                        add_into_nd, copy_array, ensure_array)
 from jit.pullback.cotangents import accum_type, accum_values
 from jit.codegen.arrays import (
     ZERO,
@@ -31,11 +36,12 @@ from jit.codegen.arrays import (
     make_array,
     shape,
     stride,
+    sub_array,
 )
 from jit.library.python_impls import is_float_array
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
-from jit.types import FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like
+from jit.types import FLOAT64, INT64, NONE, ArrayT, DictT, TupleT, Type, is_int_like
 
 ONE = L.Constant(I64, 1)
 EIGHT = L.Constant(I64, 8)
@@ -47,11 +53,22 @@ def _indices_ok(ctx: Context, x: ArrayT, idx: list) -> int:
     return x.ndim - len(idx)
 
 
+def accum_index_fresh(s, dy, x, *idx):
+    """adjoint.tape.accum_index into a copy of `s` (the host call of an accum_index by an
+    index array: compiled code's arrays reach Python read-only)."""
+    return accum_index(None if s is None else np.array(s), dy, x, *idx)
+
+
 @rule("accum_index")
 def _t_accum_index(ctx: Context, s, ts) -> Type:
     acc, dy, x = ts[0], ts[1], ts[2]
     if isinstance(x, TupleT):
         return _tuple_accum_type(ctx, s, acc, dy, x)
+    if is_float_array(x) and any(isinstance(i, ArrayT) for i in index_types(ctx, ts[3:])):
+        if acc not in (NONE, x) or not all(passable(t) for t in ts):
+            ctx.fail(f"accum_index of a {dy} into a {x} by an index array")
+        ctx.typing.impls[("host", s.var)] = True     # np.add.at, by numpy
+        return x
     if not is_float_array(x):
         ctx.fail(f"accum_index into the cotangent of a {x} is not supported")
     if acc != NONE and acc != x:
@@ -64,7 +81,7 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
 
 
 def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
-    k = ctx.const(s.args[3])
+    k = _position(x, ctx.const(s.args[3]))
     parts = list(acc.elems) if isinstance(acc, TupleT) else [NONE] * len(x.elems)
     if len(s.args) == 4 and k is None and is_int_like(ctx.type_of(s.args[3])) \
             and all(e == FLOAT64 for e in x.elems) and dy in (FLOAT64, NONE):
@@ -90,6 +107,11 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
     acc_t, dy_t, x_t = ts[0], ts[1], ts[2]
     if isinstance(x_t, TupleT):
         return _cg_tuple_accum(fc, s, ts)
+    if fc.typing.impls.get(("host", s.var)):
+        recipe, values = operand_recipe(fc, list(s.args))
+        site = HostSite(accum_index_fresh, "the derivative of indexing by an array", recipe,
+                        (), s.type, cotangents=True)
+        return call_host(fc, site, values)
     acc = ensure_array(fc, fc.get(s.args[0]), acc_t, fc.get(s.args[2]), x_t)
     if dy_t == NONE:
         return acc
@@ -100,16 +122,27 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
         fc.b.store(fc.b.fadd(old, fc.get(s.args[1], FLOAT64)), ptr)
         return acc
     nidx = len(index_types(None, ts[3:]))
-    row = make_array(fc, ptr, [shape(fc, acc, nidx)], [stride(fc, acc, nidx)])
-    add_into(fc, row, fc.get(s.args[1]))
+    if x_t.ndim - nidx == 1:
+        row = make_array(fc, ptr, [shape(fc, acc, nidx)], [stride(fc, acc, nidx)])
+        add_into(fc, row, fc.get(s.args[1]))
+    else:
+        add_into_nd(fc, sub_array(fc, acc, ptr, nidx, x_t.ndim), fc.get(s.args[1]),
+                    x_t.ndim - nidx)
     return acc
+
+
+def _position(x: TupleT, k):
+    """A constant index into a tuple cotangent: a dict's key is its value's position (the
+    cotangent of a dict is the tuple of its values' cotangents, in key order)."""
+    return x.index(k) if isinstance(x, DictT) else k
 
 
 def _cg_tuple_accum(fc: FunctionGen, s, ts):
     acc_t, dy_t = ts[0], ts[1]
-    if not isinstance(getattr(s.args[3], "value", None), int):
+    k = _position(ts[2], getattr(s.args[3], "value", None))
+    if not isinstance(k, int):
         return _cg_tuple_accum_var(fc, s, ts)
-    k = s.args[3].value % len(ts[2].elems)
+    k = k % len(ts[2].elems)
     acc = fc.get(s.args[0])
     out = L.Constant(lltype(s.type), L.Undefined)
     for i, want in enumerate(s.type.elems):
@@ -237,8 +270,6 @@ def _cg_zero_index(fc: FunctionGen, s, ts):
 
 @rule("snapshot")
 def _t_snapshot(ctx: Context, s, ts) -> Type:
-    if isinstance(ts[0], ArrayT) and ts[0].ndim > 2:
-        ctx.fail(f"snapshot of a {ts[0]}")
     return ts[0]
 
 

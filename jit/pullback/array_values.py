@@ -7,7 +7,7 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from jit.codegen.arrays import ZERO, allocate, count_loop, make_array, shape, stride
-from jit.codegen.function import ARRAY, F64, I64, FunctionGen, lltype
+from jit.codegen.function import F64, I64, FunctionGen, lltype
 from jit.types import FLOAT64, NONE, ArrayT, Type
 
 
@@ -46,10 +46,35 @@ def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
     with b.if_then(_null(fc, s), likely=False):
         fresh = allocate(fc, dims, FLOAT64, 0.0)
         made = b.block
-    out = b.phi(ARRAY)
+    out = b.phi(lltype(xt))
     out.add_incoming(s, pre)
     out.add_incoming(fresh, made)
     return out
+
+
+def add_into_nd(fc: FunctionGen, dst, src, ndim: int) -> None:
+    """dst += src elementwise over arrays of `ndim` dimensions and equal shapes (a NULL
+    src adds nothing)."""
+    if ndim == 1:
+        return add_into(fc, dst, src)
+    b = fc.b
+    dims = [shape(fc, dst, k) for k in range(ndim)]
+    for k, n in enumerate(dims):
+        fc.raise_if(b.and_(b.not_(_null(fc, src)), b.icmp_signed("!=", n, shape(fc, src, k))),
+                    ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, k)))
+    with b.if_then(b.not_(_null(fc, src))):
+        def add(idx):
+            pd = _elem(fc, dst, idx)
+            b.store(b.fadd(b.load(pd, typ=F64), b.load(_elem(fc, src, idx), typ=F64)), pd)
+        nest_loop(fc, dims, add)
+
+
+def nest_loop(fc: FunctionGen, dims: list, body, idx: tuple = ()) -> None:
+    """for i0 in range(dims[0]): for i1 ...: body([i0, i1, ...])."""
+    if not dims:
+        body(list(idx))
+        return
+    count_loop(fc, dims[0], lambda j: nest_loop(fc, dims[1:], body, idx + (j,)))
 
 
 def add_into(fc: FunctionGen, dst, src) -> None:
@@ -78,32 +103,23 @@ def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:
 
 def _fill_zero(fc: FunctionGen, arr, t: ArrayT) -> None:
     zero = L.Constant(F64, 0.0)
-    n0 = shape(fc, arr, 0)
-    if t.ndim == 1:
-        count_loop(fc, n0, lambda j: fc.b.store(zero, _elem(fc, arr, [j])))
-    else:
-        n1 = shape(fc, arr, 1)
-        count_loop(fc, n0, lambda i: count_loop(
-            fc, n1, lambda j: fc.b.store(zero, _elem(fc, arr, [i, j]))))
+    nest_loop(fc, [shape(fc, arr, k) for k in range(t.ndim)],
+              lambda idx: fc.b.store(zero, _elem(fc, arr, idx)))
 
 
 def _copy_or_null(fc: FunctionGen, arr, t: ArrayT) -> L.Value:
-    res = fc.alloca(ARRAY)
+    res = fc.alloca(lltype(t))
     fc.b.store(arr, res)
     with fc.b.if_then(fc.b.not_(_null(fc, arr))):
         fc.b.store(copy_array(fc, arr, t), res)
-    return fc.b.load(res, typ=ARRAY)
+    return fc.b.load(res, typ=lltype(t))
 
 
 def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
     """A C-contiguous copy of `x` (arena memory)."""
     dims = [shape(fc, x, k) for k in range(t.ndim)]
     out = allocate(fc, dims, t.dtype, None)
-    if t.ndim == 1:
-        count_loop(fc, dims[0], lambda j: _copy_at(fc, out, x, [j], t))
-    else:
-        count_loop(fc, dims[0], lambda i: count_loop(
-            fc, dims[1], lambda j: _copy_at(fc, out, x, [i, j], t)))
+    nest_loop(fc, dims, lambda idx: _copy_at(fc, out, x, idx, t))
     return out
 
 
@@ -115,7 +131,7 @@ def _copy_at(fc: FunctionGen, dst, src, idx: list, t: ArrayT) -> None:
 def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
     """A fresh array a + b (same shapes; a NULL side is a zero)."""
     b = fc.b
-    res = fc.alloca(ARRAY)
+    res = fc.alloca(lltype(t))
     b.store(a, res)
     with b.if_else(_null(fc, a)) as (a_null, a_ok):
         with a_null, b.if_then(b.not_(_null(fc, b_))):
@@ -124,11 +140,13 @@ def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
             out = copy_array(fc, a, t)
             if t.ndim == 1:
                 add_into(fc, out, b_)
-            else:
+            elif t.ndim == 2:
                 n0 = shape(fc, out, 0)
                 count_loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
+            else:
+                add_into_nd(fc, out, b_, t.ndim)
             b.store(out, res)
-    return b.load(res, typ=ARRAY)
+    return b.load(res, typ=lltype(t))
 
 
 def _row(fc: FunctionGen, arr, i) -> L.Value:

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
+from lowering import UnsupportedError
 from adjoint.rules import Pullback
 from adjoint.tape import unbcast
 
 from jit.codegen.function import FunctionGen, codegen, lltype
+from jit.codegen.host_calls import call_host, lower_library_call, operand_recipe
 from jit.pullback.array_values import add_arrays, check_same_shape, unless_none, zeros_like
 from jit.library.elementwise import is_unbcast_of_array, t_unbcast_array
 from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
-from jit.library.registry import REGISTRY
-from jit.typing.infer import Call, Context, cotangent_join, rule, user_call
-from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, TypingError, is_numeric
+from jit.library.registry import REGISTRY, numpy_only
+from jit.runtime import host_calls as host
+from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, FunctionT, ListT, TupleT, Type,
+                       TypingError, is_numeric)
 
 
 def accum_type(a: Type, b: Type) -> Type:
@@ -73,6 +77,8 @@ def _t_dget(ctx: Context, s, ts) -> Type:
     k = ctx.const(s.args[1])
     if ts[0] == NONE:
         return NONE
+    if isinstance(ts[0], DictT):
+        k = ts[0].index(k)
     if isinstance(ts[0], TupleT) and isinstance(k, int) and -len(ts[0].elems) <= k < len(
             ts[0].elems):
         return ts[0].elems[k]
@@ -164,8 +170,9 @@ def _has_array(t: Type) -> bool:
 def _cg_dget(fc: FunctionGen, s, ts):
     if ts[0] == NONE:
         return L.Constant(L.IntType(8), 0)
-    n = len(ts[0].elems)
-    return fc.b.extract_value(fc.get(s.args[0]), s.args[1].value % n)
+    n, k = len(ts[0].elems), s.args[1].value
+    k = ts[0].index(k) if isinstance(ts[0], DictT) else k
+    return fc.b.extract_value(fc.get(s.args[0]), k % n)
 
 
 def _cg_unbcast(fc: FunctionGen, s, ts):
@@ -174,10 +181,21 @@ def _cg_unbcast(fc: FunctionGen, s, ts):
     return fc.get(s.args[1])
 
 
+def _t_unbcast_numpy_too(ctx: Context, s, ts) -> Type:
+    """unbcast(dy, x) with an array of 3 or more dimensions: adjoint.tape.unbcast itself
+    (numpy sums dy back to x's shape), called from compiled code."""
+    if len(ts) != 2 or not isinstance(ts[0], ArrayT):
+        ctx.fail(f"unbcast of {', '.join(map(str, ts))} is not compiled")
+    return cotangent_type(ts[1]) if ts[1] != NONE else ts[0]
+
+
 REGISTRY.declare(unbcast, family="derivatives", pattern="a float64 array summed to a shape",
                  matches=is_unbcast_of_array, types=t_unbcast_array)
 REGISTRY.add(REGISTRY.get(unbcast), "a cotangent already of the shape", None, _t_unbcast,
              _cg_unbcast)
+REGISTRY.add(REGISTRY.get(unbcast), "arrays of 3 or more dimensions",
+             lambda ctx, s, ts: numpy_only(ts), _t_unbcast_numpy_too, lower_library_call,
+             numpy_too=True)
 
 
 # -- adjoint.rules.Pullback: `pb(dy, *args)` is `(None,) * n` for a None dy, else
@@ -190,22 +208,64 @@ def _t_pullback(ctx: Context, s, ts) -> Type:
         ctx.typing.calls[s.var] = Call(None, [], pb)
         return TupleT((NONE,) * nout)
     fn = REGISTRY.pullback_impl(pb, ts[1:]) or pb.fn
-    if getattr(fn, "__closure__", None):
-        ctx.fail(f"the derivative rule of {pb.of} reads variables of an enclosing "
-                 "function (a closure), which the JIT does not compile")
-    ret = user_call(ctx, s, fn)
+    try:
+        if getattr(fn, "__closure__", None):
+            ctx.fail(f"the derivative rule of {pb.of} reads variables of an enclosing "
+                     "function (a closure), which the JIT does not compile")
+        ret = user_call(ctx, s, fn)
+    except (TypingError, UnsupportedError) as exc:   # its Python is not compiled
+        return _host_pullback(ctx, s, pb, ts, exc)
     ctx.typing.calls[s.var].callee = pb
     if ret is None or isinstance(ret, TupleT):
         return ret
     return TupleT((ret,))
 
 
+def _host_pullback(ctx: Context, s, pb, ts: list, why: Exception) -> Type:
+    """A rule the JIT cannot compile runs as Python, called from the compiled adjoint
+    (`jit.runtime.host_calls`): its cotangents have the types of its arguments."""
+    nout = len(s.args) - 2 - int(pb.uses_result)
+    argtypes = ts[len(ts) - nout:]
+    kwtypes = [ctx.type_of(v) for v in s.kwargs.values()]
+    if not all(host.passable(t) or _known(t) for t in list(ts) + kwtypes):
+        raise why
+    ctx.typing.calls[s.var] = Call(None, [], pb)
+    ctx.typing.impls[("host", s.var)] = True
+    return TupleT(tuple(cotangent_type(t) for t in argtypes))
+
+
+def _known(t: Type) -> bool:
+    return isinstance(t, (LiteralT, FunctionT))
+
+
+def cotangent_type(t: Type) -> Type:
+    """The type of the cotangent of a value of type `t` (None where it has none)."""
+    if t == FLOAT64 or isinstance(t, ArrayT) and t.dtype == FLOAT64:
+        return t
+    if isinstance(t, ListT):
+        return ListT(tuple(cotangent_type(e) for e in t.elems))
+    if isinstance(t, TupleT):    # a dict's too: its values' cotangents in key order
+        return TupleT(tuple(cotangent_type(e) for e in t.elems))
+    return NONE
+
+
 def _cg_pullback(fc: FunctionGen, s, ts):
     call = fc.typing.calls[s.var]
+    if fc.typing.impls.get(("host", s.var)):
+        return unless_none(fc, ts[0], fc.get(s.args[1]), lambda: _host_call_pullback(fc, s),
+                           s.type)
     if call.target is None:
         return L.Constant(lltype(s.type), None)
     # ts: the operands after the rule object (dy first)
     return unless_none(fc, ts[0], fc.get(s.args[1]), lambda: _call_pullback(fc, call, s), s.type)
+
+
+def _host_call_pullback(fc: FunctionGen, s) -> L.Value:
+    pb = s.args[0].value
+    recipe, values = operand_recipe(fc, list(s.args[1:]) + list(s.kwargs.values()))
+    site = host.HostSite(pb, f"the derivative of {pb.of}", recipe, tuple(s.kwargs), s.type,
+                         cotangents=True)
+    return call_host(fc, site, values)
 
 
 def _call_pullback(fc: FunctionGen, call: Call, s) -> L.Value:
@@ -218,9 +278,9 @@ def _call_pullback(fc: FunctionGen, call: Call, s) -> L.Value:
 _PB = REGISTRY.entry(Pullback, family="derivatives", name="adjoint rule object",
                      by_class=True)
 REGISTRY.add(_PB, "d_getattr of an array method or .T", is_getattr_pullback,
-             t_getattr_pullback, _cg_pullback)
+             t_getattr_pullback, _cg_pullback, numpy_too=True)
 REGISTRY.add(_PB, "any derivative rule (its plain-Python function, or the JIT's version)",
-             None, _t_pullback, _cg_pullback)
+             None, _t_pullback, _cg_pullback, numpy_too=True)
 
 
 def accum_values(fc: FunctionGen, a, at: Type, b, bt: Type, want: Type) -> L.Value:

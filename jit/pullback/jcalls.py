@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import types as pytypes
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from llvmlite import ir as L
 
@@ -33,7 +33,8 @@ from ssair.ir import IR, Const
 from jit.codegen.function import FunctionGen, codegen, lltype
 from jit.pullback.array_values import unless_none
 from jit.pullback.tape_ops import pop_value, push_value, static_phis
-from jit.typing.infer import Call, Context, _defaults, is_user_function, lower_function, rule
+from jit.typing.infer import (Call, Context, Packed, _defaults, call_argument_type,
+                              is_user_function, lower_function, pack_varargs, rule)
 from jit.types import (
     FLOAT64,
     NONE,
@@ -101,8 +102,13 @@ def _callee(ctx: Context, ft: Type) -> tuple:
 def _bind(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple, kwvals: list) -> tuple:
     """(operands in parameter order, parameter index of each jcall operand)."""
     params = [a.name for a in ir.args[ir.nfree:]]
-    if ir.meta.get("varargs") is not None:
-        ctx.fail(f"{ir.name}() has *args parameters: calls of it are not compiled yet")
+    packed = ir.meta.get("varargs")
+    if packed is not None and len(pos) >= packed:
+        # the extras are one tuple argument; slot (p, j): element j of parameter p
+        pos = pack_varargs(ctx, ir, f, list(pos))
+        extras = [(packed, j) for j in range(len(pos[-1].operands))]
+        out, slots = _bind(ctx, _WithoutPacking(ir), f, pos, kwnames, kwvals)
+        return out, tuple(list(slots[:packed]) + extras + list(slots[packed + 1:]))
     if not kwnames and len(pos) == len(params):
         return list(pos), tuple(range(len(pos)))
     if len(pos) > len(params):
@@ -123,6 +129,13 @@ def _bind(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple, kwvals: list)
     return out, tuple(slots)
 
 
+class _WithoutPacking:
+    """An IR seen by `_bind` once its `*args` extras are packed into one operand."""
+
+    def __init__(self, ir: IR) -> None:
+        self.args, self.nfree, self.name, self.meta = ir.args, ir.nfree, ir.name, {}
+
+
 @rule("jcall")
 def _t_jcall(ctx: Context, s, ts) -> Type:
     from adjoint.transform import transform
@@ -136,10 +149,11 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
     rest = list(s.args[3:])
     npos = len(rest) - len(kwnames)
     operands, slots = _bind(ctx, ir, f, rest[:npos], kwnames, rest[npos:])
-    argtypes = tuple(captured) + tuple(ctx.type_of(a) for a in operands)
+    argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
     jf = transform(ir, tuple(type_activity(t) for t in argtypes),
                    tuple(str(t) for t in argtypes))
-    if closure and any(k < len(captured) for k in jf.inout):
+    if closure and any(writes_into(ctx.engine, ctx.engine.infer(ir, argtypes), k)
+                       for k in jf.inout if k < len(captured)):
         ctx.fail(f"{ir.name} writes into an array it captured; such closures are not "
                  "compiled yet")
     target = ctx.engine.infer(jf.forward, (TAPE,) + argtypes)
@@ -149,6 +163,47 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
         return None
     pb = CallPBT(id(jf), argtypes, slots, len(captured), closure, jf)
     return TupleT((y, pb))
+
+
+def writes_into(engine: Any, t: Any, k: int, seen: Optional[set] = None) -> bool:
+    """May the function typed `t` write into its parameter `k`, or a view of it, itself
+    or through the user functions it calls?  (The transform's `inout` counts every
+    array passed to a user call; a closure that only reads what it captured is
+    compiled.)  Values computed from the parameter count as views of it."""
+    seen = set() if seen is None else seen
+    if (id(t), k) in seen:
+        return False      # a recursive call: the other paths decide
+    seen.add((id(t), k))
+    derived = {t.ir.args[k].var}
+    changed = True
+    while changed:
+        changed = False
+        for b in t.ir.blocks:
+            for d in list(b.phis) + list(b.stmts):
+                ops = d.incoming.values() if hasattr(d, "incoming") else d.operands()
+                if d.var not in derived and any(_derived(o, derived) for o in ops) \
+                        and isinstance(t.types.get(d.var), (ArrayT, TupleT, ClosureT)):
+                    derived.add(d.var)
+                    changed = True
+    for b in t.ir.blocks:
+        for s in b.stmts:
+            if s.op == "setitem" and _derived(s.args[0], derived):
+                return True
+            call = t.calls.get(s.var)
+            if call is None or call.target is None:
+                continue           # a library call: numpy reads what it is given
+            target = engine.table.get(call.target.key, call.target)
+            if any(_derived(o, derived) and writes_into(engine, target, j, seen)
+                   for j, o in enumerate(call.operands)):
+                return True
+    return False
+
+
+def _derived(o: Any, derived: set) -> bool:
+    from ssair.ir import Var
+    if isinstance(o, Packed):
+        return any(_derived(x, derived) for x in o.operands)
+    return isinstance(o, Var) and o in derived
 
 
 def _result_type(ctx: Context, ir: IR, argtypes: tuple, forward: Any) -> Any:
@@ -275,9 +330,33 @@ def adjoint_ir(jf: Any, fwd: Any) -> IR:
             static[pid] = edges[fid]
     adj.meta["pop_types"] = types
     adj.meta["pop_static"] = static
+    adj.meta["env_static"] = _env_static(fwd, edges)
     adj.meta["forward_key"] = fwd.key  # whose dead tape slots its pops skip
     _ADJOINTS[key] = (jf, adj)
     return adj
+
+
+def _env_static(fwd: Any, edges: dict) -> dict:
+    """Index -> value of the forward's env entries known at compile time (a branch's
+    edge that only one path reaches for these types, recorded in the env outside
+    loops): the adjoint's branch on it is then decided as the forward's was."""
+    from ssair.ir import Const, Return, Var
+    defs = {s.var: s for b in fwd.ir.blocks for s in b.stmts}
+    out = {}
+    for b in fwd.ir.blocks:
+        if not isinstance(b.term, Return) or not isinstance(b.term.value, Var):
+            continue
+        pair = defs.get(b.term.value)
+        env = defs.get(pair.args[1]) if pair is not None and pair.op == "tuple" and \
+            len(pair.args) == 2 and isinstance(pair.args[1], Var) else None
+        if env is None or env.op != "tuple":
+            continue
+        for k, v in enumerate(env.args):
+            if isinstance(v, Var) and v.id in edges:
+                out[k] = edges[v.id]
+            elif isinstance(v, Const) and type(v.value) is int:
+                out[k] = v.value
+    return out
 
 
 def _has_pops(ir: IR) -> bool:
@@ -332,6 +411,8 @@ def seeding(pb: CallPBT, curs: tuple) -> tuple:
     if not pb.jf.inout:
         return seeds, replaced
     for k, slot in enumerate(pb.slots):
+        if isinstance(slot, tuple):      # an element of a `*args` tuple: never seeded
+            continue
         p = pb.nfree + slot
         if p in pb.jf.inout and p not in taken:
             seeds[p] = curs[k + 1]
@@ -389,7 +470,16 @@ def route_types(pb: CallPBT, grads: TupleT) -> tuple:
     """The callee's per-argument cotangent types -> one per jcall operand."""
     g = grads.elems
     df = TupleT(tuple(g[:pb.nfree])) if pb.closure else NONE
-    return (df,) + tuple(g[pb.nfree + k] for k in pb.slots)
+    return (df,) + tuple(_slot_of(g, pb.nfree, k) for k in pb.slots)
+
+
+def _slot_of(g: tuple, nfree: int, slot) -> Type:
+    """The cotangent type of the operand bound to `slot` (an int, or (p, j) for element
+    j of a `*args` tuple parameter p)."""
+    if not isinstance(slot, tuple):
+        return g[nfree + slot]
+    t = g[nfree + slot[0]]
+    return t.elems[slot[1]] if isinstance(t, TupleT) else NONE
 
 
 @codegen("jback")
@@ -415,7 +505,14 @@ def _cg_jback(fc: FunctionGen, s, ts):
     parts = [b.extract_value(grads, i) for i in range(len(g))]
     outs = [(_tuple_of(fc, parts[:pb.nfree], g[:pb.nfree]), TupleT(tuple(g[:pb.nfree])))
             if pb.closure else (None, NONE)]
-    outs += [(parts[pb.nfree + k], g[pb.nfree + k]) for k in pb.slots]
+    for k in pb.slots:
+        if not isinstance(k, tuple):
+            outs.append((parts[pb.nfree + k], g[pb.nfree + k]))
+        elif isinstance(g[pb.nfree + k[0]], TupleT):
+            outs.append((b.extract_value(parts[pb.nfree + k[0]], k[1]),
+                         g[pb.nfree + k[0]].elems[k[1]]))
+        else:
+            outs.append((None, NONE))
     result = L.Constant(lltype(s.type), L.Undefined)
     for i, ((v, vt), want) in enumerate(zip(outs, s.type.elems)):
         if isinstance(cur_t, TupleT) and i not in replaced:
@@ -434,7 +531,8 @@ def _seeded_dy(fc: FunctionGen, dy, cur, pb: CallPBT, seeds: list, want: TupleT)
     for p, t in enumerate(seeds):
         if t == NONE:
             continue
-        k = next(k for k, slot in enumerate(pb.slots) if pb.nfree + slot == p)
+        k = next(k for k, slot in enumerate(pb.slots)
+                 if not isinstance(slot, tuple) and pb.nfree + slot == p)
         init = b.insert_value(init, b.extract_value(cur, k + 1), p)
     out = L.Constant(lltype(want), L.Undefined)
     out = b.insert_value(out, dy, 0)

@@ -11,7 +11,7 @@ from llvmlite import ir as L
 from ssair.ir import IR, Const
 
 from jit.runtime import tape as runtime_tape
-from jit.codegen.function import F64, I1, I64, PTR, FunctionGen, codegen, lltype
+from jit.codegen.function import F64, I1, I64, PTR, FunctionGen, array_fields, codegen, lltype
 from jit.codegen.arrays import callee_at
 from jit.typing.infer import Context, rule
 from jit.types import (
@@ -24,6 +24,7 @@ from jit.types import (
     ArrayT,
     ClosureT,
     FunctionT,
+    ObjectT,
     StrT,
     TupleT,
     Type,
@@ -37,12 +38,13 @@ def tape_leaves(t: Type) -> list:
     """The scalar leaf types a value occupies on the tape, in slot order."""
     if t in (FLOAT64, INT64, BOOL):
         return [t]
-    if isinstance(t, StrT):
+    if isinstance(t, (StrT, ObjectT)):
         return [INT64]
     if t == NONE or _no_data(t):
         return []
     if isinstance(t, ArrayT):  # data pointer, shapes, strides (the memory is kept alive
-        return [INT64] * 5      # by the pullback: arguments and the forward's arena)
+        # by the pullback: arguments and the forward's arena)
+        return [INT64] * (1 + len(array_fields(t.ndim)))
     if isinstance(t, TupleT):
         return [x for e in t.elems for x in tape_leaves(e)]
     if isinstance(t, ClosureT):
@@ -77,6 +79,8 @@ def _t_pop(ctx: Context, s, ts) -> Type:
 
 
 def _word(fc: FunctionGen, v, t) -> L.Value:
+    if isinstance(t, ObjectT):
+        return fc.b.ptrtoint(v, I64)
     if t == FLOAT64:
         return fc.b.bitcast(v, I64)
     if t == BOOL:
@@ -85,6 +89,8 @@ def _word(fc: FunctionGen, v, t) -> L.Value:
 
 
 def _unword(fc: FunctionGen, w, t) -> L.Value:
+    if isinstance(t, ObjectT):
+        return fc.b.inttoptr(w, PTR)
     if t == FLOAT64:
         return fc.b.bitcast(w, F64)
     if t == BOOL:
@@ -99,8 +105,8 @@ def _flatten(fc: FunctionGen, v, t) -> list:
     if t == NONE or _no_data(t):
         return []
     if isinstance(t, ArrayT):
-        words = [fc.b.extract_value(v, k) for k in range(5)]
-        return [fc.b.ptrtoint(words[0], I64)] + words[1:]
+        words = [fc.b.extract_value(v, k) for k in array_fields(t.ndim)]
+        return [fc.b.ptrtoint(fc.b.extract_value(v, 0), I64)] + words
     return [_word(fc, v, t)]
 
 
@@ -116,7 +122,7 @@ def _rebuild(fc: FunctionGen, words: list, t):
     if isinstance(t, ArrayT):
         out = L.Constant(lltype(t), L.Undefined)
         out = fc.b.insert_value(out, fc.b.inttoptr(words.pop(0), PTR), 0)
-        for k in range(1, 5):
+        for k in array_fields(t.ndim):
             out = fc.b.insert_value(out, words.pop(0), k)
         return out
     return _unword(fc, words.pop(0), t)

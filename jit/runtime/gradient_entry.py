@@ -102,7 +102,7 @@ def fast_plan(g_t: Type) -> Optional[list]:
     for g in g_t.elems:
         if g == FLOAT64:
             plan.append("float")
-        elif isinstance(g, ArrayT) and g.dtype == FLOAT64:
+        elif isinstance(g, ArrayT) and g.dtype == FLOAT64 and g.ndim <= 2:
             plan.append("array")
         elif g == NONE:
             plan.append("none")

@@ -92,8 +92,20 @@ def current_site() -> Site:
     return where
 
 
+class HostError(Exception):
+    """The exception class of the error site of a failed host call (see
+    `jit.runtime.host_calls`); never raised itself: the call's own exception is."""
+
+
+HOST_ERROR = site(HostError, "{0}", "<host call>", "<host call>", 0)
+HOST_PENDING: list = [None]     # the exception the failed host call raised
+
+
 def current_error() -> BaseException:
     """The exception described by ERRINFO after a native ERROR status."""
+    if ERRINFO[1] == HOST_ERROR:
+        exc, HOST_PENDING[0] = HOST_PENDING[0], None
+        return exc if exc is not None else RuntimeError("a call from compiled code failed")
     return current_site().exception(list(ERRINFO[2:5]))
 
 

@@ -95,10 +95,18 @@ class Context:
         self.stmt = stmt
 
     def const(self, operand: Any, default: Any = None) -> Any:
-        return operand.value if isinstance(operand, Const) else default
+        """The value of a constant operand (a literal, or a value whose type is a
+        literal), else `default`."""
+        if isinstance(operand, Const):
+            return operand.value
+        t = self.type_of(operand) if isinstance(operand, Var) else None
+        if t == NONE:
+            return None          # the only value of its type
+        return t.value if isinstance(t, LiteralT) else default
 
     def is_const(self, operand: Any) -> bool:
-        return isinstance(operand, Const)
+        t = self.type_of(operand) if isinstance(operand, Var) else None
+        return isinstance(operand, Const) or isinstance(t, LiteralT) or t == NONE
 
     def type_of(self, operand: Any) -> Optional[Type]:
         return self.engine.operand_type(self.typing, operand)
@@ -242,6 +250,9 @@ class Engine:
             raise TypingError(f"{t.ir.name} takes {len(t.ir.args)} arguments "
                               f"({len(t.argtypes)} given)")
         _refuse_exceptions(t)
+        for a, at in zip(t.ir.args, t.argtypes):   # a constant flag the caller passed
+            if isinstance(at, LiteralT) and isinstance(at.value, bool):
+                t.static[a.var] = at.value
         level = len(self.stack)
         self.stack.append(t)
         try:
@@ -266,6 +277,7 @@ class Engine:
         for a, at in zip(t.ir.args, t.argtypes):
             t.types[a.var] = at
         t.reachable = {t.ir.entry.id}
+        by_id = {b.id: b for b in t.ir.blocks}
         changed = True
         rounds = 0
         while changed and rounds < MAX_ROUNDS:
@@ -275,7 +287,7 @@ class Engine:
                 if b.id not in t.reachable:
                     continue
                 for p in b.phis:
-                    changed |= self._update(t, p, self._phi_type(t, p))
+                    changed |= self._update(t, p, self._phi_type(t, p, b.id, by_id))
                 for s in b.stmts:
                     changed |= self._update(t, s, self._stmt_type(t, s))
                     self._note_static(t, s)
@@ -297,6 +309,11 @@ class Engine:
                     t.static[s.var] = val
         elif s.op == "pop" and s.var.id in t.ir.meta.get("pop_static", {}):
             t.static[s.var] = t.ir.meta["pop_static"][s.var.id]
+        elif s.op == "getitem" and t.ir.meta.get("env_static") and len(t.ir.args) > 1 \
+                and s.args[0] == t.ir.args[1].var and isinstance(s.args[1], Const) \
+                and s.args[1].value in t.ir.meta["env_static"]:
+            # an adjoint's read of a forward env entry known at compile time
+            t.static[s.var] = t.ir.meta["env_static"][s.args[1].value]
         elif s.op in ("eq", "ne") and all(isinstance(self.static_value(t, a), int)
                                           for a in s.args):
             same = self.static_value(t, s.args[0]) == self.static_value(t, s.args[1])
@@ -337,10 +354,15 @@ class Engine:
         t.types[d.var] = merged
         return True
 
-    def _phi_type(self, t: Typing, p: Phi) -> Optional[Type]:
+    def _phi_type(self, t: Typing, p: Phi, here: Any = None, by_id: Any = None
+                  ) -> Optional[Type]:
+        """The join of the incoming values along live edges (a reachable predecessor
+        whose branch here is decided against it contributes nothing)."""
         out = None
         for pred, v in p.incoming.items():
             if pred not in t.reachable or is_unbound(v):    # see jit.typing.unbound
+                continue
+            if by_id is not None and here not in self._live_successors(t, by_id[pred]):
                 continue
             vt = self.operand_type(t, v)
             if vt is not None:
@@ -384,6 +406,9 @@ class Engine:
     def operand_type(self, t: Typing, a: Any) -> Optional[Type]:
         if isinstance(a, Var):
             return t.types.get(a)
+        if isinstance(a, Packed):
+            parts = [self.operand_type(t, x) for x in a.operands]
+            return None if any(p is None for p in parts) else TupleT(tuple(parts))
         try:
             return typeof(a.value)
         except TypingError:
@@ -445,8 +470,7 @@ def type_primitive(ctx: Context, op: str, s: Stmt, ts: list) -> Type:
     e = REGISTRY.get(op)
     impl = e.pick(ctx, s, ts) if e is not None else None
     if impl is not None:
-        ctx.typing.impls[s.var] = impl
-        return impl.types(ctx, s, ts)
+        return REGISTRY.type_with(e, impl, ctx, s, ts)
     ctx.typing.impls.pop(s.var, None)
     fn = RULES.get(op)
     if fn is None:
@@ -492,13 +516,27 @@ def _argument_type(t: Type) -> Type:
     return t
 
 
+def call_argument_type(ctx: Context, a: Any) -> Type:
+    """The type a user function is specialised on for operand `a`: a constant True or
+    False (`keepdims=False`) as a literal, so that the callee's branches on it are
+    decided at compile time (`Engine._solve` records it as static)."""
+    if isinstance(a, Const) and type(a.value) is bool:
+        return LiteralT(a.value)
+    return _argument_type(ctx.type_of(a))
+
+
+def _passable_literal(t: Type) -> bool:
+    """Literals a user function may be specialised on: flags, constant lists."""
+    return isinstance(t.value, bool) or type(t.value).__name__ == "ListLiteral"
+
+
 def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> Type:
     ir = f if isinstance(f, IR) else lower_function(f)
     operands = bind_call(ctx, ir, f, s)
     lead = [s.args[0]] * len(captured)
-    argtypes = tuple(captured) + tuple(_argument_type(ctx.type_of(a)) for a in operands)
+    argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
     for a in argtypes:
-        if isinstance(a, LiteralT):
+        if isinstance(a, LiteralT) and not _passable_literal(a):
             ctx.fail(f"argument {a} is not supported")
     target = ctx.engine.infer(ir, argtypes)
     ctx.typing.calls[s.var] = Call(target, lead + operands, f)
@@ -506,13 +544,30 @@ def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> 
     return target.ret
 
 
-def bind_call(ctx: Context, ir: IR, f: Any, s: Stmt) -> list:
-    """Operands for the callee's non-free parameters: positional, keywords, defaults."""
-    args, kwargs = list(s.args[1:]), dict(s.kwargs)
-    params = [a.name for a in ir.args[ir.nfree:]]
+@dataclass(eq=False)
+class Packed:
+    """The operands a call passes to a `*args` parameter: one tuple-typed argument
+    (`Engine.operand_type`), built at the call (`FunctionGen.get`)."""
+    operands: list
+
+
+def pack_varargs(ctx: Context, ir: IR, f: Any, args: list) -> list:
+    """Positional operands of a call of `ir` with its `*args` extras as one `Packed`
+    operand (unchanged when the callee has no `*args`)."""
+    packed = ir.meta.get("varargs")
     code = getattr(f, "__code__", None)
-    if ir.meta.get("varargs") is not None or (code is not None and code.co_flags & 0x0C):
-        ctx.fail("calls to functions with *args parameters are not compiled yet")
+    if code is not None and code.co_flags & 0x08:
+        ctx.fail("calls to functions with **kwargs parameters are not compiled yet")
+    if packed is None:
+        return args
+    return args[:packed] + [Packed(args[packed:])]
+
+
+def bind_call(ctx: Context, ir: IR, f: Any, s: Stmt) -> list:
+    """Operands for the callee's non-free parameters: positional (with `*args` extras
+    packed into one), keywords, defaults."""
+    args, kwargs = pack_varargs(ctx, ir, f, list(s.args[1:])), dict(s.kwargs)
+    params = [a.name for a in ir.args[ir.nfree:]]
     if not kwargs and len(args) == len(params):
         return args
     if len(args) > len(params):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ssair.ir import Stmt
 
 from jit.typing.infer import Context, LiteralT, rule
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, Scalar, TupleT, Type, is_int_like,
-                    is_numeric, numeric_join)
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListT, Scalar, TupleT, Type,
+                       is_int_like, is_numeric, numeric_join)
 
 # ---------------------------------------------------------------------------
 # Arithmetic, comparisons, logic.
@@ -86,6 +86,8 @@ def _t_invert(ctx: Context, s: Stmt, ts: list) -> Type:
 def _t_truth(ctx: Context, s: Stmt, ts: list) -> Type:
     if is_numeric(ts[0]) or ts[0] == NONE or isinstance(ts[0], TupleT):
         return BOOL
+    if isinstance(ts[0], LiteralT) and isinstance(ts[0].value, bool):
+        return BOOL      # a flag the caller passed as a constant (see _note_static)
     ctx.fail(f"truth value of {ts[0]} is not supported")
 
 
@@ -127,10 +129,32 @@ def _t_copy(ctx: Context, s: Stmt, ts: list) -> Type:
 
 @rule("tuple")
 def _t_tuple(ctx: Context, s: Stmt, ts: list) -> Type:
-    for x in ts:
-        if isinstance(x, LiteralT):
+    for x in ts:       # a list literal is carried by its type (the forward's saved values)
+        if isinstance(x, LiteralT) and not isinstance(x.value, ListLiteral):
             ctx.fail(f"tuple element {x} is not supported")
     return TupleT(tuple(ts))
+
+
+class ListLiteral(tuple):
+    """The value of a list display of constants (`[0, 2, 1]` as an axes argument): a
+    constant of compiled code, given to Python callees as a new list each time."""
+
+
+def _list_literal(t: Type) -> bool:
+    return isinstance(t, LiteralT) and isinstance(t.value, ListLiteral)
+
+
+@rule("list")
+def _t_list(ctx: Context, s: Stmt, ts: list) -> Type:
+    """A list display: of constants, a literal; else a list of its elements' types,
+    natively a tuple (`ListT`: read, iterated and passed, not grown)."""
+    if all(ctx.is_const(a) or _list_literal(t) for a, t in zip(s.args, ts)):
+        return LiteralT(ListLiteral(a.value if ctx.is_const(a) else t.value
+                                    for a, t in zip(s.args, ts)))
+    for x in ts:
+        if isinstance(x, LiteralT):
+            ctx.fail(f"list element {x} is not supported")
+    return ListT(tuple(ts))
 
 
 @rule("unpack")
@@ -141,9 +165,12 @@ def _t_unpack(ctx: Context, s: Stmt, ts: list) -> Type:
     if isinstance(ts[0], TupleT):
         ctx.fail(f"cannot unpack {ts[0]} into {n} values")
     if isinstance(ts[0], ArrayT):
-        inner = ts[0].dtype if ts[0].ndim == 1 else ArrayT(ts[0].dtype, 1)
+        inner = ts[0].dtype if ts[0].ndim == 1 else ArrayT(ts[0].dtype, ts[0].ndim - 1)
         return TupleT((inner,) * n)
     ctx.fail(f"cannot unpack {ts[0]}")
+
+
+_NO_KEY = object()
 
 
 def index_types(ctx: Context, ts: list) -> list:
@@ -171,6 +198,13 @@ def _t_getitem(ctx: Context, s: Stmt, ts: list) -> Type:
 
 
 def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
+    if isinstance(obj, DictT):
+        key = ctx.const(s.args[1], _NO_KEY) if len(s.args) == 2 else _NO_KEY
+        if key is _NO_KEY:
+            ctx.fail(f"{obj}[a computed key] is not compiled (a constant key of the dict)")
+        if obj.index(key) is None:
+            ctx.fail(f"{key!r} is not among the keys {obj.keys!r} of the dict")
+        return obj.elems[obj.index(key)]
     if len(idx) != 1 or not is_int_like(idx[0]):
         ctx.fail(f"tuple index must be one integer, got {idx}")
     k = ctx.const(s.args[1])
