@@ -87,6 +87,19 @@ class ListT(TupleT):
 
 
 @dataclass(frozen=True, repr=False)
+class BuiltListT(Type):
+    """A list compiled code builds by appending (`acc = []`, `acc.append(v)`, a list
+    comprehension): natively {data, length, capacity}, its elements of one type in
+    arena memory.  Read by `len`, indexing and iteration, passed to numpy (`np.stack`)
+    and to user functions; its cotangent is a built list of the elements' cotangents."""
+
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"list[{self.elem}]"
+
+
+@dataclass(frozen=True, repr=False)
 class DictT(TupleT):
     """A dict argument with string keys: natively a tuple of its values in key order
     (the keys, their order and the values' types are part of the signature, as JAX

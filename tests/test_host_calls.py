@@ -196,3 +196,17 @@ def test_linear_algebra_by_numpy():
     b = RNG.normal(size=3)
     assert check_llvm(linear_algebra, a, b) == "ok"
     check_gradient(linear_algebra, a, b)
+
+
+def diffusion(u, nu):
+    for _ in range(5):
+        u = u + nu * (np.roll(u, 1) - 2.0 * u + np.roll(u, -1))
+    return np.sum(u * u) + np.sum(np.roll(u, 7) * u) + np.sum(np.roll(u, -9, axis=0) * u)
+
+
+def test_native_roll_of_a_line():
+    u = RNG.normal(size=6)
+    assert check_llvm(diffusion, u, 0.2) == "ok"
+    assert check_llvm(diffusion, u[::-2], 0.2) == "ok"
+    check_gradient(diffusion, u, 0.2)
+    assert jit.jit(diffusion)(np.zeros(0), 0.2) == 0.0

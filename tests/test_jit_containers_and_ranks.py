@@ -132,3 +132,71 @@ def test_list_displays():
     x = RNG.normal(size=3)
     assert check_llvm(f, x) == "ok"
     check_gradient(f, x)
+
+
+def recurrent(W, xs, h0):
+    """Lists built in compiled code: a display grown by appends, a comprehension, and
+    the reads numpy and the loops make of them."""
+    h = h0
+    outs = [h0 * 1.0]
+    for x in xs:
+        h = np.tanh(W @ h + x)
+        outs.append(h)
+    energies = [np.sum(o * o) for o in outs]
+    total = 0.0
+    for e in energies:
+        total += e
+    return (np.sum(np.stack(outs) ** 2) + total + energies[-1] + len(outs)
+            + np.sum(outs[1] * outs[-1]))
+
+
+def test_lists_built_in_compiled_code():
+    W, xs, h0 = RNG.normal(size=(3, 3)) * 0.5, RNG.normal(size=(6, 3)), RNG.normal(size=3)
+    assert check_llvm(recurrent, W, xs, h0) == "ok"
+    check_gradient(recurrent, W, xs, h0)
+
+
+def test_a_list_grows_past_its_first_capacity_and_keeps_old_values():
+    def f(n, x):
+        acc = []
+        firsts = []
+        for i in range(n):
+            acc.append(x * i)
+            firsts.append(acc[0])
+        return np.sum(np.array(acc)) + np.sum(np.array(firsts)) + len(acc)
+    assert jit.jit(f)(37, 1.5) == f(37, 1.5)
+    assert gradient(f, 0, 1.5, backend="llvm")[1] == gradient(f, 0, 1.5, backend="interp")[1]
+    assert gradient(f, 37, 1.5, backend="llvm")[1] == sum(range(37))
+
+
+def test_an_empty_built_list():
+    def f(n, x):
+        acc = []
+        for i in range(n):
+            acc.append(x)
+        return len(acc) + (np.sum(np.array(acc)) if len(acc) else 0.0)
+    assert jit.jit(f)(0, 2.0) == 0.0 and jit.jit(f)(3, 2.0) == 9.0
+
+
+def logsumexp(a, axis=None, keepdims=False):
+    peak = np.max(a, axis=axis, keepdims=True)
+    out = peak + np.log(np.sum(np.exp(a - peak), axis=axis, keepdims=True))
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def uses_logsumexp(x):
+    """A flag passed as a constant decides the callee's branch at compile time, and
+    squeezing a whole reduction kept with its axes has a known rank."""
+    return (logsumexp(x) + np.sum(logsumexp(x, axis=1)) + np.sum(logsumexp(x, 0, True))
+            + np.sum(logsumexp(X3, axis=2)))
+
+
+def test_constant_flags_and_whole_reductions_squeezed():
+    x = RNG.normal(size=(3, 4))
+    assert check_llvm(uses_logsumexp, x) == "ok"
+    check_gradient(uses_logsumexp, x)
+
+    def unknown_rank(x):
+        return np.squeeze(x)
+    with pytest.raises(jit.TypingError, match="rank depends on the shape"):
+        jit.jit(unknown_rank)(x)

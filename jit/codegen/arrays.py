@@ -191,6 +191,17 @@ def make_array(fc: FunctionGen, data, shapes: list, strides: list) -> L.Value:
     return out
 
 
+def allocate_words(fc: FunctionGen, nbytes) -> L.Value:
+    """`nbytes` of arena memory (MemoryError when there are none)."""
+    b = fc.b
+    alloc_addr, _ = runtime.arena_functions()
+    fc.mg.allocates = True
+    data = b.call(callee_at(alloc_addr, L.FunctionType(PTR, [I64])), [nbytes])
+    fc.raise_if(b.icmp_unsigned("==", b.ptrtoint(data, I64), ZERO), MemoryError,
+                "cannot allocate {0} bytes", (nbytes,))
+    return data
+
+
 def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
     """A new C-contiguous array from the arena; `fill` is 0.0/1 or None (empty)."""
     b = fc.b
@@ -200,12 +211,7 @@ def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
                     "negative dimensions are not allowed")
         total = b.mul(total, d)
     nbytes = b.mul(total, L.Constant(I64, 8))
-    alloc_addr, _ = runtime.arena_functions()
-    fc.mg.allocates = True
-    fnty = L.FunctionType(PTR, [I64])
-    data = b.call(callee_at(alloc_addr, fnty), [nbytes])
-    fc.raise_if(b.icmp_unsigned("==", b.ptrtoint(data, I64), ZERO), MemoryError,
-                "cannot allocate {0} bytes", (nbytes,))
+    data = allocate_words(fc, nbytes)
     if fill is not None:
         _fill(fc, data, total, dtype, fill)
     strides = [L.Constant(I64, 8)]

@@ -29,12 +29,15 @@ from ssair.ir import Branch, Const, Goto, Return, Var
 from jit.typing.unbound import is_unbound
 from jit.runtime import native as runtime
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, ObjectT, OpaqueT,
-                       Scalar, StrT, TupleT, Type, TypingError, intern_string)
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, FunctionT,
+                       ObjectT, OpaqueT, Scalar, StrT, TupleT, Type, TypingError, intern_string)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
 ARRAY = L.LiteralStructType([PTR, I64, I64, I64, I64])  # data, shape0, shape1, stride0, stride1
+
+
+BUILT_LIST = L.LiteralStructType([PTR, I64, I64])
 
 
 def nd_array_type(ndim: int) -> L.LiteralStructType:
@@ -88,6 +91,8 @@ def lltype(t: Type) -> L.Type:
         return I8
     if isinstance(t, (OpaqueT, ObjectT)):
         return PTR
+    if isinstance(t, BuiltListT):        # data, length, capacity (jit.library.built_lists)
+        return BUILT_LIST
     raise TypingError(f"jit: no native representation for {t}")
 
 
@@ -140,6 +145,9 @@ def zero_of(t: Type) -> L.Constant:
                                             L.Constant(row, None)])
     if isinstance(t, ArrayT):  # data == NULL: the None cotangent of an array
         return L.Constant(ARRAY, [L.Constant(PTR, None)] + [L.Constant(I64, 0)] * 4)
+    if isinstance(t, BuiltListT):    # no entries (data NULL: also the None cotangent)
+        return L.Constant(BUILT_LIST, [L.Constant(PTR, None), L.Constant(I64, 0),
+                                       L.Constant(I64, 0)])
     if isinstance(t, ClosureT):
         return L.Constant.literal_struct([zero_of(e) for e in t.captured])
     return L.Constant(lltype(t), 0)
@@ -342,6 +350,8 @@ class FunctionGen:
             return v
         if isinstance(want, LiteralT):      # a constant the callee was specialised on
             return L.Constant(I8, 0)
+        if isinstance(want, BuiltListT) and isinstance(have, LiteralT):   # [] grown
+            return zero_of(want)
         if have == BOOL and want == INT64:
             return self.b.zext(v, I64)
         if have == BOOL and want == FLOAT64:

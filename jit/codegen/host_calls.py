@@ -14,7 +14,7 @@ from jit.codegen.arrays import callee_at
 from jit.codegen.function import F64, I1, I8, I32, I64, PTR, FunctionGen, array_fields, lltype
 from jit.runtime import host_calls as host
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT64, NONE, ArrayT, FunctionT, ObjectT, TupleT, Type
+from jit.types import BOOL, FLOAT64, NONE, ArrayT, BuiltListT, FunctionT, ObjectT, TupleT, Type
 
 _FNTY = L.FunctionType(I32, [I64, PTR, PTR])
 
@@ -46,6 +46,11 @@ def _store(fc: FunctionGen, buf, k: int, v, t: Type) -> int:
         for i, at in enumerate(array_fields(t.ndim)):
             b.store(b.extract_value(v, at), _slot(fc, buf, k + 1 + i))
         return k + host.array_slots(t.ndim)
+    if isinstance(t, BuiltListT):
+        b.store(b.ptrtoint(b.extract_value(v, 0), I64), _slot(fc, buf, k))
+        b.store(b.extract_value(v, 1), _slot(fc, buf, k + 1))
+        b.store(b.extract_value(v, 2), _slot(fc, buf, k + 2))
+        return k + 3
     if isinstance(t, TupleT):
         for i, e in enumerate(t.elems):
             k = _store(fc, buf, k, b.extract_value(v, i), e)
@@ -71,6 +76,11 @@ def _load(fc: FunctionGen, buf, k: int, t: Type) -> tuple:
         for i, at in enumerate(array_fields(t.ndim)):
             out = b.insert_value(out, b.load(_slot(fc, buf, k + 1 + i), typ=I64), at)
         return out, k + host.array_slots(t.ndim)
+    if isinstance(t, BuiltListT):
+        out = L.Constant(lltype(t), L.Undefined)
+        out = b.insert_value(out, b.inttoptr(b.load(_slot(fc, buf, k), typ=I64), PTR), 0)
+        out = b.insert_value(out, b.load(_slot(fc, buf, k + 1), typ=I64), 1)
+        return b.insert_value(out, b.load(_slot(fc, buf, k + 2), typ=I64), 2), k + 3
     if isinstance(t, TupleT):
         out = L.Constant(lltype(t), L.Undefined)
         for i, e in enumerate(t.elems):

@@ -3,8 +3,9 @@
 anything is typed.  Which module declares what does not depend on this order: each
 callable is declared once, and the patterns of an entry are disjoint."""
 from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the primitives)
-from jit.library import (array_calls, broadcast, builders, elementwise, linalg,  # noqa: F401
-                         math_builtins, number_builtins, numpy_calls, operators, random_draws,
-                         reductions, shapes, slicing, string_values, tuple_slicing, ufuncs)
+from jit.library import (array_calls, broadcast, builders, built_lists,  # noqa: F401
+                         elementwise, linalg, math_builtins, number_builtins, numpy_calls,
+                         operators, random_draws, reductions, shapes, slicing, string_values,
+                         tuple_slicing, ufuncs)
 from jit.pullback import array_cotangents, cotangents, jcalls, tape_ops  # noqa: F401
 from jit.typing import primitives  # noqa: F401  (core type rules of the primitives)

@@ -31,8 +31,9 @@ from jit.codegen.scalar import (_isfinite, _isinf, checked, fintrinsic, float_co
 from jit.library import platforms
 from jit.library.registry import REGISTRY
 from jit.typing.infer import STATIC_CALLS
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
-                       is_numeric, numeric_join)
+from jit.typing.infer import LiteralT
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, TupleT, Type,
+                       is_int_like, is_numeric, numeric_join)
 
 # math functions of one float argument: name -> can overflow (inf from finite input is
 # OverflowError rather than ValueError, as in CPython's mathmodule.c).
@@ -119,7 +120,10 @@ def _t_round(ctx, s, ts) -> Type:
 
 
 def _t_len(ctx, s, ts) -> Type:
-    if len(ts) != 1 or not isinstance(ts[0], (ArrayT, TupleT)):
+    if len(ts) == 1 and isinstance(ts[0], LiteralT) and type(ts[0].value).__name__ == \
+            "ListLiteral":
+        return INT64     # a constant list (`[]` before a loop appends to it)
+    if len(ts) != 1 or not isinstance(ts[0], (ArrayT, TupleT, BuiltListT)):
         ctx.fail(f"len() of {ts[0] if ts else 'nothing'} is not supported")
     return INT64
 
@@ -368,6 +372,10 @@ def _cg_bool(fc: FunctionGen, s, ts):
 def _cg_len(fc: FunctionGen, s, ts):
     if isinstance(ts[0], TupleT):
         return L.Constant(I64, len(ts[0].elems))
+    if isinstance(ts[0], BuiltListT):       # {data, length, capacity}
+        return fc.b.extract_value(fc.get(s.args[1]), 1)
+    if isinstance(ts[0], LiteralT):
+        return L.Constant(I64, len(ts[0].value))
     return shape(fc, fc.get(s.args[1]), 0)
 
 
@@ -435,7 +443,7 @@ def _declare_builtins() -> None:
       gpu={"cuda": "inline"})
     d(builtins.bool, family=MATH, pattern="number", types=_t_bool, lower=_cg_bool,
       gpu={"cuda": "inline"})
-    d(builtins.len, family=MATH, pattern="array or tuple", types=_t_len, lower=_cg_len,
+    d(builtins.len, family=MATH, pattern="array, tuple or list", types=_t_len, lower=_cg_len,
       gpu={"cuda": "inline"}, numpy_too=True)
     d(builtins.divmod, family=MATH, pattern="number, number", types=_t_divmod,
       lower=_cg_divmod, gpu={"cuda": "inline"})

@@ -30,8 +30,8 @@ from jit.codegen.host_calls import lower_calling, lower_library_call, lower_oper
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime.host_calls import passable
 from jit.typing.infer import Context, LiteralT
-from jit.types import (BOOL, FLOAT64, INT64, MAX_NDIM, NONE, ArrayT, DictT, FunctionT, ListT,
-                       TupleT, Type)
+from jit.types import (BOOL, FLOAT64, INT64, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
+                       ListT, TupleT, Type)
 
 HOST = "any"
 OTHER = "other types"
@@ -205,6 +205,8 @@ def _sequence(a: Args, k: str) -> list:
     t = a.type(k)
     if isinstance(t, ArrayT) and t.ndim >= 1:
         return [ArrayT(t.dtype, t.ndim - 1) if t.ndim > 1 else _as_array(a, t.dtype)]
+    if isinstance(t, BuiltListT):
+        return [_as_array(a, t.elem)]
     if not isinstance(t, TupleT) or not t.elems:
         a.ctx.fail(f"{a.name} takes a tuple or list of arrays in compiled code, not {t}")
     return [_as_array(a, e) for e in t.elems]
@@ -344,12 +346,53 @@ def expand_dims(a: Args) -> Type:
 
 
 def squeeze(a: Args) -> Type:
+    """np.squeeze over `axis`; without one, only of an array whose every length is known
+    to be 1 (a whole reduction with keepdims=True, and elementwise work on such): the
+    rank of the result otherwise depends on the lengths."""
     x = a.array("a")
     axes = _axes(a, "axis", x.ndim)
     if axes is None:
-        a.ctx.fail("np.squeeze without an axis is not compiled (its rank depends on the "
-                   "shape)")
+        if not all_ones(a.ctx, a.ops["a"], depth=8):
+            a.ctx.fail("np.squeeze without an axis is not compiled (its rank depends on "
+                       "the shape)")
+        return array_of(x.dtype, 0)
     return array_of(x.dtype, x.ndim - len(set(axes)))
+
+
+_WHOLE_KEPT = ("max", "min", "sum", "mean", "prod", "amax", "amin", "var", "std")
+_ELEMENTWISE_OPS = ("add", "sub", "mul", "truediv", "pow", "neg")
+
+
+def all_ones(ctx: Context, op: Any, depth: int) -> bool:
+    """Is every length of array `op` 1, by how it was computed in this function?"""
+    t = ctx.type_of(op)
+    if not isinstance(t, ArrayT):
+        return True         # a number broadcasts as lengths 1
+    if depth == 0 or not isinstance(op, Var):
+        return False
+    s = _definitions(ctx.typing).get(op)
+    if s is None:
+        return False
+    if s.op in _ELEMENTWISE_OPS:
+        return all(all_ones(ctx, x, depth - 1) for x in s.args)
+    if s.op != "call" or not isinstance(s.args[0], Const):
+        return False
+    f = s.args[0].value
+    name = getattr(f, "__name__", "")
+    if name in _WHOLE_KEPT and getattr(f, "__module__", "").startswith("numpy"):
+        keep, axis = s.kwargs.get("keepdims"), s.kwargs.get("axis")
+        return len(s.args) == 2 and ctx.const(keep, False) is True and (
+            axis is None or ctx.const(axis, "?") is None)
+    if type(f).__name__ == "ufunc" and f.nin == 1:
+        return len(s.args) == 2 and all_ones(ctx, s.args[1], depth - 1)
+    return False
+
+
+def _definitions(typing: Any) -> dict:
+    got = getattr(typing, "definitions", None)
+    if got is None:
+        got = typing.definitions = {d.var: d for b in typing.ir.blocks for d in b.stmts}
+    return got
 
 
 def shaped(dtype: Optional[Type] = FLOAT64, shape: str = "shape") -> Callable:
@@ -423,6 +466,9 @@ def _nested(a: Args, t: Type) -> tuple:
     if isinstance(t, LiteralT):
         v = np.asarray(t.value)
         return v.ndim, _KINDS.get(v.dtype, FLOAT64)
+    if isinstance(t, BuiltListT):
+        nd, kind = _nested(a, t.elem)
+        return nd + 1, kind
     if isinstance(t, TupleT) and t.elems and not isinstance(t, DictT):
         parts = [_nested(a, e) for e in t.elems]
         if len({nd for nd, _ in parts}) == 1:

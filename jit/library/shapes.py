@@ -238,6 +238,45 @@ def _is_view_call(ctx, s, ts) -> bool:
     return len(ts) == 3 and is_float_array(ts[0])
 
 
+# -- np.roll of a 1-D float64 array: two contiguous copies ------------------------------------
+def _roll1(a, shift):
+    n = a.shape[0]
+    out = np.empty(n)
+    if n == 0:
+        return out
+    k = shift % n
+    for i in range(n - k):
+        out[i + k] = a[i]
+    for i in range(k):
+        out[i] = a[n - k + i]
+    return out
+
+
+def _d_roll1(dy, a, shift, axis=None):
+    return _roll1(dy, -shift), None, None
+
+
+mark(_roll1, _d_roll1)
+
+
+def _is_roll1(ctx: Context, s, ts: list) -> bool:
+    """Pattern: np.roll(a, k) or np.roll(a, k, 0) of a 1-D float64 array, k an int."""
+    axis = s.kwargs.get("axis", s.args[3] if len(s.args) > 3 else None)
+    return len(ts) in (2, 3) and is_float_array(ts[0]) and ts[0].ndim == 1 \
+        and is_int_like(ts[1]) and set(s.kwargs) <= {"axis"} \
+        and (axis is None or ctx.const(axis, "?") in (None, 0, -1))
+
+
+def _t_roll1(ctx: Context, s, ts: list) -> Type:
+    return impl_call(ctx, s, _roll1, [s.args[1], s.args[2]])
+
+
+def _pick_d_roll(argtypes: list):
+    ok = len(argtypes) >= 3 and is_float_array(argtypes[1]) and argtypes[1].ndim == 1 \
+        and is_float_array(argtypes[0]) and is_int_like(argtypes[2])
+    return _d_roll1 if ok and all(t in (NONE, INT64) for t in argtypes[3:]) else None
+
+
 def _declare() -> None:
     from adjoint import rules_numpy as R
     from adjoint import rules_shapes as S
@@ -255,6 +294,8 @@ def _declare() -> None:
                      matches=lambda ctx, s, ts: bool(ts) and isinstance(ts[0], ArrayT),
                      methods=("ravel",), types=_t_ravel)
     add_host(np.reshape, "a, shape, m=None", reshaped, via=reshape)
+    REGISTRY.add(REGISTRY.get(np.roll), "float64 1-D array, int shift", _is_roll1, _t_roll1)
+    REGISTRY.declare_pullback(S.d_np_roll, "float64 1-D array, int shift", _pick_d_roll)
     add_host(np.ravel, "a, order='C'", lambda a: ArrayT(a.array("a").dtype, 1))
     REGISTRY.declare_pullback(R.d_np_reshape, "float64 arrays, 1-D or 2-D", _pick_d_reshape)
     REGISTRY.declare_pullback(S.d_np_ravel, "float64 arrays, 1-D or 2-D", _pick_d_ravel)

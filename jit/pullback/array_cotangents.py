@@ -23,14 +23,16 @@ from llvmlite import ir as L
 
 from adjoint.tape import accum_index
 
-from jit.codegen.function import F64, I64, FunctionGen, codegen, lltype
+from jit.codegen.function import F64, I64, FunctionGen, codegen, lltype, zero_of
 from jit.codegen.host_calls import call_host, operand_recipe
-from jit.runtime.host_calls import HostSite, passable
+from jit.runtime.host_calls import HostSite, passable, slot_count
 from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, add_into,
                                         add_into_nd, copy_array, ensure_array)
-from jit.pullback.cotangents import accum_type, accum_values
+from jit.pullback.cotangents import accum_type, accum_values, cotangent_type
 from jit.codegen.arrays import (
     ZERO,
+    allocate_words,
+    count_loop,
     element_pointer,
     index_operands,
     make_array,
@@ -41,7 +43,7 @@ from jit.codegen.arrays import (
 from jit.library.python_impls import is_float_array
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
-from jit.types import FLOAT64, INT64, NONE, ArrayT, DictT, TupleT, Type, is_int_like
+from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, TupleT, Type, is_int_like
 
 ONE = L.Constant(I64, 1)
 EIGHT = L.Constant(I64, 8)
@@ -64,6 +66,8 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
     acc, dy, x = ts[0], ts[1], ts[2]
     if isinstance(x, TupleT):
         return _tuple_accum_type(ctx, s, acc, dy, x)
+    if isinstance(x, BuiltListT):
+        return _list_accum_type(ctx, s, acc, dy, x)
     if is_float_array(x) and any(isinstance(i, ArrayT) for i in index_types(ctx, ts[3:])):
         if acc not in (NONE, x) or not all(passable(t) for t in ts):
             ctx.fail(f"accum_index of a {dy} into a {x} by an index array")
@@ -102,15 +106,65 @@ def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
     return TupleT(tuple(parts))
 
 
+def _list_accum_type(ctx: Context, s, acc: Type, dy: Type, x: BuiltListT) -> Type:
+    """s[i] += dy into the cotangent of a built list (a built list of its entries')."""
+    want = cotangent_type(x)
+    idx = index_types(ctx, ts_of(ctx, s.args[3:]))
+    if len(idx) != 1 or not is_int_like(idx[0]) or want == NONE or acc not in (NONE, want):
+        ctx.fail(f"accum_index into the cotangent of a {x} by {idx} is not compiled")
+    try:
+        accum_type(want.elem, dy)
+    except TypeError as e:
+        ctx.fail(str(e))
+    return want
+
+
+def ts_of(ctx: Context, operands: list) -> list:
+    return [ctx.type_of(a) for a in operands]
+
+
+def _cg_list_accum(fc: FunctionGen, s, ts):
+    """s[i] += dy for a built list's cotangent s (entries of zeros when s is None)."""
+    b = fc.b
+    want, dy_t = s.type, ts[1]
+    et = lltype(want.elem)
+    x = fc.get(s.args[2])
+    n = b.extract_value(x, 1)
+    acc = fc.get(s.args[0], want) if ts[0] != NONE else zero_of(want)
+    slot = fc.alloca(lltype(want))
+    b.store(acc, slot)
+    with b.if_then(_null(fc, acc), likely=False):
+        fresh = allocate_words(fc, b.mul(n, L.Constant(I64, 8 * slot_count(want.elem))))
+        count_loop(fc, n, lambda j: b.store(zero_of(want.elem),
+                                            b.gep(fresh, [j], source_etype=et)))
+        made = L.Constant(lltype(want), L.Undefined)
+        for k, v in enumerate((fresh, n, n)):
+            made = b.insert_value(made, v, k)
+        b.store(made, slot)
+    acc = b.load(slot, typ=lltype(want))
+    if dy_t == NONE:
+        return acc
+    i = index_operands(fc, s.args[3:])[0]
+    j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, n), i)
+    fc.raise_if(b.or_(b.icmp_signed("<", j, ZERO), b.icmp_signed(">=", j, n)), IndexError,
+                "list index out of range")
+    ptr = b.gep(b.extract_value(acc, 0), [j], source_etype=et)
+    b.store(accum_values(fc, b.load(ptr, typ=et), want.elem, fc.get(s.args[1]), dy_t,
+                         want.elem), ptr)
+    return acc
+
+
 @codegen("accum_index")
 def _cg_accum_index(fc: FunctionGen, s, ts):
     acc_t, dy_t, x_t = ts[0], ts[1], ts[2]
     if isinstance(x_t, TupleT):
         return _cg_tuple_accum(fc, s, ts)
+    if isinstance(x_t, BuiltListT):
+        return _cg_list_accum(fc, s, ts)
     if fc.typing.impls.get(("host", s.var)):
         recipe, values = operand_recipe(fc, list(s.args))
         site = HostSite(accum_index_fresh, "the derivative of indexing by an array", recipe,
-                        (), s.type, cotangents=True)
+                        (), s.type, cotangents=True, cotangent_args=(0, 1))
         return call_host(fc, site, values)
     acc = ensure_array(fc, fc.get(s.args[0]), acc_t, fc.get(s.args[2]), x_t)
     if dy_t == NONE:

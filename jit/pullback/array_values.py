@@ -8,7 +8,7 @@ from llvmlite import ir as L
 
 from jit.codegen.arrays import ZERO, allocate, count_loop, make_array, shape, stride
 from jit.codegen.function import F64, I64, FunctionGen, lltype
-from jit.types import FLOAT64, NONE, ArrayT, Type
+from jit.types import FLOAT64, NONE, ArrayT, BuiltListT, Type
 
 
 def _null(fc: FunctionGen, arr) -> L.Value:
@@ -20,7 +20,7 @@ def unless_none(fc: FunctionGen, dy_t: Type, dy, call, ret: Type) -> L.Value:
     """`call()`, or zeros of `ret` when `dy` is an array that is the None cotangent at
     run time (data NULL: nothing reached its value in this iteration), as the
     interpreter's Pullback gives Nones for a None dy."""
-    if not isinstance(dy_t, ArrayT):
+    if not isinstance(dy_t, (ArrayT, BuiltListT)):    # (both: data NULL is None)
         return call()
     from jit.codegen.function import zero_of
     b = fc.b

@@ -14,18 +14,19 @@ from llvmlite import ir as L
 
 from lowering import UnsupportedError
 from adjoint.rules import Pullback
+from adjoint.tape import accum as tape_accum
 from adjoint.tape import unbcast
 
 from jit.codegen.function import FunctionGen, codegen, lltype
-from jit.codegen.host_calls import call_host, lower_library_call, operand_recipe
+from jit.codegen.host_calls import call_host, operand_recipe
 from jit.pullback.array_values import add_arrays, check_same_shape, unless_none, zeros_like
 from jit.library.elementwise import is_unbcast_of_array, t_unbcast_array
 from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
 from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, FunctionT, ListT, TupleT, Type,
-                       TypingError, is_numeric)
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
+                       TupleT, Type, TypingError, is_numeric)
 
 
 def accum_type(a: Type, b: Type) -> Type:
@@ -41,6 +42,8 @@ def accum_type(a: Type, b: Type) -> Type:
         return INT64 if out == BOOL else out
     if isinstance(a, ArrayT) and a == b and a.dtype == FLOAT64:
         return a
+    if isinstance(a, BuiltListT) and a == b:
+        return a
     raise TypeError(f"cannot accumulate {a} and {b}")
 
 
@@ -53,6 +56,8 @@ def zero_type(t: Type) -> Type:
         return NONE
     if isinstance(t, ArrayT):
         return t if t.dtype == FLOAT64 else NONE
+    if isinstance(t, BuiltListT):
+        return cotangent_type(t)
     raise TypeError(f"the zero cotangent of {t} is not supported yet")
 
 
@@ -77,6 +82,8 @@ def _t_dget(ctx: Context, s, ts) -> Type:
     k = ctx.const(s.args[1])
     if ts[0] == NONE:
         return NONE
+    if isinstance(ts[0], BuiltListT) and isinstance(k, int):
+        return ts[0].elem       # the cotangent of a display's entry, once appended to
     if isinstance(ts[0], DictT):
         k = ts[0].index(k)
     if isinstance(ts[0], TupleT) and isinstance(k, int) and -len(ts[0].elems) <= k < len(
@@ -114,6 +121,11 @@ def add_values(fc: FunctionGen, a, b, t: Type) -> L.Value:
         return a
     if isinstance(t, ArrayT):
         return add_arrays(fc, a, b, t)
+    if isinstance(t, BuiltListT):      # entry by entry, by adjoint.tape.accum
+        recipe = [("slot", t), ("slot", t)]
+        site = host.HostSite(tape_accum, "adding list cotangents", recipe, (), t,
+                             cotangents=True, cotangent_args=(0, 1))
+        return call_host(fc, site, [a, b])
     return fc.b.add(a, b)
 
 
@@ -170,9 +182,27 @@ def _has_array(t: Type) -> bool:
 def _cg_dget(fc: FunctionGen, s, ts):
     if ts[0] == NONE:
         return L.Constant(L.IntType(8), 0)
+    if isinstance(ts[0], BuiltListT):
+        return _list_entry(fc, fc.get(s.args[0]), s.args[1].value, s.type)
     n, k = len(ts[0].elems), s.args[1].value
     k = ts[0].index(k) if isinstance(ts[0], DictT) else k
     return fc.b.extract_value(fc.get(s.args[0]), k % n)
+
+
+def _list_entry(fc: FunctionGen, acc, k: int, t: Type) -> L.Value:
+    """Entry k of a built list cotangent (its zero when the list is shorter or None)."""
+    from jit.codegen.function import zero_of
+    b = fc.b
+    et = lltype(t)
+    n = b.extract_value(acc, 1)
+    kk = L.Constant(L.IntType(64), k) if k >= 0 else b.add(n, L.Constant(L.IntType(64), k))
+    out = fc.alloca(et)
+    b.store(zero_of(t), out)
+    inside = b.and_(b.icmp_signed(">=", kk, L.Constant(L.IntType(64), 0)),
+                    b.icmp_signed("<", kk, n))
+    with b.if_then(inside):
+        b.store(b.load(b.gep(b.extract_value(acc, 0), [kk], source_etype=et), typ=et), out)
+    return b.load(out, typ=et)
 
 
 def _cg_unbcast(fc: FunctionGen, s, ts):
@@ -181,7 +211,7 @@ def _cg_unbcast(fc: FunctionGen, s, ts):
     return fc.get(s.args[1])
 
 
-def _t_unbcast_numpy_too(ctx: Context, s, ts) -> Type:
+def _t_unbcast_numpy_only(ctx: Context, s, ts) -> Type:
     """unbcast(dy, x) with an array of 3 or more dimensions: adjoint.tape.unbcast itself
     (numpy sums dy back to x's shape), called from compiled code."""
     if len(ts) != 2 or not isinstance(ts[0], ArrayT):
@@ -193,8 +223,16 @@ REGISTRY.declare(unbcast, family="derivatives", pattern="a float64 array summed 
                  matches=is_unbcast_of_array, types=t_unbcast_array)
 REGISTRY.add(REGISTRY.get(unbcast), "a cotangent already of the shape", None, _t_unbcast,
              _cg_unbcast)
-REGISTRY.add(REGISTRY.get(unbcast), "arrays of 3 or more dimensions",
-             lambda ctx, s, ts: numpy_only(ts), _t_unbcast_numpy_too, lower_library_call,
+def _cg_unbcast_numpy_only(fc: FunctionGen, s, ts):
+    recipe, values = operand_recipe(fc, list(s.args[1:]))
+    site = host.HostSite(unbcast, "the derivative of broadcasting", recipe, (), s.type,
+                         cotangents=True)
+    return call_host(fc, site, values)
+
+
+_cg_unbcast_numpy_only.native = "host call"
+REGISTRY.add(REGISTRY.get(unbcast), "arrays of 3 or more dimensions or of booleans",
+             lambda ctx, s, ts: numpy_only(ts), _t_unbcast_numpy_only, _cg_unbcast_numpy_only,
              numpy_too=True)
 
 
@@ -244,6 +282,9 @@ def cotangent_type(t: Type) -> Type:
         return t
     if isinstance(t, ListT):
         return ListT(tuple(cotangent_type(e) for e in t.elems))
+    if isinstance(t, BuiltListT):
+        e = cotangent_type(t.elem)
+        return NONE if e == NONE else BuiltListT(e)
     if isinstance(t, TupleT):    # a dict's too: its values' cotangents in key order
         return TupleT(tuple(cotangent_type(e) for e in t.elems))
     return NONE

@@ -41,6 +41,7 @@ from jit.types import (
     READER,
     TAPE,
     ArrayT,
+    BuiltListT,
     ClosureT,
     FunctionT,
     TupleT,
@@ -72,6 +73,8 @@ def type_activity(t: Type) -> int:
         return 1
     if isinstance(t, ArrayT):
         return 2 if t.dtype == FLOAT64 else 0
+    if isinstance(t, BuiltListT):
+        return 1 if type_activity(t.elem) else 0
     if isinstance(t, TupleT):
         return 1 if any(type_activity(e) for e in t.elems) else 0
     if isinstance(t, ClosureT):

@@ -22,6 +22,7 @@ from jit.types import (
     READER,
     TAPE,
     ArrayT,
+    BuiltListT,
     ClosureT,
     FunctionT,
     ObjectT,
@@ -40,6 +41,8 @@ def tape_leaves(t: Type) -> list:
         return [t]
     if isinstance(t, (StrT, ObjectT)):
         return [INT64]
+    if isinstance(t, BuiltListT):   # data, length, capacity (its entries stay in the arena)
+        return [INT64] * 3
     if t == NONE or _no_data(t):
         return []
     if isinstance(t, ArrayT):  # data pointer, shapes, strides (the memory is kept alive
@@ -107,6 +110,9 @@ def _flatten(fc: FunctionGen, v, t) -> list:
     if isinstance(t, ArrayT):
         words = [fc.b.extract_value(v, k) for k in array_fields(t.ndim)]
         return [fc.b.ptrtoint(fc.b.extract_value(v, 0), I64)] + words
+    if isinstance(t, BuiltListT):
+        return [fc.b.ptrtoint(fc.b.extract_value(v, 0), I64), fc.b.extract_value(v, 1),
+                fc.b.extract_value(v, 2)]
     return [_word(fc, v, t)]
 
 
@@ -119,10 +125,10 @@ def _rebuild(fc: FunctionGen, words: list, t):
         return out
     if t == NONE or _no_data(t):
         return L.Constant(L.IntType(8), 0)
-    if isinstance(t, ArrayT):
+    if isinstance(t, (ArrayT, BuiltListT)):
         out = L.Constant(lltype(t), L.Undefined)
         out = fc.b.insert_value(out, fc.b.inttoptr(words.pop(0), PTR), 0)
-        for k in array_fields(t.ndim):
+        for k in (array_fields(t.ndim) if isinstance(t, ArrayT) else (1, 2)):
             out = fc.b.insert_value(out, words.pop(0), k)
         return out
     return _unword(fc, words.pop(0), t)

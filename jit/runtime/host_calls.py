@@ -11,8 +11,9 @@ derivative rule), is compiled as a call of one C callback, `zy_host(site, args, 
     number one (bool and int64 as integers, float64 as its bits), a string one (its id in
     `jit.types.STRINGS`), a 1-D or 2-D array five (data, shape0, shape1, stride0,
     stride1, strides in bytes), an n-D array 1 + 2n (data, shapes, strides), a tuple or
-    list the slots of its elements in order, a Python object one (its address), None
-    none.
+    list the slots of its elements in order, a built list three (data, length,
+    capacity: its entries are stored in this same word layout), a Python object one
+    (its address), None none.
 
 The callback rebuilds the Python values (an array as a read-only numpy view of the
 compiled code's memory: inputs are never modified), calls the callable, and writes the
@@ -21,8 +22,8 @@ lives exactly as long as arrays compiled code allocates itself.  The result must
 the declared type: a number where a number is declared, an array of the declared rank;
 an int result where float64 is declared is widened, anything else is a TypeError
 naming the callable.  In a derivative rule's site (`cotangents=True`), None stands for a
-zero cotangent (a NULL array, 0.0, both ways) and a cotangent for a value that has none
-(an integer) is dropped.
+zero cotangent (a NULL array or list, 0.0: in its result, and in its cotangent operands,
+`cotangent_args`) and a cotangent for a value that has none (an integer) is dropped.
 
 An exception raised by the callable is kept (`runtime.HOST_PENDING`) and reported as a
 native ERROR at `runtime.HOST_ERROR`: the user gets the very exception Python raised,
@@ -42,7 +43,7 @@ import numpy as np
 
 from jit.runtime import native as runtime
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       DictT, ListT, ObjectT, StrT, TupleT, Type)
+                       BuiltListT, DictT, ListT, ObjectT, StrT, TupleT, Type)
 
 
 _NUMPY_DTYPES = {FLOAT64: np.dtype(np.float64), INT64: np.dtype(np.int64),
@@ -60,6 +61,9 @@ class HostSite:
     kwnames: tuple
     result: Type
     cotangents: bool = False
+    # with `cotangents`: the positions in `recipe` of the cotangent operands, whose
+    # NULL arrays and lists are None (the primal values beside them are never None)
+    cotangent_args: tuple = (0,)
     argtypes: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -80,6 +84,8 @@ def slot_count(t: Type) -> int:
     """How many 8-byte slots a value of `t` takes (see the module docstring)."""
     if isinstance(t, ArrayT):
         return array_slots(t.ndim)
+    if isinstance(t, BuiltListT):
+        return 3
     if isinstance(t, TupleT):
         return sum(slot_count(e) for e in t.elems)
     if t in (BOOL, INT64, FLOAT64) or isinstance(t, (StrT, ObjectT)):
@@ -111,6 +117,8 @@ def _decode(t: Type, words: Any, k: int, cotangents: bool) -> tuple:
         if cotangents and words[k] == 0:     # a NULL array: the None cotangent
             return None, k + n
         return _array_view(t, [words[k + i] for i in range(n)]), k + n
+    if isinstance(t, BuiltListT):
+        return _built_list(t, words[k], words[k + 1], cotangents), k + 3
     if isinstance(t, TupleT):
         out = []
         for e in t.elems:
@@ -130,6 +138,19 @@ def _decode(t: Type, words: Any, k: int, cotangents: bool) -> tuple:
     if isinstance(t, ObjectT):       # borrowed from the caller, alive during the call
         return ctypes.cast(words[k], ctypes.py_object).value, k + 1
     return None, k
+
+
+def _built_list(t: BuiltListT, data: int, n: int, cotangents: bool) -> Any:
+    """The Python list of a built list's entries (None for a NULL cotangent list)."""
+    if not data:
+        return None if cotangents else []
+    width = slot_count(t.elem)
+    words = (ctypes.c_int64 * (n * width)).from_address(data)
+    out, k = [], 0
+    for _ in range(n):
+        v, k = _decode(t.elem, words, k, cotangents)
+        out.append(v)
+    return out
 
 
 def _array_view(t: ArrayT, fields: list) -> np.ndarray:
@@ -154,6 +175,10 @@ def _encode(site: HostSite, t: Type, v: Any, words: Any, k: int) -> int:
         for i, w in enumerate(_array_result(site, t, v)):
             words[k + i] = w
         return k + array_slots(t.ndim)
+    if isinstance(t, BuiltListT):
+        for i, w in enumerate(_list_result(site, t, v)):
+            words[k + i] = w
+        return k + 3
     if isinstance(t, TupleT):
         if site.cotangents and v is None:
             v = (None,) * len(t.elems)
@@ -213,6 +238,24 @@ def _array_result(site: HostSite, t: ArrayT, v: Any) -> list:
     return [data] + dims + strides      # (no padding beyond 2 dimensions)
 
 
+def _list_result(site: HostSite, t: BuiltListT, v: Any) -> list:
+    """A list result stored as a built list in arena memory: (data, length, capacity)."""
+    if v is None and site.cotangents:
+        return [0, 0, 0]
+    if not isinstance(v, (list, tuple)):
+        raise _mismatch(site, t, v)
+    width = slot_count(t.elem)
+    nbytes = max(8 * width * len(v), 8)
+    data = _zy_alloc()(nbytes)
+    if not data:
+        raise MemoryError(f"cannot allocate {nbytes} bytes")
+    words = (ctypes.c_int64 * max(width * len(v), 1)).from_address(data)
+    k = 0
+    for x in v:
+        k = _encode(site, t.elem, x, words, k)
+    return [data, len(v), len(v)]
+
+
 def _mismatch(site: HostSite, t: Type, v: Any) -> TypeError:
     what = f"a {v.ndim}-D {v.dtype} array" if isinstance(v, np.ndarray) else \
         f"a value of type {type(v).__name__}"
@@ -237,11 +280,12 @@ def _enter(sid: int, args: int, out: int) -> int:
         site = SITES[sid]
         words = (ctypes.c_int64 * site.nargs).from_address(args) if site.nargs else ()
         k, vals = 0, []
-        for kind, x in site.recipe:
+        for pos, (kind, x) in enumerate(site.recipe):
             if kind == "const":     # a list literal: a new list for every call
                 vals.append(list(x) if type(x).__name__ == "ListLiteral" else x)
             else:
-                v, k = _decode(x, words, k, site.cotangents)
+                none = site.cotangents and pos in site.cotangent_args
+                v, k = _decode(x, words, k, none)
                 vals.append(v)
         npos = len(vals) - len(site.kwnames)
         result = site.fn(*vals[:npos], **dict(zip(site.kwnames, vals[npos:])))

@@ -31,8 +31,8 @@ from typing import Any, Callable, Optional
 import lowering
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
-from jit.types import (BOOL, NONE, ClosureT, FunctionT, StrT, TupleT, Type, TypingError, join,
-                    typeof)
+from jit.types import (BOOL, NONE, BuiltListT, ClosureT, ListT, FunctionT, StrT, TupleT, Type,
+                       TypingError, join, typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.unbound import expose_unbound, is_unbound
 
@@ -116,6 +116,9 @@ class Context:
 
 
 RULES: dict = {}
+# In-place rewrites of the IR copy a Typing owns, before inference: fn(ir) -> None
+# (jit.library.built_lists: list displays that a loop appends to)
+IR_REWRITES: list = []
 # Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
 STATIC_CALLS: dict = {}
 
@@ -210,6 +213,30 @@ def _static_is_none(a: Optional[Type], b: Optional[Type]) -> Optional[bool]:
     return a == b
 
 
+def empty_list(t: Any) -> bool:
+    """Is `t` the type of `[]` (a list display with nothing in it)?"""
+    return isinstance(t, LiteralT) and type(t.value).__name__ == "ListLiteral" and not t.value
+
+
+def _built_list_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
+    """`[]` or a list display of the same entries joined with a built list is that list
+    (the loop that appends to it)."""
+    if isinstance(b, BuiltListT):
+        a, b = b, a
+    if isinstance(a, BuiltListT) and (empty_list(b) or b == a or (
+            isinstance(b, ListT) and all(e == a.elem for e in b.elems))):
+        return a
+    return None
+
+
+def _grows_a_list(a: Optional[Type], b: Optional[Type]) -> bool:
+    """Tuples that differ where a list in them became a built list (the env of a loop)."""
+    if not (isinstance(a, TupleT) and isinstance(b, TupleT)) or len(a.elems) != len(b.elems):
+        return False
+    return a != b and any(_built_list_join(x, y) is not None or _grows_a_list(x, y)
+                          for x, y in zip(a.elems, b.elems))
+
+
 def cotangent_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
     """Join where `none` is the zero of any float, int or tuple type."""
     if a is None or a == NONE and b is not None:
@@ -227,6 +254,7 @@ class Engine:
     def __init__(self) -> None:
         self.table: dict = {}
         self.stack: list = []
+        self.strict = False      # (see _stmt_type: `[]` operands)
 
     def infer(self, ir: IR, argtypes: tuple) -> Typing:
         key = (ir, tuple(argtypes))
@@ -236,7 +264,10 @@ class Engine:
                 top = self.stack[-1]
                 top.taint = min(top.taint, self.stack.index(t))
             return t
-        t = Typing(expose_unbound(ir.copy()), tuple(argtypes), ir)
+        copy = expose_unbound(ir.copy())
+        for rewrite in IR_REWRITES:
+            rewrite(copy)
+        t = Typing(copy, tuple(argtypes), ir)
         self.table[key] = t
         try:
             self._solve(t)
@@ -380,6 +411,8 @@ class Engine:
         try:
             return type_primitive(Context(self, t, s), s.op, s, ts)
         except TypingError as e:
+            if any(empty_list(x) for x in ts) and not self.strict:
+                return None   # `[]` before the loop that appends to it is typed (_finish)
             if str(e).startswith("jit: "):
                 raise
             if internal_call(s) is not None and any(p in str(e) for p in _OWN_PACKAGES):
@@ -399,6 +432,11 @@ class Engine:
         None is the zero cotangent) None also joins with numbers and tuples."""
         if string_like(a) and string_like(b):
             return StrT(string_values(a) | string_values(b))
+        built = _built_list_join(a, b)
+        if built is not None:
+            return built
+        if _grows_a_list(a, b):
+            return TupleT(tuple(self.join(t, x, y) for x, y in zip(a.elems, b.elems)))
         if t.ir.meta.get("none_is_zero"):
             return cotangent_join(a, b)
         return join(a, b)
@@ -430,6 +468,12 @@ class Engine:
         self._prune(t)
         for d in t.ir.definitions():
             ty = t.types.get(d.var)
+            if ty is None and isinstance(d, Stmt):     # the error a `[]` operand deferred
+                self.strict = True
+                try:
+                    self._stmt_type(t, d)
+                finally:
+                    self.strict = False
             if ty is None:
                 raise TypingError(f"jit: cannot infer the type of {describe(t, d)} "
                                   "(it depends on a value that never gets a type, "
