@@ -298,8 +298,21 @@ defmethod(np.ndarray, "sum", _method_sum)
 defmethod(np.ndarray, "copy", _method_copy)
 defmethod(np.ndarray, "dot", _method_dot)
 
+@pullback_rule(np.full)
+def d_np_full(dy, shape, fill_value, dtype=None, order="C", like=None, device=None):
+    """Every entry is `fill_value`: its cotangent is the sum of dy (the shape has none)."""
+    return None, np.sum(dy)
+
+
+@pullback_rule(np.full_like)
+def d_np_full_like(dy, a, fill_value, dtype=None, order="K", subok=True, shape=None,
+                   device=None):
+    """`a` gives only the shape and dtype: no cotangent; `fill_value` the sum of dy."""
+    return None, np.sum(dy)
+
+
 nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
-        np.full, np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
+        np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
         np.round, np.sign, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,
         np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal)
 

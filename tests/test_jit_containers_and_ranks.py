@@ -200,3 +200,27 @@ def test_constant_flags_and_whole_reductions_squeezed():
         return np.squeeze(x)
     with pytest.raises(jit.TypingError, match="rank depends on the shape"):
         jit.jit(unknown_rank)(x)
+
+
+def flatten(params):
+    return np.concatenate([np.ravel(a) for pair in params for a in pair])
+
+
+def regularised(params, x):
+    """A loop over a (W, b) tuple, whose entries differ in rank, runs unrolled."""
+    out = x
+    for W, b in params:
+        out = np.tanh(out @ W + b)
+    sizes = 0
+    for a in params[0]:
+        sizes += a.size
+    return np.sum(out) + 0.1 * np.sum(flatten(params) ** 2) + sizes
+
+
+def test_loops_over_tuples_of_different_ranks_are_unrolled():
+    params = [(RNG.normal(size=(3, 2)), RNG.normal(size=2)),
+              (RNG.normal(size=(2, 2)), RNG.normal(size=2))]
+    x = RNG.normal(size=(4, 3))
+    assert check_llvm(regularised, params, x) == "ok"
+    check_gradient(regularised, params, x)
+    np.testing.assert_array_equal(jit.jit(flatten)(params), flatten(params))

@@ -570,11 +570,11 @@ def _declare() -> None:
     red, ufn, shp, lin, sel = ("reductions", "ufuncs", "shapes and joining",
                                "linear algebra", "selection")
     declare(np.var, REDUCE + ", *, where=True, mean=None, correction=None", reduction(),
-            red, methods=("var",))
+            red, methods=("var(axis=None, dtype=None, out=None, ddof=0, keepdims=False)",))
     declare(np.std, REDUCE + ", *, where=True, mean=None, correction=None", reduction(),
-            red, methods=("std",))
+            red, methods=("std(axis=None, dtype=None, out=None, ddof=0, keepdims=False)",))
     declare(np.cumprod, "a, axis=None, dtype=None, out=None", cumulative, red,
-            methods=("cumprod",))
+            methods=("cumprod(axis=None, dtype=None, out=None)",))
     for f in (np.remainder, np.fmod, np.fmax, np.fmin):
         declare(f, UFUNC2, elementwise(None, "x1", "x2"), ufn)
     for f in (np.logaddexp, np.logaddexp2):
@@ -608,18 +608,19 @@ def _declare() -> None:
     declare(np.hsplit, "ary, indices_or_sections", split_parts, shp)
     declare(np.vsplit, "ary, indices_or_sections", split_parts, shp)
     declare(np.tile, "A, reps", tile, shp)
-    declare(np.repeat, "a, repeats, axis=None", flat_unless_axis, shp, methods=("repeat",))
+    declare(np.repeat, "a, repeats, axis=None", flat_unless_axis, shp,
+            methods=("repeat(repeats, axis=None)",))
     declare(np.roll, "a, shift, axis=None", same(), shp)
     declare(np.pad, "array, pad_width, mode='constant', **kwargs", same(arg="array"), shp)
     declare(np.flip, "m, axis=None", same(arg="m"), shp)
     declare(np.fliplr, "m", same(arg="m"), shp)
     declare(np.flipud, "m", same(arg="m"), shp)
     declare(np.rot90, "m, k=1, axes=(0, 1)", same(arg="m"), shp)
-    declare(np.swapaxes, "a, axis1, axis2", moved, shp, methods=("swapaxes",))
+    declare(np.swapaxes, "a, axis1, axis2", moved, shp, methods=("swapaxes(axis1, axis2)",))
     declare(np.moveaxis, "a, source, destination", moved, shp)
     declare(np.transpose, "a, axes=None", moved, shp)
     declare(np.expand_dims, "a, axis", expand_dims, shp)
-    declare(np.squeeze, "a, axis=None", squeeze, shp, methods=("squeeze",))
+    declare(np.squeeze, "a, axis=None", squeeze, shp, methods=("squeeze(axis=None)",))
     declare(np.shape, "a", lambda a: TupleT((INT64,) * a.array("a").ndim), shp)
     declare(np.gradient, "f, *varargs, axis=None, edge_order=1", gradient, shp)
     declare(np.rollaxis, "a, axis, start=0", moved, shp)
@@ -660,7 +661,7 @@ def _declare() -> None:
     declare(np.tril, "m, k=0", same(arg="m"), lin)
     declare(np.triu, "m, k=0", same(arg="m"), lin)
     declare(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", trace, lin,
-            methods=("trace",))
+            methods=("trace(offset=0, axis1=0, axis2=1, dtype=None, out=None)",))
     declare(np.kron, "a, b", kron, lin)
     declare(np.inner, "a, b, /", dot, lin)
     declare(np.tensordot, "a, b, axes=2", tensordot, lin)

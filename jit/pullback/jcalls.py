@@ -153,6 +153,7 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
     npos = len(rest) - len(kwnames)
     operands, slots = _bind(ctx, ir, f, rest[:npos], kwnames, rest[npos:])
     argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
+    ir = _unrolled(ctx, ir, argtypes)
     jf = transform(ir, tuple(type_activity(t) for t in argtypes),
                    tuple(str(t) for t in argtypes))
     if closure and any(writes_into(ctx.engine, ctx.engine.infer(ir, argtypes), k)
@@ -207,6 +208,16 @@ def _derived(o: Any, derived: set) -> bool:
     if isinstance(o, Packed):
         return any(_derived(x, derived) for x in o.operands)
     return isinstance(o, Var) and o in derived
+
+
+def _unrolled(ctx: Context, ir: IR, argtypes: tuple) -> IR:
+    """The callee's IR to differentiate: with the loops over tuples of differently typed
+    entries that its typing unrolled, unrolled (the forward then records, and the
+    adjoint reads, one entry's values per copy)."""
+    try:
+        return ctx.engine.infer(ir, argtypes).unrolled or ir
+    except Exception:       # noqa: BLE001  (the forward's typing reports what fails)
+        return ir
 
 
 def _result_type(ctx: Context, ir: IR, argtypes: tuple, forward: Any) -> Any:

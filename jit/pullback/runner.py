@@ -308,6 +308,24 @@ def make_call(name: str, addr: int, argtypes: tuple, ret: Type, lead: list, tail
     return env[name]
 
 
+def _unrolled_transform(jf: Any, argtypes: tuple) -> Any:
+    """`jf`, or the J transform of its primal with the loops over tuples of differently
+    typed entries unrolled where the primal's typing for `argtypes` unrolled them
+    (`jit.typing.unroll`): the forward and the adjoint then agree copy by copy."""
+    from adjoint.transform import transform
+    from jit.typing.infer import lower_function
+    func = jf.primal.func
+    if func is None:
+        return jf
+    try:        # the function's own IR, as lowered (jf.primal is the transform's copy)
+        unrolled = ENGINE.infer(lower_function(func), argtypes).unrolled
+    except Exception:       # noqa: BLE001  (the forward's typing reports what fails)
+        return jf
+    if unrolled is None:
+        return jf
+    return transform(unrolled, jf.active_args, tuple(str(t) for t in argtypes))
+
+
 def _raise_deopt() -> None:
     raise NativeDeopt("compiled pullback: an argument does not fit in int64")
 
@@ -317,6 +335,7 @@ class ForwardCode:
     compiled adjoints keyed by the type of `dy`."""
 
     def __init__(self, jf: Any, argtypes: tuple) -> None:
+        jf = _unrolled_transform(jf, argtypes)
         self.jf, self.argtypes = jf, argtypes
         self.typing = ENGINE.infer(jf.forward, (TAPE,) + argtypes)
         if not isinstance(self.typing.ret, TupleT):

@@ -31,9 +31,10 @@ from typing import Any, Callable, Optional
 import lowering
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
-from jit.types import (BOOL, NONE, BuiltListT, ClosureT, ListT, FunctionT, StrT, TupleT, Type,
+from jit.types import (BOOL, NONE, BuiltListT, ClosureT, FunctionT, ListT, StrT, TupleT, Type,
                        TypingError, join, typeof)
 from jit.library.registry import REGISTRY
+from jit.typing.unroll import UnrollNeeded, unroll_counter_loop
 from jit.typing.unbound import expose_unbound, is_unbound
 
 MAX_ROUNDS = 64
@@ -80,6 +81,9 @@ class Typing:
     static: dict = field(default_factory=dict)
     taint: float = float("inf")
     writes: bool = False
+    # the source with its loops over differently typed tuple entries unrolled (what a
+    # J transform of this signature must start from), or None
+    unrolled: Optional[IR] = None
 
     @property
     def key(self) -> tuple:
@@ -115,6 +119,7 @@ class Context:
         raise TypingError(why)
 
 
+MAX_UNROLLS = 16      # loops over tuples of differently typed entries, per function
 RULES: dict = {}
 # In-place rewrites of the IR copy a Typing owns, before inference: fn(ir) -> None
 # (jit.library.built_lists: list displays that a loop appends to)
@@ -264,17 +269,26 @@ class Engine:
                 top = self.stack[-1]
                 top.taint = min(top.taint, self.stack.index(t))
             return t
-        copy = expose_unbound(ir.copy())
-        for rewrite in IR_REWRITES:
-            rewrite(copy)
-        t = Typing(copy, tuple(argtypes), ir)
-        self.table[key] = t
-        try:
-            self._solve(t)
-        except BaseException:
-            self.table.pop(key, None)
-            raise
-        return t
+        unrolled = None        # the IR with loops over tuples unrolled (jit.typing.unroll)
+        for _ in range(MAX_UNROLLS + 1):
+            copy = expose_unbound((unrolled or ir).copy())
+            for rewrite in IR_REWRITES:
+                rewrite(copy)
+            t = Typing(copy, tuple(argtypes), ir, unrolled=unrolled)
+            self.table[key] = t
+            try:
+                self._solve(t)
+                return t
+            except UnrollNeeded as need:    # retype with that loop unrolled
+                self.table.pop(key, None)
+                unrolled = (unrolled or ir).copy()
+                if not unroll_counter_loop(unrolled, need.counter, need.count):
+                    raise TypingError(f"jit: cannot type a statement in {ir.name}: "
+                                      f"{need}") from None
+            except BaseException:
+                self.table.pop(key, None)
+                raise
+        raise TypingError(f"jit: {ir.name} has more loops over tuples than are unrolled")
 
     def _solve(self, t: Typing) -> None:
         if len(t.argtypes) != len(t.ir.args):
@@ -410,6 +424,8 @@ class Engine:
             return None
         try:
             return type_primitive(Context(self, t, s), s.op, s, ts)
+        except UnrollNeeded:
+            raise
         except TypingError as e:
             if any(empty_list(x) for x in ts) and not self.strict:
                 return None   # `[]` before the loop that appends to it is typed (_finish)

@@ -6,9 +6,10 @@ jit.library.registry (library callables).
 """
 from __future__ import annotations
 
-from ssair.ir import Stmt
+from ssair.ir import Stmt, Var
 
 from jit.typing.infer import Context, LiteralT, rule
+from jit.typing.unroll import UnrollNeeded
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListT, Scalar, TupleT, Type,
                        is_int_like, is_numeric, numeric_join)
 
@@ -149,8 +150,7 @@ def _t_list(ctx: Context, s: Stmt, ts: list) -> Type:
     """A list display: of constants, a literal; else a list of its elements' types,
     natively a tuple (`ListT`: read, iterated and passed, not grown)."""
     if all(ctx.is_const(a) or _list_literal(t) for a, t in zip(s.args, ts)):
-        return LiteralT(ListLiteral(a.value if ctx.is_const(a) else t.value
-                                    for a, t in zip(s.args, ts)))
+        return LiteralT(ListLiteral(ctx.const(a) for a in s.args))
     for x in ts:
         if isinstance(x, LiteralT):
             ctx.fail(f"list element {x} is not supported")
@@ -215,7 +215,10 @@ def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
         return obj.elems[k]
     if obj.elems and all(e == obj.elems[0] for e in obj.elems):
         return obj.elems[0]     # homogeneous: numbers, arrays, tuples of arrays (layers)
-    ctx.fail(f"a variable index into the heterogeneous {obj} is not supported")
+    why = f"a variable index into the heterogeneous {obj} is not supported"
+    if isinstance(s.args[1], Var):     # the counter of `for x in t`: unroll that loop
+        raise UnrollNeeded(why, s.args[1], len(obj.elems))
+    ctx.fail(why)
 
 
 @rule("setitem")
