@@ -10,8 +10,9 @@ cannot compile that rule's Python, the compiled adjoint calls it the same way
 (`jit.pullback.cotangents`).  `add_host` gives an entry of another family a fallback impl of
 the same kind for argument types its native patterns do not cover.
 
-A host call costs about a microsecond and a copy of its result: what numpy eager
-costs.  Where a loop of its own would be faster, an entry belongs in a native family.
+A host call adds about 6 us to numpy's own time (the callback, the views, a copy of
+the result).  Where a loop of its own would be faster, an entry belongs in a native
+family (as np.roll of a line in `jit.library.shapes`).
 """
 from __future__ import annotations
 

@@ -70,6 +70,8 @@ class HostSite:
         self.argtypes = [t for kind, t in self.recipe if kind == "slot"]
         self.nargs = sum(slot_count(t) for t in self.argtypes)
         self.nout = slot_count(self.result)
+        self.arg_words = ctypes.c_int64 * max(self.nargs, 1)
+        self.out_words = ctypes.c_int64 * max(self.nout, 1)
 
 
 SITES: list = []
@@ -159,13 +161,23 @@ def _array_view(t: ArrayT, fields: list) -> np.ndarray:
     dtype = _NUMPY_DTYPES[t.dtype]
     if data == 0 or 0 in dims:
         out = np.zeros(dims, dtype)
-    else:
-        lo = sum(min(0, (n - 1) * s) for n, s in zip(dims, strides))
-        hi = sum(max(0, (n - 1) * s) for n, s in zip(dims, strides)) + dtype.itemsize
-        buf = (ctypes.c_char * (hi - lo)).from_address(data + lo)
-        out = np.ndarray(dims, dtype, buffer=buf, offset=-lo, strides=strides)
-    out.flags.writeable = False
-    return out
+        out.flags.writeable = False
+        return out
+    lo = hi = 0
+    for n, st in zip(dims, strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    # a read-only memoryview of the span (PyBUF_READ): the array is read-only too
+    buf = _MEMORY(data + lo, hi - lo + dtype.itemsize, _PYBUF_READ)
+    return np.ndarray(dims, dtype, buffer=buf, offset=-lo, strides=strides)
+
+
+_MEMORY = ctypes.pythonapi.PyMemoryView_FromMemory
+_MEMORY.restype = ctypes.py_object
+_MEMORY.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int]
+_PYBUF_READ = 0x100
 
 
 # -- writing the result ----------------------------------------------------------------
@@ -278,7 +290,7 @@ _STATE: dict = {}
 def _enter(sid: int, args: int, out: int) -> int:
     try:
         site = SITES[sid]
-        words = (ctypes.c_int64 * site.nargs).from_address(args) if site.nargs else ()
+        words = site.arg_words.from_address(args) if site.nargs else ()
         k, vals = 0, []
         for pos, (kind, x) in enumerate(site.recipe):
             if kind == "const":     # a list literal: a new list for every call
@@ -290,7 +302,7 @@ def _enter(sid: int, args: int, out: int) -> int:
         npos = len(vals) - len(site.kwnames)
         result = site.fn(*vals[:npos], **dict(zip(site.kwnames, vals[npos:])))
         if site.nout or site.result != NONE or not site.cotangents:
-            outw = (ctypes.c_int64 * max(site.nout, 1)).from_address(out)
+            outw = site.out_words.from_address(out)
             _encode(site, site.result, result, outw, 0)
         return runtime.OK
     except BaseException as exc:      # noqa: BLE001  (reported to the caller as-is)
