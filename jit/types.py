@@ -86,6 +86,12 @@ class ListT(TupleT):
         return "list(" + ", ".join(str(e) for e in self.elems) + ")"
 
 
+class ListLiteral(tuple):
+    """The value of a list display of constants (`[0, 2, 1]` as an axes argument): a
+    constant of compiled code (typed `LiteralT(ListLiteral(...))`), given to Python
+    callees as a new list each time."""
+
+
 @dataclass(frozen=True, repr=False)
 class BuiltListT(Type):
     """A list compiled code builds by appending (`acc = []`, `acc.append(v)`, a list

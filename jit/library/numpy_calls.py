@@ -54,6 +54,13 @@ class Args:
             many = sig.parameters[k].kind is inspect.Parameter.VAR_POSITIONAL
             self.ops[k] = tuple(v) if many else v if isinstance(v, (Var, Const)) else Const(v)
 
+    @classmethod
+    def without_operands(cls, ctx: Context, name: str, fn: Any) -> "Args":
+        """For the result rules of operators, which read their types directly."""
+        a = cls.__new__(cls)
+        a.ctx, a.name, a.fn, a.ops = ctx, name, fn, {}
+        return a
+
     def type(self, k: str) -> Type:
         return self.ctx.type_of(self.ops[k])
 
@@ -676,8 +683,7 @@ OPERATORS = {op: fn for table in (BINARY, UNARY, COMPARE) for op, (fn, _) in tab
 def _t_operator(ctx: Context, s, ts: list) -> Type:
     """An operator on arrays computed by numpy: broadcasting, numpy's dtypes."""
     fn = OPERATORS[s.op]
-    a = Args.__new__(Args)
-    a.ctx, a.name, a.fn = ctx, f"the operator {s.op}", fn
+    a = Args.without_operands(ctx, f"the operator {s.op}", fn)
     if s.op == "matmul":
         return array_of(probe_dtype(a, fn, ts), matmul_rank(a, *(_as_array(a, t) for t in ts)))
     nd = max(t.ndim if isinstance(t, ArrayT) else 0 for t in ts)

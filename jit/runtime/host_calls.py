@@ -43,7 +43,7 @@ import numpy as np
 
 from jit.runtime import native as runtime
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, DictT, ListT, ObjectT, StrT, TupleT, Type)
+                       BuiltListT, DictT, ListLiteral, ListT, ObjectT, StrT, TupleT, Type)
 
 
 _NUMPY_DTYPES = {FLOAT64: np.dtype(np.float64), INT64: np.dtype(np.int64),
@@ -294,7 +294,7 @@ def _enter(sid: int, args: int, out: int) -> int:
         k, vals = 0, []
         for pos, (kind, x) in enumerate(site.recipe):
             if kind == "const":     # a list literal: a new list for every call
-                vals.append(list(x) if type(x).__name__ == "ListLiteral" else x)
+                vals.append(list(x) if isinstance(x, ListLiteral) else x)
             else:
                 none = site.cotangents and pos in site.cotangent_args
                 v, k = _decode(x, words, k, none)

@@ -31,8 +31,8 @@ from typing import Any, Callable, Optional
 import lowering
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
-from jit.types import (BOOL, NONE, BuiltListT, ClosureT, FunctionT, ListT, StrT, TupleT, Type,
-                       TypingError, join, typeof)
+from jit.types import (BOOL, NONE, BuiltListT, ClosureT, FunctionT, ListLiteral, ListT, StrT,
+                       TupleT, Type, TypingError, join, typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.unroll import UnrollNeeded, unroll_counter_loop
 from jit.typing.unbound import expose_unbound, is_unbound
@@ -220,7 +220,7 @@ def _static_is_none(a: Optional[Type], b: Optional[Type]) -> Optional[bool]:
 
 def empty_list(t: Any) -> bool:
     """Is `t` the type of `[]` (a list display with nothing in it)?"""
-    return isinstance(t, LiteralT) and type(t.value).__name__ == "ListLiteral" and not t.value
+    return isinstance(t, LiteralT) and isinstance(t.value, ListLiteral) and not t.value
 
 
 def _built_list_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
@@ -587,7 +587,7 @@ def call_argument_type(ctx: Context, a: Any) -> Type:
 
 def _passable_literal(t: Type) -> bool:
     """Literals a user function may be specialised on: flags, constant lists."""
-    return isinstance(t.value, bool) or type(t.value).__name__ == "ListLiteral"
+    return isinstance(t.value, (bool, ListLiteral))
 
 
 def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> Type:

@@ -10,7 +10,8 @@ from ssair.ir import Stmt, Var
 
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListT, Scalar, TupleT, Type,
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListLiteral, ListT, Scalar,
+                       TupleT, Type,
                        is_int_like, is_numeric, numeric_join)
 
 # ---------------------------------------------------------------------------
@@ -134,11 +135,6 @@ def _t_tuple(ctx: Context, s: Stmt, ts: list) -> Type:
         if isinstance(x, LiteralT) and not isinstance(x.value, ListLiteral):
             ctx.fail(f"tuple element {x} is not supported")
     return TupleT(tuple(ts))
-
-
-class ListLiteral(tuple):
-    """The value of a list display of constants (`[0, 2, 1]` as an axes argument): a
-    constant of compiled code, given to Python callees as a new list each time."""
 
 
 def _list_literal(t: Type) -> bool:
