@@ -25,6 +25,7 @@ jacobian of that gradient.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable
 
@@ -144,10 +145,12 @@ class Pullback:
     """`back(dy)`: the adjoint of one forward run; may be called any number of times."""
 
     def __init__(self, jf: JFunction, tape: Tape, env: Any, args: tuple, nfree: int,
-                 runner: Any = None, packed: Any = None):
+                 runner: Any = None, select: Any = None):
         self.jf, self.tape, self.env, self.args, self.nfree = jf, tape, env, args, nfree
         self.runner = runner or RUNNERS["interp"]
-        self.packed = packed      # the position of a `*args` tuple (unpacked for the user)
+        # for each argument the user passed, (parameter, entry of a `*args` tuple or
+        # None); None: one per parameter
+        self.select = select
 
     def __call__(self, dy: Any) -> tuple:
         dy = fresh(dy)
@@ -156,10 +159,9 @@ class Pullback:
         grads = self.runner.adjoint(self.jf, self.tape.reader(), self.env, dy)
         own = grads[self.nfree:]
         out = tuple(_finish(g, x) for g, x in zip(own, self.args))
-        if self.packed is None:
+        if self.select is None:
             return out
-        k = self.packed       # one entry per argument passed: the tuple's, not keyword-only ones
-        return out[:k] + tuple(out[k])
+        return tuple(out[p] if j is None else out[p][j] for p, j in self.select)
 
     def __repr__(self) -> str:
         return f"<pullback of {self.jf.primal.name}>"
@@ -175,22 +177,35 @@ def _prepare(f: Callable, args: tuple) -> tuple:
     return ir, cells(f)
 
 
-def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
-    """Run `f(*args)` recording a tape; return `(y, back)`."""
+def pullback(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
+    """Run `f(*args, **kwargs)` recording a tape; return `(y, back)`.  `back(dy)` gives
+    one cotangent per positional argument; keyword arguments, and the arguments a
+    `functools.partial` binds, are held constant (as JAX's `grad` holds them)."""
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
-    fast = FAST_PATHS.get(backend)
+    code = getattr(f, "__code__", None)
+    plain = not kwargs and type(f) is not functools.partial and not (
+        code is not None and (code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS))
+    fast = FAST_PATHS.get(backend) if plain else None
     if fast is not None:    # the JIT's per-signature shortcut (jit.grad_fast)
         hit = fast(f, args)
         if hit is not None:
             return hit
     runners = _runners(backend)
-    ir, free = _prepare(f, args)
-    args = tuple(_copy_in(a) for a in args)
-    packed = _varargs_position(f)
-    if packed is not None:      # `def f(a, *rest)`: the IR takes `rest` as one tuple
-        args = args[:packed] + (tuple(args[packed:]),) + _keyword_defaults(f)
-    all_args = free + args + _defaults(f, len(ir.args) - len(free) - len(args))
+    if plain:
+        ir, free = _prepare(f, args)
+        args = tuple(_copy_in(a) for a in args)
+        packed = _varargs_position(f)
+        select = None
+        if packed is not None:      # `def f(a, *rest)`: the IR takes `rest` as one tuple
+            select = tuple((k, None) for k in range(packed)) + \
+                tuple((packed, j) for j in range(len(args) - packed))
+            args = args[:packed] + (tuple(args[packed:]),)
+        all_args = free + args + _defaults(f, len(ir.args) - len(free) - len(args))
+    else:
+        f, args, select = _bind_all(f, tuple(_copy_in(a) for a in args), _copy_in(kwargs))
+        ir, free = _prepare(f, args)
+        all_args = free + args
     if len(all_args) != len(ir.args):
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
@@ -206,8 +221,46 @@ def pullback(f: Callable, *args: Any, backend: str = "auto") -> tuple:
                 runner.fallback(exc)
             continue
         _check_output(y, ir.name)
-        return y, Pullback(jf, tape, env, args, len(free), runner, packed)
+        return y, Pullback(jf, tape, env, args, len(free), runner, select)
     raise RuntimeError("pullback: no backend ran")
+
+
+def _bind_all(f: Callable, args: tuple, kwargs: dict) -> tuple:
+    """(the function called, the values of all its parameters, where each positional
+    argument went) for `f(*args, **kwargs)`, `f` maybe a `functools.partial`."""
+    lead, kw = (), {}
+    while type(f) is functools.partial:
+        lead, kw = tuple(f.args) + lead, {**f.keywords, **kw}
+        f = f.func
+    kw.update(kwargs)
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        raise TypeError(f"pullback: cannot bind keyword arguments to {f!r}") from None
+    markers = [_Marker() for _ in args]
+    try:
+        bound = sig.bind(*lead, *markers, **kw)
+    except TypeError as e:
+        raise TypeError(f"pullback: {getattr(f, '__name__', 'f')}() {e} (keyword arguments "
+                        "go to pullback after the positional ones)") from None
+    bound.apply_defaults()
+    values, select = [], [None] * len(args)
+    for i, (name, v) in enumerate(bound.arguments.items()):
+        kind = sig.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            for j, m in enumerate(v):
+                if isinstance(m, _Marker):
+                    select[markers.index(m)] = (i, j)
+            v = tuple(args[markers.index(m)] if isinstance(m, _Marker) else m for m in v)
+        elif isinstance(v, _Marker):
+            select[markers.index(v)] = (i, None)
+            v = args[markers.index(v)]
+        values.append(v)
+    return f, tuple(values), tuple(select)
+
+
+class _Marker:
+    """Stands for a positional argument while `_bind_all` binds a call."""
 
 
 def _defaults(f: Callable, missing: int) -> tuple:
@@ -225,18 +278,6 @@ def _varargs_position(f: Callable) -> Any:
     if code is None or not code.co_flags & inspect.CO_VARARGS:
         return None
     return code.co_argcount
-
-
-def _keyword_defaults(f: Callable) -> tuple:
-    """The defaults of `f`'s keyword-only parameters, in order (after `*args`)."""
-    code = f.__code__
-    names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
-    given = f.__kwdefaults__ or {}
-    missing = [n for n in names if n not in given]
-    if missing:
-        raise TypeError(f"pullback: {f.__name__}() needs its keyword-only argument(s) "
-                        f"{', '.join(missing)}; bind them with functools.partial or a lambda")
-    return tuple(_copy_in(given[n]) for n in names)
 
 
 def _check_output(y: Any, name: str) -> None:
@@ -266,18 +307,20 @@ def _is_scalar(y: Any) -> bool:
         or (isinstance(y, np.ndarray) and y.ndim == 0)
 
 
-def gradient(f: Callable, *args: Any, backend: str = "auto") -> tuple:
-    """d f / d args for a real scalar output; one entry per argument."""
-    y, back = pullback(f, *args, backend=backend)
+def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
+    """d f / d args for a real scalar output; one entry per positional argument
+    (keyword arguments are held constant)."""
+    y, back = pullback(f, *args, backend=backend, **kwargs)
     if not _is_scalar(y):
         raise TypeError(f"gradient: {getattr(f, '__name__', 'f')} must return a real "
                         f"scalar, got {type(y).__name__}; use jacobian or pullback")
     return back(1.0)
 
 
-def jacobian(f: Callable, *args: Any, backend: str = "auto") -> tuple:
-    """One array per argument, of shape `shape(y) + shape(arg)` (None for ints)."""
-    y, back = pullback(f, *args, backend=backend)
+def jacobian(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
+    """One array per positional argument, of shape `shape(y) + shape(arg)` (None for
+    ints); keyword arguments are held constant."""
+    y, back = pullback(f, *args, backend=backend, **kwargs)
     yarr = np.asarray(y, dtype=float)
     rows = []
     for k in range(max(yarr.size, 1)):

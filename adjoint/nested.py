@@ -71,12 +71,14 @@ def d_accum(dz, a, b):
 
 
 @pullback_rule("dget")
-def d_dget(dz, t, k):
+def d_dget(dz, t, k, position=None):
     if t is None:
-        return None, None
+        return (None, None) if position is None else (None, None, None)
+    if isinstance(t, dict):
+        return ({k: dz},) + (None,) * (1 if position is None else 2)
     parts = [None] * len(t)
-    parts[k] = dz
-    return tuple(parts), None
+    parts[k if position is None else position] = dz
+    return (tuple(parts), None) if position is None else (tuple(parts), None, None)
 
 
 @pullback_rule("accum_index")

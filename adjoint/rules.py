@@ -6,6 +6,8 @@ error raised for a call that has no rule, and its stand-in `missing_rule`.
 """
 from __future__ import annotations
 
+import functools
+
 from ssair.refusal import Refusal
 
 from . import (rules_elementary, rules_linalg, rules_math, rules_numpy,  # noqa: F401  (fill
@@ -52,6 +54,7 @@ missing_rule = MissingRule()
 # -- structural ops (emitted by adjoint.passes.reverse) --------------------------------------
 structural("tuple")
 structural("list")
+structural("dict", needs=lambda act: set())
 structural("make_closure")
 structural("copy")
 structural("pos")
@@ -60,6 +63,17 @@ structural("setitem",   # the indices, and the value when active (its shape, see
            needs=lambda act: set(range(2, len(act))) | ({1} if act[1] else set()))
 structural("call")   # calls of user functions: jcall/jback (see adjoint.passes.instrument)
 
+
+
+def d_partial(dy, func, *args, **keywords) -> tuple:
+    """`functools.partial(func, *args)`: its cotangent `(d func, d args, d keywords)`
+    (what `adjoint.transform.PartialPB` gives) split back onto the operands."""
+    if dy is None:
+        return (None,) * (1 + len(args))
+    return (dy[0],) + tuple(dy[1])
+
+
+defpullback(functools.partial, d_partial, needs=lambda active: set())
 
 
 def d_list_append(dy, xs, x) -> tuple:

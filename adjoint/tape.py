@@ -178,10 +178,14 @@ def zero(x: Any) -> Any:
     return None
 
 
-def dget(t: Any, k: int) -> Any:
+def dget(t: Any, k: Any, position: Any = None) -> Any:
+    """Entry `k` of cotangent `t`; a dict's cotangent is a dict here and, compiled, the
+    tuple of its values' cotangents, read at `position`."""
     if t is None:
         return None
-    return t[k]
+    if isinstance(t, dict):
+        return t.get(k)
+    return t[k if position is None else position]
 
 
 def unbcast(dy: Any, x: Any) -> Any:
@@ -283,7 +287,7 @@ register("tape_cut", 2, tape_cut, pure=False, foldable=False, symbol="del tape[m
 register("pop", 1, pop, pure=False, foldable=False, symbol="reader.pop()")
 register("accum", 2, accum, foldable=False, symbol="a + b")
 register("zero", 1, zero, foldable=False, symbol="zero(x)")
-register("dget", 2, dget, symbol="t[k]")
+register("dget", (2, 3), dget, symbol="t[k]")
 register("unbcast", 2, unbcast, foldable=False, symbol="unbroadcast(dy, x)")
 register("accum_index", (4, None), accum_index, pure=False, foldable=False,
          symbol="s[i] += dy")

@@ -36,6 +36,7 @@ cotangents, which `make_closure`'s adjoint routes back to the enclosing function
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -48,6 +49,7 @@ import numpy as np
 
 import lowering
 import ssair
+from lowering.runtime import call_unpacked
 from ssair import IR
 from ssair import interpreter as interp
 
@@ -63,7 +65,7 @@ from .passes.reverse import build_adjoint
 from .passes.stacks import emit_stacks
 from .passes.unwind import cut_tapes
 from .rules import METHOD_RULES, lookup_callee, missing_rule_error
-from .special_callees import own_rule_code
+from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, own_rule_code
 from .special_callees import special_handler as _special  # jit imports it as _special
 
 
@@ -138,6 +140,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     fwd.meta["silent"] = step("silent_joins", silent_joins(fwd, act), verify=False)
     fwd.meta["inout"] = inout
     fwd.meta.pop("varargs", None)    # its callers pass the packed tuple (and the tape)
+    fwd.meta.pop("varkw", None)      # and the dict of the other keywords
     fwd.name = f"{ir.name}_forward"
     # errors raised by compiled forward/adjoint code name the user's function
     fwd.meta["source_name"] = ir.meta.get("source_name", ir.name)
@@ -153,6 +156,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     fwd.meta["passes"] = tuple(ran)
     adj.meta["source_name"] = fwd.meta["source_name"]
     adj.meta.pop("varargs", None)
+    adj.meta.pop("varkw", None)
     fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
     _dump(fwd, adj)
     return JFunction(primal, fwd, adj, active, act, inout)
@@ -376,7 +380,8 @@ class CallPB:
             elif k is not None and g is not None:
                 out[k] = g if out[k] is None else out[k] + g
         for i, parts in packed.items():
-            out[i] = tuple(parts.get(j) for j in range(len(parts)))
+            keyed = any(isinstance(j, str) for j in parts)
+            out[i] = dict(parts) if keyed else tuple(parts.get(j) for j in range(len(parts)))
         return tuple(out)
 
 
@@ -385,7 +390,7 @@ def _slot_value(grads: tuple, k: Any) -> Any:
         return None
     if isinstance(k, tuple):
         g = grads[k[0]]
-        return None if g is None else g[k[1]]
+        return None if g is None else g.get(k[1]) if isinstance(g, dict) else g[k[1]]
     return grads[k]
 
 
@@ -431,6 +436,80 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
     jf, args, slots, nfree, closure = resolve_call(target, pos, kw)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)
     return y, CallPB(jf, env, nfree, slots, closure)
+
+
+class UnpackedPB:
+    """Pullback data of `call_unpacked(f, t, d)` (`f(*t, **d)`): that of the call
+    `f(t[0], ..., k=d[k], ...)`, with the cotangents of the items packed back into
+    a tuple for `t` and a dict for `d`."""
+
+    __slots__ = ("inner", "n", "keys")
+    seeds = True
+
+    def __init__(self, inner, n, keys):
+        self.inner, self.n, self.keys = inner, n, keys
+
+    def back(self, state, reader, dy, cur=None) -> tuple:
+        inner_cur = None
+        if cur is not None:
+            t, d = cur[2], cur[3]
+            inner_cur = (cur[1],) + (tuple(t) if t is not None else (None,) * self.n) \
+                + tuple(None if d is None else d.get(k) for k in self.keys)
+        out = _jback(state, None, (self.inner, reader, dy, inner_cur))
+        n = self.n
+        kw = dict(zip(self.keys, out[1 + n:])) if self.keys else None
+        return (None if cur is None else cur[0], out[0], tuple(out[1:1 + n]), kw)
+
+
+def forward_unpacked(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
+    """jcall of `call_unpacked(f, t, d)`: the forward of the call it stands for."""
+    f, t, d = pos
+    t, d = tuple(t), dict(d) if d is not None else {}
+    y, data = call_forward(state, f, tape, t, d)
+    return y, UnpackedPB(data, len(t), tuple(d))
+
+
+SPECIAL_CALLEES[id(call_unpacked)] = (call_unpacked, forward_unpacked)
+
+
+class PartialPB:
+    """Pullback data of a call of a `functools.partial` object: that of the call it
+    makes, `func(*bound, *pos, **{**keywords, **kw})`.  The partial's cotangent is
+    `(d func, d bound args tuple, d keywords dict)`, as `functools.partial`'s rule
+    (adjoint.rules) reads it."""
+
+    __slots__ = ("inner", "nbound", "npos", "keys", "passed")
+    seeds = True
+
+    def __init__(self, inner, nbound, npos, keys, passed):
+        self.inner, self.nbound, self.npos, self.keys, self.passed = \
+            inner, nbound, npos, keys, passed
+
+    def back(self, state, reader, dy, cur=None) -> tuple:
+        nb, npos = self.nbound, self.npos
+        inner_cur = None
+        if cur is not None:
+            dp = cur[0] if cur[0] is not None else (None, (None,) * nb, {})
+            given = dict(zip(self.passed, cur[1 + npos:]))
+            inner_cur = (dp[0],) + tuple(dp[1]) + tuple(cur[1:1 + npos]) + tuple(
+                given[k] if k in given else dp[2].get(k) for k in self.keys)
+        out = _jback(state, None, (self.inner, reader, dy, inner_cur))
+        d_kw = dict(zip(self.keys, out[1 + nb + npos:]))
+        d_bound = tuple(out[1:1 + nb])
+        kept = {k: g for k, g in d_kw.items() if k not in self.passed}
+        dp = None if out[0] is None and all(g is None for g in d_bound) \
+            and all(g is None for g in kept.values()) else (out[0], d_bound, kept)
+        return (dp,) + tuple(out[1 + nb:1 + nb + npos]) + tuple(d_kw[k] for k in self.passed)
+
+
+def forward_partial(state, p, tape, pos: tuple, kw: dict) -> tuple:
+    """jcall of a `functools.partial` object: the forward of the call it makes."""
+    inner_kw = {**p.keywords, **kw}
+    y, data = call_forward(state, p.func, tape, tuple(p.args) + tuple(pos), inner_kw)
+    return y, PartialPB(data, len(p.args), len(pos), tuple(inner_kw), tuple(kw))
+
+
+SPECIAL_TYPES.append((functools.partial, forward_partial))
 
 
 MUTABLE_RECEIVERS = (list, dict, set, bytearray, np.ndarray)
@@ -503,7 +582,8 @@ def _bind(ir: IR, fn: Any, pos: tuple, kw: dict) -> tuple:
     """(parameter values, for each jcall operand after the callee the index of the
     parameter it binds or None)."""
     n = len(ir.args) - ir.nfree
-    if not kw and len(pos) == n and ir.meta.get("varargs") is None:
+    if not kw and len(pos) == n and ir.meta.get("varargs") is None \
+            and ir.meta.get("varkw") is None:
         return tuple(pos), list(range(n))
     if fn is None:
         return interp._bind_names(ir, pos, kw), _name_slots(ir, len(pos), kw)
@@ -517,6 +597,9 @@ def _bind(ir: IR, fn: Any, pos: tuple, kw: dict) -> tuple:
         elif sig.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
             for j, m in enumerate(v):      # `*args`: element j of the tuple parameter i
                 slots[m.k] = (i, j)
+        elif sig.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+            for key, m in v.items():       # `**kwargs`: entry `key` of the dict parameter i
+                slots[m.k] = (i, key)
     values = interp._bind(ir, fn, pos, kw)
     return values, slots
 
@@ -526,7 +609,9 @@ def _name_slots(ir: IR, npos: int, kw: dict) -> list:
     packed = ir.meta.get("varargs")
     pos = list(range(npos)) if packed is None else \
         [k if k < packed else (packed, k - packed) for k in range(npos)]
-    return pos + [names.index(k) for k in kw]
+    varkw = ir.meta.get("varkw")
+    return pos + [(varkw, k) if varkw is not None and (k not in names or names.index(k) == varkw)
+                  else names.index(k) for k in kw]
 
 
 interp.register_handler("jcall", _jcall)

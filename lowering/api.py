@@ -10,6 +10,7 @@ from ssair.ir import IR
 from . import closures, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
 from .closures import NeedsCell
 from .frame import Lowerer
+from .runtime import call_unpacked
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -66,4 +67,4 @@ def code_lowered(f) -> CodeLowered:
     return CodeLowered(lower(f))
 
 
-interpreter.set_lowering(lower)   # the interpreter runs user functions it calls
+interpreter.set_lowering(lower, call_unpacked)   # the interpreter runs user functions it calls

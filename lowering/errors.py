@@ -32,7 +32,6 @@ REFUSED_OPCODES = {
     "DELETE_DEREF": "del", "DELETE_NAME": "del",
     "IMPORT_NAME": "import", "IMPORT_FROM": "import", "IMPORT_STAR": "import",
     "SET_ADD": "set comprehension", "MAP_ADD": "dict comprehension",
-    "CALL_FUNCTION_EX": "starred call", "DICT_MERGE": "starred call",
     "FORMAT_VALUE": "f-string", "FORMAT_SIMPLE": "f-string", "FORMAT_WITH_SPEC": "f-string",
     "CONVERT_VALUE": "f-string", "BUILD_STRING": "f-string",
     "MATCH_CLASS": "match", "MATCH_MAPPING": "match", "MATCH_SEQUENCE": "match",
@@ -41,8 +40,7 @@ REFUSED_OPCODES = {
     "LOAD_CLASSDEREF": "class body", "LOAD_FROM_DICT_OR_DEREF": "class body",
     "SETUP_ANNOTATIONS": "annotations", "STORE_NAME": "module-level code",
     "LOAD_NAME": "module-level code",
-    "STORE_ATTR": "attribute assignment", "BUILD_MAP": "dict display",
-    "BUILD_CONST_KEY_MAP": "dict display", "BUILD_SET": "set display",
+    "STORE_ATTR": "attribute assignment", "BUILD_SET": "set display",
 }
 
 COMPREHENSION_NAMES = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}

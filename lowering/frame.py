@@ -101,6 +101,8 @@ class Lowerer:
         names = list(code.co_freevars) + param_names(code)
         if code.co_flags & inspect.CO_VARARGS:
             self.ir.meta["varargs"] = code.co_argcount     # printed `*name`
+        if code.co_flags & inspect.CO_VARKEYWORDS:         # printed `**name`, the last
+            self.ir.meta["varkw"] = len(param_names(code)) - 1
         self.ir.nfree = len(code.co_freevars)
         for name in names:
             self.ssa.write(name, self.entry, self.ir.add_arg(name))

@@ -8,7 +8,7 @@ from ssair.ir import Const
 
 from .closures import CELLS_ATTR, SELF_ATTR, SELF_SLOT, cell_names, writes_free_variable
 from .errors import COMPREHENSION_NAMES
-from .values import FuncBuild, LazyCall, LazyList, LazyTuple, ListAppend
+from .values import FuncBuild, LazyCall, LazyDict, LazyList, LazyTuple, ListAppend, Starred
 
 _FUNCTIONS: dict = {}   # (code, defaults, kwdefaults) -> function, so lowering is stable
 
@@ -16,12 +16,20 @@ _FUNCTIONS: dict = {}   # (code, defaults, kwdefaults) -> function, so lowering 
 def materialize(lw, v):
     """Emit the statement for lazy value `v` in the current block; return its operand."""
     if isinstance(v, LazyTuple):
+        if any(isinstance(e, Starred) for e in v.elems):
+            return _joined_tuple(lw, v.elems)
         elems = [lw.operand(e) for e in v.elems]
         if all(isinstance(e, Const) for e in elems):
             return Const(tuple(e.value for e in elems))
         return lw.emit("tuple", *elems)
     if isinstance(v, LazyList):
+        if any(isinstance(e, Starred) for e in v.elems):
+            lw.refuse("starred expression in a list")
         return lw.emit("list", *v.elems)
+    if isinstance(v, LazyDict):
+        if any(isinstance(e, Starred) for e in v.entries):
+            lw.refuse("** inside a dict display")
+        return lw.emit("dict", *[lw.operand(x) for pair in v.entries for x in pair])
     if isinstance(v, ListAppend):
         return lw.emit("getattr", v.obj, Const("append"))
     if isinstance(v, LazyCall):
@@ -29,6 +37,25 @@ def materialize(lw, v):
     if isinstance(v, FuncBuild):
         return make_function(lw, v)
     lw.refuse(f"{type(v).__name__} used as a value")
+
+
+def _joined_tuple(lw, elems: list):
+    """`(a, *t, b)`: the runs of single items as tuples, each `*t` as `tuple(t)`,
+    joined by `+`."""
+    parts, run = [], []
+    for e in elems + [None]:
+        if isinstance(e, Starred) or e is None:
+            if run:
+                parts.append(lw.emit("tuple", *[lw.operand(x) for x in run]))
+                run = []
+            if e is not None:
+                parts.append(lw.emit("call", Const(tuple), e.seq))
+        else:
+            run.append(e)
+    out = parts[0]
+    for p in parts[1:]:
+        out = lw.emit("add", out, p)
+    return out
 
 
 def make_function(lw, fb: FuncBuild):

@@ -9,7 +9,7 @@ from ssair.ir import Const
 from .closures import check_capture
 from .handlers import handles
 from .runtime import UNBOUND, unpack_star
-from .values import LazyList, LazyTuple
+from .values import LazyDict, LazyList, LazyTuple, Starred
 
 PY = sys.version_info[:2]
 BINARY_NAMES = {
@@ -71,6 +71,9 @@ def op_list_append(lw, ins):
     (its list operand is read by nothing else)."""
     v = lw.pop()
     k = len(lw.stack) - ins.arg
+    if isinstance(lw.stack[k], LazyList) and lw.stack[k].var is None:   # `[*t, v]`
+        lw.stack[k].elems.append(v)
+        return
     lw.stack[k] = lw.emit("list_append", lw.operand(lw.stack[k]), v)
 
 
@@ -204,8 +207,11 @@ def op_unary(lw, ins):
 @handles("CALL_INTRINSIC_1")
 def op_intrinsic(lw, ins):
     name = getattr(ins.arg, "name", str(ins.arg))
+    if name == "INTRINSIC_LIST_TO_TUPLE":
+        op_list_to_tuple(lw, ins)
+        return
     if name != "INTRINSIC_UNARY_POSITIVE":
-        lw.refuse("starred expression" if "LIST_TO_TUPLE" in name else f"intrinsic {name}")
+        lw.refuse(f"intrinsic {name}")
     lw.push(lw.emit("pos", lw.pop()))
 
 
@@ -262,14 +268,63 @@ def op_build_list(lw, ins):
     lw.push(LazyList(elems=lw.popn(ins.arg)))
 
 
+def static_items(v):
+    """The items of a tuple or list display, or of a constant tuple or list, as
+    operands (`Starred` for a `*seq` inside a display); None for any other value."""
+    if isinstance(v, (LazyTuple, LazyList)) and v.var is None:
+        return list(v.elems)
+    if isinstance(v, Const) and type(v.value) in (tuple, list):
+        return [Const(x) for x in v.value]
+    return None
+
+
 @handles("LIST_EXTEND")
 def op_list_extend(lw, ins):
     seq = lw.pop()
     target = lw.stack[-ins.arg]
-    if not (isinstance(target, LazyList) and target.var is None
-            and isinstance(seq, Const) and isinstance(seq.value, tuple)):
+    if not (isinstance(target, LazyList) and target.var is None):
         lw.refuse("starred expression in a list")
-    target.elems.extend(Const(x) for x in seq.value)
+    items = static_items(seq)
+    target.elems.extend(items if items is not None else [Starred(lw.operand(seq))])
+
+
+@handles("LIST_TO_TUPLE")
+def op_list_to_tuple(lw, ins):
+    v = lw.pop()
+    items = static_items(v)
+    if items is None:
+        lw.push(lw.emit("call", Const(tuple), v))
+        return
+    lw.push(LazyTuple(elems=items))
+
+
+@handles("BUILD_MAP")
+def op_build_map(lw, ins):
+    items = lw.popn(2 * ins.arg)
+    lw.push(LazyDict(entries=[(items[k], items[k + 1]) for k in range(0, len(items), 2)]))
+
+
+@handles("BUILD_CONST_KEY_MAP")
+def op_build_const_key_map(lw, ins):
+    keys = lw.pop().value
+    values = lw.popn(ins.arg)
+    lw.push(LazyDict(entries=[(Const(k), v) for k, v in zip(keys, values)]))
+
+
+@handles("DICT_UPDATE", "DICT_MERGE")
+def op_dict_update(lw, ins):
+    """`{**d, ...}` (DICT_UPDATE) and the `**d` of a call (DICT_MERGE, whose repeated
+    keywords the call's binding refuses, as CPython's TypeError does)."""
+    other = lw.pop()
+    target = lw.stack[-ins.arg]
+    if not (isinstance(target, LazyDict) and target.var is None):
+        lw.refuse("dict update")
+    if isinstance(other, LazyDict) and other.var is None:
+        target.entries.extend(other.entries)
+    elif isinstance(other, Const) and type(other.value) is dict:
+        target.entries.extend((Const(k), Const(v)) for k, v in other.value.items())
+    else:
+        target.entries.append(Starred(lw.operand(other)))
 
 
 @handles("UNPACK_SEQUENCE")

@@ -9,6 +9,7 @@ so that a following GET_ITER can lower the loop to an integer counter.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import sys
 import types
@@ -16,7 +17,9 @@ import types
 from ssair.ir import Const
 
 from .handlers import handles
-from .values import NULL, FuncBuild, Lazy, LazyCall, LazyTuple, ListAppend
+from .ops_basic import static_items
+from .runtime import call_unpacked
+from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 
 PY = sys.version_info[:2]
 LOOPABLE = (range, enumerate, zip, reversed)
@@ -123,6 +126,39 @@ def call_with_null(lw, argc: int, names: tuple) -> None:
     call(lw, callee, args if self_ is NULL else [self_] + args, names)
 
 
+@handles("CALL_FUNCTION_EX")
+def op_call_function_ex(lw, ins):
+    """`f(*t, **d)`: a plain call when the items of `t` and the keys of `d` are known
+    here (displays, constants); otherwise `call_unpacked(f, t, d)`, which the JIT
+    turns into a plain call once it knows the tuple's length and the dict's keys."""
+    kw = lw.pop() if ins.arg & 1 else None
+    args = lw.pop()
+    if PY >= (3, 13):
+        top = lw.pop()
+        callee = lw.pop() if top is NULL else top
+    else:
+        callee = lw.pop()
+        if lw.stack and lw.stack[-1] is NULL:
+            lw.pop()
+    items = static_items(args)
+    if items is None:
+        items = [Starred(lw.operand(args))]
+    entries = [] if kw is None else kw.entries if isinstance(kw, LazyDict) and kw.var is None \
+        else [Starred(lw.operand(kw))]
+    if len(entries) > 1 and any(isinstance(e, Starred) for e in entries):
+        lw.refuse("a call mixing keyword arguments and **kwargs")
+    static = not any(isinstance(e, Starred) for e in items + entries)
+    if static and all(isinstance(k, Const) and type(k.value) is str for k, _ in entries):
+        names = tuple(k.value for k, _ in entries)
+        if len(set(names)) == len(names):
+            call(lw, callee, items + [v for _, v in entries], names)
+            return
+    t = lw.operand(LazyTuple(elems=items))
+    d = Const(None) if not entries else entries[0].seq \
+        if len(entries) == 1 and isinstance(entries[0], Starred) else lw.operand(kw)
+    lw.push(lw.emit("call", Const(call_unpacked), lw.operand(callee), t, d))
+
+
 def call(lw, callee, args: list, names: tuple) -> None:
     kwargs = {}
     if names:
@@ -134,6 +170,11 @@ def call(lw, callee, args: list, names: tuple) -> None:
         lw.push(Const(None))
         return
     value = callee.value if isinstance(callee, Const) else None
+    if type(value) is functools.partial:    # a constant partial: the call it makes
+        kw = {**{k: Const(v) for k, v in value.keywords.items()}, **kwargs}
+        call(lw, Const(value.func), [Const(a) for a in value.args] + list(args) + list(kw.values()),
+             tuple(kw))
+        return
     if any(value is f for f in LOOPABLE) and not kwargs:
         lw.push(LazyCall(callee=value, args=args))
         return

@@ -20,7 +20,6 @@ FINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 FLAG_CONSTRUCTS = [
     (inspect.CO_GENERATOR, "generator"), (inspect.CO_COROUTINE, "async"),
     (inspect.CO_ASYNC_GENERATOR, "async"), (inspect.CO_ITERABLE_COROUTINE, "async"),
-    (inspect.CO_VARKEYWORDS, "**kwargs parameters"),
 ]
 
 
@@ -306,12 +305,17 @@ def _is_try(ins) -> bool:
 
 def param_names(code) -> list:
     """The function's parameters in the order of its signature (and of its IR's
-    arguments): positional ones, the `*args` tuple, keyword-only ones."""
-    n = code.co_argcount
+    arguments): positional ones, the `*args` tuple, keyword-only ones, the `**kwargs`
+    dict."""
+    n, nkw = code.co_argcount, code.co_kwonlyargcount
     names = list(code.co_varnames[:n])
-    if code.co_flags & inspect.CO_VARARGS:
-        names.append(code.co_varnames[n + code.co_kwonlyargcount])
-    return names + list(code.co_varnames[n:n + code.co_kwonlyargcount])
+    varargs = bool(code.co_flags & inspect.CO_VARARGS)
+    if varargs:
+        names.append(code.co_varnames[n + nkw])
+    names += list(code.co_varnames[n:n + nkw])
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        names.append(code.co_varnames[n + nkw + varargs])
+    return names
 
 
 FRESH_LIST = {"BUILD_LIST", "LIST_EXTEND"}

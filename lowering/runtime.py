@@ -36,6 +36,12 @@ def unpack_star(seq, before: int, after: int) -> tuple:
     return tuple(items[:before]) + (middle,) + tuple(items[len(items) - after:])
 
 
+def call_unpacked(f, args, kwargs=None):
+    """`f(*args, **kwargs)` where the lowering does not know the items of `args` or
+    the keys of `kwargs` (the JIT types it as the plain call they make)."""
+    return f(*args, **kwargs) if kwargs is not None else f(*args)
+
+
 def unbound_local(name: str):
     """Raise what CPython raises when a local is read before assignment."""
     raise UnboundLocalError(
@@ -82,6 +88,7 @@ unbound_local.__zygopy_explain__ = (
     lambda name: f"reading local variable {name!r} before it is assigned")
 
 
+call_unpacked.__zygopy_symbol__ = "lowering.runtime.call_unpacked"
 check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
 unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"

@@ -60,6 +60,22 @@ class LazyList(Lazy):
 
 
 @dataclass(eq=False)
+class LazyDict(Lazy):
+    """`{k: v, **d, ...}` built in place (BUILD_MAP, BUILD_CONST_KEY_MAP, DICT_UPDATE,
+    DICT_MERGE): `entries` are `(key, value)` pairs and `Starred` dicts, in order."""
+
+    entries: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Starred:
+    """`*seq` inside a list or tuple display, or `**d` inside a dict display, whose
+    items are only known at run time (an operand)."""
+
+    seq: Any = None
+
+
+@dataclass(eq=False)
 class LazyCall(Lazy):
     """A call of `range`, `enumerate` or `zip` that may turn into a counter loop."""
 

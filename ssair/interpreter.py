@@ -194,6 +194,9 @@ def _call(state: State, f: Any, args: tuple, kwargs: dict) -> Any:
         ir, sig_fn = _closure_target(f)
         return _call_ir(state, ir, f.values + _bind(ir, sig_fn, args, kwargs))
     if tf is types.FunctionType:
+        if f is _LOWER[1]:       # f(*t, **d) of a tuple and dict known only now
+            g, t, d = args
+            return _call(state, g, tuple(t), dict(d) if d is not None else {})
         ir = _user_ir(f)
         if ir is not None:
             return _call_ir(state, ir, _cells(f) + _bind(ir, f, args, kwargs))
@@ -239,7 +242,8 @@ def _bind(ir: IR, fn: Any, args: tuple, kwargs: dict) -> tuple:
 
 def _bind_ir(ir: IR, args: tuple, kwargs: dict) -> tuple:
     """Bind a call to a bare IR: through `ir.func`'s signature when there is one."""
-    if not kwargs and len(args) == len(ir.args) and ir.meta.get("varargs") is None:
+    if not kwargs and len(args) == len(ir.args) and ir.meta.get("varargs") is None \
+            and ir.meta.get("varkw") is None:
         return tuple(args)
     if isinstance(ir.func, types.FunctionType):
         n = ir.nfree
@@ -255,11 +259,17 @@ def _bind_names(ir: IR, args: tuple, kwargs: dict) -> tuple:
         args = tuple(args[:packed]) + (rest,)
         if len(args) < packed + 1:
             raise TypeError(f"{ir.name}() missing required positional argument(s)")
-    if len(args) > len(names):
+    varkw = ir.meta.get("varkw")      # `**name`: the dict of the other keywords
+    if len(args) > (len(names) if varkw is None else varkw):
         raise TypeError(f"{ir.name}() takes {len(names)} positional arguments "
                         f"but {len(args)} were given")
     values = list(args) + [_MISSING] * (len(names) - len(args))
+    if varkw is not None:
+        values[varkw] = {}
     for k, v in kwargs.items():
+        if varkw is not None and (k not in names or names.index(k) == varkw):
+            values[varkw][k] = v
+            continue
         if k not in names or values[names.index(k)] is not _MISSING:
             raise TypeError(f"{ir.name}() got an unexpected or repeated keyword argument {k!r}")
         values[names.index(k)] = v
@@ -382,13 +392,15 @@ def _lowered(f: Any) -> IR:
     return _LOWER[0](f)
 
 
-_LOWER: list = [None]
+_LOWER: list = [None, None]
 
 
-def set_lowering(lower: Callable) -> None:
+def set_lowering(lower: Callable, call_unpacked: Optional[Callable] = None) -> None:
     """Inject the front end: `lower(f) -> IR` for a Python function (cached by the
-    caller; the interpreter keeps no IR of its own)."""
+    caller; the interpreter keeps no IR of its own), and the helper its `f(*t, **d)`
+    calls, whose callee the interpreter runs as it runs any call."""
     _LOWER[0] = lower
+    _LOWER[1] = call_unpacked
 
 
 # -- compilation to flat per-block lists ------------------------------------------

@@ -382,7 +382,10 @@ def _header(ir: IR, sc: _Scanner) -> None:
             raise sc.error("empty free-variable list '[]' (the printer omits it)")
     params = _arg_list(sc, "(", ")")
     for k, a in enumerate(params):
-        if a.name.startswith("*"):
+        if a.name.startswith("**"):
+            a.name = a.name[2:]
+            ir.meta["varkw"] = k
+        elif a.name.startswith("*"):
             a.name = a.name[1:]
             ir.meta["varargs"] = k
     ir.args += params

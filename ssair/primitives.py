@@ -116,6 +116,11 @@ def _make_tuple(*xs):
     return tuple(xs)
 
 
+def _make_dict(*items):
+    """`{k0: v0, k1: v1, ...}` from the operands k0, v0, k1, v1, ..."""
+    return dict(zip(items[0::2], items[1::2]))
+
+
 def _make_list(*xs):
     return list(xs)
 
@@ -138,6 +143,7 @@ for _name, (_fn, _sym) in COMPARE.items():
 
 register("tuple", (0, None), _make_tuple, symbol="(a, b)")
 register("list", (0, None), _make_list, foldable=False, symbol="[a, b]")
+register("dict", (0, None), _make_dict, foldable=False, symbol="{k: v}")
 register("list_append", 2, _list_append, pure=False, foldable=False, symbol="[*a, v]")
 register("getitem", (2, None), _getitem, symbol="a[i]")
 register("setitem", (3, None), _setitem, pure=False, foldable=False, symbol="a[i] = v")

@@ -139,10 +139,11 @@ def format_header(ir: IR) -> str:
     free = ir.args[:ir.nfree]
     params = ir.args[ir.nfree:]
     packed = ir.meta.get("varargs")        # `*name`: the tuple of extra positionals
+    varkw = ir.meta.get("varkw")           # `**name`: the dict of extra keywords
     text = f"function {ir.name}"
     if free:
         text += "[" + ", ".join(arg(a) for a in free) + "]"
-    text += "(" + ", ".join(arg(a, "*" if k == packed else "")
+    text += "(" + ", ".join(arg(a, "*" if k == packed else "**" if k == varkw else "")
                             for k, a in enumerate(params)) + ")"
     if ir.file is not None:
         text += f" @ {ir.file}:{ir.firstline if ir.firstline is not None else 0}"

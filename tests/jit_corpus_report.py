@@ -34,6 +34,9 @@ def close_enough(want, got) -> bool:
     if isinstance(want, tuple):
         return (isinstance(got, tuple) and len(want) == len(got)
                 and all(close_enough(a, b) for a, b in zip(want, got)))
+    if isinstance(want, dict):
+        return (isinstance(got, dict) and list(want) == list(got)
+                and all(close_enough(want[k], got[k]) for k in want))
     if isinstance(want, complex):
         return (isinstance(got, complex) and close_enough(want.real, got.real)
                 and close_enough(want.imag, got.imag))

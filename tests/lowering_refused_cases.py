@@ -72,19 +72,19 @@ def f_genexpr(n):
     return next(g)
 
 
-@refused("**kwargs parameters")
-def f_varkeywords(**kwargs):  # HERE
-    return kwargs
+@refused("** inside a dict display")
+def f_dict_splat(d, x):
+    return {**d, "x": x}  # HERE
 
 
-@refused("**kwargs parameters")
-def f_kwargs(x, *args, **kw):  # HERE
-    return x
+@refused("a call mixing keyword arguments and **kwargs")
+def f_keywords_and_splat(d, x):
+    return math.hypot(x, y=1.0, **d)  # HERE
 
 
-@refused("starred call")
-def f_star_call(t):
-    return math.hypot(*t)  # HERE
+@refused("starred expression in a list")
+def f_starred_list(t):
+    return [1.0, *t]  # HERE
 
 
 @refused("f-string")

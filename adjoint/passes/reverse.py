@@ -360,6 +360,17 @@ def _emit_tuple(ctx, rec, blk, dy) -> None:
     _emit_parts(ctx, rec, blk, dy)
 
 
+def _emit_dict(ctx, rec, blk, dy) -> None:
+    """`dict(k0, v0, k1, v1, ...)`: value k's cotangent is the entry k of dy."""
+    ops = rec.operands
+    keys = list(dict.fromkeys(getattr(k, "value", k) for k in ops[0::2]))
+    last = {getattr(k, "value", k): v for k, v in zip(ops[0::2], ops[1::2])}
+    for k, v in last.items():      # (a repeated key's earlier values are dropped)
+        if ctx.act.is_active(v):
+            pos = Const(keys.index(k))
+            ctx.add(v, ctx.emit(blk, "dget", dy, Const(k), pos, line=rec.line), blk, rec.line)
+
+
 def _emit_closure(ctx, rec, blk, dy) -> None:
     _emit_parts(ctx, rec, blk, dy, skip=1)
 
@@ -404,6 +415,6 @@ def _emit_pop(ctx, rec, blk, dy) -> None:
 _EMITTERS = {
     "push": _emit_push, "pop": _emit_pop,
     "rule": _emit_rule, "jcall": _emit_jcall, "tuple": _emit_tuple, "list": _emit_tuple,
-    "make_closure": _emit_closure, "copy": _emit_identity, "pos": _emit_identity,
-    "getitem": _emit_getitem, "setitem": _emit_setitem,
+    "dict": _emit_dict, "make_closure": _emit_closure, "copy": _emit_identity,
+    "pos": _emit_identity, "getitem": _emit_getitem, "setitem": _emit_setitem,
 }

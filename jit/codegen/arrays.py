@@ -130,6 +130,16 @@ def _cg_tuple(fc: FunctionGen, s, ts):
     return out
 
 
+@codegen("dict")
+def _cg_dict(fc: FunctionGen, s, ts):
+    """The values in key order, each key's last (see the type rule)."""
+    last = {a.value: v for a, v in zip(s.args[0::2], s.args[1::2])}
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for i, (k, t) in enumerate(zip(s.type.keys, s.type.elems)):
+        out = fc.b.insert_value(out, fc.get(last[k], t), i)
+    return out
+
+
 @codegen("unpack")
 def _cg_unpack(fc: FunctionGen, s, ts):
     if isinstance(ts[0], TupleT):

@@ -86,6 +86,8 @@ def _t_dget(ctx: Context, s, ts) -> Type:
         return ts[0].elem       # the cotangent of a display's entry, once appended to
     if isinstance(ts[0], DictT):
         k = ts[0].index(k)
+    elif len(s.args) == 3:          # a dict display's cotangent: its values' tuple
+        k = ctx.const(s.args[2])
     if isinstance(ts[0], TupleT) and isinstance(k, int) and -len(ts[0].elems) <= k < len(
             ts[0].elems):
         return ts[0].elems[k]
@@ -185,7 +187,8 @@ def _cg_dget(fc: FunctionGen, s, ts):
     if isinstance(ts[0], BuiltListT):
         return _list_entry(fc, fc.get(s.args[0]), s.args[1].value, s.type)
     n, k = len(ts[0].elems), s.args[1].value
-    k = ts[0].index(k) if isinstance(ts[0], DictT) else k
+    k = ts[0].index(k) if isinstance(ts[0], DictT) else s.args[2].value if len(s.args) == 3 \
+        else k
     return fc.b.extract_value(fc.get(s.args[0]), k % n)
 
 

@@ -112,17 +112,27 @@ def _bind(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple, kwvals: list)
         extras = [(packed, j) for j in range(len(pos[-1].operands))]
         out, slots = _bind(ctx, _WithoutPacking(ir), f, pos, kwnames, kwvals)
         return out, tuple(list(slots[:packed]) + extras + list(slots[packed + 1:]))
-    if not kwnames and len(pos) == len(params):
+    varkw = ir.meta.get("varkw")
+    if not kwnames and len(pos) == len(params) and varkw is None:
         return list(pos), tuple(range(len(pos)))
-    if len(pos) > len(params):
+    if len(pos) > (len(params) if varkw is None else varkw):
         ctx.fail(f"{ir.name}() takes {len(params)} positional arguments")
     out = list(pos) + [None] * (len(params) - len(pos))
     slots = list(range(len(pos)))
+    extras = {}
     for k, v in zip(kwnames, kwvals):
-        if k not in params or out[params.index(k)] is not None:
-            ctx.fail(f"{ir.name}() got an unexpected or repeated keyword {k!r}")
+        if k not in params or params.index(k) == varkw:
+            if varkw is None:
+                ctx.fail(f"{ir.name}() got an unexpected keyword {k!r}")
+            slots.append((varkw, len(extras)))     # entry j of the `**kwargs` dict
+            extras[k] = v
+            continue
+        if out[params.index(k)] is not None:
+            ctx.fail(f"{ir.name}() got multiple values for argument {k!r}")
         out[params.index(k)] = v
         slots.append(params.index(k))
+    if varkw is not None:
+        out[varkw] = Packed(list(extras.values()), tuple(extras))
     defaults = _defaults(f, params) if not isinstance(f, IR) else {}
     for i, v in enumerate(out):
         if v is None:
@@ -136,7 +146,8 @@ class _WithoutPacking:
     """An IR seen by `_bind` once its `*args` extras are packed into one operand."""
 
     def __init__(self, ir: IR) -> None:
-        self.args, self.nfree, self.name, self.meta = ir.args, ir.nfree, ir.name, {}
+        self.args, self.nfree, self.name = ir.args, ir.nfree, ir.name
+        self.meta = {"varkw": ir.meta["varkw"]} if "varkw" in ir.meta else {}
 
 
 @rule("jcall")

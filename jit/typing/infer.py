@@ -29,12 +29,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import lowering
+from lowering.runtime import call_unpacked
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
-from jit.types import (BOOL, NONE, BuiltListT, ClosureT, FunctionT, ListLiteral, ListT, StrT,
-                       TupleT, Type, TypingError, join, typeof)
+from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
+                       StrT, TupleT, Type, TypingError, join, typeof)
 from jit.library.registry import REGISTRY
-from jit.typing.unroll import UnrollNeeded, unroll_counter_loop
+from jit.typing.spread import spread_needed
+from jit.typing.unroll import RetypeNeeded
 from jit.typing.unbound import expose_unbound, is_unbound
 
 MAX_ROUNDS = 64
@@ -119,7 +121,7 @@ class Context:
         raise TypingError(why)
 
 
-MAX_UNROLLS = 16      # loops over tuples of differently typed entries, per function
+MAX_UNROLLS = 16      # loops over differently typed tuple entries and spread calls, per function
 RULES: dict = {}
 # In-place rewrites of the IR copy a Typing owns, before inference: fn(ir) -> None
 # (jit.library.built_lists: list displays that a loop appends to)
@@ -279,10 +281,10 @@ class Engine:
             try:
                 self._solve(t)
                 return t
-            except UnrollNeeded as need:    # retype with that loop unrolled
+            except RetypeNeeded as need:    # retype with that loop unrolled, that call spread
                 self.table.pop(key, None)
                 unrolled = (unrolled or ir).copy()
-                if not unroll_counter_loop(unrolled, need.counter, need.count):
+                if not need.apply(unrolled):
                     raise TypingError(f"jit: cannot type a statement in {ir.name}: "
                                       f"{need}") from None
             except BaseException:
@@ -424,7 +426,7 @@ class Engine:
             return None
         try:
             return type_primitive(Context(self, t, s), s.op, s, ts)
-        except UnrollNeeded:
+        except RetypeNeeded:
             raise
         except TypingError as e:
             if any(empty_list(x) for x in ts) and not self.strict:
@@ -462,7 +464,9 @@ class Engine:
             return t.types.get(a)
         if isinstance(a, Packed):
             parts = [self.operand_type(t, x) for x in a.operands]
-            return None if any(p is None for p in parts) else TupleT(tuple(parts))
+            if any(p is None for p in parts):
+                return None
+            return TupleT(tuple(parts)) if a.keys is None else DictT(tuple(parts), keys=a.keys)
         try:
             return typeof(a.value)
         except TypingError:
@@ -548,6 +552,8 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     f = callee.func
     if isinstance(f, IR) or is_user_function(f):
         return _user_call(ctx, s, f, [], closure=False)
+    if f is call_unpacked:
+        raise spread_needed(ctx, s, ts)
     entry = REGISTRY.for_callee(f)
     if entry is None and _rule_helper(f):  # plain-Python helpers of the derivative rules
         return _user_call(ctx, s, f, [], closure=False)
@@ -607,17 +613,16 @@ def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> 
 @dataclass(eq=False)
 class Packed:
     """The operands a call passes to a `*args` parameter: one tuple-typed argument
-    (`Engine.operand_type`), built at the call (`FunctionGen.get`)."""
+    (`Engine.operand_type`), built at the call (`FunctionGen.get`); with `keys`, the
+    keywords it passes to a `**kwargs` parameter: one dict-typed argument."""
     operands: list
+    keys: Optional[tuple] = None
 
 
 def pack_varargs(ctx: Context, ir: IR, f: Any, args: list) -> list:
     """Positional operands of a call of `ir` with its `*args` extras as one `Packed`
     operand (unchanged when the callee has no `*args`)."""
     packed = ir.meta.get("varargs")
-    code = getattr(f, "__code__", None)
-    if code is not None and code.co_flags & 0x08:
-        ctx.fail("calls to functions with **kwargs parameters are not compiled yet")
     if packed is None:
         return args
     return args[:packed] + [Packed(args[packed:])]
@@ -628,15 +633,24 @@ def bind_call(ctx: Context, ir: IR, f: Any, s: Stmt) -> list:
     packed into one), keywords, defaults."""
     args, kwargs = pack_varargs(ctx, ir, f, list(s.args[1:])), dict(s.kwargs)
     params = [a.name for a in ir.args[ir.nfree:]]
-    if not kwargs and len(args) == len(params):
+    varkw = ir.meta.get("varkw")
+    if not kwargs and len(args) == len(params) and varkw is None:
         return args
-    if len(args) > len(params):
+    if len(args) > (len(params) if varkw is None else varkw):
         ctx.fail(f"{ir.name}() takes {len(params)} positional arguments")
     out = args + [None] * (len(params) - len(args))
+    extras = {}
     for k, v in kwargs.items():
-        if k not in params or out[params.index(k)] is not None:
-            ctx.fail(f"{ir.name}() got an unexpected or repeated keyword {k!r}")
+        if k not in params or params.index(k) == varkw:
+            if varkw is None:
+                ctx.fail(f"{ir.name}() got an unexpected keyword {k!r}")
+            extras[k] = v
+            continue
+        if out[params.index(k)] is not None:
+            ctx.fail(f"{ir.name}() got multiple values for argument {k!r}")
         out[params.index(k)] = v
+    if varkw is not None:
+        out[varkw] = Packed(list(extras.values()), tuple(extras))
     defaults = _defaults(f, params)
     for i, v in enumerate(out):
         if v is None:

@@ -6,7 +6,7 @@ jit.library.registry (library callables).
 """
 from __future__ import annotations
 
-from ssair.ir import Stmt, Var
+from ssair.ir import Const, Stmt, Var
 
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
@@ -135,6 +135,19 @@ def _t_tuple(ctx: Context, s: Stmt, ts: list) -> Type:
         if isinstance(x, LiteralT) and not isinstance(x.value, ListLiteral):
             ctx.fail(f"tuple element {x} is not supported")
     return TupleT(tuple(ts))
+
+
+@rule("dict")
+def _t_dict(ctx: Context, s: Stmt, ts: list) -> Type:
+    """A dict display with constant string keys: natively a tuple of its values in
+    the order the keys first appear (a repeated key keeps its last value)."""
+    if not all(isinstance(a, Const) and type(a.value) is str for a in s.args[0::2]):
+        ctx.fail("a dict display is compiled with constant string keys only")
+    last = dict(zip((a.value for a in s.args[0::2]), ts[1::2]))
+    for t in last.values():
+        if isinstance(t, LiteralT) and not isinstance(t.value, ListLiteral):
+            ctx.fail(f"dict value {t} is not supported")
+    return DictT(tuple(last.values()), keys=tuple(last))
 
 
 def _list_literal(t: Type) -> bool:

@@ -20,12 +20,23 @@ from ssair.ir import IR, Branch, Const, Goto, Stmt, Var
 from jit.types import TypingError
 
 
-class UnrollNeeded(TypingError):
+class RetypeNeeded(TypingError):
+    """Typing found a statement it types only once the IR is rewritten for the types
+    it now knows: `apply(ir)` rewrites a copy in place (False: it cannot)."""
+
+    def apply(self, ir: IR) -> bool:
+        raise NotImplementedError
+
+
+class UnrollNeeded(RetypeNeeded):
     """A loop over a tuple of differently typed entries must be unrolled."""
 
     def __init__(self, message: str, counter: Var, count: int) -> None:
         super().__init__(message)
         self.counter, self.count = counter, count
+
+    def apply(self, ir: IR) -> bool:
+        return unroll_counter_loop(ir, self.counter, self.count)
 
 
 def unroll_counter_loop(ir: IR, counter: Var, count: int) -> bool:
