@@ -245,3 +245,15 @@ def test_binding_errors_are_cpythons():
 
 def test_a_local_partial_runs_in_the_interpreter_with_a_clear_refusal():
     assert check_llvm(uses_a_local_partial, 1.5, 2.0).startswith("refused: ")
+
+
+def keyword_only_scale(x, b=0.0, *, scale=2.0):
+    return (x + b) * scale
+
+
+def test_keyword_only_defaults_are_their_own():
+    """A keyword-only default is the parameter's own, not a positional default."""
+    for backend in ("interp", "llvm"):
+        assert pullback(keyword_only_scale, 1.0, 0.5, backend=backend)[0] == 3.0
+        assert gradient(keyword_only_scale, 1.0, 0.5, backend=backend) == (2.0, 2.0)
+        assert gradient(keyword_only_scale, 1.0, scale=3.0, backend=backend) == (3.0,)
