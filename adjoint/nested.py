@@ -44,6 +44,7 @@ from ssair.primitives import register
 
 from . import api
 from . import transform as T
+from .rule_table import no_operands
 from .rules import Pullback, nondiff, pullback_rule, structural
 from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
 from .tape import accum, accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
@@ -98,7 +99,7 @@ def d_zero_index(dz, s, *idx):
     return (zero_index(fresh(dz), *idx),) + (None,) * len(idx)
 
 
-@pullback_rule("snapshot")
+@pullback_rule("snapshot", needs=no_operands)
 def d_snapshot(dz, x):
     return dz
 

@@ -19,10 +19,13 @@ given which operands are active; the transform records only those (and the resul
 when `uses_result`) and passes `None` for the others.  A rule may carry a `scalar`
 variant (`scalar_rule`): the pullback used when every operand is a proven number
 (`ssair.passes.scalars`), which needs no unbroadcasting and reads only what its
-formula reads (`add`: nothing, `mul`: the other operand).  Helpers: `nondiff`,
-`linear`, `defpullback`, `scalar_rule`, and `other_operand` / `no_operands` for the
-common `needs`; users call `@adjoint.rule(f)` (`adjoint.api.rule`) on a pullback
-`(dy, *args) -> tuple` to register it for their function `f`.
+formula reads (`add`: nothing, `mul`: the other operand), and `partial` variants
+(`partial_rule`) for an operand without a cotangent, whatever the types (`2.0 * u`
+does not reduce dy * u to a number it would throw away).  Helpers: `nondiff`,
+`linear`, `defpullback`, `scalar_rule`, `partial_rule`, and `other_operand` /
+`no_operands` for the common `needs`; users call `@adjoint.rule(f)`
+(`adjoint.api.rule`) on a pullback `(dy, *args) -> tuple` to register it for their
+function `f`.
 
 The rule modules (`rules_math`, `rules_numpy`, `nested`) fill the table with these
 helpers; `adjoint.rules` imports them, so look rules up through `adjoint.rules`.
@@ -97,6 +100,7 @@ class Rule:
     varied: bool = True                # False: the result never carries a cotangent
     scalar: tuple = ()                 # variants for operands that are numbers
     when: Optional[Callable] = None    # a variant's condition on the active mask
+    partial: tuple = ()                # variants for an operand without a cotangent
 
     @property
     def differentiable(self) -> bool:
@@ -194,6 +198,27 @@ def scalar_variant(rule: Rule, active: tuple) -> Rule:
     """The scalar variant of `rule` for this active mask, or `rule` itself."""
     for v in rule.scalar:
         if v.when is None or v.when(active):
+            return v
+    return rule
+
+
+def partial_rule(key: Any, needs: Callable, when: Callable):
+    """Decorator: add to the rule of op name `key` (defined before) a variant for the
+    active masks where `when(active)` holds, whatever the operands' types: one that
+    does not compute the cotangent of an operand that has none (`2.0 * u`: no
+    reduction of dy * u to a number), returning None for it."""
+    def deco(fn: Callable) -> Pullback:
+        pb = Pullback(fn)
+        rule = OP_RULES[key]
+        rule.partial = rule.partial + (Rule(key, pullback=pb, needs=needs, when=when),)
+        return pb
+    return deco
+
+
+def partial_variant(rule: Rule, active: tuple) -> Rule:
+    """The variant of `rule` for an active mask with inactive operands, or `rule`."""
+    for v in rule.partial:
+        if v.when(active):
             return v
     return rule
 

@@ -13,12 +13,13 @@ from ssair.refusal import Refusal
 from . import (rules_elementary, rules_linalg, rules_math, rules_numpy,  # noqa: F401  (fill
                rules_shapes, rules_ufuncs)                           # the table)
 from .rule_table import (METHOD_RULES, OP_RULES, Pullback, Rule, callee_name, defpullback,
-                         lookup_callee, lookup_op, nondiff, pullback_rule, scalar_variant,
-                         structural)
+                         lookup_callee, lookup_op, nondiff, partial_variant, pullback_rule,
+                         scalar_variant, structural)
 
 __all__ = ["METHOD_RULES", "OP_RULES", "MissingRule", "NoDerivativeRule", "Pullback", "Rule",
            "callee_name", "defpullback", "lookup_callee", "lookup_op", "missing_rule",
-           "missing_rule_error", "nondiff", "pullback_rule", "scalar_variant", "structural"]
+           "missing_rule_error", "nondiff", "partial_variant", "pullback_rule", "scalar_variant",
+           "structural"]
 
 
 class NoDerivativeRule(Refusal, TypeError):

@@ -13,7 +13,14 @@ import numpy as np
 
 from lowering.runtime import check_bound
 
-from .rule_table import no_operands, nondiff, other_operand, pullback_rule, scalar_rule
+from .rule_table import (
+    no_operands,
+    nondiff,
+    other_operand,
+    partial_rule,
+    pullback_rule,
+    scalar_rule,
+)
 from .tape import unbcast
 
 
@@ -57,6 +64,21 @@ def d_mul(dy, x, y):
 @scalar_rule("mul", other_operand)
 def d_mul_num(dy, x, y):
     return dy * y, dy * x
+
+
+# Variants for one operand without a cotangent (a constant: `2.0 * u`), of any types.
+@partial_rule("mul", lambda act: {0, 1}, lambda act: not act[0])
+def d_mul_right(dy, x, y):
+    if isinstance(x, tuple) or isinstance(y, tuple):
+        return _d_repeat(dy, x, y)
+    return None, unbcast(dy * x, y)
+
+
+@partial_rule("mul", lambda act: {0, 1}, lambda act: not act[1])
+def d_mul_left(dy, x, y):
+    if isinstance(x, tuple) or isinstance(y, tuple):
+        return _d_repeat(dy, x, y)
+    return unbcast(dy * y, x), None
 
 
 def _d_repeat(dy, x, y):

@@ -103,3 +103,53 @@ def test_abs_slope_at_nan_is_nan_for_numbers_and_arrays_in_both_executors():
         ga = adjoint.gradient(lambda a: np.sum(np.abs(a)), np.array([np.nan, -1.0, 0.0]),
                               backend=backend)[0]
         assert np.isnan(ga[0]) and list(ga[1:]) == [-1.0, 0.0]
+
+
+def _stencil(u, nu, steps):
+    for _ in range(steps):
+        u = u + nu * (np.roll(u, 1) - 2.0 * u + np.roll(u, -1))
+    return np.sum(u * u)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_an_argument_entering_a_loop_is_copied_once(backend):
+    """The array argument a loop variable starts as is copied once on the loop's entry
+    edge, not at every read of the loop variable in every iteration; a caller writing
+    into it after `pullback` still leaves `back` unchanged."""
+    from adjoint.passes.inplace import arg_types
+    from adjoint.transform import activity_of, lower_function, transform
+    u = np.linspace(-1.0, 1.0, 8)
+    args = (u, 0.2, 3)
+    jf = transform(lower_function(_stencil), activity_of(args), arg_types(args))
+    copies = [s for b in jf.forward.blocks for s in b.stmts if s.op == "snapshot"]
+    assert len(copies) == 1 and copies[0].args[0] == jf.forward.args[1].var
+    _, back = adjoint.pullback(_stencil, *args, backend=backend)
+    g = back(1.0)[0]
+    u[:] = 7.0
+    assert np.array_equal(back(1.0)[0], g)
+    d = np.sin(np.arange(8.0))
+    u0 = np.linspace(-1.0, 1.0, 8)
+    fd = (_stencil(u0 + 1e-6 * d, 0.2, 3) - _stencil(u0 - 1e-6 * d, 0.2, 3)) / 2e-6
+    assert abs(g @ d - fd) < 1e-6 * max(1.0, abs(fd))
+
+
+def _scaled(u):
+    return np.sum(2.0 * u * 3.0 + u * u)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_a_product_with_a_constant_does_not_compute_the_constants_cotangent(backend):
+    """`2.0 * u` and `v * 3.0` use the variants of the product's rule for an operand
+    without a cotangent (no reduction of dy * u to a number thrown away); `u * u`
+    keeps the rule itself, and so does the repetition of a tuple."""
+    from adjoint.passes.inplace import arg_types
+    from adjoint.transform import activity_of, lower_function, transform
+    u = np.array([0.5, -1.0, 2.0])
+    jf = transform(lower_function(_scaled), activity_of((u,)), arg_types((u,)))
+    called = [getattr(s.args[0].value, "__name__", None) for b in jf.adjoint.blocks
+              for s in b.stmts if s.op == "call"]
+    assert called.count("d_mul_right") == 1 and called.count("d_mul_left") == 1
+    assert called.count("d_mul") == 1
+    (g,) = adjoint.gradient(_scaled, u, backend=backend)
+    assert np.allclose(g, 6.0 + 2.0 * u)
+    assert adjoint.gradient(lambda t: sum(t * 2), (1.0, 3.0), backend="interp") == ((2.0, 2.0),)

@@ -317,7 +317,7 @@ def _alias_rules() -> None:
         base = OP_RULES.get(op)
         if base is not None:
             OP_RULES[iop] = Rule(iop, base.pullback, base.emit, base.needs, base.varied,
-                                 base.scalar)
+                                 base.scalar, partial=base.partial)
 
 
 nondiff(updates_float_array)

@@ -1,7 +1,8 @@
 """Pass `instrument`: turn the primal into the forward IR's body and decide, for
 every active statement, its pullback and the values that pullback reads (alphas).
 
-Requires: `merge_returns`, `record_branches`, and an `Activity`.  Guarantees:
+Requires: `merge_returns`, `record_branches`, and an `Activity` (to which it adds the
+copies of arguments it makes, below).  Guarantees:
   * a leading argument `%tape` is added (`meta["tape"]`);
   * an active call of a user function, a closure or any callee without a static
     rule, `%y = call(f, args..., k=v)`, becomes
@@ -13,9 +14,14 @@ Requires: `merge_returns`, `record_branches`, and an `Activity`.  Guarantees:
     `snapshot` before a pullback records it, so the adjoint sees the value the
     primal read, not a later overwrite (`meta["mutated"]`); so is an argument that
     may be an array, which a caller may write into after this function returns;
+  * such an argument, a float64 array, that enters a phi (the first value of a loop
+    variable) and is not written into is copied once on that edge instead: `%c =
+    snapshot(%x)` at the end of the predecessor, and the phi reads `%c`, so that the
+    pullbacks reading the loop variable record it as it is, without a copy per read
+    per iteration;
   * `meta["records"]` maps each block id to its `Record`s in statement order.
 A statement without a rule raises `TypeError` naming the primitive or callee and
-`file:line`.  Inactive statements are left untouched.  The input is not modified.
+`file:line`.  Inactive statements are left untouched.  The input IR is not modified.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
-                     missing_rule_error, scalar_variant)
+                     missing_rule_error, partial_variant, scalar_variant)
 from ..special_callees import as_call, own_rule_code, special_handler
 
 
@@ -74,6 +80,7 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     _refuse_view_writes(out, act, kinds)
     mutated = _mutated(out, act)
     out.meta["mutated"] = mutated
+    _copy_args_into_phis(out, act, _float_array_args(out, kinds) - mutated)
     volatile = _mutated(out, act, _array_args(out, kinds))
     records = {}
     for b in out.blocks:
@@ -180,6 +187,35 @@ def _array_args(ir: IR, kinds: Any) -> set:
             if kinds is None or not kinds.is_scalar(a.var)}
 
 
+def _float_array_args(ir: IR, kinds: Any) -> set:
+    """Arguments proven float64 arrays (by the types of the values passed)."""
+    if kinds is None:
+        return set()
+    return {a.var for a in ir.args[1:] if kinds.is_float_array(a.var)}
+
+
+def _copy_args_into_phis(ir: IR, act: Activity, args: set) -> None:
+    """Give each phi that takes one of `args` from a predecessor a copy of it made at
+    the end of that predecessor (one per predecessor and argument), and add the
+    copies to `act`: varied as the argument, useful as the phis."""
+    blocks = {b.id: b for b in ir.blocks}
+    copies: dict = {}
+    for b in ir.blocks:
+        for p in b.phis:
+            for pred, v in p.incoming.items():
+                if v not in args:
+                    continue
+                c = copies.get((pred, v))
+                if c is None:
+                    c = copies[pred, v] = ir.new_var()
+                    blocks[pred].stmts.append(Stmt(c, "snapshot", [v], line=p.line))
+                    if v in act.varied:
+                        act.varied.add(c)
+                p.incoming[pred] = c
+                if p.var in act.useful:
+                    act.useful.add(c)
+
+
 def _mutated(ir: IR, act: Activity, seeds: set = frozenset()) -> set:
     """Values written by `setitem` (and `seeds`), spread over the phis joining them."""
     out = set(seeds)
@@ -235,9 +271,12 @@ def _instrument_stmt(ir, bid, s, act, tape, mutated, recs, kinds=None) -> list:
         rec.alpha = {s.args[k]: s.args[k] for k in sorted(pos) if isinstance(s.args[k], Var)}
         recs.append(rec)
         return [s]
+    active = tuple(act.is_active(a) for a in s.args)
     if rule.scalar and kinds is not None and not s.kwargs and all(
             kinds.is_scalar(a) for a in s.args):
-        rule = scalar_variant(rule, tuple(act.is_active(a) for a in s.args))
+        rule = scalar_variant(rule, active)
+    elif rule.partial and not all(active):
+        rule = partial_variant(rule, active)
     return _rule_record(ir, bid, s, rule, list(s.args), {}, mutated, recs, act)
 
 

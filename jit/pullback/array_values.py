@@ -137,16 +137,25 @@ def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
         with a_null, b.if_then(b.not_(_null(fc, b_))):
             b.store(copy_array(fc, b_, t), res)
         with a_ok, b.if_then(b.not_(_null(fc, b_))):
-            out = copy_array(fc, a, t)
-            if t.ndim == 1:
-                add_into(fc, out, b_)
-            elif t.ndim == 2:
-                n0 = shape(fc, out, 0)
-                count_loop(fc, n0, lambda i: add_into(fc, _row(fc, out, i), _row(fc, b_, i)))
-            else:
-                add_into_nd(fc, out, b_, t.ndim)
-            b.store(out, res)
+            b.store(_sum_of(fc, a, b_, t), res)
     return b.load(res, typ=lltype(t))
+
+
+def _sum_of(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
+    """A fresh C-contiguous a + b of two arrays that are not NULL, in one pass (a copy
+    then an add in place would go over the memory twice)."""
+    b = fc.b
+    dims = [shape(fc, a, k) for k in range(t.ndim)]
+    for k, n in enumerate(dims):
+        fc.raise_if(b.icmp_signed("!=", n, shape(fc, b_, k)), ValueError,
+                    "cotangent shapes differ ({0} and {1})", (n, shape(fc, b_, k)))
+    out = allocate(fc, dims, FLOAT64, None)
+
+    def add(idx):
+        total = b.fadd(b.load(_elem(fc, a, idx), typ=F64), b.load(_elem(fc, b_, idx), typ=F64))
+        b.store(total, _elem(fc, out, idx))
+    nest_loop(fc, dims, add)
+    return out
 
 
 def _row(fc: FunctionGen, arr, i) -> L.Value:
