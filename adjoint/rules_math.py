@@ -11,17 +11,11 @@ import math
 
 import numpy as np
 
-from lowering.runtime import check_bound
+from lowering.runtime import check_bound, column, shortest
 
-from .rule_table import (
-    no_operands,
-    nondiff,
-    other_operand,
-    partial_rule,
-    pullback_rule,
-    scalar_rule,
-)
-from .tape import unbcast
+from .rule_table import (no_operands, nondiff, other_operand, partial_rule, pullback_rule,
+                         scalar_rule)
+from .tape import accum_index, unbcast
 
 
 def _floor(x):
@@ -66,7 +60,32 @@ def d_mul_num(dy, x, y):
     return dy * y, dy * x
 
 
-# Variants for one operand without a cotangent (a constant: `2.0 * u`), of any types.
+# Variants for one operand without a cotangent (a constant: `1.0 + u`, `2.0 * u`), of
+# any types: the constant's cotangent (a sum of dy over its broadcast) is not computed.
+@partial_rule("add", lambda act: {0, 1}, lambda act: not act[0])
+def d_add_right(dy, x, y):
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return None, tuple(dy[len(x):])
+    return None, unbcast(dy, y)
+
+
+@partial_rule("add", lambda act: {0, 1}, lambda act: not act[1])
+def d_add_left(dy, x, y):
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return tuple(dy[:len(x)]), None
+    return unbcast(dy, x), None
+
+
+@partial_rule("sub", lambda act: {0, 1}, lambda act: not act[0])
+def d_sub_right(dy, x, y):
+    return None, unbcast(-dy, y)
+
+
+@partial_rule("sub", lambda act: {0, 1}, lambda act: not act[1])
+def d_sub_left(dy, x, y):
+    return unbcast(dy, x), None
+
+
 @partial_rule("mul", lambda act: {0, 1}, lambda act: not act[0])
 def d_mul_right(dy, x, y):
     if isinstance(x, tuple) or isinstance(y, tuple):
@@ -218,6 +237,17 @@ def d_gamma(dy, y, x):
 @pullback_rule(builtins.float)
 def d_float(dy, x=0.0):
     return (dy,)
+
+
+@pullback_rule(column, needs=lambda active: {0, 1})
+def d_column(dy, seqs, i):
+    """Item i of `zip(*seqs)`: entry j of dy lands at index i of seqs[j]."""
+    if dy is None:
+        return None, None
+    return tuple(accum_index(None, g, s, i) for g, s in zip(dy, seqs)), None
+
+
+nondiff(shortest)
 
 
 @pullback_rule(check_bound, needs=no_operands)

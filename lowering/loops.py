@@ -17,8 +17,8 @@ import sys
 from ssair.ir import Branch, Const
 
 from .handlers import handles
-from .runtime import range_step
-from .values import EXHAUSTED, ForState, LazyCall, LazyTuple
+from .runtime import column, range_step, shortest
+from .values import EXHAUSTED, ForState, LazyCall, LazyTuple, Starred
 
 PY = sys.version_info[:2]
 
@@ -69,6 +69,15 @@ def seq_state(lw, kind: str, seqs: list, offset=None) -> ForState:
                     offset=offset)
 
 
+def columns_state(lw, args: list) -> ForState:
+    """`zip(*t)` (with other sequences around `*t`, maybe): the tuple of sequences,
+    counted to `shortest(seqs)`, item i being `column(seqs, i)`."""
+    seqs = lw.operand(LazyTuple(elems=args))
+    n = lw.emit("call", Const(shortest), seqs)
+    lw.ints.add(n)
+    return ForState("columns", new_counter(lw, Const(0)), n, Const(1), 1, seqs=[seqs])
+
+
 def reversed_state(lw, seq) -> ForState:
     """`reversed(s)` for a sequence: the counter runs from len(s) - 1 down to 0."""
     seq = lw.operand(seq)
@@ -90,6 +99,8 @@ def op_get_iter(lw, ins):
         lw.push(seq_state(lw, "enumerate", x.args[:1], offset))
     elif x.callee is reversed and len(x.args) == 1:
         lw.push(reversed_state(lw, x.args[0]))
+    elif x.callee is zip and any(isinstance(a, Starred) for a in x.args):
+        lw.push(columns_state(lw, x.args))
     elif x.callee is zip and x.args:
         lw.push(seq_state(lw, "zip", x.args))
     else:
@@ -138,6 +149,8 @@ def split_on_sign(lw, st: ForState) -> list:
 def next_value(lw, st: ForState, i):
     if st.kind == "range":
         return i
+    if st.kind == "columns":
+        return lw.emit("call", Const(column), st.seqs[0], i)
     items = [lw.emit("getitem", s, i) for s in st.seqs]
     if st.kind == "seq":
         return items[0]

@@ -8,6 +8,7 @@ from ssair.ir import Const
 
 from .closures import CELLS_ATTR, SELF_ATTR, SELF_SLOT, cell_names, writes_free_variable
 from .errors import COMPREHENSION_NAMES
+from .runtime import call_unpacked
 from .values import FuncBuild, LazyCall, LazyDict, LazyList, LazyTuple, ListAppend, Starred
 
 _FUNCTIONS: dict = {}   # (code, defaults, kwdefaults) -> function, so lowering is stable
@@ -33,6 +34,9 @@ def materialize(lw, v):
     if isinstance(v, ListAppend):
         return lw.emit("getattr", v.obj, Const("append"))
     if isinstance(v, LazyCall):
+        if any(isinstance(a, Starred) for a in v.args):     # zip(*t) used as a value
+            return lw.emit("call", Const(call_unpacked), Const(v.callee),
+                           _joined_tuple(lw, v.args), Const(None))
         return lw.emit("call", Const(v.callee), *v.args)
     if isinstance(v, FuncBuild):
         return make_function(lw, v)

@@ -147,6 +147,9 @@ def op_call_function_ex(lw, ins):
         else [Starred(lw.operand(kw))]
     if len(entries) > 1 and any(isinstance(e, Starred) for e in entries):
         lw.refuse("a call mixing keyword arguments and **kwargs")
+    if value_of(callee) is zip and not entries:    # `for a, b in zip(*t)`: see loops
+        lw.push(LazyCall(callee=zip, args=items))
+        return
     static = not any(isinstance(e, Starred) for e in items + entries)
     if static and all(isinstance(k, Const) and type(k.value) is str for k, _ in entries):
         names = tuple(k.value for k, _ in entries)
@@ -157,6 +160,10 @@ def op_call_function_ex(lw, ins):
     d = Const(None) if not entries else entries[0].seq \
         if len(entries) == 1 and isinstance(entries[0], Starred) else lw.operand(kw)
     lw.push(lw.emit("call", Const(call_unpacked), lw.operand(callee), t, d))
+
+
+def value_of(v):
+    return v.value if isinstance(v, Const) else None
 
 
 def call(lw, callee, args: list, names: tuple) -> None:

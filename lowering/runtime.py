@@ -42,6 +42,16 @@ def call_unpacked(f, args, kwargs=None):
     return f(*args, **kwargs) if kwargs is not None else f(*args)
 
 
+def shortest(seqs) -> int:
+    """The number of items of `zip(*seqs)` (the shortest sequence's length)."""
+    return min((len(s) for s in seqs), default=0)
+
+
+def column(seqs, i) -> tuple:
+    """Item `i` of `zip(*seqs)`."""
+    return tuple(s[i] for s in seqs)
+
+
 def unbound_local(name: str):
     """Raise what CPython raises when a local is read before assignment."""
     raise UnboundLocalError(
@@ -89,6 +99,8 @@ unbound_local.__zygopy_explain__ = (
 
 
 call_unpacked.__zygopy_symbol__ = "lowering.runtime.call_unpacked"
+shortest.__zygopy_symbol__ = "lowering.runtime.shortest"
+column.__zygopy_symbol__ = "lowering.runtime.column"
 check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
 unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"

@@ -153,3 +153,26 @@ def test_a_product_with_a_constant_does_not_compute_the_constants_cotangent(back
     (g,) = adjoint.gradient(_scaled, u, backend=backend)
     assert np.allclose(g, 6.0 + 2.0 * u)
     assert adjoint.gradient(lambda t: sum(t * 2), (1.0, 3.0), backend="interp") == ((2.0, 2.0),)
+
+
+def _shifted(u, t):
+    return np.sum((1.0 + u) * (u - 2.0) + (3.0 - u) * (t + u) - (t - 0.5) * u)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_a_sum_with_a_constant_does_not_compute_the_constants_cotangent(backend):
+    """`1.0 + u`, `u - 2.0`, `3.0 - u` and `t - 0.5` use the variants of add's and sub's
+    rules for an operand without a cotangent; `t + u` and the sums of products keep
+    the rules themselves."""
+    from adjoint.passes.inplace import arg_types
+    from adjoint.transform import activity_of, lower_function, transform
+    u, t = np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -3.0])
+    jf = transform(lower_function(_shifted), activity_of((u, t)), arg_types((u, t)))
+    called = [getattr(s.args[0].value, "__name__", None) for b in jf.adjoint.blocks
+              for s in b.stmts if s.op == "call"]
+    assert called.count("d_add_right") == 1 and called.count("d_sub_left") == 2
+    assert called.count("d_sub_right") == 1 and called.count("d_add") == 2
+    assert called.count("d_sub") == 1
+    gu, gt = adjoint.gradient(_shifted, u, t, backend=backend)
+    assert np.allclose(gu, (u - 2.0) + (1.0 + u) - (t + u) + (3.0 - u) - (t - 0.5))
+    assert np.allclose(gt, (3.0 - u) - u)

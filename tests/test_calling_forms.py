@@ -257,3 +257,61 @@ def test_keyword_only_defaults_are_their_own():
         assert pullback(keyword_only_scale, 1.0, 0.5, backend=backend)[0] == 3.0
         assert gradient(keyword_only_scale, 1.0, 0.5, backend=backend) == (2.0, 2.0)
         assert gradient(keyword_only_scale, 1.0, scale=3.0, backend=backend) == (3.0,)
+
+
+# -- zip(*t): the loop over the rows of several sequences --------------------------------
+
+def mixture_parts(p):
+    return p["w"] - np.log(np.sum(np.exp(p["w"]))), p["means"], p["roots"]
+
+
+def over_rows(p, x):
+    total = 0.0
+    for w, mean, root in zip(*mixture_parts(p)):
+        d = (x - mean) @ root
+        total = total + w - 0.5 * np.sum(d * d)
+    return total
+
+
+def zip_with_more(a, b):
+    t = (a, b)
+    s = 0.0
+    for x, y, z in zip(a, *t):
+        s = s + x * y - z
+    return s
+
+
+def comprehension_over_rows(a, b):
+    rows = (a, b)
+    return sum(x * y for x, y in zip(*rows))
+
+
+MIX = {"w": RNG.normal(size=3), "means": RNG.normal(size=(3, 2)),
+       "roots": RNG.normal(size=(3, 2, 2))}
+
+
+def test_zip_of_a_starred_tuple():
+    x = RNG.normal(size=2)
+    check_lowering(zip_with_more, (np.arange(3.0), np.ones(4)))
+    check_lowering(comprehension_over_rows, (np.arange(3.0), np.ones(4)))
+    check_gradient(over_rows, MIX, x)
+    check_gradient(zip_with_more, np.arange(3.0), np.ones(4))
+    check_gradient(comprehension_over_rows, np.arange(3.0), np.ones(4))
+    for f, args in ((over_rows, (MIX, x)), (zip_with_more, (np.arange(3.0), np.ones(4)))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert check_llvm(f, *args) == "ok"
+
+
+def test_a_built_list_returned_is_refused_not_none():
+    """Compiled code cannot return a list it built yet: a clear refusal (the interpreter
+    runs it under backend="auto"), never a silent None."""
+    def doubled(a):
+        return [2.0 * v for v in a]
+    from jit.types import TypingError
+    with pytest.raises(TypingError, match="returning a list built in compiled code"):
+        pullback(doubled, np.arange(3.0), backend="llvm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y, back = pullback(doubled, np.arange(3.0))
+    assert y == [0.0, 2.0, 4.0] and np.array_equal(back([1.0, 1.0, 1.0])[0], [2.0] * 3)

@@ -24,8 +24,8 @@ from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltyp
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT, StrT, TupleT, Type,
-                       TypingError)
+                       BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT, StrT,
+                       TupleT, Type, TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -117,6 +117,9 @@ def out_leaves(t: Type, path: tuple = ()) -> list:
         return [x for i, e in enumerate(t.elems) for x in out_leaves(e, path + (i,))]
     if t in (FLOAT64, INT64, BOOL) or isinstance(t, (ArrayT, StrT)):
         return [(path, t)]
+    if isinstance(t, BuiltListT):     # (it lives in the arena, which the call frees)
+        raise TypingError("returning a list built in compiled code is not compiled yet "
+                          "(return np.array(acc) or tuple(acc))")
     return []
 
 

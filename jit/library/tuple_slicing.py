@@ -119,7 +119,7 @@ def _declare() -> None:
     SHAPE = "shape and slicing"
     STATIC_CALLS[builtins.len] = _static_len
     REGISTRY.declare(builtins.tuple, family=SHAPE, pattern="tuple", types=_t_tuple_call,
-                     lower=_cg_tuple_call, gpu={"cuda": "inline"})
+                     lower=_cg_tuple_call, gpu={"cuda": "inline"}, numpy_too=True)
     REGISTRY.overload("getitem", "tuple by a constant slice", _is_tuple_slice, _t_getitem,
                       _cg_getitem, SHAPE)
     REGISTRY.overload("accum_index", "into a tuple by a constant slice", _is_tuple_slice_acc,

@@ -29,13 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import lowering
-from lowering.runtime import call_unpacked
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 
 from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
                        StrT, TupleT, Type, TypingError, join, typeof)
 from jit.library.registry import REGISTRY
-from jit.typing.spread import spread_needed
+from jit.typing.spread import rewrite_needed
 from jit.typing.unroll import RetypeNeeded
 from jit.typing.unbound import expose_unbound, is_unbound
 
@@ -126,6 +125,9 @@ RULES: dict = {}
 # In-place rewrites of the IR copy a Typing owns, before inference: fn(ir) -> None
 # (jit.library.built_lists: list displays that a loop appends to)
 IR_REWRITES: list = []
+# `rewrite(typing, source_copy) -> bool`, tried once a function is typed: True when it
+# rewrote the copy, which is then typed instead (jit.library.fusion)
+POST_TYPING_REWRITES: list = []
 # Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
 STATIC_CALLS: dict = {}
 
@@ -280,7 +282,7 @@ class Engine:
             self.table[key] = t
             try:
                 self._solve(t)
-                return t
+                return self._rewritten(t, key, unrolled or ir, unrolled)
             except RetypeNeeded as need:    # retype with that loop unrolled, that call spread
                 self.table.pop(key, None)
                 unrolled = (unrolled or ir).copy()
@@ -291,6 +293,29 @@ class Engine:
                 self.table.pop(key, None)
                 raise
         raise TypingError(f"jit: {ir.name} has more loops over tuples than are unrolled")
+
+    def _rewritten(self, t: Typing, key: tuple, source: IR, unrolled: Optional[IR]) -> Typing:
+        """`t`, or the typing of its source as a post-typing rewrite changed it (when
+        that types; `t` stands otherwise)."""
+        if not t.done or self.table.get(key) is not t:
+            return t
+        for rewrite in POST_TYPING_REWRITES:
+            copy = expose_unbound(source.copy())
+            for pre in IR_REWRITES:
+                pre(copy)
+            if not rewrite(t, copy):
+                continue
+            t2 = Typing(copy, t.argtypes, t.source, unrolled=unrolled)
+            self.table[key] = t2
+            try:
+                self._solve(t2)
+            except TypingError:
+                t2 = None
+            if t2 is None or not t2.done:
+                self.table[key] = t
+                return t
+            t = t2
+        return t
 
     def _solve(self, t: Typing) -> None:
         if len(t.argtypes) != len(t.ir.args):
@@ -552,8 +577,9 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     f = callee.func
     if isinstance(f, IR) or is_user_function(f):
         return _user_call(ctx, s, f, [], closure=False)
-    if f is call_unpacked:
-        raise spread_needed(ctx, s, ts)
+    need = rewrite_needed(f, s, ts)
+    if need is not None:
+        raise need
     entry = REGISTRY.for_callee(f)
     if entry is None and _rule_helper(f):  # plain-Python helpers of the derivative rules
         return _user_call(ctx, s, f, [], closure=False)

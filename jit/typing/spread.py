@@ -1,58 +1,107 @@
-"""Calls `f(*t, **d)` whose tuple items and dict keys the lowering could not see
-(it emits `call_unpacked(f, t, d)`, `lowering.runtime`): compiled code has no call of
-"as many arguments as the tuple has", so once typing knows the tuple's length and
-the dict's keys (both part of their types) the statement is rewritten as the call
-they make, `f(t[0], ..., t[n-1], k=d["k"], ...)`, and the function is retyped from
+"""Calls whose meaning depends on how many items a tuple holds, which the lowering
+could not see: `f(*t, **d)` (it emits `call_unpacked(f, t, d)`, `lowering.runtime`)
+and the loop `for a, b in zip(*t)` (`shortest(t)`, `column(t, i)`).  Compiled code
+has no call of "as many arguments as the tuple has", so once typing knows the
+tuple's length and the dict's keys (both part of their types) the statement is
+rewritten as what it means for them, `f(t[0], ..., t[n-1], k=d["k"], ...)`,
+`min(len(t[0]), ...)`, `(t[0][i], ..., t[n-1][i])`, and the function is retyped from
 the start on that copy (`Engine.infer`, as for `jit.typing.unroll`).  The J
 transform is then taken of the rewritten IR, so each item gets its own cotangent.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from ssair.ir import IR, Const, Stmt, Var
 
 from jit.types import NONE, BuiltListT, DictT, TupleT, TypingError
 from jit.typing.unroll import RetypeNeeded
+from lowering.runtime import call_unpacked, column, shortest
 
 
-class SpreadNeeded(RetypeNeeded):
-    """The `call_unpacked` statement defining `var` is to be spread into a call of
-    `count` positional items and the keywords `keys`."""
+class RewriteStatement(RetypeNeeded):
+    """The statement defining `var` is to become the statements `build(ir, stmt)`
+    makes (the last of them defines `var`)."""
 
-    def __init__(self, message: str, var: Var, count: int, keys: tuple) -> None:
+    def __init__(self, message: str, var: Var, build: Callable) -> None:
         super().__init__(message)
-        self.var, self.count, self.keys = var, count, keys
+        self.var, self.build = var, build
 
     def apply(self, ir: IR) -> bool:
-        return spread_call(ir, self.var, self.count, self.keys)
+        for b in ir.blocks:
+            for k, s in enumerate(b.stmts):
+                if s.var == self.var and s.op == "call":
+                    b.stmts[k:k + 1] = self.build(ir, s)
+                    return True
+        return False
 
 
-def spread_needed(ctx, s: Stmt, ts: list) -> Exception:
-    """What typing `call_unpacked(f, t, d)` raises: the rewrite, or why it cannot."""
-    items, kw = ts[2], ts[3]
-    if not isinstance(items, TupleT) or isinstance(items, (DictT, BuiltListT)):
-        return TypingError(f"f(*x) is compiled for a tuple or list argument x of known "
-                           f"length, not {items}")
-    if kw != NONE and not isinstance(kw, DictT):
-        return TypingError(f"f(**x) is compiled for a dict x with string keys, not {kw}")
-    keys = kw.keys if isinstance(kw, DictT) else ()
-    return SpreadNeeded("a call f(*t, **d)", s.var, len(items.elems), keys)
+def _count(t) -> int:
+    if not isinstance(t, TupleT) or isinstance(t, (DictT, BuiltListT)):
+        raise TypingError(f"f(*x) and zip(*x) are compiled for a tuple or list x of known "
+                          f"length, not {t}")
+    return len(t.elems)
 
 
-def spread_call(ir: IR, var: Var, count: int, keys: tuple) -> bool:
-    """Rewrite, in place, the `call_unpacked` statement defining `var`."""
-    for b in ir.blocks:
-        for k, s in enumerate(b.stmts):
-            if s.var != var or s.op != "call":
-                continue
-            f, items, kw = s.args[1:4]
-            made, pos, named = [], [], {}
-            for j in range(count):
-                made.append(Stmt(ir.new_var(), "getitem", [items, Const(j)], {}, s.line))
-                pos.append(made[-1].var)
-            for key in keys:
-                made.append(Stmt(ir.new_var(), "getitem", [kw, Const(key)], {}, s.line))
-                named[key] = made[-1].var
-            made.append(Stmt(s.var, "call", [f] + pos, named, s.line, s.name))
-            b.stmts[k:k + 1] = made
-            return True
-    return False
+def _emit(ir: IR, out: list, op: str, args: list, line) -> Var:
+    out.append(Stmt(ir.new_var(), op, args, {}, line))
+    return out[-1].var
+
+
+def _spread(ts: list) -> Callable:
+    count = _count(ts[2])
+    if ts[3] != NONE and not isinstance(ts[3], DictT):
+        raise TypingError(f"f(**x) is compiled for a dict x with string keys, not {ts[3]}")
+    keys = ts[3].keys if isinstance(ts[3], DictT) else ()
+
+    def build(ir: IR, s: Stmt) -> list:
+        f, items, kw = s.args[1:4]
+        made = []
+        pos = [_emit(ir, made, "getitem", [items, Const(j)], s.line) for j in range(count)]
+        named = {k: _emit(ir, made, "getitem", [kw, Const(k)], s.line) for k in keys}
+        return made + [Stmt(s.var, "call", [f] + pos, named, s.line, s.name)]
+    return build
+
+
+def _shortest(ts: list) -> Callable:
+    count = _count(ts[1])
+
+    def build(ir: IR, s: Stmt) -> list:
+        made = []
+        lens = [_emit(ir, made, "call", [Const(len), _emit(ir, made, "getitem",
+                                                          [s.args[1], Const(j)], s.line)],
+                      s.line) for j in range(count)]
+        if count == 0:
+            return [Stmt(s.var, "copy", [Const(0)], {}, s.line, s.name)]
+        if count == 1:
+            return made + [Stmt(s.var, "copy", [lens[0]], {}, s.line, s.name)]
+        return made + [Stmt(s.var, "call", [Const(min)] + lens, {}, s.line, s.name)]
+    return build
+
+
+def _column(ts: list) -> Callable:
+    count = _count(ts[1])
+
+    def build(ir: IR, s: Stmt) -> list:
+        seqs, i = s.args[1], s.args[2]
+        made = []
+        items = [_emit(ir, made, "getitem", [_emit(ir, made, "getitem", [seqs, Const(j)],
+                                                    s.line), i], s.line)
+                 for j in range(count)]
+        return made + [Stmt(s.var, "tuple", items, {}, s.line, s.name)]
+    return build
+
+
+_BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column}
+
+
+def rewrite_needed(f, s: Stmt, ts: list):
+    """For a call of one of the helpers above: the rewrite to retype with (or the
+    TypingError saying why it cannot be compiled); None for any other callee."""
+    make = next((m for g, m in _BUILDERS.items() if g is f), None)
+    if make is None:
+        return None
+    try:
+        return RewriteStatement(f"a call of {f.__name__}", s.var, make(ts))
+    except TypingError as e:
+        return e
