@@ -102,6 +102,10 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
             num = np.dtype(np.float64 if a.dtype == FLOAT64 else np.int64).num
             lines.append(f"    if {n}.dtype.num != {num} or {n}.ndim != {a.ndim}: "
                          f"return reroute(({sig}{',' if names else ''}))")
+        leaves = _array_leaves(n, a)     # compiled code steps by elements, not bytes
+        if leaves:
+            lines.append(f"    if not ({' and '.join(x + '.flags.aligned' for x in leaves)}): "
+                         f"return fallback_big({sig})")
         if isinstance(a, TupleT) and reroute is not None:
             lines.append(f"    if not ({_guard_expr(n, a)}): "
                          f"return reroute(({sig}{',' if names else ''}))")
@@ -130,6 +134,17 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
     return env["call"]
 
 
+def _array_leaves(name: str, t: Any) -> list:
+    """Python expressions for the arrays inside argument `name` of type `t`."""
+    if isinstance(t, ArrayT):
+        return [name]
+    if isinstance(t, DictT):
+        return [x for k, e in zip(t.keys, t.elems) for x in _array_leaves(f"{name}[{k!r}]", e)]
+    if isinstance(t, TupleT):
+        return [x for i, e in enumerate(t.elems) for x in _array_leaves(f"{name}[{i}]", e)]
+    return []
+
+
 def _guard_expr(name: str, t: Any) -> str:
     """A Python test that `name` holds a value of exactly type `t` (tuple arguments)."""
     if isinstance(t, DictT):
@@ -149,7 +164,7 @@ def _guard_expr(name: str, t: Any) -> str:
     if isinstance(t, ArrayT):
         num = np.dtype({FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}[t.dtype]).num
         return (f"type({name}) is np.ndarray and {name}.dtype.num == {num} "
-                f"and {name}.ndim == {t.ndim}")
+                f"and {name}.ndim == {t.ndim} and {name}.flags.aligned")
     return "False"
 
 

@@ -57,18 +57,31 @@ def checked_index(fc: FunctionGen, i, size, axis: int) -> L.Value:
     return j
 
 
-def element_pointer(fc: FunctionGen, arr, idx: list, known_valid: bool = False) -> L.Value:
+def element_pointer(fc: FunctionGen, arr, idx: list, known_valid: bool = False,
+                    itemsize: int = 1) -> L.Value:
     """Byte address of a[idx...] (len(idx) may be less than ndim: a sub-array).
     `known_valid`: the indices were checked against this shape already (a negative
-    one is still wrapped)."""
+    one is still wrapped).  `itemsize` 8: the address is counted in 8-byte elements
+    (every stride of a float64 or int64 array compiled code sees is a multiple of 8:
+    arrays enter aligned, `jit.api`, `jit.runtime.fastcall`), which lets LLVM's loop
+    vectoriser version a loop on "stride == 1" and run the vector body on contiguous
+    arrays (counted in bytes, that test never holds)."""
     b = fc.b
     offset = ZERO
+    shift = L.Constant(I64, itemsize.bit_length() - 1)
     for axis, i in enumerate(idx):
         size = shape(fc, arr, axis)
         j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, size), i) if known_valid \
             else checked_index(fc, i, size, axis)
-        offset = b.add(offset, b.mul(j, stride(fc, arr, axis)))
-    return b.gep(field(fc, arr, 0), [offset], inbounds=False, source_etype=L.IntType(8))
+        st = stride(fc, arr, axis)
+        offset = b.add(offset, b.mul(j, st if itemsize == 1 else b.ashr(st, shift)))
+    return b.gep(field(fc, arr, 0), [offset], inbounds=False,
+                 source_etype=L.IntType(8 * itemsize))
+
+
+def itemsize(dtype) -> int:
+    """Bytes per element of a JIT array dtype."""
+    return 1 if dtype == BOOL else 8
 
 
 def load_element(fc: FunctionGen, ptr, dtype) -> L.Value:
@@ -81,10 +94,10 @@ def _cg_getitem(fc: FunctionGen, s, ts):
         return _tuple_getitem(fc, s, ts)
     arr = fc.get(s.args[0])
     idx = index_operands(fc, s.args[1:])
-    ptr = element_pointer(fc, arr, idx)
     if s.type == ts[0].dtype:
-        return load_element(fc, ptr, ts[0].dtype)
-    return sub_array(fc, arr, ptr, len(idx), ts[0].ndim)
+        return load_element(fc, element_pointer(fc, arr, idx, itemsize=itemsize(s.type)),
+                            ts[0].dtype)
+    return sub_array(fc, arr, element_pointer(fc, arr, idx), len(idx), ts[0].ndim)
 
 
 def _tuple_getitem(fc: FunctionGen, s, ts):
@@ -115,7 +128,7 @@ def _tuple_getitem(fc: FunctionGen, s, ts):
 def _cg_setitem(fc: FunctionGen, s, ts):
     arr = fc.get(s.args[0])
     idx = index_operands(fc, s.args[2:])
-    ptr = element_pointer(fc, arr, idx)
+    ptr = element_pointer(fc, arr, idx, itemsize=itemsize(ts[0].dtype))
     fc.b.store(fc.get(s.args[1], ts[0].dtype), ptr)
     return L.Constant(L.IntType(8), 0)
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Optional
 
+import numpy as np
+
 from llvmlite import ir as L
 
 from ssair.cfg import reverse_postorder
@@ -124,7 +126,12 @@ _OBJECTS: list = []     # Python objects compiled code addresses as constants
 
 def array_constant(a: Any) -> L.Constant:
     """A module-level array read by compiled code: its own memory, addressed directly
-    (the IR constant keeps the array alive as long as the compiled code)."""
+    (the IR constant keeps the array alive as long as the compiled code); one whose
+    strides are not multiples of its item size, a copy (compiled code steps by
+    elements)."""
+    if not a.flags.aligned:
+        a = np.ascontiguousarray(a)
+        _OBJECTS.append(a)
     data = L.Constant(I64, a.ctypes.data).inttoptr(PTR)
     if a.ndim > 2:
         row = L.ArrayType(I64, a.ndim)

@@ -170,7 +170,7 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
     if dy_t == NONE:
         return acc
     valid = s.var.id in fc.ir.meta.get("inbounds", ())   # the forward's own index
-    ptr = element_pointer(fc, acc, index_operands(fc, s.args[3:]), valid)
+    ptr = element_pointer(fc, acc, index_operands(fc, s.args[3:]), valid, itemsize=8)
     if dy_t in (FLOAT64, INT64):
         old = fc.b.load(ptr, typ=F64)
         fc.b.store(fc.b.fadd(old, fc.get(s.args[1], FLOAT64)), ptr)
@@ -287,7 +287,8 @@ def _cg_take_index(fc: FunctionGen, s, ts):
         return acc if ts[0] == FLOAT64 else _copy_or_null(fc, acc, ts[0])
     pre = b.block
     with b.if_then(b.not_(_null(fc, acc))):
-        v = b.load(element_pointer(fc, acc, index_operands(fc, s.args[1:])), typ=F64)
+        v = b.load(element_pointer(fc, acc, index_operands(fc, s.args[1:]), itemsize=8),
+                   typ=F64)
         got = b.block
     out = b.phi(F64)
     out.add_incoming(L.Constant(F64, 0.0), pre)
@@ -317,7 +318,7 @@ def _cg_zero_index(fc: FunctionGen, s, ts):
         if _whole(s):
             _fill_zero(fc, acc, ts[0])
         else:
-            ptr = element_pointer(fc, acc, index_operands(fc, s.args[1:]))
+            ptr = element_pointer(fc, acc, index_operands(fc, s.args[1:]), itemsize=8)
             fc.b.store(L.Constant(F64, 0.0), ptr)
     return acc
 

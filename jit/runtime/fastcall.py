@@ -56,16 +56,21 @@ def _layout_ok() -> bool:
         return False
 
 
-ND_OFF, DESCR_OFF = 24, 56
+ND_OFF, DESCR_OFF, FLAGS_OFF = 24, 56, 64
+NPY_ARRAY_ALIGNED = 0x0100   # data and every stride a multiple of the dtype's alignment
 _DESCRS = {FLOAT64: np.dtype(np.float64), INT64: np.dtype(np.int64)}
 
 
 def _array_layout_ok() -> bool:
     a = np.zeros((2, 3))[:, ::2]
+    odd = np.ndarray((2,), np.float64, np.zeros(3), strides=(12,))
     try:
         return (ctypes.c_int32.from_address(id(a) + ND_OFF).value == 2
                 and ctypes.c_void_p.from_address(id(a) + DESCR_OFF).value == id(a.dtype)
-                and a.dtype is _DESCRS[FLOAT64])
+                and a.dtype is _DESCRS[FLOAT64]
+                and ctypes.c_int32.from_address(id(a) + FLAGS_OFF).value & NPY_ARRAY_ALIGNED
+                and not ctypes.c_int32.from_address(id(odd) + FLAGS_OFF).value
+                & NPY_ARRAY_ALIGNED)
     except (ValueError, OSError):  # pragma: no cover
         return False
 
@@ -99,6 +104,8 @@ def _check_array(fn: L.Function, b: L.IRBuilder, obj, t: ArrayT, slow_block) -> 
                 b.icmp_unsigned("==", _field(b, obj, DESCR_OFF, I64),
                                 L.Constant(I64, id(_DESCRS[t.dtype]))))
     ok = b.and_(ok, b.icmp_signed("==", _field(b, obj, ND_OFF, I32), L.Constant(I32, t.ndim)))
+    aligned = b.and_(_field(b, obj, FLAGS_OFF, I32), L.Constant(I32, NPY_ARRAY_ALIGNED))
+    ok = b.and_(ok, b.icmp_unsigned("!=", aligned, L.Constant(I32, 0)))   # (element strides)
     good = fn.append_basic_block("array_ok")
     b.cbranch(ok, good, slow_block)
     b.position_at_end(good)
