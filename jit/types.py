@@ -122,6 +122,19 @@ class DictT(TupleT):
         return self.keys.index(key) if key in self.keys else None
 
 
+class PythonCallable:
+    """A callable the JIT only calls for its effect (a method of a module-level object,
+    `LOG.append`, `logger.info`), held by identity (a bound method of a list does not
+    hash); see `jit.library.numpy_calls.effect_call`."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        from ssair.printer import object_name
+        return object_name(self.fn)
+
+
 @dataclass(frozen=True, repr=False)
 class FunctionT(Type):
     """A known callable (user function, math/numpy function, builtin)."""

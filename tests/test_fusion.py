@@ -3,6 +3,8 @@ intermediates are used once compile to one loop, with the same bits, the same
 broadcasting errors and the same gradients as the statement-by-statement code."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -179,3 +181,31 @@ def test_pullback_reuses_fused_code():
     y, back = pullback(stencil, u, 0.2, 4, backend="llvm")
     assert y == pytest.approx(stencil(u, 0.2, 4), rel=1e-14)
     assert back(1.0)[0].shape == u.shape
+
+
+def _np_tanh(a):
+    return np.tanh(a)
+
+
+def _loop_tanh(a):
+    out = np.empty(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = math.tanh(a[i])
+    return out
+
+
+def test_tanh_of_an_array_is_numpys_and_a_scalar_loop_is_libms():
+    """Where glibc's vector tanh is used (AVX-512, libmvec: `runtime.VECTOR_MATH`), a
+    library loop's np.tanh gives numpy's bits; a user's loop of math.tanh stays
+    libm's, as CPython's."""
+    from jit.runtime import native
+    rng = np.random.default_rng(3)
+    parts = [rng.normal(size=4000) * s for s in (1e-300, 1e-6, 0.3, 1.0, 4.0, 25.0)]
+    a = np.concatenate(parts + [np.array([0.0, -0.0, np.inf, -np.inf, 5e-324, 19.06] * 4)])
+    assert np.array_equal(jit.jit(_loop_tanh)(a), _loop_tanh(a))
+    if native.vector_variant("tanh") is None:
+        pytest.skip("no libmvec or no AVX-512 here: np.tanh compiles to libm's tanh")
+    got = jit.jit(_np_tanh)(a)
+    assert np.array_equal(got, np.tanh(a))
+    assert np.array_equal(np.signbit(got), np.signbit(np.tanh(a)))
+    assert np.isnan(jit.jit(_np_tanh)(np.array([np.nan] * 9))).all()

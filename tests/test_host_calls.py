@@ -210,3 +210,61 @@ def test_native_roll_of_a_line():
     assert check_llvm(diffusion, u[::-2], 0.2) == "ok"
     check_gradient(diffusion, u, 0.2)
     assert jit.jit(diffusion)(np.zeros(0), 0.2) == 0.0
+
+
+# -- the escape hatch: a Python callable called for its effect ----------------------------
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.seen = []
+
+    def log(self, *values, tag="") -> None:
+        self.seen.append((tag,) + values)
+
+    @property
+    def count(self) -> int:
+        raise AssertionError("a property is never read at compile time")
+
+
+RECORDER = _Recorder()
+HISTORY: list = []
+
+
+def _logs_as_it_goes(x, steps):
+    total = 0.0
+    for k in range(steps):
+        total = total + np.sum(x * x) * k
+        RECORDER.log("step", k, total, tag="train")
+        HISTORY.append(x * k)        # an array it keeps: a copy of compiled memory
+    return total
+
+
+def _uses_the_result(x):
+    n = RECORDER.log(x)
+    return x if n is None else x
+
+
+def test_a_method_of_a_module_level_object_is_called_for_its_effect():
+    x = np.array([1.0, -2.0, 0.5])
+    RECORDER.seen.clear()
+    HISTORY.clear()
+    want = _logs_as_it_goes(x, 3)
+    expected_log, expected_history = list(RECORDER.seen), [h.copy() for h in HISTORY]
+    RECORDER.seen.clear()
+    HISTORY.clear()
+    assert jit.jit(_logs_as_it_goes)(x, 3) == want
+    assert RECORDER.seen == expected_log
+    assert len(HISTORY) == 3 and all(np.array_equal(a, b)
+                                     for a, b in zip(HISTORY, expected_history))
+    for backend in ("llvm", "interp"):
+        RECORDER.seen.clear()
+        y, back = pullback(_logs_as_it_goes, x, 3, backend=backend)
+        assert y == want and RECORDER.seen == expected_log
+        np.testing.assert_allclose(back(1.0)[0], 2 * x * 3, rtol=1e-15)
+    check_gradient(_logs_as_it_goes, x, 2)
+
+
+def test_a_used_result_of_such_a_call_is_refused_clearly():
+    from jit.types import TypingError
+    with pytest.raises(TypingError, match="only for its effect, and here its result is used"):
+        jit.jit(_uses_the_result)(1.0)

@@ -16,7 +16,7 @@ from jit.runtime import native as runtime
 from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
                                   nd_array_type)
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT64, INT64, ArrayT, DictT, TupleT, TypingError
+from jit.types import BOOL, FLOAT64, INT64, ArrayT, DictT, FunctionT, TupleT, TypingError
 
 ZERO, ONE = L.Constant(I64, 0), L.Constant(I64, 1)
 
@@ -175,6 +175,8 @@ def _cg_unpack(fc: FunctionGen, s, ts):
 
 @codegen("getattr")
 def _cg_getattr(fc: FunctionGen, s, ts):
+    if isinstance(s.type, FunctionT):     # a constant object's method: no native value
+        return L.Constant(L.IntType(8), 0)
     arr = fc.get(s.args[0])
     name = s.args[1].value
     nd = ts[0].ndim

@@ -206,6 +206,7 @@ class ModuleGen:
     # Target hooks (jit.cuda.target overrides them for NVVM, which wants typed
     # pointers, a device-resident error record and a shallower native stack).
     max_depth = runtime.MAX_DEPTH
+    vector_math = True     # glibc's vector math may widen library loops (runtime.VECTOR_MATH)
 
     def out_pointer(self, pointee: L.Type) -> L.Type:
         """The type of a function's result pointer (opaque on the CPU)."""

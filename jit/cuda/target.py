@@ -52,6 +52,7 @@ class DeviceModuleGen(ModuleGen):
     """`ModuleGen` for libNVVM: see the module docstring for what differs."""
 
     max_depth = DEVICE_MAX_DEPTH
+    vector_math = False    # (libdevice is the device's math)
 
     def __init__(self, engine, root) -> None:
         super().__init__(engine, root)

@@ -13,10 +13,11 @@ from jit.library.array_calls import _t_sign_number, is_one_number
 from jit.library.broadcast import _fdiv
 from jit.library.elementwise import UFUNC_IMPLS, array_rule, binary_impl, one_array
 from jit.library.math_builtins import _scalar_args, float_args, libm
-from jit.library.python_impls import has_array, impl_call, mark, no_array
+from jit.library.python_impls import MARK, has_array, impl_call, mark, no_array
 from jit.library import platforms
 from jit.library.numpy_calls import UFUNC1, UFUNC2, add_host, elementwise
 from jit.library.registry import REGISTRY
+from jit.runtime import native as runtime
 from jit.types import FLOAT64, INT64, Type, is_int_like
 
 NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
@@ -53,7 +54,19 @@ def _cg_np_unary(fc: FunctionGen, s, ts):
     f = s.args[0].value
     if f in _NP_SCALE:
         return fc.b.fmul(float_args(fc, s)[0], L.Constant(L.DoubleType(), _NP_SCALE[f]))
-    return libm(fc, _NP_LIBM[f], float_args(fc, s))
+    return libm(fc, _array_libm(fc, _NP_LIBM[f]), float_args(fc, s))
+
+
+def _array_libm(fc: FunctionGen, name: str) -> str:
+    """In a loop of the library's own (an elementwise template or a fused kernel, whose
+    results stand for numpy's whole-array ones) on the CPU, the libm function the loop
+    vectoriser may widen into glibc's vector math where that gives numpy's results
+    (`runtime.vector_variant`); elsewhere (a user's loop, CPython's scalar np.tanh;
+    the GPU) libm's own."""
+    fn = getattr(fc.ir, "func", None)
+    if getattr(fn, "__module__", None) != MARK or not fc.mg.vector_math:
+        return name
+    return runtime.vector_variant(name) or name
 
 
 def _cg_np_int_or_float(fc: FunctionGen, s, ts):

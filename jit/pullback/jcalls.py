@@ -29,11 +29,13 @@ from typing import Any, Optional
 from llvmlite import ir as L
 
 from ssair.ir import IR, Const
+from ssair.passes.util import use_counts
 
 from jit.codegen.function import FunctionGen, codegen, lltype
 from jit.pullback.array_values import unless_none
 from jit.pullback.tape_ops import pop_value, push_value, static_phis
-from jit.typing.infer import (Call, Context, Packed, _defaults, call_argument_type,
+from jit.runtime.host_calls import passable
+from jit.typing.infer import (Call, Context, LiteralT, Packed, _defaults, call_argument_type,
                               is_user_function, lower_function, pack_varargs, rule)
 from jit.types import (
     FLOAT64,
@@ -44,6 +46,7 @@ from jit.types import (
     BuiltListT,
     ClosureT,
     FunctionT,
+    PythonCallable,
     TupleT,
     Type,
 )
@@ -99,6 +102,8 @@ def _callee(ctx: Context, ft: Type) -> tuple:
     if isinstance(f, IR) or (type(f) is pytypes.FunctionType
                              and (is_user_function(f) or own_rule_code(f))):
         return f, [], False
+    if isinstance(f, PythonCallable) or callable(f):
+        return f, None, False   # called for its effect (see _t_effect_jcall)
     ctx.fail(f"{ft} has no derivative rule and is not a Python function")
 
 
@@ -267,10 +272,12 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     from adjoint.rules import lookup_callee
 
     from jit.library.registry import REGISTRY
-    if ctx.const(s.args[2], ()):
-        ctx.fail("keyword arguments in a call of a function value with a rule")
     operands = list(s.args[3:])
     argtypes = tuple(ctx.type_of(a) for a in operands)
+    if lookup_callee(f) is None:
+        return _t_effect_jcall(ctx, s, f, operands, argtypes)
+    if ctx.const(s.args[2], ()):
+        ctx.fail("keyword arguments in a call of a function value with a rule")
     entry = REGISTRY.for_callee(f)
     fake = _fake_call(s, f, operands)
     impl = entry.pick(ctx, fake, list(argtypes)) if entry is not None else None
@@ -286,6 +293,47 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     saved = ((y,) if pb is not None and pb.uses_result else ()) + argtypes
     ctx.typing.calls[s.var] = Call(None, operands, f)
     return TupleT((y, RulePBT(id(pb), saved, 1 + len(operands), pb)))
+
+
+def _t_effect_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> Type:
+    """A jcall of a callable without a rule, called for its effect (its result unused):
+    the call from compiled code (`jit.library.numpy_calls.effect_call`), and a pullback
+    that gives no cotangent, as the interpreter's `OpaquePB`.  A method that may store a
+    differentiated value (a list's `append`) is refused, as the J transform refuses it:
+    a value read back from it would carry no gradient."""
+    from adjoint.transform import MUTABLE_RECEIVERS
+    from ssair.printer import object_name
+    fn = f.fn if isinstance(f, PythonCallable) else f
+    if isinstance(getattr(fn, "__self__", None), MUTABLE_RECEIVERS) and any(
+            type_activity(t) for t in argtypes):
+        ctx.fail(f"{object_name(fn)} would store a differentiated value, whose gradient "
+                 "reverse mode cannot follow")
+    defs = {st.var: st for b in ctx.typing.ir.blocks for st in b.stmts}
+    uses = use_counts(ctx.typing.ir)
+    if any(d.op == "getitem" and d.args[0] == s.var and getattr(d.args[1], "value", None) == 0
+           and uses.get(d.var) for d in defs.values()):
+        ctx.fail(f"the JIT has no rule for calling {object_name(fn)}: it calls such a "
+                 "function only for its effect, and here its result is used")
+    for t in argtypes:
+        if not isinstance(t, LiteralT) and not passable(t):
+            ctx.fail(f"a {t} cannot be passed to a Python function from compiled code")
+    ctx.typing.calls[s.var] = Call(None, operands, f)
+    return TupleT((NONE, RulePBT(0, (), 1 + len(operands), None)))
+
+
+def _cg_effect_jcall(fc: FunctionGen, s, ts):
+    """The call, made for its effect; nothing goes on the tape (see `_t_effect_jcall`)."""
+    from ssair.ir import Stmt
+
+    from jit.library.numpy_calls import EFFECT_CALL
+    call = fc.typing.calls[s.var]
+    kwnames = tuple(s.args[2].value) if isinstance(s.args[2], Const) else ()
+    npos = len(call.operands) - len(kwnames)
+    primal = Stmt(s.var, "call", [Const(call.callee)] + list(call.operands[:npos]),
+                  dict(zip(kwnames, call.operands[npos:])), s.line)
+    primal.type = NONE
+    EFFECT_CALL.lower(fc, primal, [fc.type_of(a) for a in call.operands])
+    return L.Constant(lltype(s.type), L.Undefined)
 
 
 def _cg_rule_jcall(fc: FunctionGen, s, ts):
@@ -312,6 +360,8 @@ def _cg_rule_jcall(fc: FunctionGen, s, ts):
 @codegen("jcall")
 def _cg_jcall(fc: FunctionGen, s, ts):
     if isinstance(s.type.elems[1], RulePBT):
+        if s.type.elems[1].rule is None and s.type.elems[1].fid == 0:
+            return _cg_effect_jcall(fc, s, ts)
         return _cg_rule_jcall(fc, s, ts)
     call = fc.typing.calls[s.var]
     tape = fc.get(s.args[1])

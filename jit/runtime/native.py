@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -155,9 +156,69 @@ def optimize(mod: Any, level: int = 3) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
+# glibc's vector math (libmvec) for the loops of numpy's elementwise functions, where
+# its results are numpy's own bit for bit: libm name -> (vector function, lanes, the CPU
+# feature it needs).  On AVX-512, libmvec's 8-lane tanh and numpy's SIMD tanh agree on
+# float64 (tests/test_fusion.py checks it); libmvec's exp, log, sin, cos, ... differ
+# from both numpy's and libm's in the last bit, so those keep libm.
+VECTOR_MATH = {"tanh": ("_ZGVeN8v_tanh", 8, "avx512f")}
+
+
+def vector_variant(name: str) -> Any:
+    """The scalar symbol (`zy_vec_<name>`: libm's function under another name) that a
+    library loop calls for libm's `name` so that the loop vectoriser may widen it into
+    libmvec's function; None where libmvec, the CPU feature or an entry is missing."""
+    key = ("vector", name)
+    if key not in _STATE:
+        _STATE[key] = _find_vector_variant(name)
+    return _STATE[key]
+
+
+def _find_vector_variant(name: str) -> Any:
+    entry = VECTOR_MATH.get(name)
+    if entry is None:
+        return None
+    vector, _, feature = entry
+    if f"+{feature}" not in llvm.get_host_cpu_features().flatten().split(","):
+        return None
+    try:
+        mvec = ctypes.CDLL("libmvec.so.1", mode=ctypes.RTLD_GLOBAL)
+        getattr(mvec, vector)
+        scalar = ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return None
+    symbol = f"zy_vec_{name}"
+    llvm.add_symbol(symbol, scalar)
+    return symbol
+
+
+def with_vector_math(text: str) -> str:
+    """Module text whose `zy_vec_*` declarations name their libmvec variant (the
+    `vector-function-abi-variant` attribute, which llvmlite's builder cannot write)."""
+    extra, kept = [], []
+    for k, (name, (vector, lanes, _)) in enumerate(VECTOR_MATH.items()):
+        symbol = f"zy_vec_{name}"
+        decl = re.search(rf'declare double @"?{symbol}"?\(double[^)]*\)', text)
+        if decl is None:
+            continue
+        group = 9000 + k
+        text = text.replace(decl.group(0), f"{decl.group(0)} #{group}")
+        kept.append(f"ptr @zy.vec.keep.{k}")
+        extra += [f"declare <{lanes} x double> @{vector}(<{lanes} x double>)",
+                  f"@zy.vec.keep.{k} = internal global ptr @{vector}",
+                  f"attributes #{group} = {{ nounwind memory(none) "
+                  f'"vector-function-abi-variant"="_ZGV_LLVM_N{lanes}v_{symbol}({vector})" }}']
+    if not extra:
+        return text
+    extra.append(f"@llvm.compiler.used = appending global [{len(kept)} x ptr] "
+                 f'[{", ".join(kept)}], section "llvm.metadata"')
+    return text + "\n" + "\n".join(extra) + "\n"
+
+
 def compile_ir(text: str, level: int = 3) -> Any:
     """Parse, verify, optimise (at `level`; 0 skips the pipeline, for glue code that
     is straight-line already) and JIT a module; returns the binding module."""
+    text = with_vector_math(text)
     with _LOCK:
         mod = llvm.parse_assembly(text)
         mod.verify()

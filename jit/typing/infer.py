@@ -128,6 +128,9 @@ IR_REWRITES: list = []
 # `rewrite(typing, source_copy) -> bool`, tried once a function is typed: True when it
 # rewrote the copy, which is then typed instead (jit.library.fusion)
 POST_TYPING_REWRITES: list = []
+# `handler(ctx, stmt, types) -> Type or None`, asked for a call of a callable that has
+# no registry entry (jit.library.numpy_calls.effect_call)
+UNTYPED_CALLS: list = []
 # Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
 STATIC_CALLS: dict = {}
 
@@ -584,6 +587,10 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     if entry is None and _rule_helper(f):  # plain-Python helpers of the derivative rules
         return _user_call(ctx, s, f, [], closure=False)
     if entry is None:
+        for untyped in UNTYPED_CALLS:
+            t = untyped(ctx, s, ts)
+            if t is not None:
+                return t
         from ssair.printer import object_name
         ctx.fail(f"the JIT has no rule for calling {object_name(f)}")
     ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), f)

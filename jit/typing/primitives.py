@@ -6,13 +6,16 @@ jit.library.registry (library callables).
 """
 from __future__ import annotations
 
+import inspect
+import types as pytypes
+
 from ssair.ir import Const, Stmt, Var
 
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListLiteral, ListT, Scalar,
-                       TupleT, Type,
-                       is_int_like, is_numeric, numeric_join)
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, FunctionT, ListLiteral, ListT,
+                       PythonCallable, Scalar, TupleT, Type, is_int_like, is_numeric,
+                       numeric_join)
 
 # ---------------------------------------------------------------------------
 # Arithmetic, comparisons, logic.
@@ -256,8 +259,25 @@ def _t_getattr(ctx: Context, s: Stmt, ts: list) -> Type:
     name = ctx.const(s.args[1])
     if isinstance(ts[0], ArrayT) and name in ARRAY_ATTRS:
         return ARRAY_ATTRS[name](ts[0])
+    obj = s.args[0].value if isinstance(s.args[0], Const) else None
+    if obj is not None and isinstance(name, str) and not isinstance(obj, pytypes.ModuleType):
+        found = inspect.getattr_static(obj, name, None)     # (no property runs here)
+        if callable(found) or isinstance(found, (staticmethod, classmethod)):
+            # a module-level object's method, called for its effect (`LOG.append(v)`)
+            return FunctionT(_method_of(obj, name))
     ctx.fail(f"attribute {name!r} of {ts[0]} is not supported")
 
+
+
+_METHODS: dict = {}    # (id(obj), name) -> (obj, its method): one type per method
+
+
+def _method_of(obj, name: str) -> PythonCallable:
+    key = (id(obj), name)
+    hit = _METHODS.get(key)
+    if hit is None or hit[0] is not obj:
+        hit = _METHODS[key] = (obj, PythonCallable(getattr(obj, name)))
+    return hit[1]
 
 
 # ---------------------------------------------------------------------------
