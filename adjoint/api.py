@@ -37,7 +37,7 @@ from .passes.inplace import arg_types
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
 from .tape import Tape, fresh
-from .transform import (JFunction, activity_of, cells, clear_cache, is_differentiable,
+from .transform import (ArgSlot, JFunction, activity_of, cells, clear_cache, is_differentiable,
                         lower_function, transform)
 
 class InterpBackend:
@@ -237,7 +237,7 @@ def _bind_all(f: Callable, args: tuple, kwargs: dict) -> tuple:
         sig = inspect.signature(f)
     except (TypeError, ValueError):
         raise TypeError(f"pullback: cannot bind keyword arguments to {f!r}") from None
-    markers = [_Marker() for _ in args]
+    markers = [ArgSlot(k) for k in range(len(args))]
     try:
         bound = sig.bind(*lead, *markers, **kw)
     except TypeError as e:
@@ -246,21 +246,16 @@ def _bind_all(f: Callable, args: tuple, kwargs: dict) -> tuple:
     bound.apply_defaults()
     values, select = [], [None] * len(args)
     for i, (name, v) in enumerate(bound.arguments.items()):
-        kind = sig.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
+        if sig.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
             for j, m in enumerate(v):
-                if isinstance(m, _Marker):
-                    select[markers.index(m)] = (i, j)
-            v = tuple(args[markers.index(m)] if isinstance(m, _Marker) else m for m in v)
-        elif isinstance(v, _Marker):
-            select[markers.index(v)] = (i, None)
-            v = args[markers.index(v)]
+                if isinstance(m, ArgSlot):
+                    select[m.k] = (i, j)
+            v = tuple(args[m.k] if isinstance(m, ArgSlot) else m for m in v)
+        elif isinstance(v, ArgSlot):
+            select[v.k] = (i, None)
+            v = args[v.k]
         values.append(v)
     return f, tuple(values), tuple(select)
-
-
-class _Marker:
-    """Stands for a positional argument while `_bind_all` binds a call."""
 
 
 def _defaults(f: Callable, missing: int) -> tuple:

@@ -181,46 +181,49 @@ def defmethod(cls: type, name: str, fn: Callable, uses_result: bool = False) -> 
     return rule
 
 
-def scalar_rule(key: Any, needs: Callable, when: Optional[Callable] = None):
-    """Decorator: add a scalar variant to the rule of op name `key` (defined
-    before); `needs(active)` gives the operand positions the variant reads; a
-    variant with `when` applies only where `when(active)` holds (the first that
-    applies is used)."""
+def _add_variant(kind: str, key: Any, needs: Callable, when: Optional[Callable]):
+    """Decorator: add to the `kind` variants ("scalar" or "partial") of the rule of op
+    name `key` (defined before) one reading the operands `needs(active)`, for the
+    active masks where `when(active)` holds (None: every mask)."""
     def deco(fn: Callable) -> Pullback:
         pb = Pullback(fn)
         rule = OP_RULES[key]
-        rule.scalar = rule.scalar + (Rule(key, pullback=pb, needs=needs, when=when),)
+        variant = Rule(key, pullback=pb, needs=needs, when=when)
+        setattr(rule, kind, getattr(rule, kind) + (variant,))
         return pb
     return deco
 
 
-def scalar_variant(rule: Rule, active: tuple) -> Rule:
-    """The scalar variant of `rule` for this active mask, or `rule` itself."""
-    for v in rule.scalar:
+def _variant(variants: tuple, rule: Rule, active: tuple) -> Rule:
+    """The first of `variants` that applies to this active mask, or `rule` itself."""
+    for v in variants:
         if v.when is None or v.when(active):
             return v
     return rule
 
 
+def scalar_rule(key: Any, needs: Callable, when: Optional[Callable] = None):
+    """Decorator: a scalar variant of the rule of op name `key`, for operands that are
+    all proven numbers; the first that applies is used."""
+    return _add_variant("scalar", key, needs, when)
+
+
+def scalar_variant(rule: Rule, active: tuple) -> Rule:
+    """The scalar variant of `rule` for this active mask, or `rule` itself."""
+    return _variant(rule.scalar, rule, active)
+
+
 def partial_rule(key: Any, needs: Callable, when: Callable):
-    """Decorator: add to the rule of op name `key` (defined before) a variant for the
-    active masks where `when(active)` holds, whatever the operands' types: one that
-    does not compute the cotangent of an operand that has none (`2.0 * u`: no
-    reduction of dy * u to a number), returning None for it."""
-    def deco(fn: Callable) -> Pullback:
-        pb = Pullback(fn)
-        rule = OP_RULES[key]
-        rule.partial = rule.partial + (Rule(key, pullback=pb, needs=needs, when=when),)
-        return pb
-    return deco
+    """Decorator: a variant of the rule of op name `key` for the active masks where
+    `when(active)` holds, whatever the operands' types: one that does not compute the
+    cotangent of an operand that has none (`2.0 * u`: no reduction of dy * u to a
+    number), returning None for it."""
+    return _add_variant("partial", key, needs, when)
 
 
 def partial_variant(rule: Rule, active: tuple) -> Rule:
     """The variant of `rule` for an active mask with inactive operands, or `rule`."""
-    for v in rule.partial:
-        if v.when(active):
-            return v
-    return rule
+    return _variant(rule.partial, rule, active)
 
 
 def no_operands(active: tuple) -> set:

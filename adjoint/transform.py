@@ -571,7 +571,10 @@ def _target(f: Any):
     return None
 
 
-class _Slot:
+class ArgSlot:
+    """Stands for the k-th operand of a call while a signature binds it (`_bind`,
+    `adjoint.api`): where it lands is where that operand goes."""
+
     __slots__ = ("k",)
 
     def __init__(self, k):
@@ -587,12 +590,12 @@ def _bind(ir: IR, fn: Any, pos: tuple, kw: dict) -> tuple:
         return tuple(pos), list(range(n))
     if fn is None:
         return interp._bind_names(ir, pos, kw), _name_slots(ir, len(pos), kw)
-    markers = [_Slot(k) for k in range(len(pos) + len(kw))]
+    markers = [ArgSlot(k) for k in range(len(pos) + len(kw))]
     sig = inspect.signature(fn)
     b = sig.bind(*markers[:len(pos)], **dict(zip(kw, markers[len(pos):])))
     slots = [None] * len(markers)
     for i, (name, v) in enumerate(b.arguments.items()):
-        if isinstance(v, _Slot):
+        if isinstance(v, ArgSlot):
             slots[v.k] = i
         elif sig.parameters[name].kind is inspect.Parameter.VAR_POSITIONAL:
             for j, m in enumerate(v):      # `*args`: element j of the tuple parameter i

@@ -102,13 +102,13 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
             num = np.dtype(np.float64 if a.dtype == FLOAT64 else np.int64).num
             lines.append(f"    if {n}.dtype.num != {num} or {n}.ndim != {a.ndim}: "
                          f"return reroute(({sig}{',' if names else ''}))")
+        if isinstance(a, TupleT) and reroute is not None:
+            lines.append(f"    if not ({_guard_expr(n, a)}): "
+                         f"return reroute(({sig}{',' if names else ''}))")
         leaves = _array_leaves(n, a)     # compiled code steps by elements, not bytes
         if leaves:
             lines.append(f"    if not ({' and '.join(x + '.flags.aligned' for x in leaves)}): "
                          f"return fallback_big({sig})")
-        if isinstance(a, TupleT) and reroute is not None:
-            lines.append(f"    if not ({_guard_expr(n, a)}): "
-                         f"return reroute(({sig}{',' if names else ''}))")
         if isinstance(a, ArrayT) and t.writes:
             # a read-only array: let Python raise exactly what CPython raises
             lines.append(f"    if not {n}.flags.writeable: return fallback_big({sig})")
@@ -164,7 +164,7 @@ def _guard_expr(name: str, t: Any) -> str:
     if isinstance(t, ArrayT):
         num = np.dtype({FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}[t.dtype]).num
         return (f"type({name}) is np.ndarray and {name}.dtype.num == {num} "
-                f"and {name}.ndim == {t.ndim} and {name}.flags.aligned")
+                f"and {name}.ndim == {t.ndim}")
     return "False"
 
 

@@ -176,7 +176,7 @@ def call(lw, callee, args: list, names: tuple) -> None:
         lw.store_local(callee.name, new)
         lw.push(Const(None))
         return
-    value = callee.value if isinstance(callee, Const) else None
+    value = value_of(callee)
     if type(value) is functools.partial:    # a constant partial: the call it makes
         kw = {**{k: Const(v) for k, v in value.keywords.items()}, **kwargs}
         call(lw, Const(value.func), [Const(a) for a in value.args] + list(args) + list(kw.values()),

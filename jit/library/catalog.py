@@ -4,9 +4,8 @@ anything is typed.  Which module declares what does not depend on this order: ea
 callable is declared once, and the patterns of an entry are disjoint."""
 from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the primitives)
 from jit.library import (array_calls, broadcast, builders, built_lists,  # noqa: F401
-                         elementwise, fusion, linalg, math_builtins, number_builtins,
-                         numpy_calls,
-                         operators, random_draws, reductions, shapes, slicing, string_values,
-                         tuple_slicing, ufuncs)
+                         elementwise, escape_hatch, fusion, linalg, math_builtins,
+                         number_builtins, numpy_calls, operators, random_draws, reductions,
+                         shapes, slicing, string_values, tuple_slicing, ufuncs)
 from jit.pullback import array_cotangents, cotangents, jcalls, tape_ops  # noqa: F401
 from jit.typing import primitives  # noqa: F401  (core type rules of the primitives)

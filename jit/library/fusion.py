@@ -31,14 +31,14 @@ from typing import Any
 
 from adjoint.transform import WRITES_INTO_ARGUMENT
 from ssair.ir import IR, Const, Stmt, Var
-from ssair.passes.util import is_pure, use_counts
+from ssair.passes.util import is_pure
 
-from jit.library.elementwise import BINARY_IMPLS, NEG_IMPLS, UFUNC_IMPLS
+from jit.library.elementwise import _SYMBOLS, BINARY_IMPLS, NEG_IMPLS, UFUNC_IMPLS
 from jit.library.python_impls import make
 from jit.types import FLOAT64, INT64, ArrayT
 from jit.typing.infer import POST_TYPING_REWRITES, Typing
 
-_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
+_SYMBOL = {op: sym for op, sym in _SYMBOLS.items() if op != "pow"}   # (pow is not fused)
 # template implementation -> what its statement computes
 _KIND: dict = {}
 for (_op, _kind, _nd), _fn in BINARY_IMPLS.items():
@@ -98,7 +98,7 @@ def _may_sit_between(t: Typing, s: Stmt) -> bool:
 
 def fusion_groups(t: Typing) -> list:
     """The groups of two or more members in typed function `t`."""
-    uses = use_counts(t.ir)
+    uses = t.use_counts()
     groups = []
     for b in t.ir.blocks:
         info = {s.var: (k, s) for k, s in enumerate(b.stmts)

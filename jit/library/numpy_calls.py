@@ -16,7 +16,6 @@ family (as np.roll of a line in `jit.library.shapes`).
 """
 from __future__ import annotations
 
-import builtins
 import inspect
 import operator
 import re
@@ -25,16 +24,14 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ssair.ir import Const, Var
-from ssair.passes.util import use_counts
 from ssair.primitives import BINARY, COMPARE, UNARY
 
-from jit.codegen.host_calls import (call_host, lower_calling, lower_library_call,
-                                    lower_operator, operand_recipe)
-from jit.library.registry import REGISTRY, Impl, numpy_only
-from jit.runtime.host_calls import HostSite, passable
-from jit.typing.infer import UNTYPED_CALLS, Call, Context, LiteralT
+from jit.codegen.host_calls import lower_calling, lower_library_call, lower_operator
+from jit.library.registry import REGISTRY, numpy_only
+from jit.runtime.host_calls import passable
+from jit.typing.infer import Context, LiteralT
 from jit.types import (BOOL, FLOAT64, INT64, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
-                       ListT, PythonCallable, TupleT, Type)
+                       ListT, TupleT, Type)
 
 HOST = "any"
 OTHER = "other types"
@@ -700,72 +697,6 @@ def host_operator(op: str, family: str) -> None:
                       numpy_too=True)
 
 
-def _t_print(ctx: Context, s, ts: list) -> Type:
-    host_rule("print", "*values, sep=' ', end='\\n', file=None, flush=False",
-              lambda a: NONE)(ctx, s, ts)
-    if "file" in s.kwargs:
-        ctx.fail("print(file=...) is not compiled")
-    return NONE
-
-
-def effect_call(ctx: Context, s, ts: list):
-    """The escape hatch for a callable that has no registry entry (a module-level
-    object's method, `LOG.append(v)`, `logger.info(...)`, `time.sleep`): called from
-    compiled code through the host callback, for its effect only, when its result is
-    unused (compiled code could not know that result's type before the call).  Its
-    arguments reach it as they reach numpy's (numbers, strings, read-only arrays,
-    tuples).  None (not this case) for a used result or a callee that is not one."""
-    f = ts[0].func
-    fn = f.fn if isinstance(f, PythonCallable) else f
-    if not callable(fn):
-        return None
-    uses = getattr(ctx.typing, "uses", None)
-    if uses is None:
-        uses = ctx.typing.uses = use_counts(ctx.typing.ir)
-    if uses.get(s.var):
-        from ssair.printer import object_name
-        ctx.fail(f"the JIT has no rule for calling {object_name(fn)}: it calls such a "
-                 "function only for its effect, and here its result is used")
-    for t in list(ts[1:]) + [ctx.type_of(v) for v in s.kwargs.values()]:
-        if not isinstance(t, LiteralT) and not passable(t):
-            ctx.fail(f"a {t} cannot be passed to a Python function from compiled code")
-    ctx.typing.impls[s.var] = EFFECT_CALL
-    ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), fn)
-    return NONE
-
-
-def _lower_effect_call(fc, s, ts):
-    from ssair.printer import object_name
-    f = s.args[0].value if isinstance(s.args[0], Const) else fc.type_of(s.args[0]).func
-    fn = f.fn if isinstance(f, PythonCallable) else f
-    recipe, values = operand_recipe(fc, list(s.args[1:]) + list(s.kwargs.values()))
-    site = HostSite(_for_effect(fn), object_name(fn), recipe, tuple(s.kwargs), NONE)
-    return call_host(fc, site, values)
-
-
-_lower_effect_call.native = "host call"
-EFFECT_CALL = Impl("a Python callable, for its effect", None, effect_call, _lower_effect_call,
-                   numpy_too=True)
-
-
-def _for_effect(fn):
-    """`fn` called with copies of the arrays it gets (it may keep them: the views of
-    compiled memory die with the call), its result dropped."""
-    def call(*args, **kwargs):
-        fn(*[_owned(a) for a in args], **{k: _owned(v) for k, v in kwargs.items()})
-    return call
-
-
-def _owned(v):
-    if isinstance(v, np.ndarray):
-        return v.copy()
-    if isinstance(v, (tuple, list)):
-        return type(v)(_owned(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _owned(x) for k, x in v.items()}
-    return v
-
-
 def _has_array(ctx: Context, s, ts: list) -> bool:
     return any(isinstance(t, ArrayT) for t in ts)
 
@@ -802,9 +733,6 @@ def _declare_python() -> None:
                "bitxor", "invert"):
         REGISTRY.overload(op, "arrays", _has_array, _t_operator, lower_operator(OPERATORS[op]),
                           family="ufuncs", numpy_too=True)
-    REGISTRY.declare(builtins.print, family="escape hatch", pattern="numbers, strings, "
-                     "arrays, tuples", types=_t_print, lower=lower_library_call, numpy_too=True)
-    UNTYPED_CALLS.append(effect_call)
 
 
 _declare()

@@ -29,14 +29,12 @@ from typing import Any, Optional
 from llvmlite import ir as L
 
 from ssair.ir import IR, Const
-from ssair.passes.util import use_counts
 
 from jit.codegen.function import FunctionGen, codegen, lltype
 from jit.pullback.array_values import unless_none
 from jit.pullback.tape_ops import pop_value, push_value, static_phis
-from jit.runtime.host_calls import passable
-from jit.typing.infer import (Call, Context, LiteralT, Packed, _defaults, call_argument_type,
-                              is_user_function, lower_function, pack_varargs, rule)
+from jit.typing.infer import (Call, Context, Packed, bind_operands,
+                              call_argument_type, is_user_function, lower_function, rule)
 from jit.types import (
     FLOAT64,
     NONE,
@@ -107,54 +105,6 @@ def _callee(ctx: Context, ft: Type) -> tuple:
     ctx.fail(f"{ft} has no derivative rule and is not a Python function")
 
 
-def _bind(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple, kwvals: list) -> tuple:
-    """(operands in parameter order, parameter index of each jcall operand)."""
-    params = [a.name for a in ir.args[ir.nfree:]]
-    packed = ir.meta.get("varargs")
-    if packed is not None and len(pos) >= packed:
-        # the extras are one tuple argument; slot (p, j): element j of parameter p
-        pos = pack_varargs(ctx, ir, f, list(pos))
-        extras = [(packed, j) for j in range(len(pos[-1].operands))]
-        out, slots = _bind(ctx, _WithoutPacking(ir), f, pos, kwnames, kwvals)
-        return out, tuple(list(slots[:packed]) + extras + list(slots[packed + 1:]))
-    varkw = ir.meta.get("varkw")
-    if not kwnames and len(pos) == len(params) and varkw is None:
-        return list(pos), tuple(range(len(pos)))
-    if len(pos) > (len(params) if varkw is None else varkw):
-        ctx.fail(f"{ir.name}() takes {len(params)} positional arguments")
-    out = list(pos) + [None] * (len(params) - len(pos))
-    slots = list(range(len(pos)))
-    extras = {}
-    for k, v in zip(kwnames, kwvals):
-        if k not in params or params.index(k) == varkw:
-            if varkw is None:
-                ctx.fail(f"{ir.name}() got an unexpected keyword {k!r}")
-            slots.append((varkw, len(extras)))     # entry j of the `**kwargs` dict
-            extras[k] = v
-            continue
-        if out[params.index(k)] is not None:
-            ctx.fail(f"{ir.name}() got multiple values for argument {k!r}")
-        out[params.index(k)] = v
-        slots.append(params.index(k))
-    if varkw is not None:
-        out[varkw] = Packed(list(extras.values()), tuple(extras))
-    defaults = _defaults(f, params) if not isinstance(f, IR) else {}
-    for i, v in enumerate(out):
-        if v is None:
-            if params[i] not in defaults:
-                ctx.fail(f"{ir.name}() missing argument {params[i]!r}")
-            out[i] = Const(defaults[params[i]])
-    return out, tuple(slots)
-
-
-class _WithoutPacking:
-    """An IR seen by `_bind` once its `*args` extras are packed into one operand."""
-
-    def __init__(self, ir: IR) -> None:
-        self.args, self.nfree, self.name = ir.args, ir.nfree, ir.name
-        self.meta = {"varkw": ir.meta["varkw"]} if "varkw" in ir.meta else {}
-
-
 @rule("jcall")
 def _t_jcall(ctx: Context, s, ts) -> Type:
     from adjoint.transform import transform
@@ -167,7 +117,7 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
     kwnames = tuple(ctx.const(s.args[2], ()))
     rest = list(s.args[3:])
     npos = len(rest) - len(kwnames)
-    operands, slots = _bind(ctx, ir, f, rest[:npos], kwnames, rest[npos:])
+    operands, slots = bind_operands(ctx, ir, f, rest[:npos], kwnames, rest[npos:])
     argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
     ir = _unrolled(ctx, ir, argtypes)
     jf = transform(ir, tuple(type_activity(t) for t in argtypes),
@@ -297,26 +247,24 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
 
 def _t_effect_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> Type:
     """A jcall of a callable without a rule, called for its effect (its result unused):
-    the call from compiled code (`jit.library.numpy_calls.effect_call`), and a pullback
-    that gives no cotangent, as the interpreter's `OpaquePB`.  A method that may store a
+    the call from compiled code (`jit.library.escape_hatch`), and a pullback that gives
+    no cotangent, as the interpreter's `OpaquePB`.  A method that may store a
     differentiated value (a list's `append`) is refused, as the J transform refuses it:
     a value read back from it would carry no gradient."""
     from adjoint.transform import MUTABLE_RECEIVERS
     from ssair.printer import object_name
-    fn = f.fn if isinstance(f, PythonCallable) else f
+
+    from jit.library.escape_hatch import check_effect_call, unwrapped
+    fn = unwrapped(f)
     if isinstance(getattr(fn, "__self__", None), MUTABLE_RECEIVERS) and any(
             type_activity(t) for t in argtypes):
         ctx.fail(f"{object_name(fn)} would store a differentiated value, whose gradient "
                  "reverse mode cannot follow")
-    defs = {st.var: st for b in ctx.typing.ir.blocks for st in b.stmts}
-    uses = use_counts(ctx.typing.ir)
-    if any(d.op == "getitem" and d.args[0] == s.var and getattr(d.args[1], "value", None) == 0
-           and uses.get(d.var) for d in defs.values()):
-        ctx.fail(f"the JIT has no rule for calling {object_name(fn)}: it calls such a "
-                 "function only for its effect, and here its result is used")
-    for t in argtypes:
-        if not isinstance(t, LiteralT) and not passable(t):
-            ctx.fail(f"a {t} cannot be passed to a Python function from compiled code")
+    uses = ctx.typing.use_counts()
+    used = any(st.op == "getitem" and st.args[0] == s.var and uses.get(st.var)
+               and getattr(st.args[1], "value", None) == 0
+               for b in ctx.typing.ir.blocks for st in b.stmts)
+    check_effect_call(ctx, fn, used, list(argtypes))
     ctx.typing.calls[s.var] = Call(None, operands, f)
     return TupleT((NONE, RulePBT(0, (), 1 + len(operands), None)))
 
@@ -325,7 +273,7 @@ def _cg_effect_jcall(fc: FunctionGen, s, ts):
     """The call, made for its effect; nothing goes on the tape (see `_t_effect_jcall`)."""
     from ssair.ir import Stmt
 
-    from jit.library.numpy_calls import EFFECT_CALL
+    from jit.library.escape_hatch import EFFECT_CALL
     call = fc.typing.calls[s.var]
     kwnames = tuple(s.args[2].value) if isinstance(s.args[2], Const) else ()
     npos = len(call.operands) - len(kwnames)

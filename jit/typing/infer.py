@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 
 import lowering
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
+from ssair.passes.util import use_counts
 
 from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
                        StrT, TupleT, Type, TypingError, join, typeof)
@@ -85,10 +86,18 @@ class Typing:
     # the source with its loops over differently typed tuple entries unrolled (what a
     # J transform of this signature must start from), or None
     unrolled: Optional[IR] = None
+    _uses: Optional[dict] = field(default=None, repr=False)
 
     @property
     def key(self) -> tuple:
         return (self.source, self.argtypes)
+
+    def use_counts(self) -> dict:
+        """Var -> its number of uses in the typed IR (counted once; typing does not
+        change the IR's statements)."""
+        if self._uses is None:
+            self._uses = use_counts(self.ir)
+        return self._uses
 
 
 class Context:
@@ -663,25 +672,41 @@ def pack_varargs(ctx: Context, ir: IR, f: Any, args: list) -> list:
 
 def bind_call(ctx: Context, ir: IR, f: Any, s: Stmt) -> list:
     """Operands for the callee's non-free parameters: positional (with `*args` extras
-    packed into one), keywords, defaults."""
-    args, kwargs = pack_varargs(ctx, ir, f, list(s.args[1:])), dict(s.kwargs)
+    packed into one), keywords (with `**kwargs` extras packed into one), defaults."""
+    return bind_operands(ctx, ir, f, list(s.args[1:]), tuple(s.kwargs),
+                         list(s.kwargs.values()))[0]
+
+
+def bind_operands(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple,
+                  kwvals: list) -> tuple:
+    """(operands in parameter order, the parameter each operand binds): an int, or
+    `(p, j)` for entry j of the `*args` tuple or the `**kwargs` dict parameter p."""
     params = [a.name for a in ir.args[ir.nfree:]]
+    packed = ir.meta.get("varargs")
+    if packed is not None and len(pos) >= packed:
+        pos = pack_varargs(ctx, ir, f, list(pos))
+        extras = [(packed, j) for j in range(len(pos[-1].operands))]
+        out, slots = bind_operands(ctx, _WithoutPacking(ir), f, pos, kwnames, kwvals)
+        return out, tuple(list(slots[:packed]) + extras + list(slots[packed + 1:]))
     varkw = ir.meta.get("varkw")
-    if not kwargs and len(args) == len(params) and varkw is None:
-        return args
-    if len(args) > (len(params) if varkw is None else varkw):
+    if not kwnames and len(pos) == len(params) and varkw is None:
+        return list(pos), tuple(range(len(pos)))
+    if len(pos) > (len(params) if varkw is None else varkw):
         ctx.fail(f"{ir.name}() takes {len(params)} positional arguments")
-    out = args + [None] * (len(params) - len(args))
+    out = list(pos) + [None] * (len(params) - len(pos))
+    slots = list(range(len(pos)))
     extras = {}
-    for k, v in kwargs.items():
+    for k, v in zip(kwnames, kwvals):
         if k not in params or params.index(k) == varkw:
             if varkw is None:
                 ctx.fail(f"{ir.name}() got an unexpected keyword {k!r}")
+            slots.append((varkw, len(extras)))
             extras[k] = v
             continue
         if out[params.index(k)] is not None:
             ctx.fail(f"{ir.name}() got multiple values for argument {k!r}")
         out[params.index(k)] = v
+        slots.append(params.index(k))
     if varkw is not None:
         out[varkw] = Packed(list(extras.values()), tuple(extras))
     defaults = _defaults(f, params)
@@ -690,7 +715,15 @@ def bind_call(ctx: Context, ir: IR, f: Any, s: Stmt) -> list:
             if params[i] not in defaults:
                 ctx.fail(f"{ir.name}() missing argument {params[i]!r}")
             out[i] = Const(defaults[params[i]])
-    return out
+    return out, tuple(slots)
+
+
+class _WithoutPacking:
+    """An IR seen by `bind_operands` once its `*args` extras are packed into one."""
+
+    def __init__(self, ir: IR) -> None:
+        self.args, self.nfree, self.name = ir.args, ir.nfree, ir.name
+        self.meta = {"varkw": ir.meta["varkw"]} if "varkw" in ir.meta else {}
 
 
 def _defaults(f: Any, params: list) -> dict:
