@@ -15,8 +15,8 @@ from . import tape  # noqa: F401
 from .rules import Pullback as RulePullback  # noqa: F401
 from .transform import clear_cache  # noqa: F401
 from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: F401
-                  register_backend, rule)
+                  register_backend, rule, value_and_grad)
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 
-__all__ = ["pullback", "gradient", "jacobian", "hessian", "code_adjoint", "rule",
-           "register_backend"]
+__all__ = ["pullback", "gradient", "value_and_grad", "jacobian", "hessian", "code_adjoint",
+           "rule", "register_backend"]

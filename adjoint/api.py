@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -56,12 +56,21 @@ RUNNERS: dict = {"interp": InterpBackend()}
 # backend name -> fast(f, args) -> (y, back) or None: a runner's shortcut for calls it
 # has compiled (see jit.grad_fast); None means "take the general path".
 FAST_PATHS: dict = {}
+# backend name -> fast(f, args, with_value) -> gradient (or (y, gradient)) or None: a
+# runner's one-call `gradient` / `value_and_grad` (see jit.pullback.fast_gradient).
+FAST_GRADIENTS: dict = {}
+# Per `with_value`: f -> (f.__code__, call), the one-call gradient the runner compiled
+# last for f.  `call(*args)` checks the number and classes of the arguments itself
+# and takes the runner's lookup for anything else.  Emptied when a backend changes.
+HOT_GRADIENTS: tuple = ({}, {})
 BACKENDS = ("auto", "interp", "llvm")
 
 
 def register_backend(name: str, runner: Any) -> None:
     """Make `backend=name` run forward/adjoint IR with `runner` (see module doc)."""
     RUNNERS[name] = runner
+    for hot in HOT_GRADIENTS:
+        hot.clear()
 
 
 def _load_jit() -> None:
@@ -305,11 +314,46 @@ def _is_scalar(y: Any) -> bool:
 def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
     """d f / d args for a real scalar output; one entry per positional argument
     (keyword arguments are held constant)."""
-    y, back = pullback(f, *args, backend=backend, **kwargs)
+    hot = _HOT_GRADIENT.get(f)
+    if hot is not None and hot[0] is f.__code__ and backend in FAST_GRADIENTS and not kwargs:
+        return hot[1](*args)
+    return _gradient(f, args, False, backend, kwargs)
+
+
+def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
+    """`(f(*args), gradient(f, *args))` for a real scalar output, computed together
+    (JAX's name; here called with the arguments, like `gradient`)."""
+    hot = _HOT_VALUE_AND_GRAD.get(f)
+    if hot is not None and hot[0] is f.__code__ and backend in FAST_GRADIENTS and not kwargs:
+        return hot[1](*args)
+    return _gradient(f, args, True, backend, kwargs)
+
+
+_HOT_GRADIENT, _HOT_VALUE_AND_GRAD = HOT_GRADIENTS
+
+
+def _gradient(f: Callable, args: tuple, with_value: bool, backend: str, kwargs: dict) -> tuple:
+    if not kwargs:
+        fast = FAST_GRADIENTS.get(backend)
+        if fast is None and not _JIT_TRIED and backend != "interp":
+            _load_jit()
+            fast = FAST_GRADIENTS.get(backend)
+        if fast is not None:   # forward and adjoint in one native call
+            got = fast(f, args, with_value)
+            if got is not None:
+                return got
+    return general_gradient(f, args, with_value, backend, kwargs)
+
+
+def general_gradient(f: Callable, args: tuple, with_value: bool, backend: str = "auto",
+                     kwargs: Optional[dict] = None) -> tuple:
+    """`gradient` / `value_and_grad` through `pullback` and `back(1.0)`."""
+    y, back = pullback(f, *args, backend=backend, **(kwargs or {}))
     if not _is_scalar(y):
-        raise TypeError(f"gradient: {getattr(f, '__name__', 'f')} must return a real "
+        name = "value_and_grad" if with_value else "gradient"
+        raise TypeError(f"{name}: {getattr(f, '__name__', 'f')} must return a real "
                         f"scalar, got {type(y).__name__}; use jacobian or pullback")
-    return back(1.0)
+    return (y, back(1.0)) if with_value else back(1.0)
 
 
 def jacobian(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
@@ -383,4 +427,7 @@ def _explain_nested(name: str) -> Callable:
 
 # how the JIT's refusal of a nested call tells it (jit.infer.internal_call)
 gradient.__zygopy_explain__ = _explain_nested("gradient")
+value_and_grad.__zygopy_explain__ = _explain_nested("value_and_grad")
 pullback.__zygopy_explain__ = _explain_nested("pullback")
+jacobian.__zygopy_explain__ = _explain_nested("jacobian")
+hessian.__zygopy_explain__ = _explain_nested("hessian")

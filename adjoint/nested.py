@@ -130,11 +130,13 @@ finish_grads.__zygopy_symbol__ = "adjoint.nested.finish_grads"
 _PROGRAMS: dict = {}
 
 
-def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False) -> IR:
+def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False,
+                     with_value: bool = False) -> IR:
     """An IR computing the gradient of `jf`'s primal (see the module docstring).
     `seeded`: the IR takes the output's cotangent as one more, last argument (the
-    `back` of a nested `pullback`) instead of seeding with 1.0."""
-    key = (id(jf), nfree, seeded)
+    `back` of a nested `pullback`) instead of seeding with 1.0.  `with_value`: it
+    returns `(y, gradient)`, as `value_and_grad`."""
+    key = (id(jf), nfree, seeded, with_value)
     hit = _PROGRAMS.get(key)
     if hit is not None and hit[0] is jf:
         return hit[1]
@@ -153,21 +155,24 @@ def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False) -> IR:
     seed = ir.push(b, "tuple", dy, None) if jf.inout else dy
     g = ir.push(b, "call", Const(jf.adjoint), r, env, seed)
     out = ir.push(b, "call", Const(finish_grads), g, ir.push(b, "tuple", *xs), nfree)
+    if with_value:
+        out = ir.push(b, "tuple", ir.push(b, "getitem", t, 0), out)
     b.term = Return(out)
     _PROGRAMS[key] = (jf, ir)
     return ir
 
 
-def forward_gradient(state, f, tape, pos: tuple, kw: dict) -> tuple:
-    """jcall of `adjoint.gradient(fn, *args)`: run J(gradient program of fn)."""
-    _check_nested_keywords("gradient", kw)
+def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = False) -> tuple:
+    """jcall of `adjoint.gradient(fn, *args)` (or `value_and_grad`): run J(gradient
+    program of fn)."""
+    _check_nested_keywords("value_and_grad" if with_value else "gradient", kw)
     fn, args = pos[0], tuple(pos[1:])
     ir, free = api._prepare(fn, args)
     all_args = tuple(free) + args
     active = T.activity_of(all_args)
     types = T.arg_types(all_args)
     jf = T.transform(ir, active, types)
-    jg = T.transform(gradient_program(jf, len(free)), active, types)
+    jg = T.transform(gradient_program(jf, len(free), with_value=with_value), active, types)
     y, env = interp._call_ir(state, jg.forward, (tape,) + all_args)
     slots = [None] + [len(free) + k for k in range(len(args))]
     return y, _GradientPB(jg, env, len(free), slots, False)
@@ -283,6 +288,9 @@ def _refuse_nested(name: str):
 
 def _register_gradient() -> None:
     SPECIAL_CALLEES[id(api.gradient)] = (api.gradient, forward_gradient)
+    SPECIAL_CALLEES[id(api.value_and_grad)] = (
+        api.value_and_grad, lambda state, f, tape, pos, kw: forward_gradient(
+            state, f, tape, pos, kw, with_value=True))
     SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
     for f in (api.jacobian, api.hessian):
         SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))

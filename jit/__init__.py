@@ -11,6 +11,7 @@ from jit.cuda import code_ptx
 from jit.pullback.backend import BACKEND as GRAD_BACKEND, JitFallbackWarning
 from jit.pullback.backend import register as _register
 from jit.pullback.fast_path import register as _register_fast
+from jit.pullback.fast_gradient import register as _register_fast_gradient
 from jit.library import catalog  # noqa: F401  (every library callable, declared once)
 
 __all__ = ["jit", "code_typed", "code_llvm", "code_native", "code_ptx", "TypingError", "infer",
@@ -25,6 +26,7 @@ def register_backends() -> None:
     `zygopy.backends` entry point, which adjoint loads on its first pullback."""
     _register()
     _register_fast()
+    _register_fast_gradient()
 
 
 register_backends()

@@ -40,13 +40,15 @@ from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
 @dataclass(eq=False)
 class Compiled:
     """One compiled signature: typing, LLVM text before/after optimisation, the
-    binding module (for assembly) and the Python-level call wrapper."""
+    binding module (for assembly) and the call wrapper: the native one where the
+    signature allows, else `python_wrapper`."""
 
     typing: Typing
     llvm_text: str
     module: Any
     entry: str
     wrapper: Callable
+    python_wrapper: Callable
 
     def optimized_llvm(self) -> str:
         return str(self.module)
@@ -55,8 +57,11 @@ class Compiled:
         return runtime.native_assembly(self.module)
 
 
-def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None) -> Compiled:
-    """LLVM-compile a typed function and build its Python wrapper."""
+def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
+                   other_classes: Callable = None) -> Compiled:
+    """LLVM-compile a typed function and build its Python wrapper (the native one when
+    the signature allows; it calls `other_classes(*args)`, by default the Python
+    wrapper, for arguments of other classes)."""
     _check_signature(t)
     mg = ModuleGen(ENGINE, t)
     impl = mg.build()
@@ -66,8 +71,8 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None) -> C
     addr = runtime.function_address(entry.name)
     wrapper = make_wrapper(t, addr, fallback, reroute)
     fail = _failure(t, fallback)
-    native = native_wrapper(t, addr, wrapper, lambda *args: fail(args))
-    return Compiled(t, text, mod, entry.name, native or wrapper)
+    native = native_wrapper(t, addr, other_classes or wrapper, lambda *args: fail(args))
+    return Compiled(t, text, mod, entry.name, native or wrapper, wrapper)
 
 
 def _check_signature(t: Typing) -> None:
@@ -99,7 +104,7 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
     env["reroute"] = reroute
     for n, a in zip(names, t.argtypes):
         if isinstance(a, ArrayT) and reroute is not None:
-            num = np.dtype(np.float64 if a.dtype == FLOAT64 else np.int64).num
+            num = np.dtype(_NUMPY_DTYPES[a.dtype]).num
             lines.append(f"    if {n}.dtype.num != {num} or {n}.ndim != {a.ndim}: "
                          f"return reroute(({sig}{',' if names else ''}))")
         if isinstance(a, TupleT) and reroute is not None:
@@ -134,6 +139,9 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
     return env["call"]
 
 
+_NUMPY_DTYPES = {FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}
+
+
 def _array_leaves(name: str, t: Any) -> list:
     """Python expressions for the arrays inside argument `name` of type `t`."""
     if isinstance(t, ArrayT):
@@ -162,7 +170,7 @@ def _guard_expr(name: str, t: Any) -> str:
     if isinstance(t, ObjectT):
         return f"type({name}).__qualname__ == {t.cls.__qualname__!r}"
     if isinstance(t, ArrayT):
-        num = np.dtype({FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}[t.dtype]).num
+        num = np.dtype(_NUMPY_DTYPES[t.dtype]).num
         return (f"type({name}) is np.ndarray and {name}.dtype.num == {num} "
                 f"and {name}.ndim == {t.ndim}")
     return "False"

@@ -19,7 +19,7 @@ predecessor.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -409,14 +409,19 @@ class FunctionGen:
                 self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
             self.b.ret(L.Constant(I32, status))
 
-    def propagate(self, status: L.Value) -> None:
-        """Return a callee's non-OK status unchanged."""
+    def propagate(self, status: L.Value, on_error: Optional[Callable] = None) -> None:
+        """Return a callee's non-OK status unchanged (after `on_error()` emits its
+        clean-up code there)."""
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
+            if on_error is not None:
+                on_error()
             self.b.ret(status)
 
     # -- calls -----------------------------------------------------------------
-    def call_user(self, target: Typing, operands: list, lead: list) -> L.Value:
-        """A native call of another specialised user function."""
+    def call_user(self, target: Typing, operands: list, lead: list,
+                  on_error: Optional[Callable] = None) -> L.Value:
+        """A native call of another specialised user function (`on_error`: see
+        `propagate`)."""
         fn = self.mg.function(target)
         target = self.mg.engine.table.get(target.key, target)
         args = list(lead)
@@ -427,7 +432,7 @@ class FunctionGen:
         status = self.b.call(fn, [depth, out] + args)
         if runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file):
             self._note_caller(status)
-        self.propagate(status)
+        self.propagate(status, on_error)
         return self.b.load(out, typ=lltype(target.ret))
 
     def _note_caller(self, status: L.Value) -> None:

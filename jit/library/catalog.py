@@ -7,5 +7,6 @@ from jit.library import (array_calls, broadcast, builders, built_lists,  # noqa:
                          elementwise, escape_hatch, fusion, linalg, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, reductions,
                          shapes, slicing, string_values, tuple_slicing, ufuncs)
-from jit.pullback import array_cotangents, cotangents, jcalls, tape_ops  # noqa: F401
+from jit.pullback import (array_cotangents, cotangents, jcalls,  # noqa: F401
+                          nested_gradient, tape_ops)
 from jit.typing import primitives  # noqa: F401  (core type rules of the primitives)

@@ -28,6 +28,7 @@ def derivative(e: Entry) -> str:
     """Where adjoint's rule table has this entry's derivative (adjoint is the one
     source of derivatives, for the interpreter and the JIT alike)."""
     from adjoint.rules import lookup_callee, lookup_op
+    from adjoint.special_callees import special_handler
     if e.family in ("derivatives", "runtime checks"):
         return "n/a"
     key = e.key
@@ -36,6 +37,8 @@ def derivative(e: Entry) -> str:
         if key is None:
             return "none"
     rule = lookup_op(key) if isinstance(key, str) else lookup_callee(key)
+    if rule is None and special_handler(key) is not None:
+        return "adjoint.nested"    # nested differentiation: a handler, not a rule
     if rule is None:
         return "none"
     if rule.pullback is None:

@@ -8,7 +8,9 @@ wrapper built here (`native_wrapper(t, addr, slow, fail)`) does, natively:
   2. call the compiled entry at `addr`;
   3. if the status word (runtime.ERRINFO[0]) is set, return `fail(*args)` (the Python
      wrapper's error / deoptimisation path); else box the result
-     (PyFloat_FromDouble / PyLong_FromLongLong).
+     (PyFloat_FromDouble / PyLong_FromLongLong; a tuple of numbers, bools and None,
+     nested too, from the flat `out` struct the entry writes: PyTuple_New, items
+     stolen by PyTuple_SetItem).
 Anything unexpected (wrong count or class) calls `slow(*args)`, the Python wrapper,
 which gives the exact behaviour.  An array argument (`ArrayT`) is accepted when it is
 exactly a `numpy.ndarray` with the expected dtype object and number of dimensions; the
@@ -27,7 +29,8 @@ from llvmlite import ir as L
 
 from jit.runtime import native as runtime
 from jit.codegen.arrays import callee_at
-from jit.types import FLOAT64, INT64, ArrayT
+from jit.codegen.entry import out_leaves, out_struct
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListT, TupleT
 
 PTR = L.PointerType()
 I8 = L.IntType(8)
@@ -85,13 +88,12 @@ def _fnptr(addr: int, ret: L.Type, args: list, var_arg: bool = False) -> Any:
     return callee_at(addr, L.FunctionType(ret, args, var_arg=var_arg))
 
 
-def _call_py(b: L.IRBuilder, target: Any, args, n: int) -> L.Value:
-    """PyObject_CallFunctionObjArgs(target, args[0], ..., args[n - 1], NULL)."""
-    fn = _fnptr(_addr("PyObject_CallFunctionObjArgs"), PTR, [PTR], var_arg=True)
-    objs = [b.load(b.gep(args, [L.Constant(I64, i)], source_etype=PTR), typ=PTR)
-            for i in range(n)]
+def _call_py(b: L.IRBuilder, target: Any, args, count: L.Value) -> L.Value:
+    """target(*args[:count]): PyObject_VectorcallDict with the arguments the builtin got
+    (their number need not be the signature's: that is one reason to come here)."""
+    fn = _fnptr(_addr("PyObject_VectorcallDict"), PTR, [PTR, PTR, I64, PTR])
     callee = L.Constant(I64, id(target)).inttoptr(PTR)
-    return b.call(fn, [callee] + objs + [L.Constant(PTR, None)])
+    return b.call(fn, [callee, args, count, L.Constant(PTR, None)])
 
 
 def _field(b: L.IRBuilder, obj, off: int, ty: L.Type) -> L.Value:
@@ -151,26 +153,63 @@ def _emit(mod: L.Module, t: Any, callee: Any, slow: Callable, fail: Callable,
     vals = [_unbox(fn, b, b.load(b.gep(args, [L.Constant(I64, i)], source_etype=PTR), typ=PTR),
                    a, slow_block, ovf)
             for i, a in enumerate(t.argtypes)]
-    ret = F64 if t.ret == FLOAT64 else I64
+    tuple_result = isinstance(t.ret, TupleT)
+    ret = L.VoidType() if tuple_result else F64 if t.ret == FLOAT64 else I64
+    out = b.alloca(out_struct(t.ret)) if tuple_result else None
     if isinstance(callee, int):
-        callee = _fnptr(callee, ret, [_LL.get(a, PTR) for a in t.argtypes])
+        callee = _fnptr(callee, ret, [_LL.get(a, PTR) for a in t.argtypes]
+                        + ([PTR] if tuple_result else []))
     else:
         vals = [b.inttoptr(v, p) if isinstance(p, L.PointerType) and v.type == I64 else v
                 for v, p in zip(vals, callee.function_type.args)]
-    r = b.call(callee, vals)
+    r = b.call(callee, vals + ([out] if tuple_result else []))
     status = b.load(L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR), typ=I64)
     done = fn.append_basic_block("done")
     b.cbranch(b.icmp_signed("!=", status, L.Constant(I64, 0)), err_block, done)
     b.position_at_end(done)
-    box = _fnptr(_addr("PyFloat_FromDouble" if t.ret == FLOAT64 else "PyLong_FromLongLong"),
-                 PTR, [ret])
-    b.ret(b.call(box, [r]))
+    if tuple_result:
+        flat = b.load(out, typ=out_struct(t.ret))
+        b.ret(_box_tuple(b, t.ret, iter(b.extract_value(flat, k)
+                                         for k in range(len(out_leaves(t.ret))))))
+    else:
+        box = _fnptr(_addr("PyFloat_FromDouble" if t.ret == FLOAT64
+                           else "PyLong_FromLongLong"), PTR, [ret])
+        b.ret(b.call(box, [r]))
     for block, target in ((slow_block, slow), (err_block, fail)):
         b.position_at_end(block)
-        b.ret(_call_py(b, target, args, n))
+        b.ret(_call_py(b, target, args, count))
 
 
 _LL = {FLOAT64: F64, INT64: I64}
+
+
+def _box_tuple(b: L.IRBuilder, t: Any, leaves: Any) -> L.Value:
+    """The Python object of result type `t` (see `_boxable`), reading its stored
+    leaves (`jit.codegen.entry.out_leaves` order) from `leaves`."""
+    if isinstance(t, TupleT):
+        new = _fnptr(_addr("PyTuple_New"), PTR, [I64])
+        put = _fnptr(_addr("PyTuple_SetItem"), I32, [PTR, I64, PTR])
+        tup = b.call(new, [L.Constant(I64, len(t.elems))])
+        for i, e in enumerate(t.elems):
+            b.call(put, [tup, L.Constant(I64, i), _box_tuple(b, e, leaves)])
+        return tup
+    if t == NONE:
+        none = L.Constant(I64, id(None)).inttoptr(PTR)
+        b.call(_fnptr(_addr("Py_IncRef"), L.VoidType(), [PTR]), [none])
+        return none
+    v = next(leaves)
+    if t == FLOAT64:
+        return b.call(_fnptr(_addr("PyFloat_FromDouble"), PTR, [F64]), [v])
+    if t == BOOL:
+        return b.call(_fnptr(_addr("PyBool_FromLong"), PTR, [I64]), [b.zext(v, I64)])
+    return b.call(_fnptr(_addr("PyLong_FromLongLong"), PTR, [I64]), [v])
+
+
+def _boxable(t: Any) -> bool:
+    """A result the wrapper boxes: a tuple of float64, int64, bool and none (nested)."""
+    if isinstance(t, TupleT) and not isinstance(t, (ListT, DictT)):
+        return all(e in (FLOAT64, INT64, BOOL, NONE) or _boxable(e) for e in t.elems)
+    return False
 
 
 def _passable(t: Any) -> bool:
@@ -180,13 +219,13 @@ def _passable(t: Any) -> bool:
 def native_wrapper(t: Any, addr: int, slow: Callable, fail: Callable) -> Optional[Callable]:
     """A builtin calling the compiled entry at `addr` (see the module docstring), or
     None when the signature is not float64/int64 scalars and float64/int64 arrays
-    returning a float64 or an int64."""
+    returning a float64, an int64 or a tuple of numbers, bools and None."""
     return native_wrappers([(t, addr, slow, fail)])[0]
 
 
 def wrappable(t: Any) -> bool:
     """Can `native_wrapper` take the signature `t` (`argtypes`, `ret`)?"""
-    return (LAYOUT_OK and t.ret in (FLOAT64, INT64) and bool(t.argtypes)
+    return (LAYOUT_OK and (t.ret in (FLOAT64, INT64) or _boxable(t.ret)) and bool(t.argtypes)
             and all(_passable(a) for a in t.argtypes))
 
 

@@ -1,0 +1,192 @@
+"""`adjoint.gradient(f, *args)` and `adjoint.value_and_grad(f, *args)` called inside
+compiled code: their registry entry, compiled as f's compiled forward and adjoint run
+back to back on a tape of the caller's frame.  (`jit.pullback.fast_gradient` compiles
+a top-level `gradient` call this way too: one native call.)
+
+    g = gradient(loss, w, X, y)        # in a function `jit` compiles (a training loop)
+
+The call is typed by J-transforming f for the activity its argument types imply (as a
+`jcall` does, `jit.pullback.jcalls`), typing its forward for `(tape, args...)` and its
+adjoint for `(reader, env, 1.0)`.  The native code:
+
+  1. a tape head `{data, len, cap}` on the caller's stack, empty;
+  2. a native call of f's forward, which pushes onto it and returns `(y, env)`;
+  3. a reader at the tape's end, and a native call of f's adjoint seeded with 1.0;
+  4. the tape's buffer freed (also when f raises); each cotangent turned into what `gradient` returns for
+     its argument (`adjoint.api._finish`): a float for a float (0.0 where f does not
+     depend on it), an array of the argument's shape for a float array (zeros where
+     it does not depend on it), None for ints and bools, tuples entry by entry.
+
+Arrays f allocates live in the caller's arena, like any array the caller makes.
+Keyword arguments are passed to f and held constant, as `gradient` does; `backend=` has
+no effect.  Refused, saying why: a function that writes into its array arguments,
+`*args`/`**kwargs` callees, a non-scalar result, and argument kinds other than numbers,
+arrays and tuples of them.
+Differentiating a function that calls `gradient` (reverse over reverse) runs in the
+interpreter (`adjoint.nested`); `pullback`, `jacobian` and `hessian` inside compiled
+code are refused.
+"""
+from __future__ import annotations
+
+from llvmlite import ir as L
+
+from ssair.ir import IR
+
+from jit.codegen.arrays import allocate, shape
+from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
+from jit.library.registry import REGISTRY
+from jit.pullback.dead_slots import check_adjoint
+from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
+from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
+                              call_argument_type, lower_function)
+from jit.types import (BOOL, FLOAT64, INT64, NONE, READER, TAPE, ArrayT, ClosureT, DictT,
+                       ListT, TupleT, Type)
+
+FAMILY = "nested differentiation"
+_TAPE_HEAD = L.ArrayType(I64, 3)          # data, len, cap (jit.runtime.tape)
+_READER = L.LiteralStructType([PTR, I64])  # tape, position
+
+
+def _gradient_type(ctx: Context, c: Type, a: Type) -> Type:
+    """What `gradient` returns for an argument of type `a` whose cotangent is `c`."""
+    if a in (INT64, BOOL, NONE) or isinstance(a, LiteralT) or not type_activity(a):
+        return NONE             # nothing differentiable in it (a tuple of ints too)
+    if a == FLOAT64 and c in (FLOAT64, INT64, BOOL, NONE):
+        return FLOAT64
+    if isinstance(a, ArrayT):
+        if a.dtype != FLOAT64:
+            return NONE
+        if c == NONE or isinstance(c, ArrayT) and c.ndim == a.ndim and c.dtype == FLOAT64:
+            return ArrayT(FLOAT64, a.ndim)
+    if isinstance(a, TupleT) and (c == NONE or isinstance(c, TupleT)):
+        cs = c.elems if isinstance(c, TupleT) else (NONE,) * len(a.elems)
+        if len(cs) == len(a.elems):      # in the argument's own structure
+            elems = tuple(_gradient_type(ctx, ci, ai) for ci, ai in zip(cs, a.elems))
+            if isinstance(a, DictT):
+                return DictT(elems, a.keys)
+            return ListT(elems) if isinstance(a, ListT) else TupleT(elems)
+    ctx.fail(f"gradient: the gradient of an argument of type {a} (cotangent {c}) is not "
+             "compiled inside compiled code")
+
+
+def _t_gradient(ctx: Context, s, ts: list) -> Type:
+    f, captured, closure = _callee(ctx, ts[0])
+    if captured is None:
+        ctx.fail("gradient of a library function inside compiled code is not compiled; "
+                 "wrap it in a Python function")
+    ir = f if isinstance(f, IR) else lower_function(f)
+    pos = list(s.args[2:])
+    kw = {k: v for k, v in s.kwargs.items() if k != "backend"}   # held constant, as in
+    operands, _ = bind_operands(ctx, ir, f, pos, tuple(kw), list(kw.values()))  # the API
+    if any(isinstance(o, Packed) for o in operands):
+        ctx.fail(f"gradient of {ir.name}, which takes *args or **kwargs, is not compiled "
+                 "inside compiled code")
+    argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
+    from adjoint.transform import transform
+    ir = _unrolled(ctx, ir, argtypes)
+    jf = transform(ir, tuple(type_activity(t) for t in argtypes),
+                   tuple(str(t) for t in argtypes))
+    if jf.inout:
+        ctx.fail(f"gradient of {ir.name}, which writes into an array argument, is not "
+                 "compiled inside compiled code")
+    fwd = ctx.engine.infer(jf.forward, (TAPE,) + argtypes)
+    if not isinstance(fwd.ret, TupleT):
+        ctx.fail(f"the forward of {ir.name} does not return (y, env)")
+    y_t, env_t = fwd.ret.elems
+    if y_t not in (FLOAT64, INT64):        # (a bool is not a real scalar)
+        ctx.fail(f"gradient: {ir.name} must return a real scalar, got {y_t}; "
+                 "use jacobian or pullback")
+    adj = ctx.engine.infer(adjoint_ir(jf, fwd), (READER, env_t, FLOAT64))
+    check_adjoint(fwd, adj)
+    nfree = len(captured)
+    cots = adj.ret.elems if isinstance(adj.ret, TupleT) else (NONE,) * len(argtypes)
+    ctx.typing.calls[s.var] = Call(fwd, operands, f)
+    ctx.typing.calls[("adjoint", s.var)] = Call(adj, [], f)
+    grads = TupleT(tuple(_gradient_type(ctx, cots[nfree + k], argtypes[nfree + k])
+                         for k in range(len(pos))))
+    return TupleT((y_t, grads)) if _with_value(s) else grads
+
+
+def _with_value(s) -> bool:
+    from adjoint import api
+    return s.args[0].value is api.value_and_grad
+
+
+def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Value:
+    """The value `gradient` returns (type `out`) from cotangent `g` (type `c`) of the
+    argument value `x`."""
+    if out == NONE:
+        return L.Constant(lltype(NONE), L.Undefined)
+    if out == FLOAT64:
+        return L.Constant(F64, 0.0) if c == NONE else fc.convert(g, c, FLOAT64)
+    if isinstance(out, ArrayT):
+        if c != NONE:
+            return g
+        dims = [shape(fc, x, k) for k in range(out.ndim)]
+        return allocate(fc, dims, FLOAT64, 0.0)
+    v = L.Constant(lltype(out), L.Undefined)
+    for i, e in enumerate(out.elems):
+        gi = fc.b.extract_value(g, i) if isinstance(c, TupleT) else None
+        ci = c.elems[i] if isinstance(c, TupleT) else NONE
+        v = fc.b.insert_value(v, _finish(fc, gi, ci, fc.b.extract_value(x, i), e), i)
+    return v
+
+
+def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
+    b = fc.b
+    call = fc.typing.calls[s.var]
+    adj = fc.typing.calls[("adjoint", s.var)].target
+    tape = fc.alloca(_TAPE_HEAD)
+    b.store(L.Constant(_TAPE_HEAD, [0, 0, 0]), tape)
+    lead = [tape]
+    if isinstance(ts[0], ClosureT):
+        clo = fc.get(s.args[1])
+        lead += [b.extract_value(clo, i) for i in range(len(ts[0].captured))]
+    free = fc.mg.extern("free", L.VoidType(), [PTR])
+    zero = L.Constant(L.IntType(32), 0)
+
+    def release() -> None:
+        b.call(free, [b.load(b.gep(tape, [zero, zero]), typ=PTR)])
+
+    res = fc.call_user(call.target, call.operands, lead, on_error=release)
+    reader = fc.alloca(_READER)
+    b.store(tape, b.gep(reader, [zero, zero]))
+    used = b.load(b.gep(tape, [zero, L.Constant(L.IntType(32), 1)]), typ=I64)
+    b.store(used, b.gep(reader, [zero, L.Constant(L.IntType(32), 1)]))
+    g = fc.call_user(adj, [], [reader, b.extract_value(res, 1), L.Constant(F64, 1.0)],
+                     on_error=release)
+    release()
+    nfree = len(lead) - 1
+    adj_t = fc.mg.engine.table.get(adj.key, adj).ret
+    fwd_t = fc.mg.engine.table.get(call.target.key, call.target).ret
+    grads_t = s.type.elems[1] if _with_value(s) else s.type
+    out = L.Constant(lltype(grads_t), L.Undefined)
+    for k, want in enumerate(grads_t.elems):
+        c = adj_t.elems[nfree + k] if isinstance(adj_t, TupleT) else NONE
+        gk = b.extract_value(g, nfree + k) if isinstance(adj_t, TupleT) else None
+        out = b.insert_value(out, _finish(fc, gk, c, fc.get(call.operands[k]), want), k)
+    if not _with_value(s):
+        return out
+    y = fc.convert(b.extract_value(res, 0), fwd_t.elems[0], s.type.elems[0])
+    pair = b.insert_value(L.Constant(lltype(s.type), L.Undefined), y, 0)
+    return b.insert_value(pair, out, 1)
+
+
+def _refused(name: str):
+    def refuse(ctx: Context, s, ts: list) -> Type:
+        ctx.fail(f"{name}() inside compiled code is not compiled yet; gradient() is")
+    return refuse
+
+
+def _declare() -> None:
+    from adjoint import api
+    for f in (api.gradient, api.value_and_grad):
+        REGISTRY.declare(f, family=FAMILY, pattern="function, arguments", types=_t_gradient,
+                         lower=_cg_gradient, numpy_too=True, name=f"adjoint.{f.__name__}")
+    for f in (api.pullback, api.jacobian, api.hessian):   # (their code is not the user's)
+        REGISTRY.declare(f, family=FAMILY, pattern="any (refused, saying so)",
+                         types=_refused(f.__name__),
+                         numpy_too=True, name=f"adjoint.{f.__name__}")
+
+
+_declare()

@@ -1,0 +1,234 @@
+"""`gradient(f, ...)` called inside compiled code (jit/pullback/nested_gradient.py):
+CPython (where `gradient` is the API), the IR interpreter and the JIT agree, and the
+gradients match finite differences and closed forms."""
+import copy
+import math
+import re
+
+import numpy as np
+import pytest
+
+import jit
+from adjoint import gradient, hessian, jacobian, pullback
+from harness import lower, run_ir
+
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=(20, 3))
+Y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * RNG.normal(size=20)
+
+
+def mse(w, X, y):
+    r = X @ w - y
+    return np.sum(r * r) / len(y)
+
+
+def train(w, X, y, steps, lr):
+    for _ in range(steps):
+        g = gradient(mse, w, X, y)
+        w = w - lr * g[0]
+    return w
+
+
+def mse_grads(w, X, y):
+    return gradient(mse, w, X, y)
+
+
+def sse_grads(w, X, y):
+    return gradient(lambda v, A, b: np.sum((A @ v - b) ** 2), w, X, y)
+
+
+def scaled(x, k, t):
+    s = 0.0
+    for i in range(k):
+        s = s + math.sin(x * i) * t[0] + (t[1] if x > 0 else -t[1])
+    return s
+
+
+def scaled_grads(x, k, t):
+    return gradient(scaled, x, k, t)
+
+
+def closure_grads(a, b):
+    def inner(x):
+        return x * x * a + b      # a and b are captured: held constant
+    return gradient(inner, a)[0] + gradient(inner, b)[0]
+
+
+def power(x, n):
+    return x if n == 0 else x * power(x, n - 1)
+
+
+def power_grad(x):
+    return gradient(power, x, 4)[0]
+
+
+def helper(x, y):
+    return math.exp(x) * y
+
+
+def calls_helper(x, y):
+    return helper(x, y) + helper(y, x) * x
+
+
+def calls_helper_grads(x, y):
+    return gradient(calls_helper, x, y)
+
+
+def constant(x, y):
+    return y * 2.0
+
+
+def zero_grads(x, a, y):
+    return gradient(lambda p, q, r: np.sum(q) * r, x, a, y)
+
+
+def with_keyword(x, scale):
+    return gradient(lambda t, s=1.0: t * t * s, x, s=scale)
+
+
+def domain_error(x):
+    return math.sqrt(x)
+
+
+def gradient_of_domain_error(x):
+    return gradient(domain_error, x)[0]
+
+
+def newton_sqrt(a, steps):
+    """Newton on f(x) = (x*x - a)^2 / 4, whose derivative gradient() gives."""
+    x = a
+    for _ in range(steps):
+        d = gradient(lambda t, c: (t * t - c) ** 2 / 4.0, x, a)[0]
+        x = x - d / (3.0 * x * x - a)
+    return x
+
+
+CASES = [
+    (train, (np.zeros(3), X, Y, 50, 0.1)),
+    (mse_grads, (np.ones(3), X, Y)),
+    (mse_grads, (np.ones(2), X[:, ::2], Y)),            # a strided view
+    (sse_grads, (np.ones(3), X[:0], Y[:0] + 0.0)),       # 0 rows
+    (scaled_grads, (0.7, 5, (1.5, 2.0))),
+    (scaled_grads, (-0.7, 5, (1.5, 2.0))),
+    (closure_grads, (1.5, -0.5)),
+    (power_grad, (1.3,)),
+    (calls_helper_grads, (0.3, -1.1)),
+    (zero_grads, (1.0, np.ones((2, 2)), 3.0)),
+    (with_keyword, (3.0, 2.0)),
+    (newton_sqrt, (2.0, 6)),
+]
+
+
+def _same(a, b):
+    assert type(a) is type(b), (a, b)
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        for u, v in zip(a, b):
+            _same(u, v)
+    elif isinstance(a, np.ndarray):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-14, nan_ok=True)
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("f,args", CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_cpython_interpreter_and_jit_agree(f, args):
+    keep = copy.deepcopy(args)
+    want = f(*copy.deepcopy(args))
+    outcome, _ = run_ir(lower(f), f, copy.deepcopy(args))
+    assert outcome[0] == "return", outcome
+    _same(want, outcome[1])
+    _same(want, jit.jit(f)(*args))
+    for a, k in zip(args, keep):          # the inputs are not modified
+        _same(a, k)
+
+
+def test_the_training_loop_stays_compiled():
+    typed = str(jit.code_typed(train, np.zeros(3), X, Y, 3, 0.1))
+    assert "call(@adjoint.api.gradient, @test_jit_nested_gradient.mse" in typed
+    assert "function mse_forward(" in typed and "function mse_adjoint(" in typed
+
+
+def test_gradients_match_finite_differences_and_closed_forms():
+    w = np.array([0.3, -0.2, 0.9])
+    g = jit.jit(mse_grads)(w, X, Y)
+    assert np.allclose(g[0], 2.0 * X.T @ (X @ w - Y) / len(Y), rtol=1e-12)
+    assert np.allclose(g[2], -2.0 * (X @ w - Y) / len(Y), rtol=1e-12)
+    h = 1e-6
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = h
+        fd = (mse(w + e, X, Y) - mse(w - e, X, Y)) / (2 * h)
+        assert g[0][k] == pytest.approx(fd, rel=1e-6)
+    x = 0.7
+    fd = (scaled(x + h, 5, (1.5, 2.0)) - scaled(x - h, 5, (1.5, 2.0))) / (2 * h)
+    assert jit.jit(scaled_grads)(x, 5, (1.5, 2.0))[0] == pytest.approx(fd, rel=1e-6)
+    assert jit.jit(power_grad)(1.3) == pytest.approx(5 * 1.3 ** 4, rel=1e-13)
+    assert jit.jit(newton_sqrt)(2.0, 6) == pytest.approx(math.sqrt(2.0), rel=1e-12)
+    wtrain = jit.jit(train)(np.zeros(3), X, Y, 500, 0.1)
+    assert np.allclose(wtrain, np.linalg.lstsq(X, Y, rcond=None)[0], atol=1e-8)
+
+
+def test_zero_and_none_gradients_have_the_arguments_structure():
+    g = jit.jit(zero_grads)(1.0, np.ones((2, 2)), 3.0)
+    assert g[0] == 0.0 and type(g[0]) is float
+    assert g[1].shape == (2, 2) and np.all(g[1] == 3.0)
+    assert g[2] == 4.0
+    s = jit.jit(scaled_grads)(0.7, 5, (1.5, 2.0))
+    assert s[1] is None and isinstance(s[2], tuple) and len(s[2]) == 2
+
+
+def test_an_error_inside_the_differentiated_function_is_cpythons():
+    with pytest.raises(ValueError, match="math domain error"):
+        gradient_of_domain_error(-1.0)
+    with pytest.raises(ValueError, match="math domain error") as e:
+        jit.jit(gradient_of_domain_error)(-1.0)
+    assert "domain_error" in str(e.value) and "forward" not in str(e.value)
+
+
+def _pullback_inside(x):
+    y, back = pullback(helper, x, 2.0)
+    return back(1.0)[0]
+
+
+def _jacobian_inside(x):
+    return jacobian(helper, x, 2.0)[0]
+
+
+def _hessian_inside(x):
+    return hessian(lambda t: t ** 3, x)
+
+
+def _vector_result(x):
+    return gradient(lambda a: a * 2.0, x)
+
+
+def _writes_its_argument(x):
+    def inner(a):
+        a[0] = a[0] * 2.0
+        return np.sum(a)
+    return gradient(inner, x)
+
+
+@pytest.mark.parametrize("f,arg,why", [
+    (_pullback_inside, 3.0, "pullback() inside compiled code is not compiled yet"),
+    (_jacobian_inside, 3.0, "jacobian() inside compiled code is not compiled yet"),
+    (_hessian_inside, 3.0, "hessian() inside compiled code is not compiled yet"),
+    (_vector_result, np.ones(3), "must return a real scalar"),
+    (_writes_its_argument, np.ones(3), "writes into an array argument"),
+])
+def test_what_is_not_compiled_is_refused_saying_why(f, arg, why):
+    with pytest.raises(jit.TypingError, match=re.escape(why)) as e:
+        jit.jit(f)(arg)
+    assert "lowering.runtime" not in str(e.value) and "adjoint/api.py" not in str(e.value)
+
+
+def test_differentiating_a_function_that_takes_a_gradient_runs_in_the_interpreter():
+    def outer(x, y):
+        return gradient(helper, x, y)[0] * y
+    with pytest.warns(jit.JitFallbackWarning, match="nested"):
+        y, back = pullback(outer, 0.5, 2.0)
+    assert back(1.0)[0] == pytest.approx(math.exp(0.5) * 4.0, rel=1e-13)
