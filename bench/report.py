@@ -8,7 +8,9 @@ error, crash, over budget, or a gradient that failed the cross-check).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import median
 
+from bench.latency import LABELS, medians
 from bench.timing import format_ns
 
 
@@ -33,6 +35,8 @@ class Ratio:
     den: Column
     target: tuple | None = None
     loops_only: bool = False
+    issue: int = 4
+    goal: float | None = None
 
 
 ZY_PRIMAL = Column("zy primal", "zygopy", "primal")
@@ -44,18 +48,20 @@ JAX_EAGER = Column("JAX eager", "jax-eager", "grad")
 JAX_JIT = Column("JAX jit", "jax-jit", "grad")
 AUTOGRAD = Column("autograd", "autograd", "grad")
 TORCH = Column("PyTorch", "torch", "grad")
+C_ADJOINT = Column("C adjoint", "c-adjoint", "grad")
 
 CPYTHON = Column("CPython", "cpython", "primal")
 
 TIME_COLUMNS = (
     CPYTHON, ZY_PRIMAL, ZY_GRAD, ZY_COMPILE,
-    Column("zy interp", "zygopy-interp", "grad"), NUMBA, NUMBA_COMPILE, JAX_EAGER,
+    Column("zy interp", "zygopy-interp", "grad"), C_ADJOINT, NUMBA, NUMBA_COMPILE, JAX_EAGER,
     JAX_JIT, Column("JAX jit 1st", "jax-jit", "grad", "compile"), AUTOGRAD, TORCH,
 )
 
 RATIOS = (
     Ratio("zy/Numba", ZY_PRIMAL, NUMBA, ("<=", 1.5)),
     Ratio("zy grad/zy", ZY_GRAD, ZY_PRIMAL, ("<=", 3.0)),
+    Ratio("zy grad/C adj", ZY_GRAD, C_ADJOINT, ("<=", 2.0), issue=13, goal=1.5),
     Ratio("JAX eager/zy grad", JAX_EAGER, ZY_GRAD, (">=", 100.0), loops_only=True),
     Ratio("autograd/zy grad", AUTOGRAD, ZY_GRAD, (">=", 100.0), loops_only=True),
     Ratio("PyTorch/zy grad", TORCH, ZY_GRAD, (">=", 100.0), loops_only=True),
@@ -175,12 +181,20 @@ def format_ratio(x: float) -> str:
 
 
 def target_legend(ratios: list) -> str:
-    parts = []
+    """"Targets (issue 4), '!' marks a miss: ...", then one sentence per later issue."""
+    by_issue: dict = {}
     for r in ratios:
         if r.target:
             scope = " on loop workloads" if r.loops_only else ""
-            parts.append(f"{r.header} {r.target[0]} {r.target[1]:g}{scope}")
-    return "Targets (issue 4), '!' marks a miss: " + "; ".join(parts) + "."
+            goal = f" (goal {r.goal:g})" if r.goal is not None else ""
+            by_issue.setdefault(r.issue, []).append(
+                f"{r.header} {r.target[0]} {r.target[1]:g}{scope}{goal}")
+    issues = sorted(by_issue)
+    if not issues:
+        return ""
+    first, rest = issues[0], issues[1:]
+    text = f"Targets (issue {first}), '!' marks a miss: " + "; ".join(by_issue[first]) + "."
+    return " ".join([text] + [f"Issue {i}: " + "; ".join(by_issue[i]) + "." for i in rest])
 
 
 def format_table(header: list, rows: list, markdown: bool) -> str:
@@ -243,6 +257,8 @@ def render_run(payload: dict, markdown: bool = False) -> str:
         lists.append(tape_line(payload["tape"]))
     if markdown:
         lists = [_markdown_list(text) for text in lists]
+    if payload.get("latency"):
+        lists.append(latency_text(payload["latency"], markdown))
     head = header_line(env).replace("\n", "  \n" if markdown else "\n")
     tables = render(res, payload["loops"], markdown, tuple(payload.get("extra_ratios", ())))
     return "\n\n".join(p for p in [head, tables] + lists if p)
@@ -307,3 +323,33 @@ def tape_line(tape: dict) -> str:
             f"{bpi:.2f} bytes/iteration (peak RSS {tape['peak'] / 2**20:.1f} MiB over a "
             f"{tape['baseline'] / 2**20:.1f} MiB baseline; {verdict} the <= 16 target; "
             f"gradient {tape['grad']:.10g}, exact {tape['grad_expected']:.10g})")
+
+
+def latency_text(lat: dict, markdown: bool = False) -> str:
+    """The fresh-process latency table (`bench/latency.py`): each step's median over the
+    processes, then the first gradient against Numba's first call."""
+    med = medians(lat)
+    rows, numpy_ns = [], []
+    for probe, got in lat["probes"].items():
+        if got["error"] and not got["samples"]:
+            rows.append([f"{probe}: n/a", got["error"].replace("|", "/")])
+            continue
+        numpy_ns += [s["numpy_ns"] for s in got["samples"]]
+        for step, ns in med[probe].items():
+            rows.append([LABELS.get(step, step), format_ns(ns)])
+        warned = {w for s in got["samples"] for w in s.get("warnings", [])}
+        rows += [[f"{probe} warned", w] for w in sorted(warned)]
+    numpy_part = (f"; numpy imported first, not counted: {format_ns(median(numpy_ns))}"
+                  if numpy_ns else "")
+    title = (f"Fresh-process latency, lotka_volterra (median of {lat['runs']} fresh "
+             f"processes each, {lat['clock']} clock{numpy_part}):")
+    out = [title, "", format_table(["step", "median"], rows, markdown)]
+    zy, nb = med.get("zygopy"), med.get("numba")
+    if zy and nb and nb["first njit call"] > 0:
+        zy_total = zy["import adjoint"] + zy["import jit"] + zy["first gradient"]
+        nb_total = nb["import numba"] + nb["first njit call"]
+        first = format_ratio(zy["first gradient"] / nb["first njit call"])
+        out += ["", (f"First gradient / Numba's first call: {first}; imports and first "
+                     f"call: zygopy {format_ns(zy_total)}, Numba {format_ns(nb_total)} "
+                     f"({format_ratio(zy_total / nb_total)}).")]
+    return "\n".join(out)

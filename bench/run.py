@@ -26,7 +26,7 @@ import threading
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import report, systems, verify, workloads
+from bench import latency, report, systems, verify, workloads
 from bench.worker import MARK
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +56,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(default 10**7, --quick 10**6; 0 skips it)")
     p.add_argument("--no-overhead", action="store_true",
                    help="skip the per-call overhead line (bench/overhead.py)")
+    p.add_argument("--no-latency", action="store_true",
+                   help="skip the fresh-process latency table (bench/latency.py; "
+                        "--quick skips it too)")
     p.add_argument("--core", type=int, default=1, help="CPU core to pin workers to")
     p.add_argument("--no-pin", action="store_true", help="do not use taskset")
     p.add_argument("--json", metavar="FILE", help="also write every record as JSON")
@@ -228,12 +231,14 @@ def cross_check(res: report.Results, suite: dict) -> tuple:
 
 
 def measure_overhead(a: argparse.Namespace, runner: Runner) -> dict:
-    """system -> gradient record for `bench.overhead.square`, every gradient system."""
+    """system -> gradient record for `bench.overhead.square`, every gradient system
+    but those whose adapter sets `in_overhead = False` (the C adjoint's batched call)."""
     if a.suite == "bench.overhead":
         return {}
     found = {}
     for name in a.system_names:
-        if "grad" not in systems.kinds_of(name):
+        adapter = systems.load(name)
+        if "grad" not in adapter.kinds or not getattr(adapter, "in_overhead", True):
             continue
         for rec in runner.run_system(name, "bench.overhead", ("square",)):
             rec["system"] = name
@@ -243,6 +248,15 @@ def measure_overhead(a: argparse.Namespace, runner: Runner) -> dict:
             elif rec["event"] == "result" and rec["kind"] == "grad":
                 found[name] = rec
     return found
+
+
+def measure_latency(a: argparse.Namespace, runner: Runner) -> dict | None:
+    """The fresh-process latency probes of the systems run (zygopy, numba), on the
+    default suite only, unless --no-latency or --quick."""
+    probes = [p for p in latency.PROBES if p in a.system_names]
+    if a.no_latency or a.quick or a.suite != "bench.workloads" or not probes:
+        return None
+    return latency.measure(probes, runner.prefix, runner.env, a.clock, ROOT, say=runner.say)
 
 
 def environment(a: argparse.Namespace, runner: Runner, hello: dict) -> dict:
@@ -286,11 +300,13 @@ def measure_all(a: argparse.Namespace) -> dict:
     run_tape = a.tape_n > 0 and "zygopy" in a.system_names and "zygopy" not in res.down
     tape = runner.tape() if run_tape else None
     overhead = {} if a.no_overhead else measure_overhead(a, runner)
+    fresh = measure_latency(a, runner)
     slim = [{k: v for k, v in r.items() if k != "grads"} for r in runner.records]
     return {"environment": environment(a, runner, hello), "systems": a.system_names,
             "workloads": a.workloads, "loops": {n: w.loop for n, w in a.suite_map.items()},
             "extra_ratios": a.extra_ratios,
             "records": slim, "summaries": summaries, "tape": tape, "overhead": overhead,
+            "latency": fresh,
             "disagreements": [vars(f) for f in findings]}
 
 

@@ -32,7 +32,9 @@ class Task:
     `(value or None, [one float64 array per differentiated argument] or None)` for the
     cross-check.  `missing` names why the task cannot run (then `run` is None).
     `result` may set `note`, which the table shows as a footnote on the cell's number
-    (e.g. "ran in the interpreter").
+    (e.g. "ran in the interpreter").  `batch` is the number of evaluations one `run()`
+    performs (a native loop, so that a call's fixed cost from Python is not timed as
+    the computation's); the worker divides every time it measures by it.
     """
 
     kind: str
@@ -40,6 +42,7 @@ class Task:
     result: Callable[[object], tuple] | None = None
     missing: str = ""
     note: str = ""
+    batch: int = 1
 
 
 def grads_at(grads, wrt: tuple) -> list:
@@ -82,11 +85,11 @@ class CPython:
 
 
 class Zygopy:
-    """zygopy: `jit.jit(f)` for the primal, `adjoint.pullback(f, *args, backend)` followed
-    by `back(1.0)` for the gradient (the pullback call is part of every timed gradient,
-    as it is of `jax.grad`).  The gradient uses `backend="auto"`, what a user gets: the
-    compiled pullback, or the interpreter where the JIT refuses the function; such a
-    cell carries a note with the JIT's reason."""
+    """zygopy: `jit.jit(f)` for the primal, `adjoint.value_and_grad(f, *args, backend)`
+    for the gradient (forward and adjoint in one native call; before value_and_grad
+    existed, `adjoint.pullback` followed by `back(1.0)`).  The gradient uses
+    `backend="auto"`, what a user gets: compiled code, or the interpreter where the JIT
+    refuses the function; such a cell carries a note with the JIT's reason."""
 
     name = "zygopy"
     kinds = ("grad", "primal")
@@ -123,8 +126,11 @@ class Zygopy:
         if pullback is None:
             return Task("grad", missing="adjoint.pullback does not exist yet")
         backend = self.backend
+        value_and_grad = getattr(self.adjoint_mod, "value_and_grad", None)
 
         def run():
+            if value_and_grad is not None:
+                return value_and_grad(f, *args, backend=backend)
             y, back = pullback(f, *args, backend=backend)
             return y, back(1.0)
         task = Task("grad", run)
@@ -180,6 +186,7 @@ SYSTEMS = {
     "jax-jit": "bench.peers.jax_peer:JaxJit",
     "autograd": "bench.peers.autograd_peer:Autograd",
     "torch": "bench.peers.torch_peer:Torch",
+    "c-adjoint": "bench.peers.c_adjoint:CAdjoint",
 }
 
 

@@ -48,6 +48,11 @@ def describe(e: BaseException) -> str:
 
 
 def version_of(system: str) -> str:
+    """The version of the library behind `system`: the adapter's own `version()` when it
+    has one (the C adjoint names its compiler), else its package's."""
+    own = getattr(systems.load(system), "version", None)
+    if own is not None:
+        return own()
     package = PACKAGES.get(system)
     if package is None:
         return sys.version.split()[0]
@@ -75,6 +80,10 @@ def run_task(task: systems.Task, quick: bool, seconds: float, clock: str = "wall
         return {**record, "error": describe(e)}
     grads = None if grads is None else [g.tolist() for g in grads]
     note = {"note": task.note} if task.note else {}
+    if task.batch > 1:  # one run() is `batch` evaluations: times per evaluation
+        first /= task.batch
+        stats = {**stats, "median_ns": stats["median_ns"] / task.batch,
+                 "min_ns": stats["min_ns"] / task.batch, "batch": task.batch}
     return {**record, "ok": True, "first_ns": first, **stats, "value": value, "grads": grads,
             **note}
 

@@ -224,3 +224,71 @@ def test_a_cell_with_a_note_gets_a_footnote():
     text = report.render(res, {"w": False}, extra=("zy/CPython",))
     assert "5.00 us[1]" in text and "[1] ran in the interpreter" in text
     assert "zy/CPython" in text and "0.50x" in text
+
+
+# -- the hand-written C adjoint (bench/peers/c_adjoint.c; needs gcc) ---------------------
+
+C_SMALL_ARGS = {
+    "pow_loop": (1.3, 7),
+    "pow_rec": (1.3, 7),
+    "leaky_sum": (np.array([0.5, -2.0, 3.0, -0.25, 1.5]),),
+    "horner": (0.7, np.array([1.0, -2.0, 0.5, 3.0])),
+    "logsumexp": (np.array([0.3, 2.0, -1.0, 2.5, 1.0]),),
+    "rosenbrock": (np.array([0.5, -1.2, 1.0, 0.3]),),
+    "lotka_volterra": (1.1, 0.4, 0.1, 0.4, 20),
+    "black_scholes": (100.0, 95.0, 0.75, 0.03, 0.25),
+}
+
+
+@pytest.fixture(scope="module")
+def c_adjoint_lib():
+    from bench.peers import c_adjoint
+    from bench.systems import Unavailable
+    try:
+        return c_adjoint.load()
+    except Unavailable as e:
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.name)
+def test_c_adjoint_values_and_gradients_on_small_inputs(w, c_adjoint_lib):
+    """CPython's value to 1e-12 and the directional derivative against a central
+    difference (bench.verify), and the exact gradient where the tests have one."""
+    from dataclasses import replace
+
+    from bench.peers.c_adjoint import evaluate
+    small = replace(w, make_args=lambda: C_SMALL_ARGS[w.name])
+    value, grads = evaluate(c_adjoint_lib, w.name, small.args())
+    findings, _ = verify.check_workload(small, {"c": value}, {"c": grads})
+    assert findings == []
+    if w.name in GRADIENTS:
+        for got, exact in zip(grads, GRADIENTS[w.name](*small.args())):
+            np.testing.assert_allclose(got, exact, rtol=1e-12)
+
+
+def test_c_adjoint_task_times_a_batch_and_reports_the_gradients(c_adjoint_lib):
+    from bench.peers.c_adjoint import CAdjoint
+    system = CAdjoint()
+    system.setup()
+    w = get("black_scholes")
+    [task] = system.tasks(w)
+    assert task.batch > 1  # ~55 ns an evaluation: many per ctypes call
+    value, grads = task.result(task.run())
+    assert value == w.func(*w.args()) and len(grads) == 5
+    [missing] = system.tasks(NUMPY_SUITE["logreg_l2"])
+    assert missing.run is None and "no hand-written C adjoint" in missing.missing
+
+
+def test_report_has_the_c_adjoint_ratio_and_the_latency_table():
+    res = report.Results(systems=["zygopy", "c-adjoint"], workloads=["w"])
+    res.cells[("zygopy", "w", "grad")] = {"ok": True, "median_ns": 3000.0, "first_ns": 9e6}
+    res.cells[("c-adjoint", "w", "grad")] = {"ok": True, "median_ns": 1000.0, "first_ns": 1e3}
+    text = report.render(res, {"w": True})
+    assert "C adjoint" in text and "3.00x!" in text and "zy grad/C adj <= 2 (goal 1.5)" in text
+    sample = {"steps": {"import adjoint": 1e8, "import jit": 2e8, "first gradient": 5e7},
+              "numpy_ns": 9e7, "warnings": []}
+    numba = {"steps": {"import numba": 1e8, "first njit call": 1e8}, "numpy_ns": 9e7}
+    lat = {"runs": 1, "clock": "wall", "probes": {"zygopy": {"samples": [sample], "error": ""},
+                                                  "numba": {"samples": [numba], "error": ""}}}
+    text = report.latency_text(lat)
+    assert "first `adjoint.gradient" in text and "Numba's first call: 0.50x" in text

@@ -35,7 +35,7 @@ from ssair.ir import IR
 from jit.codegen.arrays import allocate, shape
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
 from jit.library.registry import REGISTRY
-from jit.pullback.dead_slots import check_adjoint
+from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
 from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
                               call_argument_type, lower_function)
@@ -97,6 +97,7 @@ def _t_gradient(ctx: Context, s, ts: list) -> Type:
         ctx.fail(f"gradient: {ir.name} must return a real scalar, got {y_t}; "
                  "use jacobian or pullback")
     adj = ctx.engine.infer(adjoint_ir(jf, fwd), (READER, env_t, FLOAT64))
+    decide(fwd, dead_pushes(fwd, adj))  # what this adjoint never reads is not recorded
     check_adjoint(fwd, adj)
     nfree = len(captured)
     cots = adj.ret.elems if isinstance(adj.ret, TupleT) else (NONE,) * len(argtypes)
