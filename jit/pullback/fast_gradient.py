@@ -18,8 +18,8 @@ checks their number and classes and sends anything else to the lookup by types.
 
 Whatever this cannot compile (the JIT refuses f, a closure, keywords, a non-scalar
 result, an int beyond int64 at run time) takes `adjoint.api`'s general path, pullback
-then `back(1.0)`, with the same results and errors.  So does a gradient with an array
-in it (an array argument's): pullback's fast path writes it straight into numpy arrays
+then `back(1.0)`, with the same results and errors.  So does a float array argument,
+whose gradient is an array: pullback's fast path writes it straight into numpy arrays
 (`jit.runtime.gradient_entry`), where this wrapper would copy it out of the arena
 through ctypes (horner's 1,000 coefficients: 8.8 us against 5.8 us).
 """
@@ -29,13 +29,11 @@ from typing import Any
 
 from ssair import IR, Const, Return
 
-from jit.codegen.entry import contains_array
 from jit.pullback.backend import BACKEND
-from jit.types import FLOAT64, INT64, TypingError, typeof
+from jit.types import FLOAT64, INT64, ArrayT, TupleT, TypingError, typeof
 
 _TABLE: dict = {}       # (code, with_value, argument types) -> (globals, call, Python
-                        # wrapper, the path for other classes, result type, the general
-                        # path) or False
+                        # wrapper) or False
 _HOT: tuple = ({}, {})  # adjoint.api.HOT_GRADIENTS once registered
 _HOT_MAX = 4096
 _RUNNERS: dict = {}     # adjoint.api.RUNNERS: the fast path runs while "llvm" is BACKEND
@@ -59,6 +57,14 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
         argtypes = tuple(typeof(a) for a in args)
     except TypingError:
         return None
+    hot = _HOT[with_value]
+    if len(hot) >= _HOT_MAX:
+        hot.clear()
+    if any(_has_float_array(t) for t in argtypes):
+        # an array in the gradient: see the module docstring.  f's next call goes to
+        # the general path without looking its arguments up again.
+        hot[f] = (code, lambda *a: _GENERAL[0](f, a, with_value))
+        return None
     key = (code, with_value, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
@@ -66,18 +72,16 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
     if entry is False or entry[0] is not f.__globals__:
         return None
     call = entry[1] if native else entry[2]
-    hot = _HOT[with_value]
-    if len(hot) >= _HOT_MAX:
-        hot.clear()
-    if call is entry[2] and contains_array(entry[4]):
-        # see the module docstring: pullback's fast path is faster here, and f's next
-        # call goes there without looking these arguments up again
-        hot[f] = (code, entry[5])
-        return None
     if native and call is not entry[2]:     # a builtin: it checks its arguments itself
         hot[f] = (code, call)
     return call(*(int(a) if t == INT64 else float(a) if t == FLOAT64 else a
                   for a, t in zip(args, argtypes)))
+
+
+def _has_float_array(t: Any) -> bool:
+    if isinstance(t, ArrayT):
+        return t.dtype == FLOAT64
+    return isinstance(t, TupleT) and any(_has_float_array(e) for e in t.elems)
 
 
 def _eligible(f: Any, args: tuple) -> bool:
@@ -123,8 +127,7 @@ def _build(f: Any, argtypes: tuple, with_value: bool) -> Any:
         compiled = compile_typing(t, general, reroute, other_classes)
     except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
         return False
-    return (f.__globals__, compiled.wrapper, compiled.python_wrapper, other_classes,
-            compiled.typing.ret, general)
+    return f.__globals__, compiled.wrapper, compiled.python_wrapper
 
 
 def register() -> None:
