@@ -3,28 +3,31 @@ compiled code: their registry entry, compiled as f's compiled forward and adjoin
 back to back on a tape of the caller's frame.  (`jit.pullback.fast_gradient` compiles
 a top-level `gradient` call this way too: one native call.)
 
-    g = gradient(loss, w, X, y)        # in a function `jit` compiles (a training loop)
+    g = gradient(loss, w, X, y)[0]     # in a function `jit` compiles (a training loop)
 
-The call is typed by J-transforming f for the activity its argument types imply (as a
-`jcall` does, `jit.pullback.jcalls`), typing its forward for `(tape, args...)` and its
-adjoint for `(reader, env, 1.0)`.  The native code:
+The call is typed by J-transforming f (as a `jcall` does, `jit.pullback.jcalls`) for the
+activity of the entries the caller reads: with `g[0]` the only use, X and y are taken
+as constants and their gradients read None (`_needed_entries`).  Its forward is typed
+for `(tape, args...)` and its adjoint for `(reader, env, 1.0)`.  The native code:
 
   1. a tape head `{data, len, cap}` on the caller's stack, empty;
   2. a native call of f's forward, which pushes onto it and returns `(y, env)`;
   3. a reader at the tape's end, and a native call of f's adjoint seeded with 1.0;
-  4. the tape's buffer freed (also when f raises); each cotangent turned into what `gradient` returns for
-     its argument (`adjoint.api._finish`): a float for a float (0.0 where f does not
-     depend on it), an array of the argument's shape for a float array (zeros where
-     it does not depend on it), None for ints and bools, tuples entry by entry.
+  4. the tape's buffer freed (also when f raises); each cotangent turned into what
+     `gradient` returns for its argument (`adjoint.api._finish`): a float for a float
+     (0.0 where f does not depend on it), an array of the argument's shape for a float
+     array (zeros likewise), None for ints, bools and int arrays, and tuples, lists
+     and dicts entry by entry;
+  5. the gradient's arrays copied, and everything f's forward and adjoint allocated
+     freed (`_reclaim`): a compiled training loop does not keep each step's
+     temporaries until it returns.
 
-Arrays f allocates live in the caller's arena, like any array the caller makes.
 Keyword arguments are passed to f and held constant, as `gradient` does; `backend=` has
 no effect.  Refused, saying why: a function that writes into its array arguments,
 `*args`/`**kwargs` callees, a non-scalar result, and argument kinds other than numbers,
-arrays and tuples of them.
-Differentiating a function that calls `gradient` (reverse over reverse) runs in the
-interpreter (`adjoint.nested`); `pullback`, `jacobian` and `hessian` inside compiled
-code are refused.
+arrays and tuples, lists and dicts of them.  Differentiating a function that calls
+`gradient` (reverse over reverse) runs in the interpreter (`adjoint.nested`);
+`pullback`, `jacobian` and `hessian` inside compiled code are refused.
 """
 from __future__ import annotations
 
@@ -32,9 +35,11 @@ from llvmlite import ir as L
 
 from ssair.ir import IR
 
-from jit.codegen.arrays import allocate, shape
+from jit.codegen.arrays import allocate, callee_at, shape
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
 from jit.library.registry import REGISTRY
+from jit.runtime.native import ARENA_HEAD_ADDR, arena_functions, release_below_address
+from jit.pullback.array_values import copy_array
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
 from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
@@ -82,10 +87,13 @@ def _t_gradient(ctx: Context, s, ts: list) -> Type:
         ctx.fail(f"gradient of {ir.name}, which takes *args or **kwargs, is not compiled "
                  "inside compiled code")
     argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
+    nfree = len(captured)
+    needed = _needed_entries(ctx, s, len(pos))
+    activity = tuple(type_activity(t) if nfree <= j < nfree + len(pos) and j - nfree in needed
+                     else 0 for j, t in enumerate(argtypes))
     from adjoint.transform import transform
     ir = _unrolled(ctx, ir, argtypes)
-    jf = transform(ir, tuple(type_activity(t) for t in argtypes),
-                   tuple(str(t) for t in argtypes))
+    jf = transform(ir, activity, tuple(str(t) for t in argtypes))
     if jf.inout:
         ctx.fail(f"gradient of {ir.name}, which writes into an array argument, is not "
                  "compiled inside compiled code")
@@ -99,13 +107,53 @@ def _t_gradient(ctx: Context, s, ts: list) -> Type:
     adj = ctx.engine.infer(adjoint_ir(jf, fwd), (READER, env_t, FLOAT64))
     decide(fwd, dead_pushes(fwd, adj))  # what this adjoint never reads is not recorded
     check_adjoint(fwd, adj)
-    nfree = len(captured)
     cots = adj.ret.elems if isinstance(adj.ret, TupleT) else (NONE,) * len(argtypes)
     ctx.typing.calls[s.var] = Call(fwd, operands, f)
     ctx.typing.calls[("adjoint", s.var)] = Call(adj, [], f)
     grads = TupleT(tuple(_gradient_type(ctx, cots[nfree + k], argtypes[nfree + k])
-                         for k in range(len(pos))))
+                         if k in needed else NONE for k in range(len(pos))))
     return TupleT((y_t, grads)) if _with_value(s) else grads
+
+
+def _needed_entries(ctx: Context, s, n: int) -> set:
+    """The entries of the gradient tuple the caller reads: those of `g[k]` (constant k)
+    when that is all it does with `g`, else all `n`.  The others are not computed (the
+    J transform takes their arguments as constants) and read None: a training loop's
+    `gradient(loss, w, X, y)[0]` differentiates w only, not the data."""
+    everything = set(range(n))
+    if not _with_value(s):
+        got = _indices_read(ctx.typing.ir, s.var)
+        return everything if got is None else {k % n for k in got if -n <= k < n}
+    pair = _indices_read(ctx.typing.ir, s.var, keep_vars=True)
+    if pair is None or any(not isinstance(k, tuple) for k in pair):
+        return everything
+    out: set = set()
+    for k, var in pair:
+        if k % 2 == 1:                   # the gradient half of (y, gradient)
+            got = _indices_read(ctx.typing.ir, var)
+            if got is None:
+                return everything
+            out |= {j % n for j in got if -n <= j < n}
+    return out
+
+
+def _indices_read(ir: IR, var, keep_vars: bool = False):
+    """The constant indices `getitem(var, k)` reads, if that is every use of `var` (None
+    otherwise); with `keep_vars`, `(k, the getitem's var)` pairs."""
+    from ssair.ir import Const as C
+    found = []
+    for b in ir.blocks:
+        if any(var in p.incoming.values() for p in b.phis) or \
+                (b.term is not None and var in b.term.operands()):
+            return None
+        for st in b.stmts:
+            if var not in st.args and var not in st.kwargs.values():
+                continue
+            if st.op != "getitem" or st.args[0] != var or len(st.args) != 2 \
+                    or not isinstance(st.args[1], C) or type(st.args[1].value) is not int:
+                return None
+            found.append((st.args[1].value, st.var) if keep_vars else st.args[1].value)
+    return found
 
 
 def _with_value(s) -> bool:
@@ -137,6 +185,7 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     b = fc.b
     call = fc.typing.calls[s.var]
     adj = fc.typing.calls[("adjoint", s.var)].target
+    mark = b.load(L.Constant(I64, ARENA_HEAD_ADDR).inttoptr(PTR), typ=PTR)
     tape = fc.alloca(_TAPE_HEAD)
     b.store(L.Constant(_TAPE_HEAD, [0, 0, 0]), tape)
     lead = [tape]
@@ -166,11 +215,46 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
         c = adj_t.elems[nfree + k] if isinstance(adj_t, TupleT) else NONE
         gk = b.extract_value(g, nfree + k) if isinstance(adj_t, TupleT) else None
         out = b.insert_value(out, _finish(fc, gk, c, fc.get(call.operands[k]), want), k)
+    out = _reclaim(fc, mark, out, grads_t)
     if not _with_value(s):
         return out
     y = fc.convert(b.extract_value(res, 0), fwd_t.elems[0], s.type.elems[0])
     pair = b.insert_value(L.Constant(lltype(s.type), L.Undefined), y, 0)
     return b.insert_value(pair, out, 1)
+
+
+def _array_paths(t: Type, path: tuple = ()) -> list:
+    if isinstance(t, ArrayT):
+        return [(path, t)]
+    if isinstance(t, TupleT):
+        return [x for i, e in enumerate(t.elems) for x in _array_paths(e, path + (i,))]
+    return []
+
+
+def _reclaim(fc: FunctionGen, mark: L.Value, out: L.Value, t: Type) -> L.Value:
+    """Free what f's forward and adjoint allocated since `mark` (the arena block list's
+    head before them), keeping copies of the gradient's arrays: in a compiled loop, a
+    gradient's temporaries would otherwise stay until the outermost call returns.  The
+    copies are the newest blocks; the run below them down to `mark` is freed."""
+    b = fc.b
+    paths = _array_paths(t)
+    if not paths:
+        _, release = arena_functions()
+        b.call(callee_at(release, L.FunctionType(L.VoidType(), [PTR])), [mark])
+        return out
+    first = None
+    for path, at in paths:
+        leaf = out
+        for i in path:
+            leaf = b.extract_value(leaf, i)
+        leaf = copy_array(fc, leaf, at)
+        if first is None:     # its block: 16 bytes before its data (jit.runtime.native)
+            first = b.gep(b.extract_value(leaf, 0), [L.Constant(I64, -16)],
+                          source_etype=L.IntType(8))
+        out = b.insert_value(out, leaf, list(path)) if path else leaf
+    below = callee_at(release_below_address(), L.FunctionType(L.VoidType(), [PTR, PTR]))
+    b.call(below, [first, mark])
+    return out
 
 
 def _refused(name: str):

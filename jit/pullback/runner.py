@@ -72,6 +72,7 @@ _DIRECT = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}
 # -- the block -------------------------------------------------------------------------
 _FREE_IR = r"""
 declare void @free(ptr)
+declare void @zy_free_run(ptr, ptr)
 
 define void @zy_block_free(ptr %blk) {
 entry:
@@ -79,16 +80,7 @@ entry:
   %markp = getelementptr i8, ptr %blk, i64 32
   %chain = load ptr, ptr %chainp
   %mark = load ptr, ptr %markp
-  br label %loop
-loop:
-  %cur = phi ptr [ %chain, %entry ], [ %next, %body ]
-  %done = icmp eq ptr %cur, %mark
-  br i1 %done, label %exit, label %body
-body:
-  %next = load ptr, ptr %cur
-  call void @free(ptr %cur)
-  br label %loop
-exit:
+  call void @zy_free_run(ptr %chain, ptr %mark)
   %data = load ptr, ptr %blk
   call void @free(ptr %data)
   call void @free(ptr %blk)
@@ -118,6 +110,7 @@ def block_free() -> Any:
         from types import SimpleNamespace
 
         from jit.runtime.fastcall import native_wrapper
+        runtime.arena_functions()   # zy_free_run, which _FREE_IR calls
         runtime.compile_ir(_FREE_IR)
         addr = runtime.function_address("zy_block_free")
         slow = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)

@@ -13,7 +13,9 @@ exponent, a complex power): the wrapper reruns the call with exact Python semant
 
 Arrays allocated by compiled code come from `zy_alloc`: malloc'd blocks threaded on
 one list (`ARENA_HEAD`); the wrapper releases everything allocated during a call
-after copying returned arrays into numpy-owned memory.  A call allocates all its
+after copying returned arrays into numpy-owned memory.  `zy_release_below` frees a run
+in the middle of the list (a `gradient` inside compiled code frees its temporaries
+once it has copied its result, `jit.pullback.nested_gradient`).  A call allocates all its
 arrays before it frees any, so glibc would hand the freed top of its heap back to the
 kernel after every call and fault it in again on the next one (1.7 ms of page faults
 in a 0.36 ms stencil): the arena tells glibc to keep it (`keep_freed_memory`).
@@ -274,20 +276,38 @@ ok:
   ret ptr %data
 }
 
-define void @zy_release(ptr %mark) {
+; free the blocks from `first` down the list to (not including) `mark`
+define void @zy_free_run(ptr %first, ptr %mark) {
 entry:
-  %headp = inttoptr i64 HEAD to ptr
   br label %loop
 loop:
-  %cur = load ptr, ptr %headp
+  %cur = phi ptr [ %first, %entry ], [ %next, %body ]
   %done = icmp eq ptr %cur, %mark
   br i1 %done, label %exit, label %body
 body:
   %next = load ptr, ptr %cur
-  store ptr %next, ptr %headp
   call void @free(ptr %cur)
   br label %loop
 exit:
+  ret void
+}
+
+define void @zy_release(ptr %mark) {
+entry:
+  %headp = inttoptr i64 HEAD to ptr
+  %head = load ptr, ptr %headp
+  call void @zy_free_run(ptr %head, ptr %mark)
+  store ptr %mark, ptr %headp
+  ret void
+}
+
+; free the blocks from keep's next one down to mark, and link keep to mark: what was
+; allocated between mark and keep goes, keep and the newer blocks stay
+define void @zy_release_below(ptr %keep, ptr %mark) {
+entry:
+  %first = load ptr, ptr %keep
+  call void @zy_free_run(ptr %first, ptr %mark)
+  store ptr %mark, ptr %keep
   ret void
 }
 """
@@ -325,8 +345,16 @@ def arena_functions() -> tuple:
         compile_ir(_ARENA_IR.replace("HEAD", str(ARENA_HEAD_ADDR)))
         addrs = (function_address("zy_alloc"), function_address("zy_release"))
         _STATE["arena"] = addrs
+        _STATE["release below"] = function_address("zy_release_below")
         _STATE["release"] = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addrs[1])
     return addrs
+
+
+def release_below_address() -> int:
+    """Address of `zy_release_below(keep, mark)` (see `_ARENA_IR`): a block's data starts
+    16 bytes after the block, whose first word links to the next older block."""
+    arena_functions()
+    return _STATE["release below"]
 
 
 def arena_mark() -> Any:
