@@ -177,3 +177,18 @@ def test_a_new_code_object_or_backend_is_not_served_stale_code():
     api.register_backend("llvm", BACKEND)
     assert not api.HOT_GRADIENTS[0] and not api.HOT_GRADIENTS[1]
     assert value_and_grad(f, 2.0) == (8.0, (12.0,))
+
+
+def test_functions_of_library_modules_and_refused_ones():
+    from jit.cli.demo import pow as demo_pow      # a function of the jit package itself
+    assert value_and_grad(demo_pow, 1.5, 3) == (3.375, (6.75, None))
+    assert _compiled_signatures(demo_pow) == 1
+
+    def uses_a_list(x):
+        acc = []
+        acc.append(x)
+        return acc[0] * 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):      # refused or not, the general path answers every time
+            assert gradient(uses_a_list, 1.5) == (2.0,)

@@ -69,7 +69,10 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
     entry = _TABLE.get(key)
     if entry is None:
         entry = _TABLE[key] = _build(f, argtypes, with_value)
-    if entry is False or entry[0] is not f.__globals__:
+    if entry is False:        # not compiled this way: f's next call goes to the general
+        hot[f] = (code, lambda *a: _GENERAL[0](f, a, with_value))   # path directly
+        return None
+    if entry[0] is not f.__globals__:
         return None
     call = entry[1] if native else entry[2]
     if native and call is not entry[2]:     # a builtin: it checks its arguments itself

@@ -31,9 +31,12 @@ arrays and tuples, lists and dicts of them.  Differentiating a function that cal
 """
 from __future__ import annotations
 
+import types as pytypes
+
 from llvmlite import ir as L
 
 from ssair.ir import IR
+from adjoint.rules import lookup_callee
 
 from jit.codegen.arrays import allocate, callee_at, shape
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
@@ -76,6 +79,8 @@ def _gradient_type(ctx: Context, c: Type, a: Type) -> Type:
 
 def _t_gradient(ctx: Context, s, ts: list) -> Type:
     f, captured, closure = _callee(ctx, ts[0])
+    if captured is None and type(f) is pytypes.FunctionType and lookup_callee(f) is None:
+        captured = []    # a Python function of a library module: differentiated all the same
     if captured is None:
         ctx.fail("gradient of a library function inside compiled code is not compiled; "
                  "wrap it in a Python function")
