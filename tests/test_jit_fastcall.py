@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
 import pytest
 
 import jit
@@ -106,3 +107,39 @@ def test_native_pullback_errors_are_cpythons():
         adjoint.pullback(ratio_log, -1.0, 2.0, backend="llvm")
     y, back = adjoint.pullback(ratio_log, 2.0, 4.0, backend="llvm")
     assert back(1.0) == (0.75, -0.125)
+
+
+def _masked_sum(m, x):
+    return np.sum(x[m])
+
+
+def test_a_bool_array_argument_is_guarded_with_its_own_dtype():
+    """The Python wrapper guarded a bool array with int64's dtype number, so every call
+    rerouted to itself (RecursionError before e42565f)."""
+    f = jit.jit(_masked_sum)
+    assert f(np.array([True, False, True]), np.arange(3.0)) == 2.0
+    assert f(np.array([1, 0, 2]), np.arange(3.0)) == 3.0
+    assert f(np.array([False, True, True]), np.arange(3.0)) == 3.0
+
+
+def _several(x, n):
+    return (x * 2.0, (n + 1, x > 0.0), None)
+
+
+def test_a_tuple_of_numbers_is_boxed_by_the_builtin():
+    if not fastcall.LAYOUT_OK:
+        pytest.skip("object layout differs")
+    g, wrappers = _native(_several, 1.5, 3)
+    assert type(wrappers[0]).__name__ == "builtin_function_or_method"
+    for x, n in ((1.5, 3), (-2.0, -7)):
+        got, want = g(x, n), _several(x, n)
+        assert got == want and type(got[0]) is float and type(got[1][0]) is int
+        assert got[1][1] is want[1][1] and got[2] is None
+    none_before, x = sys.getrefcount(None), 2.5
+    x_before = sys.getrefcount(x)
+    for _ in range(1000):
+        g(x, 3)
+    assert sys.getrefcount(x) == x_before
+    # a missing (or extra) reference to None per call would move it by 1000; other
+    # objects of the process come and go meanwhile
+    assert abs(sys.getrefcount(None) - none_before) < 100
