@@ -63,14 +63,14 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
     if any(_has_float_array(t) for t in argtypes):
         # an array in the gradient: see the module docstring.  f's next call goes to
         # the general path without looking its arguments up again.
-        hot[f] = (code, lambda *a: _GENERAL[0](f, a, with_value))
+        hot[f] = (code, _general_path(f, with_value))
         return None
     key = (code, with_value, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
         entry = _TABLE[key] = _build(f, argtypes, with_value)
     if entry is False:        # not compiled this way: f's next call goes to the general
-        hot[f] = (code, lambda *a: _GENERAL[0](f, a, with_value))   # path directly
+        hot[f] = (code, _general_path(f, with_value))   # path directly
         return None
     if entry[0] is not f.__globals__:
         return None
@@ -79,6 +79,10 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
         hot[f] = (code, call)
     return call(*(int(a) if t == INT64 else float(a) if t == FLOAT64 else a
                   for a, t in zip(args, argtypes)))
+
+
+def _general_path(f: Any, with_value: bool) -> Any:
+    return lambda *args: _GENERAL[0](f, args, with_value)
 
 
 def _has_float_array(t: Any) -> bool:
@@ -110,8 +114,7 @@ def _build(f: Any, argtypes: tuple, with_value: bool) -> Any:
     from jit.api import compile_typing
     from jit.typing.infer import infer
 
-    def general(*args: Any) -> Any:       # a deoptimised call: exact Python semantics
-        return _GENERAL[0](f, args, with_value)
+    general = _general_path(f, with_value)   # a deoptimised call: exact Python semantics
 
     def reroute(args: tuple) -> Any:      # arguments of other types
         try:

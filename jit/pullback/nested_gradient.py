@@ -39,6 +39,7 @@ from ssair.ir import IR
 from adjoint.rules import lookup_callee
 
 from jit.codegen.arrays import allocate, callee_at, shape
+from jit.codegen.entry import out_leaves
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
 from jit.library.registry import REGISTRY
 from jit.runtime.native import ARENA_HEAD_ADDR, arena_functions, release_below_address
@@ -228,21 +229,13 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     return b.insert_value(pair, out, 1)
 
 
-def _array_paths(t: Type, path: tuple = ()) -> list:
-    if isinstance(t, ArrayT):
-        return [(path, t)]
-    if isinstance(t, TupleT):
-        return [x for i, e in enumerate(t.elems) for x in _array_paths(e, path + (i,))]
-    return []
-
-
 def _reclaim(fc: FunctionGen, mark: L.Value, out: L.Value, t: Type) -> L.Value:
     """Free what f's forward and adjoint allocated since `mark` (the arena block list's
     head before them), keeping copies of the gradient's arrays: in a compiled loop, a
     gradient's temporaries would otherwise stay until the outermost call returns.  The
     copies are the newest blocks; the run below them down to `mark` is freed."""
     b = fc.b
-    paths = _array_paths(t)
+    paths = [(p, leaf) for p, leaf in out_leaves(t) if isinstance(leaf, ArrayT)]
     if not paths:
         _, release = arena_functions()
         b.call(callee_at(release, L.FunctionType(L.VoidType(), [PTR])), [mark])
