@@ -7,6 +7,9 @@ times its steps in order; numpy is imported first and not counted (both need it)
 - "zygopy": `import adjoint`, `import jit`, then the first and a second
   `adjoint.gradient(lotka_volterra, 1.1, 0.4, 0.1, 0.4, 1000)` (the first includes
   the J transform, type inference and the LLVM compilation of forward and adjoint);
+  each process has an empty disk cache of its own (`jit.disk_cache`);
+- "zygopy-cached": the same steps with the disk cache warm: the processes share one
+  cache folder, which the untimed first process filled;
 - "numba": `import numba`, then the first and a second call of
   `numba.njit(lotka_volterra)` on the same arguments (the first compiles it).
 
@@ -24,6 +27,7 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,11 +40,16 @@ MARK = "@@latency "
 RUNS = 5
 ARGS = (1.1, 0.4, 0.1, 0.4, 1000)
 PROBES = ("zygopy", "numba")
+CACHED = "zygopy-cached"      # measured with "zygopy"
 LABELS = {
     "import adjoint": "`import adjoint`",
     "import jit": "`import jit` (after adjoint)",
     "first gradient": "first `adjoint.gradient(lotka_volterra, ...)`",
     "second gradient": "second `adjoint.gradient` (steady state, for scale)",
+    "cached: import adjoint": "disk cache warm: `import adjoint`",
+    "cached: import jit": "disk cache warm: `import jit`",
+    "first gradient, cache warm": "disk cache warm: first `adjoint.gradient` "
+                                  "(an earlier process compiled it)",
     "import numba": "`import numba`",
     "first njit call": "first `numba.njit(lotka_volterra)(...)` call",
     "second njit call": "second call (steady state, for scale)",
@@ -63,13 +72,16 @@ def probe(which: str, clock: str) -> dict:
     numpy_ns = now() - t0
     from bench.workloads import lotka_volterra
     caught: list = []
-    if which == "zygopy":
-        adjoint = timed("import adjoint", lambda: importlib.import_module("adjoint"))
-        timed("import jit", lambda: importlib.import_module("jit"))
+    if which in ("zygopy", CACHED):
+        pre = "cached: " if which == CACHED else ""
+        adjoint = timed(pre + "import adjoint", lambda: importlib.import_module("adjoint"))
+        timed(pre + "import jit", lambda: importlib.import_module("jit"))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            timed("first gradient", lambda: adjoint.gradient(lotka_volterra, *ARGS))
-            timed("second gradient", lambda: adjoint.gradient(lotka_volterra, *ARGS))
+            timed("first gradient, cache warm" if pre else "first gradient",
+                  lambda: adjoint.gradient(lotka_volterra, *ARGS))
+            if not pre:
+                timed("second gradient", lambda: adjoint.gradient(lotka_volterra, *ARGS))
     elif which == "numba":
         numba = timed("import numba", lambda: importlib.import_module("numba"))
         compiled = numba.njit(lotka_volterra)
@@ -99,11 +111,29 @@ def measure(probes: list, prefix: list, env: dict, clock: str, root: str,
     """Run each probe in `runs` fresh processes (command prefix `prefix`, e.g. taskset),
     after one untimed process per probe that fills the bytecode cache;
     {"runs", "clock", "probes": {probe: {"samples": [...], "error": ...}}}."""
+    if "zygopy" in probes:
+        probes = list(probes) + [CACHED]
     found = {p: {"samples": [], "error": ""} for p in probes}
     env = with_bytecode_cache(env)
+    caches = tempfile.mkdtemp(prefix="zygopy-bench-caches-")
+    try:
+        return _measure(probes, prefix, env, clock, root, runs, say, found, caches)
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)
+
+
+def _measure(probes, prefix, env, clock, root, runs, say, found, caches) -> dict:
+    shared = os.path.join(caches, "shared")
+
+    def env_of(p: str) -> dict:   # the zygopy probes' disk caches: see the docstring
+        if p == CACHED:
+            return dict(env, ZYGOPY_CACHE_DIR=shared)
+        if p == "zygopy":
+            return dict(env, ZYGOPY_CACHE_DIR=tempfile.mkdtemp(dir=caches))
+        return env
     for p in probes:
         subprocess.run(prefix + [sys.executable, "-m", "bench.latency", "--probe", p],
-                       cwd=root, env=env, capture_output=True, timeout=300, check=False)
+                       cwd=root, env=env_of(p), capture_output=True, timeout=300, check=False)
     for i in range(runs):
         say(f"fresh-process latency: run {i + 1} of {runs} ({', '.join(probes)})")
         for p in probes:
@@ -112,8 +142,8 @@ def measure(probes: list, prefix: list, env: dict, clock: str, root: str,
             cmd = prefix + [sys.executable, "-m", "bench.latency", "--probe", p,
                             "--clock", clock]
             try:
-                out = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
-                                     timeout=300, check=False)
+                out = subprocess.run(cmd, cwd=root, env=env_of(p), capture_output=True,
+                                     text=True, timeout=300, check=False)
             except subprocess.TimeoutExpired:
                 found[p]["error"] = "a probe took over 300 s"
                 continue
@@ -139,7 +169,7 @@ def medians(result: dict) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.latency", description=__doc__.split("\n")[0])
-    p.add_argument("--probe", choices=PROBES, required=True)
+    p.add_argument("--probe", choices=PROBES + (CACHED,), required=True)
     p.add_argument("--clock", choices=tuple(CLOCKS), default="wall")
     a = p.parse_args(argv)
     record = probe(a.probe, a.clock)

@@ -352,4 +352,9 @@ def latency_text(lat: dict, markdown: bool = False) -> str:
         out += ["", (f"First gradient / Numba's first call: {first}; imports and first "
                      f"call: zygopy {format_ns(zy_total)}, Numba {format_ns(nb_total)} "
                      f"({format_ratio(zy_total / nb_total)}).")]
+    warm = med.get("zygopy-cached")
+    if warm and zy:
+        out += ["", (f"With the disk cache warm, the first gradient takes "
+                     f"{format_ns(warm['first gradient, cache warm'])} after import "
+                     f"(cold: {format_ns(zy['first gradient'])}).")]
     return "\n".join(out)

@@ -7,7 +7,8 @@
     print(jit.code_llvm(f, 2.0, 3))
     print(jit.code_native(f, 2.0, 3))
 
-Compiled code is cached per (function, argument types).  The per-call path is a
+Compiled code is cached per (function, argument types), in the process and on disk
+(`jit.disk_cache`: a second process loads what the first compiled).  The per-call path is a
 generated Python function per signature: range checks for int arguments, one ctypes
 call (PYFUNCTYPE: the GIL stays held, so the shared error record is safe), one status
 test.  A DEOPT status (int64 overflow, ...) reruns the call with exact Python
@@ -19,21 +20,24 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import warnings
 import weakref
 
 import numpy as np
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ssair.ir import IR
 
+from jit import disk_cache
 from jit.runtime import native as runtime
+from jit.runtime import symbols
 from jit.codegen.function import ModuleGen
 from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
                             flat_ctypes, flat_names, is_direct, range_checks,
                             unbox_expr)
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
-from jit.runtime.fastcall import native_wrapper
+from jit.runtime.fastcall import builtin_at, emit_wrapper
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
                     DictT, FunctionT, ListT, ObjectT, TupleT, TypingError, typeof)
 
@@ -41,10 +45,11 @@ from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
 class Compiled:
     """One compiled signature: typing, LLVM text before/after optimisation, the
     binding module (for assembly) and the call wrapper: the native one where the
-    signature allows, else `python_wrapper`."""
+    signature allows, else `python_wrapper`.  One loaded from the disk cache has no
+    typing, text or module (a listing compiles it again)."""
 
-    typing: Typing
-    llvm_text: str
+    typing: Optional[Typing]
+    llvm_text: Optional[str]
     module: Any
     entry: str
     wrapper: Callable
@@ -57,22 +62,82 @@ class Compiled:
         return runtime.native_assembly(self.module)
 
 
+@dataclass(frozen=True)
+class Signature:
+    """What the wrappers of a compiled signature are built from (kept in the disk
+    cache beside the object code)."""
+
+    argtypes: tuple
+    ret: Any
+    writes: bool
+    name: str
+
+
 def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
-                   other_classes: Callable = None) -> Compiled:
+                   other_classes: Callable = None,
+                   cache_key: Optional[disk_cache.Key] = None) -> Compiled:
     """LLVM-compile a typed function and build its Python wrapper (the native one when
     the signature allows; it calls `other_classes(*args)`, by default the Python
-    wrapper, for arguments of other classes)."""
+    wrapper, for arguments of other classes).  With `cache_key`, the object code goes
+    to the disk cache too, unless it refers to something of this process only."""
     _check_signature(t)
     mg = ModuleGen(ENGINE, t)
     impl = mg.build()
     entry = build_entry(mg, t, impl)
+    fast = emit_wrapper(mg.module, t, entry, f"{entry.name}_fast")
     text = str(mg.module)
-    mod = runtime.compile_ir(text)
-    addr = runtime.function_address(entry.name)
-    wrapper = make_wrapper(t, addr, fallback, reroute)
-    fail = _failure(t, fallback)
-    native = native_wrapper(t, addr, other_classes or wrapper, lambda *args: fail(args))
-    return Compiled(t, text, mod, entry.name, native or wrapper, wrapper)
+    mod, obj = runtime.compile_ir(text, keep_object=True)
+    sig = Signature(tuple(t.argtypes), t.ret, bool(t.writes), t.ir.name)
+    if cache_key is not None and obj is not None:
+        used = symbols.referenced(text)
+        if symbols.cacheable(used):
+            disk_cache.store(cache_key, {"object": obj, "symbols": used, "signature": sig,
+                                         "entry": entry.name, "fast": fast})
+            _LINKED[cache_key.digest] = (sig, entry.name, fast)
+    return _wrap(sig, entry.name, fast, fallback, reroute, other_classes,
+                 Compiled(t, text, mod, entry.name, None, None))
+
+
+_LINKED: dict = {}   # key digest -> (signature, entry, wrapper): linked in this process
+
+
+def load_compiled(key: disk_cache.Key, fallback: Callable, reroute: Callable = None,
+                  other_classes: Callable = None) -> Optional[Compiled]:
+    """`compile_typing`'s result for the entry under `key` in the disk cache (linked
+    once per process), or None: no entry, or one that cannot be used here."""
+    linked = _LINKED.get(key.digest)
+    if linked is None:
+        entry = disk_cache.load(key)
+        if entry is None:
+            return None
+        try:
+            symbols.bind(entry["symbols"])
+            runtime.load_object(entry["object"])
+            linked = (entry["signature"], entry["entry"], entry["fast"])
+            if not runtime.function_address(linked[1]):
+                raise LookupError(f"the object defines no {linked[1]}")
+        except Exception as exc:  # noqa: BLE001 - compiled again instead
+            warnings.warn(f"zygopy: cannot use the cache entry {key.path} ({exc})",
+                          disk_cache.CacheWarning, stacklevel=2)
+            return None
+        _LINKED[key.digest] = linked
+    sig, entry_name, fast = linked
+    return _wrap(sig, entry_name, fast, fallback, reroute, other_classes,
+                 Compiled(None, None, None, entry_name, None, None))
+
+
+def _wrap(sig: Signature, entry: str, fast: Optional[str], fallback: Callable,
+          reroute: Optional[Callable], other_classes: Optional[Callable],
+          c: Compiled) -> Compiled:
+    """`c` with its wrappers: the Python one, and the native builtin `fast` if any."""
+    wrapper = make_wrapper(sig, runtime.function_address(entry), fallback, reroute)
+    native = None
+    if fast is not None:
+        fail = _failure(sig, fallback)
+        native = builtin_at(runtime.function_address(fast), sig.name,
+                            other_classes or wrapper, lambda *args: fail(args))
+    c.wrapper, c.python_wrapper = native or wrapper, wrapper
+    return c
 
 
 def _check_signature(t: Typing) -> None:
@@ -84,7 +149,8 @@ def _check_signature(t: Typing) -> None:
                           "from compiled code is not supported")
 
 
-def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = None) -> Callable:
+def make_wrapper(t: Signature, addr: int, fallback: Callable, reroute: Callable = None
+                 ) -> Callable:
     """A Python function `(*args) -> result` specialised for this signature.  Array
     arguments are guarded (dtype, ndim): a mismatch goes to `reroute(args)`."""
     argc = [c for a in t.argtypes for c in flat_ctypes(a)]
@@ -135,7 +201,7 @@ def make_wrapper(t: Typing, addr: int, fallback: Callable, reroute: Callable = N
                   f"    r = {unbox_expr(t.ret, env, [0])}",
                   "    if mark is not None: rt.arena_release(mark)",
                   "    return r"]
-    exec(compile("\n".join(lines), f"<jit wrapper {t.ir.name}>", "exec"), env)
+    exec(compile("\n".join(lines), f"<jit wrapper {t.name}>", "exec"), env)
     return env["call"]
 
 
@@ -176,7 +242,7 @@ def _guard_expr(name: str, t: Any) -> str:
     return "False"
 
 
-def _failure(t: Typing, fallback: Callable) -> Callable:
+def _failure(t: Signature, fallback: Callable) -> Callable:
     def fail(args: tuple) -> Any:
         status = runtime.ERRINFO[0]
         if status == runtime.ERROR:
@@ -207,18 +273,29 @@ class Dispatcher:
         if self.ir is not None:
             from ssair.interpreter import interpret
             return interpret(self.ir, *full)
-        return self.func(*full[self.get_ir().nfree:])
+        return self.func(*full[len(self.cells()):])
+
+    def cells(self) -> tuple:
+        """The values the function captured (the IR's first arguments)."""
+        if self.ir is None and not getattr(self.func, "__closure__", None):
+            return ()        # (no lowering needed to know it)
+        return _closure_cells(self.get_ir(), self.func)
 
     def signature(self, args: tuple) -> tuple:
-        ir = self.get_ir()
-        return tuple(typeof(a) for a in _closure_cells(ir, self.func)) + tuple(
-            typeof(a) for a in args)
+        return tuple(typeof(a) for a in self.cells()) + tuple(typeof(a) for a in args)
 
-    def compile(self, argtypes: tuple) -> Compiled:
+    def compile(self, argtypes: tuple, listing: bool = False) -> Compiled:
+        """The compiled signature (from the disk cache where it has it; `listing`: with
+        its typing and LLVM module, so compiled here)."""
         c = self.compiled.get(argtypes)
-        if c is None:
-            t = infer(self.get_ir(), argtypes)
-            c = compile_typing(t, self.python_fallback, self.call_slow)
+        if c is None or (listing and c.module is None):
+            key = None
+            if self.ir is None and not listing:
+                key = disk_cache.key_for(self.func, "primal", argtypes)
+            c = load_compiled(key, self.python_fallback, self.call_slow) if key else None
+            if c is None:
+                t = infer(self.get_ir(), argtypes)
+                c = compile_typing(t, self.python_fallback, self.call_slow, cache_key=key)
             self.compiled[argtypes] = c
         return c
 
@@ -231,7 +308,7 @@ class Dispatcher:
             raise
         c = self.compile(argtypes)
         key = tuple(map(type, args))
-        cells = _closure_cells(self.get_ir(), self.func)
+        cells = self.cells()
         if all(k in _FAST_TYPES or k is np.ndarray or k is tuple or hasattr(k, "__jit_type__")
                for k in key) and not cells:
             self.fast[key] = c.wrapper
@@ -278,6 +355,7 @@ def jit(func: Any) -> Callable:
         call = _binding_entry(func, call)
     if not isinstance(func, IR):
         functools.update_wrapper(call, func)
+        call.__zygopy_function__ = func   # what a compiled caller compiles (lowering)
     call.dispatcher = d
     call.py_func = func
     return call
@@ -383,7 +461,7 @@ def code_llvm(f: Any, *args: Any, optimized: bool = True, stage: str = "primal")
     if stage != "primal":
         return _stage_listing("llvm" if optimized else "llvm-raw", stage, f, args)
     d = _dispatcher(f)
-    c = d.compile(d.signature(args))
+    c = d.compile(d.signature(args), listing=True)
     return Listing(c.optimized_llvm() if optimized else c.llvm_text)
 
 
@@ -393,4 +471,4 @@ def code_native(f: Any, *args: Any, stage: str = "primal") -> Listing:
     if stage != "primal":
         return _stage_listing("native", stage, f, args)
     d = _dispatcher(f)
-    return Listing(d.compile(d.signature(args)).assembly())
+    return Listing(d.compile(d.signature(args), listing=True).assembly())

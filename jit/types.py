@@ -45,6 +45,13 @@ class Scalar(Type):
     def __str__(self) -> str:
         return self.name
 
+    def __reduce__(self):      # unpickled (the disk cache) as the one instance
+        return (scalar_named, (self.name,))
+
+
+def scalar_named(name: str) -> Scalar:
+    return {s.name: s for s in (BOOL, INT64, FLOAT64, NONE)}[name]
+
 
 BOOL = Scalar("bool")
 INT64 = Scalar("int64")
@@ -196,7 +203,7 @@ class StrT(Type):
         return "str"
 
 
-STRINGS: list = []
+STRINGS: list = [None]     # ids start at 1 (`jit.runtime.symbols`)
 _STRING_IDS: dict = {}
 
 

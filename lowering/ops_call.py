@@ -25,10 +25,18 @@ PY = sys.version_info[:2]
 LOOPABLE = (range, enumerate, zip, reversed)
 
 
+def stands_for(value):
+    """What compiled and differentiated code calls for `value`: the Python function a
+    wrapper names in `__zygopy_function__` (a `jit.jit` function: its callers compile
+    and differentiate its code, not the wrapper's), else `value` itself."""
+    inner = getattr(value, "__zygopy_function__", None)
+    return inner if isinstance(inner, types.FunctionType) else value
+
+
 def resolve_global(lw, name: str):
     g = lw.func.__globals__
     if name in g:
-        return g[name]
+        return stands_for(g[name])
     b = getattr(lw.func, "__builtins__", None) or g.get("__builtins__", builtins)
     b = b if isinstance(b, dict) else vars(b)
     if name in b:
@@ -60,7 +68,7 @@ def attribute(lw, obj, name: str):
         return ListAppend(obj=obj, name=local[0])
     if isinstance(obj, Const) and isinstance(obj.value, types.ModuleType):
         try:
-            return Const(getattr(obj.value, name))
+            return Const(stands_for(getattr(obj.value, name)))
         except AttributeError:
             raise AttributeError(f"module {obj.value.__name__!r} has no attribute {name!r} "
                                  f"(in {lw.qualname} at {lw.code.co_filename}:{lw.line})"

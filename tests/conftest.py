@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+# compiled code goes to a disk cache of this session (`jit.disk_cache`), not to the
+# checkout's __pycache__ folders; processes the tests start share it
+if "ZYGOPY_CACHE_DIR" not in os.environ:
+    os.environ["ZYGOPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="zygopy-test-cache-")
 
 
 def _checked_run_pass(original):

@@ -16,6 +16,8 @@ from tests.adjoint_check import check_gradient
 from tests.harness import check_lowering
 from tests.jit_grad_check import check_llvm
 
+from jit import jit as jit_decorated
+
 
 def concat_and_multiply(weights, *args):
     cat = np.hstack(args + (np.ones((args[0].shape[0], 1)),))
@@ -315,3 +317,33 @@ def test_a_built_list_returned_is_refused_not_none():
         warnings.simplefilter("ignore")
         y, back = pullback(doubled, np.arange(3.0))
     assert y == [0.0, 2.0, 4.0] and np.array_equal(back([1.0, 1.0, 1.0])[0], [2.0] * 3)
+
+
+@jit_decorated
+def _scaled_cube(x, k):
+    return k * x ** 3
+
+
+@jit_decorated
+def _calls_jit_function(x):
+    return _scaled_cube(x, 2.0) + x
+
+
+def _differentiates_jit_function(x, y):
+    return _scaled_cube(x * y, 0.5) - y
+
+
+def test_a_jit_function_calling_a_jit_function():
+    """As with Numba's `@njit` calling `@njit`: the caller compiles the callee's code
+    (it used to compile the wrapper's, and failed), and a gradient differentiates it."""
+    import jit
+    assert _calls_jit_function(1.5) == 2.0 * 1.5 ** 3 + 1.5
+    assert _calls_jit_function.py_func(1.5) == _calls_jit_function(1.5)
+    listing = str(jit.code_typed(_calls_jit_function, 1.5))
+    assert "function _scaled_cube" in listing and "<jit entry>" not in listing
+    x, y = 1.2, 0.7
+    want = (1.5 * (x * y) ** 2 * y, 1.5 * (x * y) ** 2 * x - 1.0)
+    for backend in ("interp", "llvm"):
+        got = gradient(_differentiates_jit_function, x, y, backend=backend)
+        assert got == pytest.approx(want, rel=1e-12), backend
+    check_gradient(_differentiates_jit_function, x, y)

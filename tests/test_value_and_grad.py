@@ -192,3 +192,20 @@ def test_functions_of_library_modules_and_refused_ones():
         warnings.simplefilter("ignore")
         for _ in range(3):      # refused or not, the general path answers every time
             assert gradient(uses_a_list, 1.5) == (2.0,)
+
+
+def test_a_recursion_without_a_base_case_is_refused_cleanly():
+    """Typing the J transform of a recursion that never returns used to fail with a
+    ValueError whose message was the repr of an internal typing record."""
+    from jit.types import TypingError
+
+    with pytest.raises(TypingError, match=r"cannot infer the result type of _runaway"
+                       ) as got:
+        value_and_grad(_runaway, 3, backend="llvm")
+    assert "Typing(" not in str(got.value)
+    with pytest.raises(RecursionError):
+        value_and_grad(_runaway, 3)       # "auto": the interpreter, as CPython
+
+
+def _runaway(n):
+    return _runaway(n + 1) + 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.runtime import native as runtime
+from jit.runtime import symbols
 from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
                                   nd_array_type)
 from jit.typing.infer import LiteralT
@@ -219,9 +219,8 @@ def make_array(fc: FunctionGen, data, shapes: list, strides: list) -> L.Value:
 def allocate_words(fc: FunctionGen, nbytes) -> L.Value:
     """`nbytes` of arena memory (MemoryError when there are none)."""
     b = fc.b
-    alloc_addr, _ = runtime.arena_functions()
     fc.mg.allocates = True
-    data = b.call(callee_at(alloc_addr, L.FunctionType(PTR, [I64])), [nbytes])
+    data = b.call(runtime_callee("zy_alloc", L.FunctionType(PTR, [I64])), [nbytes])
     fc.raise_if(b.icmp_unsigned("==", b.ptrtoint(data, I64), ZERO), MemoryError,
                 "cannot allocate {0} bytes", (nbytes,))
     return data
@@ -245,9 +244,14 @@ def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
     return make_array(fc, data, dims, strides)
 
 
-def callee_at(addr: int, fnty: L.FunctionType) -> "_TypedPtr":
-    """A call target at a constant address (the runtime's functions, the C API)."""
-    return _TypedPtr(L.Constant(I64, addr).inttoptr(PTR), fnty)
+def callee_of(ptr: L.Value, fnty: L.FunctionType) -> "_TypedPtr":
+    """A call target at the pointer `ptr` (a symbol of `jit.runtime.symbols`)."""
+    return _TypedPtr(ptr, fnty)
+
+
+def runtime_callee(name: str, fnty: L.FunctionType) -> "_TypedPtr":
+    """The runtime's function `name` (`jit.runtime.symbols.RUNTIME`) as a call target."""
+    return _TypedPtr(symbols.runtime_ptr(name), fnty)
 
 
 class _TypedPtr:

@@ -20,6 +20,7 @@ import numpy as np
 from llvmlite import ir as L
 
 from jit.runtime import native as runtime
+from jit.runtime import symbols
 from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltype
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
@@ -85,17 +86,17 @@ def build_entry(mg: ModuleGen, t: Typing, impl: L.Function) -> L.Function:
     ret = {FLOAT64: F64, INT64: I64, BOOL: I8}.get(t.ret, L.VoidType())
     if not direct:
         params.append(PTR)
-    name = f"zy_entry_{mg.uid}"
+    name = f"zy_entry_{runtime.PROCESS_TAG}_{mg.uid}"
     fn = L.Function(mg.module, L.FunctionType(ret if direct else L.VoidType(), params), name)
     b = L.IRBuilder(fn.append_basic_block("entry"))
     it = iter(fn.args)
     values = [_rebuild(b, a, it) for a in t.argtypes]
     release = mg.allocates and not contains_array(t.ret)
-    headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
+    headp = symbols.runtime_ptr("arena_head")
     mark = b.load(headp, typ=PTR) if release else None
     out = b.alloca(lltype(t.ret))
     status = b.call(impl, [L.Constant(I64, 0), out] + values)
-    errinfo = L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
+    errinfo = symbols.runtime_ptr("errinfo")
     b.store(b.sext(status, I64), errinfo)
     if release:
         _release(mg, b, mark)
@@ -104,9 +105,8 @@ def build_entry(mg: ModuleGen, t: Typing, impl: L.Function) -> L.Function:
 
 
 def _release(mg: ModuleGen, b: L.IRBuilder, mark) -> None:
-    from jit.codegen.arrays import callee_at
-    _, rel = runtime.arena_functions()
-    callee = callee_at(rel, L.FunctionType(L.VoidType(), [PTR]))
+    from jit.codegen.arrays import runtime_callee
+    callee = runtime_callee("zy_release", L.FunctionType(L.VoidType(), [PTR]))
     b.call(callee, [mark])
 
 

@@ -30,9 +30,10 @@ from ssair.ir import Branch, Const, Goto, Return, Var
 
 from jit.typing.unbound import is_unbound
 from jit.runtime import native as runtime
+from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, FunctionT,
-                       ObjectT, OpaqueT, Scalar, StrT, TupleT, Type, TypingError, intern_string)
+                       ObjectT, OpaqueT, Scalar, StrT, TupleT, Type, TypingError)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
@@ -114,7 +115,7 @@ def const_value(value: Any, t: Type) -> L.Constant:
         return array_constant(value)
     if isinstance(t, ObjectT):       # a module-level generator: kept alive with the code
         _OBJECTS.append(value)
-        return L.Constant(I64, id(value)).inttoptr(PTR)
+        return symbols.object_ptr(value)
     if isinstance(t, ClosureT):      # a closure read from a global: its captured values
         cells = [c.cell_contents for c in value.__closure__]
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(cells, t.captured)])
@@ -132,7 +133,7 @@ def array_constant(a: Any) -> L.Constant:
     if not a.flags.aligned:
         a = np.ascontiguousarray(a)
         _OBJECTS.append(a)
-    data = L.Constant(I64, a.ctypes.data).inttoptr(PTR)
+    data = symbols.live_ptr("array", a.ctypes.data)   # (it may change: not on disk)
     if a.ndim > 2:
         row = L.ArrayType(I64, a.ndim)
         return L.Constant.literal_struct([data, L.Constant(row, [int(v) for v in a.shape]),
@@ -219,7 +220,16 @@ class ModuleGen:
 
     def errinfo_base(self, b: L.IRBuilder) -> L.Value:
         """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU)."""
-        return L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
+        return symbols.runtime_ptr("errinfo")
+
+    def site_word(self, sid: int) -> L.Value:
+        """Error site `sid` as the i64 stored in the error record (a symbol on the
+        CPU, `jit.runtime.symbols`)."""
+        return symbols.site_word(sid)
+
+    def string_word(self, text: str) -> L.Value:
+        """The native id of the string constant `text` (`jit.types.StrT`)."""
+        return symbols.string_word(text)
 
     def lowering(self, op: str):
         """The lowering of primitive `op` for this target (None when missing)."""
@@ -369,7 +379,7 @@ class FunctionGen:
         if have == NONE and self.ir.meta.get("none_is_zero"):
             return zero_of(want)
         if isinstance(want, StrT) and isinstance(have, (LiteralT, StrT)):
-            return v if isinstance(have, StrT) else L.Constant(I64, intern_string(have.value))
+            return v if isinstance(have, StrT) else self.mg.string_word(have.value)
         if isinstance(have, TupleT) and isinstance(want, TupleT):
             out = L.Constant(lltype(want), L.Undefined)
             for i, (h, w) in enumerate(zip(have.elems, want.elems)):
@@ -402,7 +412,8 @@ class FunctionGen:
     def _exit_if(self, cond: L.Value, status: int, sid: int, details: tuple) -> None:
         with self.b.if_then(cond, likely=False):
             base = self.mg.errinfo_base(self.b)
-            self.b.store(L.Constant(I64, sid), self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
+            self.b.store(self.mg.site_word(sid),
+                         self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
             for k, d in enumerate(details):
                 d = self.b.bitcast(d, I64) if d.type == F64 else d
                 d = self.b.zext(d, I64) if d.type == I1 else d
@@ -443,7 +454,7 @@ class FunctionGen:
                             likely=False):
             sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
             base = self.mg.errinfo_base(self.b)
-            self.b.store(L.Constant(I64, sid + 1),
+            self.b.store(self.mg.site_word(sid),
                          self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)],
                                     source_etype=I64))
 

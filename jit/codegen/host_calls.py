@@ -10,7 +10,8 @@ from llvmlite import ir as L
 
 from ssair.ir import Const
 
-from jit.codegen.arrays import callee_at
+from jit.codegen.arrays import runtime_callee
+from jit.runtime import symbols
 from jit.codegen.function import F64, I1, I8, I32, I64, PTR, FunctionGen, array_fields, lltype
 from jit.runtime import host_calls as host
 from jit.typing.infer import LiteralT
@@ -29,8 +30,8 @@ def call_host(fc: FunctionGen, site: host.HostSite, values: list) -> L.Value:
     k = 0
     for v, t in zip(values, site.argtypes):
         k = _store(fc, args, k, v, t)
-    status = b.call(callee_at(host.CALLBACK_ADDRESS, _FNTY),
-                    [L.Constant(I64, sid), b.bitcast(args, PTR), b.bitcast(out, PTR)])
+    status = b.call(runtime_callee("host_callback", _FNTY),
+                    [symbols.live_word("host", sid), b.bitcast(args, PTR), b.bitcast(out, PTR)])
     fc.propagate(status)
     return _load(fc, out, 0, site.result)[0]
 

@@ -30,7 +30,7 @@ from jit.codegen.function import F64, I1, I32, I64, ModuleGen
 from jit.cuda.nvvm import GLOBAL_AS
 from jit.library.platforms import CUDA_LIBDEVICE
 from jit.cuda.tape import pop_words, push_words
-from jit.types import OpaqueT, TypingError
+from jit.types import OpaqueT, TypingError, intern_string
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATALAYOUT = ("e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-"
@@ -82,6 +82,12 @@ class DeviceModuleGen(ModuleGen):
         gv = self.errinfo_global()
         generic = b.addrspacecast(gv, L.PointerType(gv.value_type))
         return b.bitcast(generic, L.PointerType(I64))
+
+    def site_word(self, sid: int) -> L.Value:
+        return L.Constant(I64, sid)      # read back by the host of this process
+
+    def string_word(self, text: str) -> L.Value:
+        return L.Constant(I64, intern_string(text))
 
     def extern(self, name: str, ret: L.Type, args: list) -> L.Function:
         target = LIBDEVICE.get(name)

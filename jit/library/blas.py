@@ -18,7 +18,7 @@ import os
 import numpy as np
 from llvmlite import ir as L
 
-from jit.codegen.arrays import callee_at, field
+from jit.codegen.arrays import field, runtime_callee
 from jit.codegen.function import F64, I64, PTR
 from jit.library.python_impls import mark
 from jit.library.registry import REGISTRY
@@ -56,13 +56,20 @@ def find_dgemm():
 BLAS = find_dgemm()
 
 
+def dgemm_address() -> int:
+    """The address of numpy's cblas_dgemm (`jit.runtime.symbols.RUNTIME`)."""
+    if BLAS is None:
+        raise LookupError("numpy has no cblas_dgemm here")
+    return BLAS[0]
+
+
 def gemm(a, b, out, ta, tb, lda, ldb):
     """out = op(a) @ op(b) by BLAS (compiled natively; see the module docstring)."""
     raise TypeError("jit.library.blas.gemm runs only in compiled code")
 
 
 def _cg_gemm(fc, s, ts):
-    addr, ilp64 = BLAS
+    _, ilp64 = BLAS
     it = I64 if ilp64 else I32
     fnty = L.FunctionType(L.VoidType(), [I32, I32, I32, it, it, it, F64, PTR, it, PTR, it, F64,
                                          PTR, it])
@@ -77,7 +84,7 @@ def _cg_gemm(fc, s, ts):
     def trans(t):
         return b.trunc(b.add(t, L.Constant(I64, NO_TRANS)), I32)
     ldc = field(fc, out, 2)
-    b.call(callee_at(addr, fnty),
+    b.call(runtime_callee("cblas_dgemm", fnty),
            [L.Constant(I32, ROW_MAJOR), trans(ta), trans(tb), cast(n), cast(m), cast(k),
             L.Constant(F64, 1.0), field(fc, a_, 0), cast(lda), field(fc, b_, 0), cast(ldb),
             L.Constant(F64, 0.0), field(fc, out, 0), cast(ldc)])

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.codegen.function import I64
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context, string_like
-from jit.types import BOOL, StrT, intern_string
+from jit.types import BOOL, StrT
 
 
 def _as_id(fc, operand, t) -> L.Value:
     if isinstance(t, StrT):
         return fc.get(operand)
-    return L.Constant(I64, intern_string(t.value))
+    return fc.mg.string_word(t.value)
 
 
 def _has_str(ctx, s, ts) -> bool:
@@ -46,7 +45,7 @@ def _t_truth(ctx: Context, s, ts):
 
 
 def _cg_truth(fc, s, ts):
-    empty = L.Constant(I64, intern_string(""))
+    empty = fc.mg.string_word("")
     return fc.b.icmp_signed("!=" if s.op == "truth" else "==", fc.get(s.args[0]), empty)
 
 

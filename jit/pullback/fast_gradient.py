@@ -111,7 +111,8 @@ def _wrapper_ir(f: Any, nargs: int, with_value: bool) -> IR:
 
 
 def _build(f: Any, argtypes: tuple, with_value: bool) -> Any:
-    from jit.api import compile_typing
+    from jit import disk_cache
+    from jit.api import compile_typing, load_compiled
     from jit.typing.infer import infer
 
     general = _general_path(f, with_value)   # a deoptimised call: exact Python semantics
@@ -128,11 +129,14 @@ def _build(f: Any, argtypes: tuple, with_value: bool) -> Any:
         got = _lookup(f, args, with_value, native=False)
         return got if got is not None else general(*args)
 
-    try:
-        t = infer(_wrapper_ir(f, len(argtypes), with_value), argtypes)
-        compiled = compile_typing(t, general, reroute, other_classes)
-    except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
-        return False
+    key = disk_cache.key_for(f, "value_and_grad" if with_value else "gradient", argtypes)
+    compiled = load_compiled(key, general, reroute, other_classes) if key else None
+    if compiled is None:
+        try:
+            t = infer(_wrapper_ir(f, len(argtypes), with_value), argtypes)
+            compiled = compile_typing(t, general, reroute, other_classes, cache_key=key)
+        except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
+            return False
     return f.__globals__, compiled.wrapper, compiled.python_wrapper
 
 

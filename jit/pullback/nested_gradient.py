@@ -38,11 +38,11 @@ from llvmlite import ir as L
 from ssair.ir import IR
 from adjoint.rules import lookup_callee
 
-from jit.codegen.arrays import allocate, callee_at, shape
+from jit.codegen.arrays import allocate, runtime_callee, shape
 from jit.codegen.entry import out_leaves
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
 from jit.library.registry import REGISTRY
-from jit.runtime.native import ARENA_HEAD_ADDR, arena_functions, release_below_address
+from jit.runtime import symbols
 from jit.pullback.array_values import copy_array
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
@@ -191,7 +191,7 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     b = fc.b
     call = fc.typing.calls[s.var]
     adj = fc.typing.calls[("adjoint", s.var)].target
-    mark = b.load(L.Constant(I64, ARENA_HEAD_ADDR).inttoptr(PTR), typ=PTR)
+    mark = b.load(symbols.runtime_ptr("arena_head"), typ=PTR)
     tape = fc.alloca(_TAPE_HEAD)
     b.store(L.Constant(_TAPE_HEAD, [0, 0, 0]), tape)
     lead = [tape]
@@ -237,8 +237,7 @@ def _reclaim(fc: FunctionGen, mark: L.Value, out: L.Value, t: Type) -> L.Value:
     b = fc.b
     paths = [(p, leaf) for p, leaf in out_leaves(t) if isinstance(leaf, ArrayT)]
     if not paths:
-        _, release = arena_functions()
-        b.call(callee_at(release, L.FunctionType(L.VoidType(), [PTR])), [mark])
+        b.call(runtime_callee("zy_release", L.FunctionType(L.VoidType(), [PTR])), [mark])
         return out
     first = None
     for path, at in paths:
@@ -250,7 +249,7 @@ def _reclaim(fc: FunctionGen, mark: L.Value, out: L.Value, t: Type) -> L.Value:
             first = b.gep(b.extract_value(leaf, 0), [L.Constant(I64, -16)],
                           source_etype=L.IntType(8))
         out = b.insert_value(out, leaf, list(path)) if path else leaf
-    below = callee_at(release_below_address(), L.FunctionType(L.VoidType(), [PTR, PTR]))
+    below = runtime_callee("zy_release_below", L.FunctionType(L.VoidType(), [PTR, PTR]))
     b.call(below, [first, mark])
     return out
 

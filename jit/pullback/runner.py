@@ -30,6 +30,7 @@ from typing import Any
 from llvmlite import ir as L
 
 from jit.runtime import native as runtime
+from jit.runtime import symbols
 from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
 from jit.codegen.function import I32, I64, PTR, ModuleGen, lltype
 from jit.codegen.entry import (
@@ -111,10 +112,10 @@ def block_free() -> Any:
 
         from jit.runtime.fastcall import native_wrapper
         runtime.arena_functions()   # zy_free_run, which _FREE_IR calls
-        runtime.compile_ir(_FREE_IR)
+        runtime.compile_runtime(_FREE_IR)
         addr = runtime.function_address("zy_block_free")
         slow = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
-        runtime.compile_ir(_FREE_INT_IR)
+        runtime.compile_runtime(_FREE_INT_IR)
         sig = SimpleNamespace(argtypes=(INT64,), ret=INT64,
                               ir=SimpleNamespace(name="zy_block_free"))
         fn = native_wrapper(sig, runtime.function_address("zy_block_free_int"), slow,
@@ -146,7 +147,7 @@ class NativeEnv:
 
 # -- entries -------------------------------------------------------------------------------
 def _errinfo(b: L.IRBuilder, k: int) -> L.Value:
-    base = L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR)
+    base = symbols.runtime_ptr("errinfo")
     return b.gep(base, [L.Constant(I64, k)], source_etype=I64)
 
 
@@ -194,7 +195,7 @@ def _return_value(b: L.IRBuilder, t: Type, value, outp) -> None:
 def _presize_tape(mg: ModuleGen, b: L.IRBuilder, blk, hint_addr: int) -> None:
     """Give the block's tape the capacity the previous call ended with (the value at
     `hint_addr`), so that a pullback called again grows its tape no more."""
-    hint = b.load(L.Constant(I64, hint_addr).inttoptr(PTR), typ=I64)
+    hint = b.load(symbols.live_ptr("hint", hint_addr), typ=I64)
     with b.if_then(b.icmp_signed(">", hint, L.Constant(I64, 0))):
         malloc = mg.extern("malloc", PTR, [I64])
         data = b.call(malloc, [b.shl(hint, L.Constant(I64, 3))])
@@ -221,13 +222,13 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function, hint_addr: int) -> L
     for off in (0, 8, 16):
         b.store(L.Constant(I64, 0), _at(b, blk, off))
     _presize_tape(mg, b, blk, hint_addr)
-    headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
+    headp = symbols.runtime_ptr("arena_head")
     mark = b.load(headp, typ=PTR)
     out = b.alloca(lltype(t.ret))
     status = b.call(impl, [L.Constant(I64, 0), out, blk] + values)
     b.store(b.sext(status, I64), _errinfo(b, 0))
     b.store(b.ptrtoint(blk, I64), _errinfo(b, BLOCK_SLOT))
-    b.store(b.load(_at(b, blk, 8), typ=I64), L.Constant(I64, hint_addr).inttoptr(PTR))
+    b.store(b.load(_at(b, blk, 8), typ=I64), symbols.live_ptr("hint", hint_addr))
     b.store(b.load(headp, typ=PTR), _at(b, blk, CHAIN_OFF))
     b.store(mark, _at(b, blk, MARK_OFF))
     b.store(mark, headp)
@@ -252,7 +253,7 @@ def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     b.store(b.load(_at(b, blk, 8), typ=I64), b.gep(reader, [L.Constant(I32, 0),
                                                            L.Constant(I32, 1)]))
     env = b.load(_at(b, blk, ENV_OFF), typ=lltype(env_t))
-    headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
+    headp = symbols.runtime_ptr("arena_head")
     release = mg.allocates and not contains_array(g_t)
     mark = b.load(headp, typ=PTR) if release else None
     out = b.alloca(lltype(g_t))

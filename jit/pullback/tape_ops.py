@@ -10,9 +10,8 @@ from typing import Any
 from llvmlite import ir as L
 from ssair.ir import IR, Const
 
-from jit.runtime import tape as runtime_tape
 from jit.codegen.function import F64, I1, I64, PTR, FunctionGen, array_fields, codegen, lltype
-from jit.codegen.arrays import callee_at
+from jit.codegen.arrays import runtime_callee
 from jit.typing.infer import Context, rule
 from jit.types import (
     BOOL,
@@ -223,8 +222,7 @@ def push_words(fc: FunctionGen, tape, words: list) -> None:
     n = b.load(lenp, typ=I64)
     need = b.add(n, L.Constant(I64, len(words)))
     with b.if_then(b.icmp_signed(">", need, b.load(capp, typ=I64)), likely=False):
-        reserve = callee_at(runtime_tape.reserve_address(),
-                            L.FunctionType(L.IntType(32), [PTR, I64]))
+        reserve = runtime_callee("zy_tape_reserve", L.FunctionType(L.IntType(32), [PTR, I64]))
         st = b.call(reserve, [tape, L.Constant(I64, len(words))])
         fc.raise_if(b.icmp_signed("!=", st, L.Constant(L.IntType(32), 0)), MemoryError,
                     "cannot grow the tape")

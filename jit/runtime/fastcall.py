@@ -14,9 +14,12 @@ wrapper built here (`native_wrapper(t, addr, slow, fail)`) does, natively:
 Anything unexpected (wrong count or class) calls `slow(*args)`, the Python wrapper,
 which gives the exact behaviour.  An array argument (`ArrayT`) is accepted when it is
 exactly a `numpy.ndarray` with the expected dtype object and number of dimensions; the
-compiled entry gets the `PyArrayObject*` itself (see `jit.codegen.entry`).  The object
-layouts (ob_type at 8, ob_fval at 16; an array's nd at 24 and descr at 56) are checked
-at import; where they differ, no native wrapper is built.
+compiled entry gets the `PyArrayObject*` itself (see `jit.codegen.entry`).  `slow` and
+`fail` are read from the builtin's `self` (a tuple), and every address is a symbol
+(`jit.runtime.symbols`), so the wrapper's code is the same in every process and goes
+to the disk cache with the function.  The object
+layouts (ob_type at 8, ob_fval at 16, a tuple's items from 24; an array's nd at 24 and
+descr at 56) are checked at import; where they differ, no native wrapper is built.
 """
 from __future__ import annotations
 
@@ -27,8 +30,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 from llvmlite import ir as L
 
+from jit.runtime import symbols
 from jit.runtime import native as runtime
-from jit.codegen.arrays import callee_at
+from jit.codegen.arrays import callee_of
 from jit.codegen.entry import out_leaves, out_struct
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListT, TupleT
 
@@ -46,15 +50,17 @@ class _MethodDef(ctypes.Structure):
                 ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
 
 
-def _addr(name: str) -> int:
-    return ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+ITEMS_OFF = 24     # a tuple's first item
+SLOW, FAIL = 2, 3  # their places in the builtin's `self` (see `builtin`)
 
 
 def _layout_ok() -> bool:
     x = 1.25
+    pair = (x, None)
     try:
         return (ctypes.c_void_p.from_address(id(x) + 8).value == id(float)
-                and ctypes.c_double.from_address(id(x) + 16).value == 1.25)
+                and ctypes.c_double.from_address(id(x) + 16).value == 1.25
+                and ctypes.c_void_p.from_address(id(pair) + ITEMS_OFF + 8).value == id(None))
     except (ValueError, OSError):  # pragma: no cover
         return False
 
@@ -84,15 +90,19 @@ _NEW.restype = ctypes.py_object
 _NEW.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 
-def _fnptr(addr: int, ret: L.Type, args: list, var_arg: bool = False) -> Any:
-    return callee_at(addr, L.FunctionType(ret, args, var_arg=var_arg))
+def _capi(name: str, ret: L.Type, args: list) -> Any:
+    return callee_of(symbols.capi_ptr(name), L.FunctionType(ret, args))
 
 
-def _call_py(b: L.IRBuilder, target: Any, args, count: L.Value) -> L.Value:
-    """target(*args[:count]): PyObject_VectorcallDict with the arguments the builtin got
-    (their number need not be the signature's: that is one reason to come here)."""
-    fn = _fnptr(_addr("PyObject_VectorcallDict"), PTR, [PTR, PTR, I64, PTR])
-    callee = L.Constant(I64, id(target)).inttoptr(PTR)
+def _object_word(obj: Any) -> L.Value:
+    return symbols.object_ptr(obj).ptrtoint(I64)
+
+
+def _call_py(b: L.IRBuilder, this, which: int, args, count: L.Value) -> L.Value:
+    """self[which](*args[:count]): PyObject_VectorcallDict with the arguments the builtin
+    got (their number need not be the signature's: that is one reason to come here)."""
+    fn = _capi("PyObject_VectorcallDict", PTR, [PTR, PTR, I64, PTR])
+    callee = _field(b, this, ITEMS_OFF + 8 * which, PTR)
     return b.call(fn, [callee, args, count, L.Constant(PTR, None)])
 
 
@@ -102,9 +112,9 @@ def _field(b: L.IRBuilder, obj, off: int, ty: L.Type) -> L.Value:
 
 def _check_array(fn: L.Function, b: L.IRBuilder, obj, t: ArrayT, slow_block) -> L.Value:
     """`obj` itself once it is an exact ndarray of t's dtype and ndim, else `slow_block`."""
-    ok = b.and_(b.icmp_unsigned("==", _field(b, obj, 8, I64), L.Constant(I64, id(np.ndarray))),
+    ok = b.and_(b.icmp_unsigned("==", _field(b, obj, 8, I64), _object_word(np.ndarray)),
                 b.icmp_unsigned("==", _field(b, obj, DESCR_OFF, I64),
-                                L.Constant(I64, id(_DESCRS[t.dtype]))))
+                                _object_word(_DESCRS[t.dtype])))
     ok = b.and_(ok, b.icmp_signed("==", _field(b, obj, ND_OFF, I32), L.Constant(I32, t.ndim)))
     aligned = b.and_(_field(b, obj, FLAGS_OFF, I32), L.Constant(I32, NPY_ARRAY_ALIGNED))
     ok = b.and_(ok, b.icmp_unsigned("!=", aligned, L.Constant(I32, 0)))   # (element strides)
@@ -120,13 +130,13 @@ def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
     if isinstance(t, ArrayT):
         return _check_array(fn, b, obj, t, slow_block)
     cls = _field(b, obj, 8, I64)
-    want = id(float) if t == FLOAT64 else id(int)
+    want = _object_word(float if t == FLOAT64 else int)
     ok = fn.append_basic_block("ok")
-    b.cbranch(b.icmp_unsigned("==", cls, L.Constant(I64, want)), ok, slow_block)
+    b.cbranch(b.icmp_unsigned("==", cls, want), ok, slow_block)
     b.position_at_end(ok)
     if t == FLOAT64:
         return _field(b, obj, 16, F64)
-    conv = _fnptr(_addr("PyLong_AsLongLongAndOverflow"), I64, [PTR, PTR])
+    conv = _capi("PyLong_AsLongLongAndOverflow", I64, [PTR, PTR])
     v = b.call(conv, [obj, ovf])
     fits = fn.append_basic_block("fits")
     b.cbranch(b.icmp_signed("==", b.load(ovf, typ=I32), L.Constant(I32, 0)), fits, slow_block)
@@ -134,14 +144,13 @@ def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
     return v
 
 
-def _emit(mod: L.Module, t: Any, callee: Any, slow: Callable, fail: Callable,
-          name: str) -> None:
+def _emit(mod: L.Module, t: Any, callee: Any, name: str) -> None:
     """The METH_FASTCALL function `name` in `mod` around `callee` (an address, or a
     function of `mod` whose pointer parameters take the i64 arguments' values)."""
     fn = L.Function(mod, L.FunctionType(PTR, [PTR, PTR, I64]), name=name)
     fn.attributes.add("noinline")
     fn.attributes.add("optnone")   # straight-line glue: nothing for the optimiser to do
-    _, args, nargs = fn.args
+    this, args, nargs = fn.args
     b = L.IRBuilder(fn.append_basic_block("entry"))
     slow_block, err_block = fn.append_basic_block("slow"), fn.append_basic_block("error")
     n = len(t.argtypes)
@@ -156,14 +165,15 @@ def _emit(mod: L.Module, t: Any, callee: Any, slow: Callable, fail: Callable,
     tuple_result = isinstance(t.ret, TupleT)
     ret = L.VoidType() if tuple_result else F64 if t.ret == FLOAT64 else I64
     out = b.alloca(out_struct(t.ret)) if tuple_result else None
-    if isinstance(callee, int):
-        callee = _fnptr(callee, ret, [_LL.get(a, PTR) for a in t.argtypes]
-                        + ([PTR] if tuple_result else []))
+    if isinstance(callee, int):       # (this process only)
+        callee = callee_of(symbols.live_ptr("entry", callee),
+                           L.FunctionType(ret, [_LL.get(a, PTR) for a in t.argtypes]
+                                          + ([PTR] if tuple_result else [])))
     else:
         vals = [b.inttoptr(v, p) if isinstance(p, L.PointerType) and v.type == I64 else v
                 for v, p in zip(vals, callee.function_type.args)]
     r = b.call(callee, vals + ([out] if tuple_result else []))
-    status = b.load(L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR), typ=I64)
+    status = b.load(symbols.runtime_ptr("errinfo"), typ=I64)
     done = fn.append_basic_block("done")
     b.cbranch(b.icmp_signed("!=", status, L.Constant(I64, 0)), err_block, done)
     b.position_at_end(done)
@@ -172,12 +182,12 @@ def _emit(mod: L.Module, t: Any, callee: Any, slow: Callable, fail: Callable,
         b.ret(_box_tuple(b, t.ret, iter(b.extract_value(flat, k)
                                          for k in range(len(out_leaves(t.ret))))))
     else:
-        box = _fnptr(_addr("PyFloat_FromDouble" if t.ret == FLOAT64
-                           else "PyLong_FromLongLong"), PTR, [ret])
+        box = _capi("PyFloat_FromDouble" if t.ret == FLOAT64 else "PyLong_FromLongLong",
+                    PTR, [ret])
         b.ret(b.call(box, [r]))
-    for block, target in ((slow_block, slow), (err_block, fail)):
+    for block, which in ((slow_block, SLOW), (err_block, FAIL)):
         b.position_at_end(block)
-        b.ret(_call_py(b, target, args, count))
+        b.ret(_call_py(b, this, which, args, count))
 
 
 _LL = {FLOAT64: F64, INT64: I64}
@@ -187,22 +197,22 @@ def _box_tuple(b: L.IRBuilder, t: Any, leaves: Any) -> L.Value:
     """The Python object of result type `t` (see `_boxable`), reading its stored
     leaves (`jit.codegen.entry.out_leaves` order) from `leaves`."""
     if isinstance(t, TupleT):
-        new = _fnptr(_addr("PyTuple_New"), PTR, [I64])
-        put = _fnptr(_addr("PyTuple_SetItem"), I32, [PTR, I64, PTR])
+        new = _capi("PyTuple_New", PTR, [I64])
+        put = _capi("PyTuple_SetItem", I32, [PTR, I64, PTR])
         tup = b.call(new, [L.Constant(I64, len(t.elems))])
         for i, e in enumerate(t.elems):
             b.call(put, [tup, L.Constant(I64, i), _box_tuple(b, e, leaves)])
         return tup
     if t == NONE:
-        none = L.Constant(I64, id(None)).inttoptr(PTR)
-        b.call(_fnptr(_addr("Py_IncRef"), L.VoidType(), [PTR]), [none])
+        none = symbols.object_ptr(None)
+        b.call(_capi("Py_IncRef", L.VoidType(), [PTR]), [none])
         return none
     v = next(leaves)
     if t == FLOAT64:
-        return b.call(_fnptr(_addr("PyFloat_FromDouble"), PTR, [F64]), [v])
+        return b.call(_capi("PyFloat_FromDouble", PTR, [F64]), [v])
     if t == BOOL:
-        return b.call(_fnptr(_addr("PyBool_FromLong"), PTR, [I64]), [b.zext(v, I64)])
-    return b.call(_fnptr(_addr("PyLong_FromLongLong"), PTR, [I64]), [v])
+        return b.call(_capi("PyBool_FromLong", PTR, [I64]), [b.zext(v, I64)])
+    return b.call(_capi("PyLong_FromLongLong", PTR, [I64]), [v])
 
 
 def _boxable(t: Any) -> bool:
@@ -233,28 +243,35 @@ def native_wrappers(specs: list) -> list:
     """`native_wrapper` for each `(t, addr, slow, fail)` of `specs`, compiled as one
     module (one LLVM compile); None for the signatures it cannot take."""
     mod = L.Module(name="zy_fast")
-    names = [emit_wrapper(mod, t, addr, slow, fail) for t, addr, slow, fail in specs]
+    names = [emit_wrapper(mod, t, addr) for t, addr, slow, fail in specs]
     if any(names):
         runtime.compile_ir(str(mod), level=0)   # straight-line glue: nothing to optimise
     return [builtin(name, t, slow, fail) if name else None
             for name, (t, _, slow, fail) in zip(names, specs)]
 
 
-def emit_wrapper(mod: L.Module, t: Any, callee: Any, slow: Callable,
-                 fail: Callable) -> Optional[str]:
+def emit_wrapper(mod: L.Module, t: Any, callee: Any, name: Optional[str] = None
+                 ) -> Optional[str]:
     """Emit the wrapper of `callee` (an address or a function of `mod`) for signature
-    `t` into `mod`; its name, or None when `t` is not `wrappable`.  Once `mod` is
-    compiled, `builtin(name, t, slow, fail)` makes the Python callable."""
+    `t` into `mod` (as `name`, else a fresh name); its name, or None when `t` is not
+    `wrappable`.  Once `mod` is compiled, `builtin(name, t, slow, fail)` makes the
+    Python callable."""
     if not wrappable(t):
         return None
-    name = f"zy_fast_{next(_COUNTER)}"
-    _emit(mod, t, callee, slow, fail, name)
+    name = name or f"zy_fast_{next(_COUNTER)}"
+    _emit(mod, t, callee, name)
     return name
 
 
 def builtin(name: str, t: Any, slow: Callable, fail: Callable) -> Callable:
     """The METH_FASTCALL builtin of the compiled wrapper `name`."""
-    cname = ctypes.c_char_p(t.ir.name.encode())
-    mdef = _MethodDef(cname.value, runtime.function_address(name), METH_FASTCALL, None)
+    return builtin_at(runtime.function_address(name), t.ir.name, slow, fail)
+
+
+def builtin_at(address: int, title: str, slow: Callable, fail: Callable) -> Callable:
+    """The METH_FASTCALL builtin `title` whose C function is at `address`."""
+    cname = ctypes.c_char_p(title.encode())
+    mdef = _MethodDef(cname.value, address, METH_FASTCALL, None)
     keep = (mdef, cname, slow, fail)  # `self` of the builtin: keeps all of these alive
+    assert keep[SLOW] is slow and keep[FAIL] is fail
     return _NEW(ctypes.addressof(mdef), keep, None)

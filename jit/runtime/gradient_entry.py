@@ -20,8 +20,9 @@ from typing import Any, Optional
 from llvmlite import ir as L
 
 from jit.runtime import native as runtime
+from jit.runtime import symbols
 from jit.codegen.function import F64, I32, I64, PTR, ModuleGen
-from jit.codegen.arrays import callee_at
+from jit.codegen.arrays import runtime_callee
 from jit.codegen.entry import DATA_OFF, _release, out_leaves, out_struct
 from jit.types import FLOAT64, NONE, ArrayT, TupleT, Type
 
@@ -123,14 +124,14 @@ def build_fast_adjoint_entry(mg: ModuleGen, t: Any, entry: L.Function) -> Option
     params = [I64, F64] + [PTR] * ((nfloat > 0) + narray)
     fn = L.Function(mg.module, L.FunctionType(I64, params), f"zy_adjf_{mg.uid}")
     b = L.IRBuilder(fn.append_basic_block("entry"))
-    headp = L.Constant(I64, runtime.ARENA_HEAD_ADDR).inttoptr(PTR)
+    headp = symbols.runtime_ptr("arena_head")
     mark = b.load(headp, typ=PTR)
     leaves = out_leaves(t.ret)
     args = [b.inttoptr(fn.args[0], PTR), fn.args[1]]
     direct = len(leaves) == 0 or (len(leaves) == 1 and leaves[0][1] == FLOAT64)  # by value
     out = None if direct else b.alloca(out_struct(t.ret))
     r = b.call(entry, args + ([] if direct else [out]))
-    status = b.load(L.Constant(I64, runtime.ERRINFO_ADDR).inttoptr(PTR), typ=I64)
+    status = b.load(symbols.runtime_ptr("errinfo"), typ=I64)
     ok, failed = fn.append_basic_block("ok"), fn.append_basic_block("failed")
     b.cbranch(b.icmp_signed("==", status, L.Constant(I64, 0)), ok, failed)
     b.position_at_end(failed)
@@ -156,7 +157,7 @@ def _store_leaves(b: L.IRBuilder, parts: list, leaves: list, ptrs, floats: bool)
     ptrs = list(ptrs)
     fdata = _data(b, ptrs.pop(0)) if floats else None
     copy_t = L.FunctionType(I64, [PTR, PTR, I64, I64, I64, I64, I64])
-    copy = callee_at(copy_grad_address(), copy_t)
+    copy = runtime_callee("zy_copy_grad", copy_t)
     bad, k = L.Constant(I64, 0), 0
     for v, leaf in zip(parts, leaves):
         if leaf == FLOAT64:

@@ -74,7 +74,7 @@ class HostSite:
         self.out_words = ctypes.c_int64 * max(self.nout, 1)
 
 
-SITES: list = []
+SITES: list = [None]    # ids start at 1 (`jit.runtime.symbols`)
 
 
 def register(site: HostSite) -> int:
@@ -314,3 +314,7 @@ def _enter(sid: int, args: int, out: int) -> int:
 _PROTO = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
 _CALLBACK = _PROTO(_enter)
 CALLBACK_ADDRESS = ctypes.cast(_CALLBACK, ctypes.c_void_p).value
+
+
+def callback_address() -> int:
+    return CALLBACK_ADDRESS

@@ -43,6 +43,9 @@ ARENA_HEAD = ctypes.c_void_p(0)
 ARENA_HEAD_ADDR = ctypes.addressof(ARENA_HEAD)
 
 _LOCK = threading.Lock()
+# In the names of the functions a module exports: another process's object files
+# (`jit.disk_cache`) never define a name this process chooses.
+PROCESS_TAG = os.urandom(6).hex()
 _STATE: dict = {}
 
 
@@ -66,7 +69,7 @@ class Site:
         return self.exc(msg + where)
 
 
-SITES: list = []
+SITES: list = [None]    # ids start at 1 (`jit.runtime.symbols`)
 _SITE_IDS: dict = {}
 
 
@@ -82,7 +85,7 @@ def site(exc: type, template: str, func: str, file: Any, line: Any,
     return sid
 
 
-CALLER_SLOT = 5     # ERRINFO: 1 + the site of the user statement that called a helper
+CALLER_SLOT = 5     # ERRINFO: the site of the user statement that called a helper
 
 
 def current_site() -> Site:
@@ -92,7 +95,7 @@ def current_site() -> Site:
     caller = ERRINFO[CALLER_SLOT]
     ERRINFO[CALLER_SLOT] = 0
     if caller and internal_file(where.file):
-        at = SITES[caller - 1]
+        at = SITES[caller]
         where = Site(where.exc, where.template, at.func, at.file, at.line,
                      where.float_details)
     return where
@@ -145,6 +148,7 @@ def engine() -> Any:
     if ee is None:
         tm = target_machine()
         ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        ee.set_object_cache(_object_compiled)
         _STATE["ee"] = ee
     return ee
 
@@ -217,20 +221,62 @@ def with_vector_math(text: str) -> str:
     return text + "\n" + "\n".join(extra) + "\n"
 
 
-def compile_ir(text: str, level: int = 3) -> Any:
+# A process-specific number in module text: `@"zy.<kind>.<name>"` (`jit.runtime.symbols`).
+SYMBOL_RE = re.compile(r'@"(zy\.[A-Za-z0-9_.]+)"')
+
+
+def runtime_symbol(name: str) -> str:
+    """The symbol of the runtime's address `name` (`jit.runtime.symbols.RUNTIME`)."""
+    return "zy.rt." + name
+
+
+def with_symbol_declarations(text: str) -> str:
+    """Module text with an external declaration for every symbol it refers to."""
+    names = sorted(set(SYMBOL_RE.findall(text)))
+    if not names:
+        return text
+    return text + "\n" + "\n".join(f'@"{n}" = external global i8' for n in names) + "\n"
+
+
+def compile_ir(text: str, level: int = 3, keep_object: bool = False) -> Any:
     """Parse, verify, optimise (at `level`; 0 skips the pipeline, for glue code that
-    is straight-line already) and JIT a module; returns the binding module."""
-    text = with_vector_math(text)
+    is straight-line already) and JIT a module; returns the binding module, and with
+    `keep_object` also the object file MCJIT linked (bytes, for the disk cache)."""
+    text = with_symbol_declarations(with_vector_math(text))
     with _LOCK:
         mod = llvm.parse_assembly(text)
         mod.verify()
         if level:
             optimize(mod, level)
         ee = engine()
-        ee.add_module(mod)
-        ee.finalize_object()
+        _OBJECT[:] = [mod if keep_object else None]
+        try:
+            ee.add_module(mod)
+            ee.finalize_object()
+        finally:
+            kept, _OBJECT[:] = _OBJECT[1:], []
         ee.run_static_constructors()
+    if keep_object:
+        return mod, (kept[0] if kept else None)
     return mod
+
+
+_OBJECT: list = []     # [module to keep the object of, its bytes] while compile_ir links
+
+
+def _object_compiled(mod: Any, data: bytes) -> None:
+    # (MCJIT compiles every module still pending, the engine's empty first one too)
+    if _OBJECT and _OBJECT[0] is not None and mod is _OBJECT[0]:
+        _OBJECT.append(data)
+
+
+def load_object(data: bytes) -> None:
+    """Link an object file (from `compile_ir(..., keep_object=True)` in some process,
+    its symbols bound: `jit.runtime.symbols.bind`) into the engine."""
+    with _LOCK:
+        ee = engine()
+        ee.add_object_file(llvm.ObjectFileRef.from_data(data))
+        ee.finalize_object()
 
 
 def compiled_once(text: str, name: str) -> int:
@@ -239,9 +285,27 @@ def compiled_once(text: str, name: str) -> int:
     key = ("once", name)
     addr = _STATE.get(key)
     if addr is None:
-        compile_ir(text)
+        compile_runtime(text)
         addr = _STATE[key] = function_address(name)
     return addr
+
+
+def compile_runtime(text: str) -> None:
+    """Compile a module of the runtime (LLVM text whose process-specific addresses are
+    symbols its caller has bound), or link its object file from the disk cache, where
+    it went the first time (keyed by the text: `jit.disk_cache.runtime_key`)."""
+    from jit import disk_cache
+    key = disk_cache.runtime_key(text)
+    entry = disk_cache.load(key) if key is not None else None
+    if entry is not None:
+        try:
+            load_object(entry["object"])
+            return
+        except Exception:  # noqa: BLE001 - compiled instead
+            pass
+    _, obj = compile_ir(text, keep_object=True)
+    if key is not None and obj is not None:
+        disk_cache.store(key, {"object": obj})
 
 
 def function_address(name: str) -> int:
@@ -253,7 +317,7 @@ def native_assembly(mod: Any) -> str:
 
 
 # ---------------------------------------------------------------------------
-# The arena: written in LLVM IR once, called through constant addresses.
+# The arena: written in LLVM IR once, called through symbols (`jit.runtime.symbols`).
 
 _ARENA_IR = r"""
 declare ptr @malloc(i64)
@@ -342,12 +406,30 @@ def arena_functions() -> tuple:
     addrs = _STATE.get("arena")
     if addrs is None:
         keep_freed_memory()
-        compile_ir(_ARENA_IR.replace("HEAD", str(ARENA_HEAD_ADDR)))
+        head = runtime_symbol("arena_head")
+        llvm.add_symbol(head, ARENA_HEAD_ADDR)
+        compile_runtime(_ARENA_IR.replace("HEAD", f'ptrtoint (ptr @"{head}" to i64)'))
         addrs = (function_address("zy_alloc"), function_address("zy_release"))
         _STATE["arena"] = addrs
         _STATE["release below"] = function_address("zy_release_below")
         _STATE["release"] = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addrs[1])
     return addrs
+
+
+def errinfo_address() -> int:
+    return ERRINFO_ADDR
+
+
+def arena_head_address() -> int:
+    return ARENA_HEAD_ADDR
+
+
+def alloc_address() -> int:
+    return arena_functions()[0]
+
+
+def release_address() -> int:
+    return arena_functions()[1]
 
 
 def release_below_address() -> int:

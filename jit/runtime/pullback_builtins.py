@@ -72,7 +72,7 @@ class NativeEntries:
                 adjoint.fast_entry, lambda *a: 1, lambda *a: adjoint_failed())
         for _, callee, _, _ in specs.values():
             callee.attributes.add("noinline")   # called, not copied, by its wrapper
-        self.specs = {k: (emit_wrapper(module, *spec), spec) for k, spec in specs.items()}
+        self.specs = {k: (emit_wrapper(module, *spec[:2]), spec) for k, spec in specs.items()}
 
     def finish(self) -> None:
         for key, (wname, (t, _, slow, fail)) in self.specs.items():

@@ -281,9 +281,15 @@ class Engine:
         key = (ir, tuple(argtypes))
         t = self.table.get(key)
         if t is not None:
-            if not t.done and self.stack:
-                top = self.stack[-1]
-                top.taint = min(top.taint, self.stack.index(t))
+            if t.done or not self.stack:
+                return t
+            level = next((k for k, s in enumerate(self.stack) if s is t), None)
+            if level is None:     # left unfinished by a solve that gave up
+                raise TypingError(f"jit: cannot infer the result type of {ir.name} for "
+                                  f"({', '.join(map(str, argtypes))}) (a recursion "
+                                  "without a base case?)")
+            top = self.stack[-1]  # a recursion: the callee's guess so far
+            top.taint = min(top.taint, level)
             return t
         unrolled = None        # the IR with loops over tuples unrolled (jit.typing.unroll)
         for _ in range(MAX_UNROLLS + 1):
