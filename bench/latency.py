@@ -125,11 +125,13 @@ def measure(probes: list, prefix: list, env: dict, clock: str, root: str,
 def _measure(probes, prefix, env, clock, root, runs, say, found, caches) -> dict:
     shared = os.path.join(caches, "shared")
 
+    on = {k: v for k, v in env.items() if k != "ZYGOPY_CACHE"}   # (the workers' is off)
+
     def env_of(p: str) -> dict:   # the zygopy probes' disk caches: see the docstring
         if p == CACHED:
-            return dict(env, ZYGOPY_CACHE_DIR=shared)
+            return dict(on, ZYGOPY_CACHE_DIR=shared)
         if p == "zygopy":
-            return dict(env, ZYGOPY_CACHE_DIR=tempfile.mkdtemp(dir=caches))
+            return dict(on, ZYGOPY_CACHE_DIR=tempfile.mkdtemp(dir=caches))
         return env
     for p in probes:
         subprocess.run(prefix + [sys.executable, "-m", "bench.latency", "--probe", p],

@@ -105,7 +105,9 @@ class Runner:
     def __init__(self, a: argparse.Namespace) -> None:
         self.a = a
         self.prefix, self.pinning = pin_prefix(a.core, a.no_pin)
-        self.env = {**os.environ, **ONE_THREAD,
+        # ZYGOPY_CACHE=0: the "1st" columns time compilation in every run (the disk
+        # cache has its own probe, bench/latency.py)
+        self.env = {**os.environ, **ONE_THREAD, "ZYGOPY_CACHE": "0",
                     "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.records: list = []
 

@@ -288,7 +288,12 @@ def test_report_has_the_c_adjoint_ratio_and_the_latency_table():
     sample = {"steps": {"import adjoint": 1e8, "import jit": 2e8, "first gradient": 5e7},
               "numpy_ns": 9e7, "warnings": []}
     numba = {"steps": {"import numba": 1e8, "first njit call": 1e8}, "numpy_ns": 9e7}
+    warm = {"steps": {"cached: import adjoint": 1e8, "cached: import jit": 2e8,
+                      "first gradient, cache warm": 5e6}, "numpy_ns": 9e7}
     lat = {"runs": 1, "clock": "wall", "probes": {"zygopy": {"samples": [sample], "error": ""},
-                                                  "numba": {"samples": [numba], "error": ""}}}
+                                                  "numba": {"samples": [numba], "error": ""},
+                                                  "zygopy-cached": {"samples": [warm],
+                                                                    "error": ""}}}
     text = report.latency_text(lat)
     assert "first `adjoint.gradient" in text and "Numba's first call: 0.50x" in text
+    assert "disk cache warm: first" in text and "takes 5.00 ms after import" in text
