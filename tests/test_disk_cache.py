@@ -272,3 +272,34 @@ def test_no_process_address_is_a_literal_in_compiled_code():
     assert native.SITES[sid].exc is ZeroDivisionError and sid >= 1
     with pytest.raises(ZeroDivisionError, match="test_disk_cache.py"):
         f(1.0, 0)
+
+
+def test_where_entries_go(tmp_path):
+    """Beside the source in `__pycache__` (the usual case: the tests above), else the user
+    cache folder: here for a function whose source file does not exist."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "ZYGOPY_CACHE_DIR": ""}
+    script = _REPORT + textwrap.dedent("""
+    import adjoint
+    scope = {}
+    exec(compile("def g(x):\\n    return x * x * x\\n", "/no/such/folder/g.py", "exec"), scope)
+    report(grad=adjoint.gradient(scope["g"], 2.0))
+    """)
+    _write(tmp_path, "helpers.py", "")
+    first = _run(tmp_path, script, "", env)
+    second = _run(tmp_path, script, "", env)
+    assert first["grad"] == second["grad"] == [12.0]
+    assert second["stats"]["loaded"] >= 1 and second["stats"]["written"] == 0
+    user = tmp_path / "xdg" / "zygopy"
+    assert [f for _, _, fs in os.walk(user) for f in fs if f.startswith("g.g.gradient")]
+    script = _REPORT + textwrap.dedent("""
+    import jit
+    from jit import disk_cache
+    disk_cache.enable(False)
+    def h(x):
+        return x + 1.0
+    report(value=jit.jit(h)(1.0))
+    """)
+    got = _run(tmp_path, script, str(tmp_path / "off"))
+    assert got["value"] == 2.0 and got["stats"]["written"] == 0
+    assert not (tmp_path / "__pycache__").exists() or not [
+        f for f in os.listdir(tmp_path / "__pycache__") if f.endswith(".zyc")]
