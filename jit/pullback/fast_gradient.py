@@ -62,8 +62,8 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
         hot.clear()
     if any(_has_float_array(t) for t in argtypes):
         # an array in the gradient: see the module docstring.  f's next call goes to
-        # the general path without looking its arguments up again.
-        hot[f] = (code, _general_path(f, with_value))
+        # pullback's fast path without looking its arguments up again.
+        hot[f] = (code, _pullback_path(f, with_value))
         return None
     key = (code, with_value, argtypes)
     entry = _TABLE.get(key)
@@ -83,6 +83,21 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
 
 def _general_path(f: Any, with_value: bool) -> Any:
     return lambda *args: _GENERAL[0](f, args, with_value)
+
+
+def _pullback_path(f: Any, with_value: bool) -> Any:
+    """`gradient` through pullback's fast path (`jit.pullback.fast_path`) called directly:
+    what the general path does for a float result, without its layers of calls."""
+    from jit.pullback.fast_path import fast_pullback
+    general = _general_path(f, with_value)
+
+    def call(*args: Any) -> Any:
+        got = fast_pullback(f, args)
+        if got is None or type(got[0]) is not float:   # (the general path decides)
+            return general(*args)
+        g = got[1](1.0)
+        return (got[0], g) if with_value else g
+    return call
 
 
 def _has_float_array(t: Any) -> bool:
