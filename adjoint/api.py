@@ -59,9 +59,11 @@ FAST_PATHS: dict = {}
 # backend name -> fast(f, args, with_value) -> gradient (or (y, gradient)) or None: a
 # runner's one-call `gradient` / `value_and_grad` (see jit.pullback.fast_gradient).
 FAST_GRADIENTS: dict = {}
-# Per `with_value`: f -> (f.__code__, call), the one-call gradient the runner compiled
-# last for f.  `call(*args)` checks the number and classes of the arguments itself
-# and takes the runner's lookup for anything else.  Emptied when a backend changes.
+# Per `with_value`: f -> (f.__code__, call, compiled), the one-call gradient the runner
+# compiled last for f.  `call(*args)` checks the number and classes of the arguments
+# itself and takes the runner's lookup for anything else.  Not `compiled`: a shortcut to
+# the general path of backend "auto" (so `backend="llvm"` does not take it: a function
+# the JIT refuses must raise there).  Emptied when a backend changes.
 HOT_GRADIENTS: tuple = ({}, {})
 BACKENDS = ("auto", "interp", "llvm")
 
@@ -315,7 +317,8 @@ def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
     """d f / d args for a real scalar output; one entry per positional argument
     (keyword arguments are held constant)."""
     hot = _HOT_GRADIENT.get(f)
-    if hot is not None and hot[0] is f.__code__ and backend in FAST_GRADIENTS and not kwargs:
+    if hot is not None and hot[0] is f.__code__ and not kwargs and (
+            backend == "auto" or backend == "llvm" and hot[2]):
         return hot[1](*args)
     return _gradient(f, args, False, backend, kwargs)
 
@@ -324,7 +327,8 @@ def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any
     """`(f(*args), gradient(f, *args))` for a real scalar output, computed together
     (JAX's name; here called with the arguments, like `gradient`)."""
     hot = _HOT_VALUE_AND_GRAD.get(f)
-    if hot is not None and hot[0] is f.__code__ and backend in FAST_GRADIENTS and not kwargs:
+    if hot is not None and hot[0] is f.__code__ and not kwargs and (
+            backend == "auto" or backend == "llvm" and hot[2]):
         return hot[1](*args)
     return _gradient(f, args, True, backend, kwargs)
 

@@ -241,3 +241,24 @@ def test_float_array_arguments_through_the_pullback_fast_path():
                 with pytest.raises(TypeError, match="must return a real scalar"):
                     gradient(_array_result, xs)
     assert np.array_equal(xs, [1.0, -2.0, 0.5])
+
+
+def _raises_below(x):
+    if x < -100.0:
+        raise ValueError("below")
+    return x * 2.0
+
+
+def test_backend_llvm_still_refuses_after_an_auto_call():
+    """An "auto" call leaves a shortcut to its general path (the interpreter, with a
+    warning) for a function the JIT refuses; `backend="llvm"` must still raise."""
+    from jit.types import TypingError
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert gradient(_raises_below, 1.0) == (2.0,)
+        assert value_and_grad(_raises_below, 1.0) == (2.0, (2.0,))
+    for call in (gradient, value_and_grad):
+        with pytest.raises(TypingError, match="raise statement"):
+            call(_raises_below, 1.0, backend="llvm")
+    assert gradient(black_scholes, 100.0, 95.0, 0.5, 0.02, 0.25, backend="llvm") == \
+        gradient(black_scholes, 100.0, 95.0, 0.5, 0.02, 0.25)

@@ -63,20 +63,20 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
     if any(_has_float_array(t) for t in argtypes):
         # an array in the gradient: see the module docstring.  f's next call goes to
         # pullback's fast path without looking its arguments up again.
-        hot[f] = (code, _pullback_path(f, with_value))
+        hot[f] = (code, _pullback_path(f, with_value), False)
         return None
     key = (code, with_value, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
         entry = _TABLE[key] = _build(f, argtypes, with_value)
     if entry is False:        # not compiled this way: f's next call goes to the general
-        hot[f] = (code, _general_path(f, with_value))   # path directly
+        hot[f] = (code, _general_path(f, with_value), False)   # path directly
         return None
     if entry[0] is not f.__globals__:
         return None
     call = entry[1] if native else entry[2]
     if native and call is not entry[2]:     # a builtin: it checks its arguments itself
-        hot[f] = (code, call)
+        hot[f] = (code, call, True)
     return call(*(int(a) if t == INT64 else float(a) if t == FLOAT64 else a
                   for a, t in zip(args, argtypes)))
 
