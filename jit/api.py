@@ -32,7 +32,7 @@ from ssair.ir import IR
 from jit import disk_cache
 from jit.runtime import native as runtime
 from jit.runtime import symbols
-from jit.codegen.function import ModuleGen
+from jit.codegen.function import ENTRY_NUMBERS, ModuleGen
 from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
                             flat_ctypes, flat_names, is_direct, range_checks,
                             unbox_expr)
@@ -81,12 +81,13 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
     wrapper, for arguments of other classes).  With `cache_key`, the object code goes
     to the disk cache too, unless it refers to something of this process only."""
     _check_signature(t)
-    mg = ModuleGen(ENGINE, t)
+    mg = ModuleGen(ENGINE, t, ENTRY_NUMBERS)
     impl = mg.build()
     entry = build_entry(mg, t, impl)
     fast = emit_wrapper(mg.module, t, entry, f"{entry.name}_fast")
     text = str(mg.module)
-    mod, obj = runtime.compile_ir(text, keep_object=True)
+    # (the text names this process's entry: the function's own key stores the object)
+    mod, obj = runtime.compile_ir(text, keep_object=True, cache=False)
     sig = Signature(tuple(t.argtypes), t.ret, bool(t.writes), t.ir.name)
     if cache_key is not None and obj is not None:
         used = symbols.referenced(text)

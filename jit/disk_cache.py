@@ -1,12 +1,18 @@
 """Compiled code on disk, so that a second process does not compile again.
 
-What is cached: a signature compiled by `jit.api.compile_typing` for a plain Python
-function (no closure cells): a `jit` function's primal, and the one-call
-`gradient` / `value_and_grad` of `jit.pullback.fast_gradient`.  An entry holds the
-object file MCJIT linked (its function and its native wrapper), the symbols that object
-refers to with their recipes (`jit.runtime.symbols`), and the signature the Python
-wrappers are built from.  Loading one binds the symbols, links the object and builds the
-wrappers: no lowering, no type inference, no LLVM pass.
+What is cached, at two levels:
+- a signature compiled by `jit.api.compile_typing` for a plain Python function (no
+  closure cells): a `jit` function's primal, and the one-call `gradient` /
+  `value_and_grad` of `jit.pullback.fast_gradient`.  An entry holds the object file
+  MCJIT linked (its function and its native wrapper), the symbols that object refers
+  to with their recipes (`jit.runtime.symbols`), and the signature the Python wrappers
+  are built from.  Loading one binds the symbols, links the object and builds the
+  wrappers: no lowering, no type inference, no LLVM pass.
+- the object file of any other module, keyed by its LLVM text (`object_key`): the
+  runtime's modules and compiled pullbacks (`pullback`, and `gradient` of a function
+  of float arrays).  A process that makes the same text links the object instead of
+  running LLVM's passes and code generation; the lowering, J transform and type
+  inference before it still run.
 
 The key (a SHA-256) covers
 - the bytecode of the function and of every function it can reach through its globals,
@@ -106,16 +112,16 @@ def key_for(func: Any, kind: str, argtypes: tuple) -> Optional[Key]:
     return Key(os.path.join(directory, f"{stem}.{name}.{kind}.{digest[:24]}.zyc"), digest)
 
 
-def runtime_key(text: str) -> Optional[Key]:
-    """The key of a module of the runtime (`jit.runtime.native.compile_runtime`): its
-    text, in the user cache directory."""
+def object_key(text: str, level: int) -> Optional[Key]:
+    """The key of the object file of LLVM module text (`jit.runtime.native.compile_ir`:
+    the runtime's modules, compiled pullbacks), in the user cache folder."""
     if not enabled():
         return None
-    digest = hashlib.sha256(f"{environment()}\0runtime\0{text}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{environment()}\0object {level}\0{text}".encode()).hexdigest()
     directory = os.environ.get("ZYGOPY_CACHE_DIR") or _user_directory()
     if directory is None:
         return None
-    return Key(os.path.join(directory, "runtime", f"{digest[:24]}.zyc"), digest)
+    return Key(os.path.join(directory, "objects", f"{digest[:24]}.zyc"), digest)
 
 
 def _plain_type(t: Any) -> bool:

@@ -303,3 +303,38 @@ def test_where_entries_go(tmp_path):
     assert got["value"] == 2.0 and got["stats"]["written"] == 0
     assert not (tmp_path / "__pycache__").exists() or not [
         f for f in os.listdir(tmp_path / "__pycache__") if f.endswith(".zyc")]
+
+
+def test_a_pullback_links_its_object_code_from_the_cache(tmp_path):
+    """`pullback` (and the gradient of a function of float arrays) is compiled from the
+    same LLVM text in every process; the second process links the object file the first
+    one wrote (`compile_ir` keyed by the text) and runs no LLVM pass."""
+    cache = str(tmp_path / "cache")
+    script = _REPORT + textwrap.dedent("""
+    import numpy as np
+    import adjoint
+    from jit.runtime import native
+    compiled = []
+    run = native._compile
+    native._compile = lambda text, level: compiled.append(level) or run(text, level)
+    def loss(w, X, y):
+        r = X @ w - y
+        return np.sum(r * r) / len(y)
+    X = np.arange(12.0).reshape(4, 3) / 10
+    value, back = adjoint.pullback(loss, np.array([0.5, -1.0, 2.0]), X, np.ones(4))
+    g = back(1.0)
+    h = adjoint.gradient(loss, np.array([0.5, -1.0, 2.0]), X, np.ones(4))
+    report(value=value, g=[a.tolist() for a in g], h=[a.tolist() for a in h],
+           llvm=len(compiled))
+    """)
+    first = _run(tmp_path, script, cache)
+    second = _run(tmp_path, script, cache)
+    assert first["llvm"] > 0 and second["llvm"] == 0
+    assert second["stats"]["written"] == 0
+    for k in ("value", "g", "h"):
+        assert second[k] == first[k]
+    w, X, y = np.array([0.5, -1.0, 2.0]), np.arange(12.0).reshape(4, 3) / 10, np.ones(4)
+    r = X @ w - y
+    assert np.allclose(first["g"][0], 2 * X.T @ r / 4, rtol=1e-13)
+    assert np.allclose(first["g"][1], 2 * np.outer(r, w) / 4, rtol=1e-13)
+    assert first["h"] == first["g"]

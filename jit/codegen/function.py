@@ -62,7 +62,13 @@ def array_fields(ndim: int) -> list:
     return [[1, k] for k in range(ndim)] + [[2, k] for k in range(ndim)]
 
 CODEGEN: dict = {}
-_COUNTER = itertools.count()
+# Module numbers (in the names a module exports).  Each sequence gives the same names
+# to the same compiles in every process, which is what lets an object file keyed by its
+# text (`jit.runtime.native.compile_ir`) be found again; `compile_typing`'s modules,
+# cached by function instead, number themselves apart (ENTRY_NUMBERS) so that loading
+# one from the disk cache leaves the other numbers as they were.
+MODULE_NUMBERS = itertools.count()
+ENTRY_NUMBERS = itertools.count()
 
 
 def codegen(*ops: str):
@@ -164,10 +170,10 @@ def zero_of(t: Type) -> L.Constant:
 class ModuleGen:
     """One LLVM module: the root function and every user function it reaches."""
 
-    def __init__(self, engine: Engine, root: Typing) -> None:
+    def __init__(self, engine: Engine, root: Typing, numbers: Any = MODULE_NUMBERS) -> None:
         self.engine = engine
         self.root = root
-        self.uid = next(_COUNTER)
+        self.uid = next(numbers)
         self.module = L.Module(name=f"zy{self.uid}_{root.ir.name}")
         import llvmlite.binding as llvm
         self.module.triple = llvm.get_process_triple()

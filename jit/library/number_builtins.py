@@ -14,6 +14,7 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 import builtins
+import hashlib
 
 from jit.codegen.function import I64
 from jit.library.math_builtins import _int_of, _t_round
@@ -76,7 +77,7 @@ def _round_float(fc, x, nd) -> L.Value:
 def _cstring(fc, text: str) -> L.Value:
     data = bytearray(text.encode() + b"\0")
     ty = L.ArrayType(L.IntType(8), len(data))
-    name = f"zy_str_{abs(hash(text))}"
+    name = f"zy_str_{hashlib.sha1(data).hexdigest()[:16]}"   # (the same in every process)
     g = fc.mg.module.globals.get(name)
     if g is None:
         g = L.GlobalVariable(fc.mg.module, ty, name=name)

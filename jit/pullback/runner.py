@@ -110,16 +110,21 @@ def block_free() -> Any:
     if fn is None:
         from types import SimpleNamespace
 
-        from jit.runtime.fastcall import native_wrapper
+        from jit.runtime.fastcall import builtin, emit_wrapper
         runtime.arena_functions()   # zy_free_run, which _FREE_IR calls
-        runtime.compile_runtime(_FREE_IR)
+        runtime.compile_ir(_FREE_IR)
         addr = runtime.function_address("zy_block_free")
         slow = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
-        runtime.compile_runtime(_FREE_INT_IR)
+        runtime.compile_ir(_FREE_INT_IR)
         sig = SimpleNamespace(argtypes=(INT64,), ret=INT64,
                               ir=SimpleNamespace(name="zy_block_free"))
-        fn = native_wrapper(sig, runtime.function_address("zy_block_free_int"), slow,
-                            lambda blk: None)  # a status left by an earlier call
+        mod = L.Module(name="zy_block_free_fast")   # (calls the function by its name, so
+        callee = L.Function(mod, L.FunctionType(I64, [I64]), "zy_block_free_int")  # its
+        name = emit_wrapper(mod, sig, callee, "zy_block_free_fast")  # text is the same
+        fn = None                                                    # in every process)
+        if name is not None:
+            runtime.compile_ir(str(mod), level=0)
+            fn = builtin(name, sig, slow, lambda blk: None)  # (a status left by an earlier call)
         _STATE["free"] = fn = fn or slow
     return fn
 
@@ -192,10 +197,20 @@ def _return_value(b: L.IRBuilder, t: Type, value, outp) -> None:
     _return(b, t, slot, outp)
 
 
-def _presize_tape(mg: ModuleGen, b: L.IRBuilder, blk, hint_addr: int) -> None:
-    """Give the block's tape the capacity the previous call ended with (the value at
-    `hint_addr`), so that a pullback called again grows its tape no more."""
-    hint = b.load(symbols.live_ptr("hint", hint_addr), typ=I64)
+def _tape_hint(mg: ModuleGen) -> L.GlobalVariable:
+    """The module's word holding the tape length its forward's last call ended with."""
+    hint = mg.module.globals.get("zy_tape_hint")
+    if hint is None:
+        hint = L.GlobalVariable(mg.module, I64, "zy_tape_hint")
+        hint.linkage = "internal"
+        hint.initializer = L.Constant(I64, 0)
+    return hint
+
+
+def _presize_tape(mg: ModuleGen, b: L.IRBuilder, blk) -> None:
+    """Give the block's tape the capacity the previous call ended with (`_tape_hint`),
+    so that a pullback called again grows its tape no more."""
+    hint = b.load(_tape_hint(mg), typ=I64)
     with b.if_then(b.icmp_signed(">", hint, L.Constant(I64, 0))):
         malloc = mg.extern("malloc", PTR, [I64])
         data = b.call(malloc, [b.shl(hint, L.Constant(I64, 3))])
@@ -204,8 +219,8 @@ def _presize_tape(mg: ModuleGen, b: L.IRBuilder, blk, hint_addr: int) -> None:
             b.store(hint, _at(b, blk, 16))
 
 
-def build_forward_entry(mg: ModuleGen, t, impl: L.Function, hint_addr: int) -> L.Function:
-    """`zy_fwd_N`: allocate the block (its tape presized from `hint_addr`), run the
+def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
+    """`zy_fwd_N`: allocate the block (its tape presized from `_tape_hint`), run the
     forward, detach what it allocated into the block, store its env; the tape's final
     length becomes the next call's size hint."""
     y_t = t.ret.elems[0]
@@ -221,14 +236,14 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function, hint_addr: int) -> L
     blk = b.call(malloc, [L.Constant(I64, ENV_OFF + max(env_size, 8))])
     for off in (0, 8, 16):
         b.store(L.Constant(I64, 0), _at(b, blk, off))
-    _presize_tape(mg, b, blk, hint_addr)
+    _presize_tape(mg, b, blk)
     headp = symbols.runtime_ptr("arena_head")
     mark = b.load(headp, typ=PTR)
     out = b.alloca(lltype(t.ret))
     status = b.call(impl, [L.Constant(I64, 0), out, blk] + values)
     b.store(b.sext(status, I64), _errinfo(b, 0))
     b.store(b.ptrtoint(blk, I64), _errinfo(b, BLOCK_SLOT))
-    b.store(b.load(_at(b, blk, 8), typ=I64), symbols.live_ptr("hint", hint_addr))
+    b.store(b.load(_at(b, blk, 8), typ=I64), _tape_hint(mg))
     b.store(b.load(headp, typ=PTR), _at(b, blk, CHAIN_OFF))
     b.store(mark, _at(b, blk, MARK_OFF))
     b.store(mark, headp)
@@ -340,9 +355,7 @@ class ForwardCode:
         adj_typing = ENGINE.infer(adjoint_ir(jf, self.typing), (READER, self.env_t, dy_t))
         decide(self.typing, dead_pushes(self.typing, adj_typing))
         mg = ModuleGen(ENGINE, self.typing)
-        self.tape_hint = ctypes.c_int64(0)   # slots the last forward recorded
-        entry = build_forward_entry(mg, self.typing, mg.build(),
-                                    ctypes.addressof(self.tape_hint))
+        entry = build_forward_entry(mg, self.typing, mg.build())
         # the adjoint for the usual dy goes into the same module: one LLVM compile
         adjoint = AdjointCode(self, dy_t, mg)
         self.native = NativeEntries(mg.module, self, entry, adjoint)

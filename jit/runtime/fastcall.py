@@ -2,10 +2,11 @@
 is LLVM IR, so `f(x, y)` on floats and ints costs no ctypes marshalling.
 
 For a compiled function whose arguments and result are float64 / int64, the
-wrapper built here (`native_wrapper(t, addr, slow, fail)`) does, natively:
+wrapper built here (`emit_wrapper` into the function's module, then `builtin`) does,
+natively:
   1. check the argument count and each argument's exact class (`float`: read
      `ob_fval`; `int`: PyLong_AsLongLongAndOverflow, an int beyond int64 is slow);
-  2. call the compiled entry at `addr`;
+  2. call the compiled entry;
   3. if the status word (runtime.ERRINFO[0]) is set, return `fail(*args)` (the Python
      wrapper's error / deoptimisation path); else box the result
      (PyFloat_FromDouble / PyLong_FromLongLong; a tuple of numbers, bools and None,
@@ -145,8 +146,8 @@ def _unbox(fn: L.Function, b: L.IRBuilder, obj, t, slow_block, ovf) -> L.Value:
 
 
 def _emit(mod: L.Module, t: Any, callee: Any, name: str) -> None:
-    """The METH_FASTCALL function `name` in `mod` around `callee` (an address, or a
-    function of `mod` whose pointer parameters take the i64 arguments' values)."""
+    """The METH_FASTCALL function `name` in `mod` around `callee` (a function of `mod`
+    whose pointer parameters take the i64 arguments' values)."""
     fn = L.Function(mod, L.FunctionType(PTR, [PTR, PTR, I64]), name=name)
     fn.attributes.add("noinline")
     fn.attributes.add("optnone")   # straight-line glue: nothing for the optimiser to do
@@ -165,13 +166,8 @@ def _emit(mod: L.Module, t: Any, callee: Any, name: str) -> None:
     tuple_result = isinstance(t.ret, TupleT)
     ret = L.VoidType() if tuple_result else F64 if t.ret == FLOAT64 else I64
     out = b.alloca(out_struct(t.ret)) if tuple_result else None
-    if isinstance(callee, int):       # (this process only)
-        callee = callee_of(symbols.live_ptr("entry", callee),
-                           L.FunctionType(ret, [_LL.get(a, PTR) for a in t.argtypes]
-                                          + ([PTR] if tuple_result else [])))
-    else:
-        vals = [b.inttoptr(v, p) if isinstance(p, L.PointerType) and v.type == I64 else v
-                for v, p in zip(vals, callee.function_type.args)]
+    vals = [b.inttoptr(v, p) if isinstance(p, L.PointerType) and v.type == I64 else v
+            for v, p in zip(vals, callee.function_type.args)]
     r = b.call(callee, vals + ([out] if tuple_result else []))
     status = b.load(symbols.runtime_ptr("errinfo"), typ=I64)
     done = fn.append_basic_block("done")
@@ -226,36 +222,20 @@ def _passable(t: Any) -> bool:
     return t in _LL or (isinstance(t, ArrayT) and t.dtype in _DESCRS and t.ndim in (1, 2))
 
 
-def native_wrapper(t: Any, addr: int, slow: Callable, fail: Callable) -> Optional[Callable]:
-    """A builtin calling the compiled entry at `addr` (see the module docstring), or
-    None when the signature is not float64/int64 scalars and float64/int64 arrays
-    returning a float64, an int64 or a tuple of numbers, bools and None."""
-    return native_wrappers([(t, addr, slow, fail)])[0]
-
-
 def wrappable(t: Any) -> bool:
-    """Can `native_wrapper` take the signature `t` (`argtypes`, `ret`)?"""
+    """Can `emit_wrapper` take the signature `t` (`argtypes`, `ret`): float64/int64
+    scalars and float64/int64 arrays returning a float64, an int64 or a tuple of
+    numbers, bools and None?"""
     return (LAYOUT_OK and (t.ret in (FLOAT64, INT64) or _boxable(t.ret)) and bool(t.argtypes)
             and all(_passable(a) for a in t.argtypes))
 
 
-def native_wrappers(specs: list) -> list:
-    """`native_wrapper` for each `(t, addr, slow, fail)` of `specs`, compiled as one
-    module (one LLVM compile); None for the signatures it cannot take."""
-    mod = L.Module(name="zy_fast")
-    names = [emit_wrapper(mod, t, addr) for t, addr, slow, fail in specs]
-    if any(names):
-        runtime.compile_ir(str(mod), level=0)   # straight-line glue: nothing to optimise
-    return [builtin(name, t, slow, fail) if name else None
-            for name, (t, _, slow, fail) in zip(names, specs)]
-
-
 def emit_wrapper(mod: L.Module, t: Any, callee: Any, name: Optional[str] = None
                  ) -> Optional[str]:
-    """Emit the wrapper of `callee` (an address or a function of `mod`) for signature
-    `t` into `mod` (as `name`, else a fresh name); its name, or None when `t` is not
-    `wrappable`.  Once `mod` is compiled, `builtin(name, t, slow, fail)` makes the
-    Python callable."""
+    """Emit the wrapper of `callee` (a function of `mod`, defined there or declared) for
+    signature `t` into `mod` (as `name`, else a fresh name); its name, or None when `t`
+    is not `wrappable`.  Once `mod` is compiled, `builtin(name, t, slow, fail)` makes
+    the Python callable."""
     if not wrappable(t):
         return None
     name = name or f"zy_fast_{next(_COUNTER)}"

@@ -238,27 +238,77 @@ def with_symbol_declarations(text: str) -> str:
     return text + "\n" + "\n".join(f'@"{n}" = external global i8' for n in names) + "\n"
 
 
-def compile_ir(text: str, level: int = 3, keep_object: bool = False) -> Any:
+def compile_ir(text: str, level: int = 3, keep_object: bool = False,
+               cache: bool = True) -> Any:
     """Parse, verify, optimise (at `level`; 0 skips the pipeline, for glue code that
     is straight-line already) and JIT a module; returns the binding module, and with
-    `keep_object` also the object file MCJIT linked (bytes, for the disk cache)."""
+    `keep_object` also the object file MCJIT linked (bytes, for the disk cache).
+
+    With `cache`, the object file of the same text (compiled at the same level, by the
+    same zygopy, LLVM and CPU) is linked from the disk cache when an earlier process
+    compiled it (`jit.disk_cache.object_key`): the object is a function of the text,
+    and every symbol the text names was bound in this process when the text was
+    made.  The returned module is then a `LinkedModule`.  Text that names `live`
+    symbols is not stored: no other process makes the same text."""
     text = with_symbol_declarations(with_vector_math(text))
+    key = None
+    if cache and LIVE_SYMBOL not in text:
+        from jit import disk_cache
+        key = disk_cache.object_key(text, level)
+        entry = disk_cache.load(key) if key is not None else None
+        if entry is not None:
+            try:
+                load_object(entry["object"])
+                mod = LinkedModule(text, level)
+                return (mod, entry["object"]) if keep_object else mod
+            except Exception as exc:  # noqa: BLE001 - compiled instead
+                import warnings
+                warnings.warn(f"zygopy: cannot link the cache entry {key.path} ({exc})",
+                              disk_cache.CacheWarning, stacklevel=2)
+    mod, obj = _compile(text, level)
+    if key is not None and obj is not None:
+        disk_cache.store(key, {"object": obj})
+    return (mod, obj) if keep_object else mod
+
+
+LIVE_SYMBOL = '@"zy.live.'
+
+
+class LinkedModule:
+    """A module whose object file came from the disk cache: its optimised IR is made
+    again on demand, for the listings (`str`, `native_assembly`)."""
+
+    def __init__(self, text: str, level: int) -> None:
+        self.text, self.level, self._module = text, level, None
+
+    def module(self) -> Any:
+        if self._module is None:
+            mod = llvm.parse_assembly(self.text)
+            if self.level:
+                optimize(mod, self.level)
+            self._module = mod
+        return self._module
+
+    def __str__(self) -> str:
+        return str(self.module())
+
+
+def _compile(text: str, level: int) -> tuple:
+    """(the binding module, its object file) of `text`, linked into the engine."""
     with _LOCK:
         mod = llvm.parse_assembly(text)
         mod.verify()
         if level:
             optimize(mod, level)
         ee = engine()
-        _OBJECT[:] = [mod if keep_object else None]
+        _OBJECT[:] = [mod]
         try:
             ee.add_module(mod)
             ee.finalize_object()
         finally:
             kept, _OBJECT[:] = _OBJECT[1:], []
         ee.run_static_constructors()
-    if keep_object:
-        return mod, (kept[0] if kept else None)
-    return mod
+    return mod, (kept[0] if kept else None)
 
 
 _OBJECT: list = []     # [module to keep the object of, its bytes] while compile_ir links
@@ -285,27 +335,9 @@ def compiled_once(text: str, name: str) -> int:
     key = ("once", name)
     addr = _STATE.get(key)
     if addr is None:
-        compile_runtime(text)
+        compile_ir(text)
         addr = _STATE[key] = function_address(name)
     return addr
-
-
-def compile_runtime(text: str) -> None:
-    """Compile a module of the runtime (LLVM text whose process-specific addresses are
-    symbols its caller has bound), or link its object file from the disk cache, where
-    it went the first time (keyed by the text: `jit.disk_cache.runtime_key`)."""
-    from jit import disk_cache
-    key = disk_cache.runtime_key(text)
-    entry = disk_cache.load(key) if key is not None else None
-    if entry is not None:
-        try:
-            load_object(entry["object"])
-            return
-        except Exception:  # noqa: BLE001 - compiled instead
-            pass
-    _, obj = compile_ir(text, keep_object=True)
-    if key is not None and obj is not None:
-        disk_cache.store(key, {"object": obj})
 
 
 def function_address(name: str) -> int:
@@ -313,7 +345,8 @@ def function_address(name: str) -> int:
 
 
 def native_assembly(mod: Any) -> str:
-    return target_machine().emit_assembly(mod)
+    return target_machine().emit_assembly(mod.module() if isinstance(mod, LinkedModule)
+                                          else mod)
 
 
 # ---------------------------------------------------------------------------
@@ -408,7 +441,7 @@ def arena_functions() -> tuple:
         keep_freed_memory()
         head = runtime_symbol("arena_head")
         llvm.add_symbol(head, ARENA_HEAD_ADDR)
-        compile_runtime(_ARENA_IR.replace("HEAD", f'ptrtoint (ptr @"{head}" to i64)'))
+        compile_ir(_ARENA_IR.replace("HEAD", f'ptrtoint (ptr @"{head}" to i64)'))
         addrs = (function_address("zy_alloc"), function_address("zy_release"))
         _STATE["arena"] = addrs
         _STATE["release below"] = function_address("zy_release_below")
