@@ -118,13 +118,15 @@ def block_free() -> Any:
         runtime.compile_ir(_FREE_INT_IR)
         sig = SimpleNamespace(argtypes=(INT64,), ret=INT64,
                               ir=SimpleNamespace(name="zy_block_free"))
-        mod = L.Module(name="zy_block_free_fast")   # (calls the function by its name, so
-        callee = L.Function(mod, L.FunctionType(I64, [I64]), "zy_block_free_int")  # its
-        name = emit_wrapper(mod, sig, callee, "zy_block_free_fast")  # text is the same
-        fn = None                                                    # in every process)
+        # the wrapper calls zy_block_free_int by name, so its text is the same in every
+        # process (`runtime.compile_ir` finds its object on disk)
+        mod = L.Module(name="zy_block_free_fast")
+        callee = L.Function(mod, L.FunctionType(I64, [I64]), "zy_block_free_int")
+        name = emit_wrapper(mod, sig, callee, "zy_block_free_fast")
+        fn = None
         if name is not None:
             runtime.compile_ir(str(mod), level=0)
-            fn = builtin(name, sig, slow, lambda blk: None)  # (a status left by an earlier call)
+            fn = builtin(name, sig, slow, lambda blk: None)  # a status left by an earlier call
         _STATE["free"] = fn = fn or slow
     return fn
 

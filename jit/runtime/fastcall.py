@@ -252,6 +252,5 @@ def builtin_at(address: int, title: str, slow: Callable, fail: Callable) -> Call
     """The METH_FASTCALL builtin `title` whose C function is at `address`."""
     cname = ctypes.c_char_p(title.encode())
     mdef = _MethodDef(cname.value, address, METH_FASTCALL, None)
-    keep = (mdef, cname, slow, fail)  # `self` of the builtin: keeps all of these alive
-    assert keep[SLOW] is slow and keep[FAIL] is fail
-    return _NEW(ctypes.addressof(mdef), keep, None)
+    keep = (mdef, cname, slow, fail)  # `self` of the builtin: keeps these alive, and
+    return _NEW(ctypes.addressof(mdef), keep, None)   # the code reads SLOW and FAIL

@@ -221,13 +221,16 @@ def with_vector_math(text: str) -> str:
     return text + "\n" + "\n".join(extra) + "\n"
 
 
-# A process-specific number in module text: `@"zy.<kind>.<name>"` (`jit.runtime.symbols`).
+# A process-specific number in module text: `@"zy.<kind>.<name>"` (`jit.runtime.symbols`);
+# the `live` kind is this process's only.
+SYMBOL_PREFIX = "zy."
+LIVE_PREFIX = SYMBOL_PREFIX + "live."
 SYMBOL_RE = re.compile(r'@"(zy\.[A-Za-z0-9_.]+)"')
 
 
 def runtime_symbol(name: str) -> str:
     """The symbol of the runtime's address `name` (`jit.runtime.symbols.RUNTIME`)."""
-    return "zy.rt." + name
+    return SYMBOL_PREFIX + "rt." + name
 
 
 def with_symbol_declarations(text: str) -> str:
@@ -252,7 +255,7 @@ def compile_ir(text: str, level: int = 3, keep_object: bool = False,
     symbols is not stored: no other process makes the same text."""
     text = with_symbol_declarations(with_vector_math(text))
     key = None
-    if cache and LIVE_SYMBOL not in text:
+    if cache and f'@"{LIVE_PREFIX}' not in text:
         from jit import disk_cache
         key = disk_cache.object_key(text, level)
         entry = disk_cache.load(key) if key is not None else None
@@ -269,9 +272,6 @@ def compile_ir(text: str, level: int = 3, keep_object: bool = False,
     if key is not None and obj is not None:
         disk_cache.store(key, {"object": obj})
     return (mod, obj) if keep_object else mod
-
-
-LIVE_SYMBOL = '@"zy.live.'
 
 
 class LinkedModule:

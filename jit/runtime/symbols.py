@@ -1,6 +1,6 @@
 """The numbers native code needs that differ from one process to the next, as named
 symbols: what lets an object file compiled in one process run in another
-(`jit.runtime.disk_cache`).
+(`jit.disk_cache`).
 
 Compiled code needs the address of the error record, of the arena's head, of the
 runtime's functions and of the C API's; the address of a few Python objects (`float`,
@@ -41,8 +41,7 @@ from llvmlite import ir as L
 from jit.runtime import native
 
 I8, I64 = L.IntType(8), L.IntType(64)
-PREFIX = "zy."
-LIVE = PREFIX + "live."
+PREFIX, LIVE = native.SYMBOL_PREFIX, native.LIVE_PREFIX
 
 # name -> (module, function): a zero-argument function returning the address (and
 # compiling the runtime module that defines it on first use).  Declared here, once.
