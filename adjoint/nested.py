@@ -62,7 +62,7 @@ register("spush", 2, spush, pure=False, foldable=False, symbol="sens.push(g)")
 register("spop", 1, spop, pure=False, foldable=False, symbol="sens.pop()")
 structural("push", needs=lambda act: {0})
 structural("pop", needs=lambda act: {0})
-nondiff(new_tape, reader_of)
+nondiff(new_tape, reader_of, "zero")   # zero(x): zeros of x's shape, constant in x
 
 
 # -- pullbacks of the cotangent primitives ----------------------------------------------

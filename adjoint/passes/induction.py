@@ -13,8 +13,14 @@ of constants, rebuildable values and invariants (defined outside S, so one value
 call: env slots) is rebuilt by recomputing it where it is read (the same operation
 on the same operands: the same bits): between its definition and any read in S no
 visit of H intervenes (H dominates the definition, which dominates the read).
-Element reads `a[i]` are not recomputed: a caller may write into `a` after this
-function returns and before its adjoint runs.
+An element read `a[i...]` (and a comparison or `pow` of rebuildable values) is
+rebuilt too when `a` is a *stable array*: an argument proven a float64 array in a
+function that writes into no array at all (no `setitem`, no in-place operator, no
+array passed to a transformed or unknown call), so every read of `a` sees its
+values at entry.  A caller may still write into `a` after this function returns and
+before its adjoint runs, so the adjoint reads a copy of it made at entry
+(`emit_stacks` adds `snapshot(a)` when a rebuilt value reads it): one copy per call,
+where recording would push one word per read per iteration.
 
 *Implied edges*: when H has exactly two predecessors, one outside S (#out) and one
 latch, and an induction phi of H has a nonzero step, that phi's value equals its
@@ -25,6 +31,12 @@ loop, an if/else at its end) the dummy phi is still recorded, but the adjoint te
 the first visit on the counter and branches on the recorded edge only among the
 latches: a two-way choice the compiler can turn into a select.
 
+*Chosen edges*: a header H of the `first_visit` kind whose two latches are the two
+arms of one branch `goto #L2 if not %c` in block C (each latch entered from C
+alone), where `%c` is rebuildable from counters of H that step alike on both
+latches: the adjoint recomputes `%c` with those counters one step back (C's
+iteration) instead of popping H's dummy phi, which is then not recorded.
+
 `rebuildable(ir, kinds)` returns an `Induction` (read by `adjoint.passes.stacks` and
 `adjoint.passes.reverse`).  The IR is not modified.
 """
@@ -33,7 +45,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ssair import IR, Const, Var, cfg
+from ssair import IR, Branch, Const, Var, cfg
+from ssair.primitives import INPLACE
 
 
 @dataclass
@@ -44,7 +57,10 @@ class Induction:
     latch, entry value) for headers whose dummy phi is not recorded; `first_visit`:
     header id -> (phi, entry pred, entry value) for headers with several latches, all
     stepping the phi the same way, whose adjoint tests the entry edge on the counter
-    and reads the recorded dummy phi only to choose among the latches."""
+    and reads the recorded dummy phi only to choose among the latches; `stable`: the
+    stable arrays (module docstring); `chosen`: header id -> (condition, latch taken
+    when it is true, the other latch, {counter: its step on both latches}) for the
+    headers whose latch the adjoint recomputes."""
 
     phis: dict = field(default_factory=dict)
     derived: dict = field(default_factory=dict)
@@ -52,6 +68,8 @@ class Induction:
     implied: dict = field(default_factory=dict)
     first_visit: dict = field(default_factory=dict)
     cyclic: set = field(default_factory=set)
+    stable: set = field(default_factory=set)
+    chosen: dict = field(default_factory=dict)
     kinds: Any = None
 
     def can_rebuild(self, v: Any, where: dict, bid: int) -> bool:
@@ -80,8 +98,10 @@ def rebuildable(ir: IR, kinds: Any) -> Induction:
             steps = _steps(p, b.id, preds[b.id], out.scc, defs, kinds)
             if steps is not None:
                 out.phis[p.var] = (b.id, steps)
+    out.stable = _stable_arrays(ir, kinds)
     _derive(ir, out, where)
     _implied(ir, out, preds, where)
+    _chosen(ir, out, preds)
     return out
 
 
@@ -120,20 +140,21 @@ def _step_of(s: Any, v: Var):
     return b.value if s.op in ("add", "iadd") else -b.value
 
 
-_RECOMPUTE = ("add", "sub", "mul", "neg")
+_RECOMPUTE = ("add", "sub", "mul", "neg", "pow", "lt", "le", "gt", "ge", "eq", "ne")
 
 
 def _derive(ir: IR, out: Induction, where: dict) -> None:
-    """Scalar `add`/`sub`/`mul`/`neg` in a cycle whose operands are constants,
-    counters or recomputable values of the same component, or invariants (defined
-    outside it, never written into): rebuilt, not pushed."""
+    """Scalar `add`/`sub`/`mul`/`neg`/`pow`/comparisons in a cycle, and element reads
+    of stable arrays, whose operands are constants, counters or recomputable values
+    of the same component, or invariants (defined outside it, never written into):
+    rebuilt, not pushed."""
     written = _written(ir, out.kinds)
     changed = True
     while changed:
         changed = False
         for b in ir.blocks:
             for s in b.stmts:
-                if s.var in out.derived or s.op not in _RECOMPUTE or s.kwargs:
+                if s.var in out.derived or s.kwargs or not _recomputable(s, out):
                     continue
                 if not out.kinds.is_scalar(s.var) or b.id not in out.cyclic:
                     continue
@@ -141,6 +162,29 @@ def _derive(ir: IR, out: Induction, where: dict) -> None:
                 if leaves is not None:
                     out.derived[s.var] = (s.op, list(s.args), leaves)
                     changed = True
+
+
+def _recomputable(s: Any, out: Induction) -> bool:
+    if s.op == "getitem":    # an element of a stable array, at int indices
+        return s.args[0] in out.stable and all(
+            out.kinds.kind(i) == "int" for i in s.args[1:])
+    if s.op in ("pow", "lt", "le", "gt", "ge", "eq", "ne"):    # of numbers only
+        return all(out.kinds.is_scalar(a) for a in s.args)
+    return s.op in _RECOMPUTE
+
+
+def _stable_arrays(ir: IR, kinds: Any) -> set:
+    """The float64-array arguments of a function that writes into no array."""
+    if kinds is None:
+        return set()
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op == "setitem" or s.op in INPLACE:
+                return set()
+            if s.op in ("jcall", "call") and not _ruled(s) and any(
+                    isinstance(a, Var) and not kinds.is_scalar(a) for a in s.args[1:]):
+                return set()
+    return {a.var for a in ir.args if kinds.is_float_array(a.var)}
 
 
 def _leaves(out: Induction, args: list, comp: int, where: dict, written: set):
@@ -196,3 +240,34 @@ def _implied(ir: IR, out: Induction, preds: dict, where: dict) -> None:
             out.implied[h] = (v, entries[0], next(iter(steps)), init)
         else:   # monotonic over every latch: the entry value marks the first visit
             out.first_visit[h] = (v, entries[0], init)
+
+
+def _chosen(ir: IR, out: Induction, preds: dict) -> None:
+    blocks = ir.block_map()
+    for h, (_, entry, _) in out.first_visit.items():
+        latches = [p for p in preds[h] if p != entry]
+        froms = {tuple(preds[p]) for p in latches}
+        if len(latches) != 2 or len(froms) != 1 or len(next(iter(froms))) != 1:
+            continue
+        c = blocks[next(iter(froms))[0]]
+        term = c.term
+        if (not isinstance(term, Branch) or {term.then, term.else_} != set(latches)
+                or term.cond not in out.derived or out.scc.get(c.id) != out.scc[h]):
+            continue
+        steps = _latch_steps(out, out.derived[term.cond][2], h, latches)
+        if steps is not None:
+            out.chosen[h] = (term.cond, term.then, term.else_, steps)
+
+
+def _latch_steps(out: Induction, leaves: list, h: int, latches: list):
+    """{counter: step} when every counter among `leaves` is a phi of `h` stepping the
+    same on both latches (the other leaves are invariants), else None."""
+    steps = {}
+    for leaf in leaves:
+        if leaf not in out.phis:
+            continue
+        hdr, st = out.phis[leaf]
+        if hdr != h or st.get(latches[0]) is None or st.get(latches[0]) != st.get(latches[1]):
+            return None
+        steps[leaf] = st[latches[0]]
+    return steps

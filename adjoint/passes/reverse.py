@@ -92,17 +92,35 @@ class _Ctx:
                 got = self.ssa.read(("counter", v), self.cur.id)
             elif v in self.ind.derived:
                 op, args, _ = self.ind.derived[v]
-                got = self.exact(self.emit(self.cur, op, *[self.rebuild(a) for a in args]))
-            else:
-                got = self.env_vals[v]     # an invariant
+                got = self.exact(self.emit(self.cur, op, *[self.rebuild(a) for a in args]), op)
+            else:                          # an invariant (a stable array: its copy)
+                got = self.env_vals[self.fwd.meta["stable_copies"].get(v, v)]
             self.recomputed[v] = got
         return got
 
-    def exact(self, v: Var) -> Var:
-        """Mark `v` (a rebuilt counter value) as one the forward computed, so that its
-        integer arithmetic cannot overflow: `meta["exact_ints"]` (var ids), read by the
-        JIT, which emits it unchecked."""
-        self.adj.meta.setdefault("exact_ints", set()).add(v.id)
+    def recompute(self, v: Any, block, known: dict) -> Any:
+        """Rebuilt value `v` computed in `block` from the counter values `known`
+        (counter -> value; `recomputed` values are of another iteration)."""
+        if not isinstance(v, Var):
+            return v
+        got = known.get(v)
+        if got is None:
+            if v in self.ind.derived:
+                op, args, _ = self.ind.derived[v]
+                got = self.exact(self.emit(block, op, *[self.recompute(a, block, known)
+                                                        for a in args]), op)
+            else:
+                got = self.env_vals[self.fwd.meta["stable_copies"].get(v, v)]
+            known[v] = got
+        return got
+
+    def exact(self, v: Var, op: str = "add") -> Var:
+        """Mark `v` (a rebuilt value) as one the forward computed, so that its integer
+        arithmetic cannot overflow and its `pow` does not raise (`meta["exact_ints"]`),
+        and its element read is in bounds (`meta["inbounds"]`); the JIT reads both
+        (var ids) and emits them unchecked."""
+        key = "inbounds" if op == "getitem" else "exact_ints"
+        self.adj.meta.setdefault(key, set()).add(v.id)
         return v
 
     def read(self, v: Var, block) -> Any:
@@ -123,11 +141,15 @@ def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
     entry = ctx.adj.add_block()
     ids = {b.id: ctx.adj.add_block().id for b in reversed(fwd.blocks)}
     ctx.adj.blocks = [entry]
+    copies = set(fwd.meta.get("stable_copies", {}).values())
     for k, v in enumerate(fwd.meta["env"]):
         ctx.env_vals[v] = ctx.emit(entry, "getitem", ctx.env, k)
+        if v in copies:      # made by `snapshot`: C-contiguous, for the JIT
+            ctx.adj.meta.setdefault("contiguous", set()).add(ctx.env_vals[v].id)
     for v in ctx.rebuilt:
         ctx.ssa.write(("counter", v), entry.id, ctx.env_vals[v])
     _seed(ctx, entry, fwd.meta["ret"], fwd.meta.get("inout", ()))
+    _allocate_looped(ctx, entry)
     entry.term = Goto(ids[fwd.meta["exit"]])
     preds = fwd.predecessors()
     for b in reversed(fwd.blocks):
@@ -170,6 +192,21 @@ def _seed(ctx: _Ctx, entry, ret, inout: tuple) -> None:
             ctx.ssa.write(ret, entry.id, ctx.emit(entry, "accum", ctx.read(ret, entry), dy))
         else:
             ctx.ssa.write(ret, entry.id, dy)
+
+
+def _allocate_looped(ctx: _Ctx, entry) -> None:
+    """A float-array argument whose elements a loop reads gets its adjoint as zeros
+    up front, so that the loop's `accum_index` finds it allocated (no test for a
+    first write on every iteration)."""
+    kinds = ctx.ind.kinds if ctx.ind is not None else None
+    if kinds is None:
+        return
+    looped = {r.operands[0] for bid, recs in ctx.fwd.meta["records"].items()
+              if bid in ctx.cyclic for r in recs if r.kind == "getitem"}
+    seeded = {ctx.fwd.meta["ret"], *[ctx.primal_args[k] for k in ctx.fwd.meta.get("inout", ())]}
+    for v in ctx.primal_args:
+        if v in looped and v in ctx.env_vals and v not in seeded and kinds.is_float_array(v):
+            ctx.ssa.write(v, entry.id, ctx.emit(entry, "zero", ctx.env_vals[v]))
 
 
 def _adjoint_block(ctx: _Ctx, b, ids: dict, preds: list) -> None:
@@ -218,20 +255,33 @@ def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
     implied = ctx.ind.implied.get(b.id) if ctx.ind is not None else None
     if implied is not None:
         v, entry, _, init = implied
-        first = ctx.emit(a, "eq", ctx.ssa.read(("counter", v), a.id), ctx.alpha(init, b.id))
+        first = _first_visit(ctx, a, v, init, b.id)
         a.term = Branch(first, targets[preds.index(entry)], targets[1 - preds.index(entry)])
         _order_blocks(ctx, a, edges)
         return
-    d = ctx.alpha(ctx.fwd.meta["dummy_phis"][b.id], b.id)
     test = a
     first = ctx.ind.first_visit.get(b.id) if ctx.ind is not None else None
     if first is not None:    # the entry edge from the counter, then the latches
         v, entry, init = first
-        c = ctx.emit(a, "eq", ctx.ssa.read(("counter", v), a.id), ctx.alpha(init, b.id))
+        c = _first_visit(ctx, a, v, init, b.id)
         test = _new_block(ctx, _next_id(ctx, ids))
         a.term = Branch(c, targets[preds.index(entry)], test.id)
         targets = [t for t, p in zip(targets, preds) if p != entry]
         preds = [p for p in preds if p != entry]
+    chosen = ctx.ind.chosen.get(b.id) if ctx.ind is not None else None
+    if chosen is not None:   # the latch from the branch that chose it, recomputed
+        cond, then, _, steps = chosen
+        known = {}
+        for v, step in steps.items():
+            now = ctx.ssa.read(("counter", v), test.id)
+            known[v] = ctx.exact(ctx.emit(test, "sub" if step > 0 else "add", now,
+                                          Const(abs(step))))
+        c = ctx.recompute(cond, test, known)
+        k = preds.index(then)
+        test.term = Branch(c, targets[k], targets[1 - k])
+        _order_blocks(ctx, a, edges)
+        return
+    d = ctx.alpha(ctx.fwd.meta["dummy_phis"][b.id], b.id)
     for k, p in enumerate(preds[:-1]):
         c = ctx.emit(test, "eq", d, Const(p))
         if k == len(preds) - 2:
@@ -241,6 +291,16 @@ def _edge_switch(ctx: _Ctx, b, a, ids: dict, preds: list) -> None:
         test.term = Branch(c, targets[k], nxt.id)
         test = nxt
     _order_blocks(ctx, a, edges)
+
+
+def _first_visit(ctx: _Ctx, a, v: Var, init: Any, bid: int) -> Var:
+    """True on the first visit of header `bid`: counter `v` is back at its entry value.
+    Every latch steps it the same way, so every later visit is beyond that value: the
+    test is `<=` (`>=` for a falling counter), which tells the compiler the counter's
+    range inside the loop (an index `v - 1` is then never negative)."""
+    rising = next(iter(ctx.ind.phis[v][1].values())) > 0
+    return ctx.emit(a, "le" if rising else "ge", ctx.ssa.read(("counter", v), a.id),
+                    ctx.alpha(init, bid))
 
 
 def _next_id(ctx: _Ctx, ids: dict) -> int:

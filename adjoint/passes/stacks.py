@@ -19,7 +19,10 @@ Guarantees:
     counters and constant offsets of them, read in their own component) are not
     pushed; the counters' final values become env slots instead, as do the entry
     values of the headers whose edge is implied (whose dummy phi is not pushed);
-    the dummy phis of `meta["silent"]` joins are not recorded at all;
+    the dummy phis of `meta["silent"]` joins are not recorded at all, nor those of
+    the headers whose latch the adjoint recomputes (`chosen`), whose condition's
+    counters become env slots; a stable array a rebuilt value reads is copied at
+    entry (`snapshot`) and the copy is its env slot (`meta["stable_copies"]`);
   * `meta["cyclic"]` is the set of blocks in cycles, `meta["rebuilt"]` the counters
     the adjoint rebuilds.
 The return value of the forward IR is therefore `(y, env)`.  The input is modified
@@ -39,10 +42,11 @@ def emit_stacks(ir: IR) -> IR:
     records = ir.meta["records"]
     ind = ir.meta.get("induction")
     implied = ind.implied if ind is not None else {}
+    chosen = ind.chosen if ind is not None else {}
     silent = ir.meta.get("silent", set())
     pushes, env, roots = {}, [], []
     for b in ir.blocks:
-        unneeded = b.id in implied or b.id in silent
+        unneeded = b.id in implied or b.id in silent or b.id in chosen
         values = ([dummies[b.id]] if b.id in dummies and not unneeded else [])
         for rec in records.get(b.id, []):
             values += rec.recorded()
@@ -59,13 +63,26 @@ def emit_stacks(ir: IR) -> IR:
         env += [v for v in values if v not in env]
     firsts = list(ind.first_visit.values()) if ind is not None else []
     roots += [phi for phi, _, _, _ in implied.values()] + [phi for phi, _, _ in firsts]
+    roots += [leaf for cond, _, _, _ in chosen.values() for leaf in ind.leaves(cond)]
     inits = [i for _, _, _, i in implied.values()] + [i for _, _, i in firsts]
-    extra = roots + [init for init in inits if isinstance(init, Var)]
+    copies = _stable_copies(ir, [v for v in roots if ind is not None and v in ind.stable])
+    extra = [copies.get(v, v) for v in roots] + [init for init in inits if isinstance(init, Var)]
     env += [v for v in dict.fromkeys(extra) if v not in env]
     counters = {v for v in roots if v in ind.phis} if ind is not None else set()
-    ir.meta.update(cyclic=cyclic, pushes=pushes, env=env, rebuilt=counters)
+    ir.meta.update(cyclic=cyclic, pushes=pushes, env=env, rebuilt=counters,
+                   stable_copies=copies)
     _return_env(ir, env)
     return ir
+
+
+def _stable_copies(ir: IR, arrays: list) -> dict:
+    """A copy made at entry of each stable array a rebuilt value reads (see
+    `adjoint.passes.induction`): array -> the copy."""
+    copies = {}
+    for a in dict.fromkeys(arrays):
+        copies[a] = c = ir.new_var()
+        ir.entry.stmts.insert(0, Stmt(c, "snapshot", [a]))
+    return copies
 
 
 def _def_blocks(ir: IR) -> dict:

@@ -58,14 +58,16 @@ def checked_index(fc: FunctionGen, i, size, axis: int) -> L.Value:
 
 
 def element_pointer(fc: FunctionGen, arr, idx: list, known_valid: bool = False,
-                    itemsize: int = 1) -> L.Value:
+                    itemsize: int = 1, contiguous: bool = False) -> L.Value:
     """Byte address of a[idx...] (len(idx) may be less than ndim: a sub-array).
     `known_valid`: the indices were checked against this shape already (a negative
     one is still wrapped).  `itemsize` 8: the address is counted in 8-byte elements
     (every stride of a float64 or int64 array compiled code sees is a multiple of 8:
     arrays enter aligned, `jit.api`, `jit.runtime.fastcall`), which lets LLVM's loop
     vectoriser version a loop on "stride == 1" and run the vector body on contiguous
-    arrays (counted in bytes, that test never holds)."""
+    arrays (counted in bytes, that test never holds).  `contiguous`: `arr` is
+    C-contiguous with 8-byte elements, so the stride of its last axis is the constant
+    8 (a loop over it needs no gather)."""
     b = fc.b
     offset = ZERO
     shift = L.Constant(I64, itemsize.bit_length() - 1)
@@ -74,6 +76,8 @@ def element_pointer(fc: FunctionGen, arr, idx: list, known_valid: bool = False,
         j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, size), i) if known_valid \
             else checked_index(fc, i, size, axis)
         st = stride(fc, arr, axis)
+        if contiguous and axis == len(idx) - 1:
+            st = L.Constant(I64, 8)
         offset = b.add(offset, b.mul(j, st if itemsize == 1 else b.ashr(st, shift)))
     return b.gep(field(fc, arr, 0), [offset], inbounds=False,
                  source_etype=L.IntType(8 * itemsize))
@@ -94,8 +98,12 @@ def _cg_getitem(fc: FunctionGen, s, ts):
         return _tuple_getitem(fc, s, ts)
     arr = fc.get(s.args[0])
     idx = index_operands(fc, s.args[1:])
-    if s.type == ts[0].dtype:
-        return load_element(fc, element_pointer(fc, arr, idx, itemsize=itemsize(s.type)),
+    if s.type == ts[0].dtype:   # a read the adjoint recomputes was in bounds already
+        meta = fc.ir.meta
+        valid = s.var.id in meta.get("inbounds", ())
+        unit = (getattr(s.args[0], "id", None) in meta.get("contiguous", ())
+                and len(idx) == ts[0].ndim and itemsize(s.type) == 8)
+        return load_element(fc, element_pointer(fc, arr, idx, valid, itemsize(s.type), unit),
                             ts[0].dtype)
     return sub_array(fc, arr, element_pointer(fc, arr, idx), len(idx), ts[0].ndim)
 

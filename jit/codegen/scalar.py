@@ -174,6 +174,8 @@ def float_divmod(fc: FunctionGen, vx, wx) -> tuple:
 def _cg_pow(fc: FunctionGen, s, ts):
     if s.type == FLOAT64:
         a, b = operands(fc, s, FLOAT64)
+        if s.var.id in fc.ir.meta.get("exact_ints", ()):   # recomputed: it did not raise
+            return fc.b.call(fc.mg.extern("pow", F64, [F64, F64]), [a, b])
         return float_pow(fc, a, b, getattr(s.args[1], "value", None))
     a, b = operands(fc, s, INT64)
     fc.deopt_if(fc.b.icmp_signed("<", b, ZERO_I), "negative integer exponent")

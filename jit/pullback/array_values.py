@@ -7,8 +7,8 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from jit.codegen.arrays import ZERO, allocate, count_loop, make_array, shape, stride
-from jit.codegen.function import F64, I64, FunctionGen, lltype
-from jit.types import FLOAT64, NONE, ArrayT, BuiltListT, Type
+from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
+from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, Type
 
 
 def _null(fc: FunctionGen, arr) -> L.Value:
@@ -116,10 +116,26 @@ def _copy_or_null(fc: FunctionGen, arr, t: ArrayT) -> L.Value:
 
 
 def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
-    """A C-contiguous copy of `x` (arena memory)."""
+    """A C-contiguous copy of `x` (arena memory): one memcpy when `x` is C-contiguous
+    too, else element by element."""
+    b = fc.b
     dims = [shape(fc, x, k) for k in range(t.ndim)]
     out = allocate(fc, dims, t.dtype, None)
-    nest_loop(fc, dims, lambda idx: _copy_at(fc, out, x, idx, t))
+    contiguous, size = L.Constant(L.IntType(1), 1), L.Constant(I64, 8)
+    for k in reversed(range(t.ndim)):
+        same = b.icmp_signed("==", stride(fc, x, k), stride(fc, out, k))
+        contiguous = b.and_(contiguous, same)
+        size = b.mul(size, dims[k])
+    if t.dtype not in (FLOAT64, INT64):   # 8-byte elements only
+        contiguous = L.Constant(L.IntType(1), 0)
+    with b.if_else(contiguous) as (flat, strided):
+        with flat:
+            memcpy = fc.mg.intrinsic("llvm.memcpy.p0.p0.i64", L.VoidType(),
+                                     [PTR, PTR, I64, L.IntType(1)])
+            b.call(memcpy, [b.extract_value(out, 0), b.extract_value(x, 0), size,
+                            L.Constant(L.IntType(1), 0)])
+        with strided:
+            nest_loop(fc, dims, lambda idx: _copy_at(fc, out, x, idx, t))
     return out
 
 

@@ -261,7 +261,7 @@ def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
 
 
 # uses of an env array by the adjoint that read only its shape
-_SHAPE_ONLY = {("accum_index", 2)}
+_SHAPE_ONLY = {("accum_index", 2), ("zero", 0)}
 
 
 def unread_arrays(jf: Any, code: Any) -> set:
@@ -285,7 +285,9 @@ def unread_arrays(jf: Any, code: Any) -> set:
         if any(env_var in p.incoming.values() for p in b.phis):
             return set()
     kinds = code.env_t.elems
-    arrays = {j for j, t in enumerate(kinds) if not _scalar(t)}
+    copies = set(fwd.meta.get("stable_copies", {}).values())    # the forward's own copies
+    arrays = {j for j, t in enumerate(kinds)
+              if not _scalar(t) and not (j < len(env) and env[j] in copies)}
     if any(not isinstance(kinds[j], ArrayT) or env[j] not in pos for j in arrays):
         return set()   # an array that is not an argument (a view, a callee's env...)
     read = {slots[v] for v in _data_uses(adj, set(slots))}

@@ -27,9 +27,11 @@ from jit.codegen.entry import DATA_OFF, _release, out_leaves, out_struct
 from jit.types import FLOAT64, NONE, ArrayT, TupleT, Type
 
 # dst is a PyArrayObject* (C-contiguous float64, data at +16, dimensions at +32);
-# src is a native array {data, n0, n1, s0, s1}; 1-D arrays have n1 = 1, s1 = 0.
+# src is a native array {data, n0, n1, s0, s1}; 1-D arrays have n1 = 1, s1 = 0.  A
+# C-contiguous source (the usual cotangent: arena memory) is one memcpy.
 _COPY_IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
 define i64 @zy_copy_grad(ptr %dst, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1, i64 %nd) {
 entry:
@@ -54,14 +56,27 @@ bad:
   ret i64 1
 fill:
   %empty = icmp eq ptr %src, null
-  br i1 %empty, label %zero, label %rows
-zero:
   %cells = mul i64 %n0, %n1
   %bytes = mul i64 %cells, 8
+  br i1 %empty, label %zero, label %layout
+zero:
   call void @llvm.memset.p0.i64(ptr %dd, i8 0, i64 %bytes, i1 false)
   ret i64 0
+layout:
+  %unit1 = icmp eq i64 %s1, 8
+  %single1 = icmp eq i64 %n1, 1
+  %c1 = or i1 %unit1, %single1
+  %rowbytes = mul i64 %n1, 8
+  %unit0 = icmp eq i64 %s0, %rowbytes
+  %single0 = icmp eq i64 %n0, 1
+  %c0 = or i1 %unit0, %single0
+  %flat = and i1 %c0, %c1
+  br i1 %flat, label %whole, label %rows
+whole:
+  call void @llvm.memcpy.p0.p0.i64(ptr %dd, ptr %src, i64 %bytes, i1 false)
+  ret i64 0
 rows:
-  %i = phi i64 [ 0, %fill ], [ %i1, %rowend ]
+  %i = phi i64 [ 0, %layout ], [ %i1, %rowend ]
   %more = icmp slt i64 %i, %n0
   br i1 %more, label %row, label %done
 row:
