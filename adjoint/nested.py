@@ -104,6 +104,11 @@ def d_snapshot(dz, x):
     return dz
 
 
+@pullback_rule("contiguous", needs=no_operands)
+def d_contiguous(dz, x):
+    return dz
+
+
 @pullback_rule(("unbcast", unbcast))
 def d_unbcast(dz, dy, x):
     if isinstance(dy, np.ndarray) and isinstance(dz, (np.ndarray, float, np.floating)):

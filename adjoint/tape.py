@@ -27,6 +27,9 @@ Primitives (all typeable from their operands, so the JIT can compile them):
   * `take_index(s, i...)`      s[i] copied out (None when s is None);
   * `zero_index(s, i...)`      s[i] = 0 in place (the adjoint of an overwrite);
   * `snapshot(x)`              a copy of an array that is mutated later (alphas);
+  * `contiguous(x)`            x itself when C-contiguous, else a C-contiguous copy
+                               (the top-level form of an entry snapshot: see
+                               `adjoint.passes.stacks.entry_forward`);
   * `jcall(f, tape, kwnames, args...)` call f's forward on the same tape:
                                returns `(y, pb)`; the last len(kwnames) args are
                                keywords; see `adjoint.transform.jcall`;
@@ -281,6 +284,10 @@ def snapshot(x: Any) -> Any:
     return x.copy() if isinstance(x, np.ndarray) else x
 
 
+def contiguous(x: Any) -> Any:
+    return np.ascontiguousarray(x) if isinstance(x, np.ndarray) else x
+
+
 register("push", 2, push, pure=False, foldable=False, symbol="tape.push(v)")
 register("tape_mark", 1, tape_mark, pure=False, foldable=False, symbol="len(tape)")
 register("tape_cut", 2, tape_cut, pure=False, foldable=False, symbol="del tape[m:]")
@@ -294,3 +301,4 @@ register("accum_index", (4, None), accum_index, pure=False, foldable=False,
 register("take_index", (2, None), take_index, pure=False, foldable=False, symbol="s[i]")
 register("zero_index", (2, None), zero_index, pure=False, foldable=False, symbol="s[i] = 0")
 register("snapshot", 1, snapshot, pure=False, foldable=False, symbol="copy(x)")
+register("contiguous", 1, contiguous, pure=False, foldable=False, symbol="contiguous(x)")

@@ -114,3 +114,17 @@ def test_strided_and_contiguous_arguments_agree():
     g2 = adjoint.gradient(rosenbrock, strided.copy())[0]
     assert np.array_equal(g1, g2)
     assert np.allclose(g1, _fd(rosenbrock, (strided.copy(),)), rtol=1e-6, atol=1e-5)
+
+
+def test_the_entry_forward_copies_only_a_strided_argument():
+    from adjoint.passes.stacks import entry_forward
+    fwd = _forward(rosenbrock, (_X,))
+    entry = entry_forward(fwd)
+    assert [s.op for s in entry.entry.stmts].count("contiguous") == 1
+    assert "snapshot" not in [s.op for s in entry.entry.stmts]
+    assert [s.op for s in fwd.entry.stmts].count("snapshot") == 1    # a callee copies
+    strided = np.random.default_rng(3).normal(size=30)[::3]
+    for f in (leaky_sum, rosenbrock):
+        y, g = adjoint.value_and_grad(f, strided)
+        y2, g2 = adjoint.value_and_grad(f, strided.copy())
+        assert y == y2 and np.array_equal(g[0], g2[0])

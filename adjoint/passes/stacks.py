@@ -85,6 +85,24 @@ def _stable_copies(ir: IR, arrays: list) -> dict:
     return copies
 
 
+def entry_forward(fwd: IR) -> IR:
+    """The forward IR as called by `pullback`, `gradient` or `value_and_grad` itself
+    rather than by another forward: its entry copies of stable arrays become
+    `contiguous(a)` (no copy of a C-contiguous argument).  No caller runs between
+    the forward and the adjoint then, and `pullback` copies an argument whose elements
+    the adjoint reads before the forward sees it (`jit.pullback.fast_path`), so the
+    copy only has to give the adjoint its C-contiguous layout.  Returns `fwd` itself
+    when it has no such copy, else a new IR."""
+    copies = set(fwd.meta.get("stable_copies", {}).values())
+    if not copies:
+        return fwd
+    out = fwd.copy()
+    for st in out.entry.stmts:
+        if st.var in copies and st.op == "snapshot":
+            st.op = "contiguous"
+    return out
+
+
 def _def_blocks(ir: IR) -> dict:
     where = {a.var: ir.entry.id for a in ir.args}
     for b in ir.blocks:

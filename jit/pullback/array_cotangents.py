@@ -323,9 +323,28 @@ def _cg_zero_index(fc: FunctionGen, s, ts):
     return acc
 
 
-@rule("snapshot")
+@rule("snapshot", "contiguous")
 def _t_snapshot(ctx: Context, s, ts) -> Type:
     return ts[0]
+
+
+@codegen("contiguous")
+def _cg_contiguous(fc: FunctionGen, s, ts):
+    """`x` itself when it is C-contiguous, else `copy_array(x)` (its strides decide)."""
+    x = fc.get(s.args[0])
+    if not isinstance(ts[0], ArrayT):
+        return x
+    b = fc.b
+    flat, size = L.Constant(L.IntType(1), 1), EIGHT
+    for k in reversed(range(ts[0].ndim)):
+        one = b.icmp_signed("==", shape(fc, x, k), ONE)
+        flat = b.and_(flat, b.or_(one, b.icmp_signed("==", stride(fc, x, k), size)))
+        size = b.mul(size, shape(fc, x, k))
+    res = fc.alloca(lltype(ts[0]))
+    b.store(x, res)
+    with b.if_then(b.not_(flat), likely=False):
+        b.store(copy_array(fc, x, ts[0]), res)
+    return b.load(res, typ=lltype(ts[0]))
 
 
 @codegen("snapshot")

@@ -88,10 +88,13 @@ def _general_path(f: Any, with_value: bool) -> Any:
 def _pullback_path(f: Any, with_value: bool) -> Any:
     """`gradient` through pullback's fast path (`jit.pullback.fast_path`) called directly:
     what the general path does for a float result, without its layers of calls."""
-    from jit.pullback.fast_path import fast_pullback
+    from jit.pullback.fast_path import fast_pullback, fast_value_and_grad
     general = _general_path(f, with_value)
 
     def call(*args: Any) -> Any:
+        got = fast_value_and_grad(f, args)    # no Back: see jit.pullback.fast_path
+        if got is not None:
+            return got if with_value else got[1]
         got = fast_pullback(f, args)
         if got is None or type(got[0]) is not float:   # (the general path decides)
             return general(*args)

@@ -74,6 +74,17 @@ def fast_pullback(f: Any, args: tuple) -> Any:
     return entry[1](*args)
 
 
+def fast_value_and_grad(f: Any, args: tuple) -> Any:
+    """`(y, gradients)` at dy = 1.0 from the last signature compiled for `f` by
+    `fast_pullback` (its `forward.value_and_grad`), or None: call `fast_pullback`."""
+    hot = _HOT.get(f)
+    if (hot is None or hot[0] is not f.__code__ or hot[1] != len(args)
+            or _RUNNERS.get("llvm") is not BACKEND):
+        return None
+    direct = getattr(hot[2], "value_and_grad", None)
+    return direct(*args) if direct is not None else None
+
+
 def _eligible(f: Any, args: tuple) -> bool:
     code = f.__code__
     return (type(f).__name__ == "function" and not f.__closure__ and not f.__defaults__
@@ -257,7 +268,26 @@ def make_forward(jf: Any, code: Any, adj: Any, args: tuple,
     copies = tuple(f"    if type({n}) is ndarray: {n} = {n}.copy()"
                    for k, (n, t) in enumerate(zip(names, argtypes))
                    if isinstance(t, ArrayT) and k not in private)
-    return native_forward(env, back_cls, nfwd, jf, names, copies)
+    forward = native_forward(env, back_cls, nfwd, jf, names, copies)
+    writes = copies if code.typing.writes else ()
+    forward.value_and_grad = _value_and_grad(env, plan, argtypes, names, jf, writes)
+    return forward
+
+
+def _value_and_grad(env: dict, plan: list, argtypes: tuple, names: list, jf: Any,
+                    copies: tuple) -> Callable:
+    """`value_and_grad(a0, ...)` for `dy = 1.0`: the native forward, then at once the
+    native adjoint and the block freed; no `Back`, and no copies of the arrays but
+    those the forward writes into (nothing runs between the two sweeps).  None: not
+    these arguments, or not a float result (the caller takes the general path)."""
+    sig = ", ".join(names)
+    call, result = _back_body(plan, argtypes, direct=True)
+    lines = [f"def value_and_grad({sig}):", *copies, f"    y = nfwd({sig})",
+             "    if y is DEOPT: return None", f"    blk = err[{BLOCK_SLOT}]",
+             "    if type(y) is not float:", "        free(blk)", "        return None",
+             f"    a = ({sig}{',' if len(names) == 1 else ''})", *call, f"    return y, {result}"]
+    exec(compile("\n".join(lines), f"<jit fast value_and_grad {jf.primal.name}>", "exec"), env)
+    return env["value_and_grad"]
 
 
 # uses of an env array by the adjoint that read only its shape
@@ -274,6 +304,10 @@ def unread_arrays(jf: Any, code: Any) -> set:
     if code.typing.writes or env is None or len(adj.args) < 2:
         return set()
     pos = {a.var: k for k, a in enumerate(fwd.args[1:])}
+    # the entry forward's copy of a stable array is the argument itself when that is
+    # C-contiguous (adjoint.passes.stacks.entry_forward): a read of it reads the argument
+    source = {c: a for a, c in fwd.meta.get("stable_copies", {}).items()}
+    env = [source.get(v, v) for v in env]
     slots, env_var = {}, adj.args[1].var
     for b in adj.blocks:
         for st in b.stmts:
@@ -285,13 +319,12 @@ def unread_arrays(jf: Any, code: Any) -> set:
         if any(env_var in p.incoming.values() for p in b.phis):
             return set()
     kinds = code.env_t.elems
-    copies = set(fwd.meta.get("stable_copies", {}).values())    # the forward's own copies
-    arrays = {j for j, t in enumerate(kinds)
-              if not _scalar(t) and not (j < len(env) and env[j] in copies)}
+    arrays = {j for j, t in enumerate(kinds) if not _scalar(t)}
     if any(not isinstance(kinds[j], ArrayT) or env[j] not in pos for j in arrays):
         return set()   # an array that is not an argument (a view, a callee's env...)
-    read = {slots[v] for v in _data_uses(adj, set(slots))}
-    return {pos[env[j]] for j in arrays if j not in read}
+    read = {pos[env[slots[v]]] for v in _data_uses(adj, set(slots))
+            if env[slots[v]] in pos}    # an argument is read when any of its slots is
+    return {pos[env[j]] for j in arrays} - read
 
 
 def _scalar(t: Any) -> bool:
@@ -313,23 +346,30 @@ def _data_uses(adj: Any, watched: set) -> set:
     return out
 
 
-def _back_body(plan: list, argtypes: tuple) -> tuple:
-    """(the lines of `Back.__call__` for a float dy, the gradient tuple's source)."""
+def _back_body(plan: list, argtypes: tuple, direct: bool = False) -> tuple:
+    """(the lines of `Back.__call__` for a float dy, the gradient tuple's source); with
+    `direct`, the lines of `_value_and_grad` instead (block `blk`, arguments `a`, dy 1.0,
+    and a failed adjoint handed to the general path in a `Back` owning `blk`)."""
     nfloat = plan.count("float")
-    lines, outs = ["        a = self.args"], []
+    pad = "    " if direct else "        "
+    lines, outs = [] if direct else [pad + "a = self.args"], []
     if nfloat:
-        lines.append(f"        fl = empty({nfloat})")
+        lines.append(f"{pad}fl = empty({nfloat})")
         outs.append("fl")
     parts, k = [], 0
     for i, (kind, t) in enumerate(zip(plan, argtypes)):
         if kind == "array":
-            lines.append(f"        g{i} = empty(a[{i}].shape)")
+            lines.append(f"{pad}g{i} = empty(a[{i}].shape)")
             outs.append(f"g{i}")
         parts.append(_part(i, kind, t, k))
         k += kind == "float"
-    lines.append(f"        if nadj(self.blk, dy, {', '.join(outs)}): return general(self, dy)")
+    failed = "y, general(Back(blk, a), 1.0)" if direct else "general(self, dy)"
+    lines.append(f"{pad}if nadj({'blk, 1.0' if direct else 'self.blk, dy'}, "
+                 f"{', '.join(outs)}): return {failed}")
+    if direct:
+        lines.append(pad + "free(blk)")
     if nfloat:
-        lines.append("        v = fl.tolist()")
+        lines.append(f"{pad}v = fl.tolist()")
     return lines, "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 

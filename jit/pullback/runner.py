@@ -29,6 +29,8 @@ from typing import Any
 
 from llvmlite import ir as L
 
+from adjoint.passes.stacks import entry_forward
+
 from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
@@ -348,7 +350,7 @@ class ForwardCode:
     def __init__(self, jf: Any, argtypes: tuple) -> None:
         jf = _unrolled_transform(jf, argtypes)
         self.jf, self.argtypes = jf, argtypes
-        self.typing = ENGINE.infer(jf.forward, (TAPE,) + argtypes)
+        self.typing = ENGINE.infer(entry_forward(jf.forward), (TAPE,) + argtypes)
         if not isinstance(self.typing.ret, TupleT):
             raise TypingError(f"jit: {jf.forward.name} does not return (y, env)")
         self.env_t = self.typing.ret.elems[1]
