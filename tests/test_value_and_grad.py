@@ -262,3 +262,16 @@ def test_backend_llvm_still_refuses_after_an_auto_call():
             call(_raises_below, 1.0, backend="llvm")
     assert gradient(black_scholes, 100.0, 95.0, 0.5, 0.02, 0.25, backend="llvm") == \
         gradient(black_scholes, 100.0, 95.0, 0.5, 0.02, 0.25)
+
+
+def test_the_one_call_tape_is_sized_from_the_previous_call():
+    """The native gradient presizes its tape from the length its previous call used:
+    a deeper call after a shallow one grows it, a shallower one fits, and every
+    result is the closed form (d/dx x**n = n x**(n-1)) and the interpreter's."""
+    from bench.workloads import pow_rec
+    for n in (3, 400, 5, 700, 0, 400):
+        y, (gx, gn) = value_and_grad(pow_rec, 1.001, n)
+        assert FG._HOT[True][pow_rec][2], "expected the native one-call entry"
+        assert y == pytest.approx(1.001 ** n, rel=1e-12) and gn is None
+        assert gx == pytest.approx(n * 1.001 ** (n - 1) if n else 0.0, rel=1e-12)
+        assert close((y, (gx, gn)), value_and_grad(pow_rec, 1.001, n, backend="interp"))

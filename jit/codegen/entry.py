@@ -94,8 +94,10 @@ def build_entry(mg: ModuleGen, t: Typing, impl: L.Function) -> L.Function:
     release = mg.allocates and not contains_array(t.ret)
     headp = symbols.runtime_ptr("arena_head")
     mark = b.load(headp, typ=PTR) if release else None
+    res = b.call(impl, [L.Constant(I64, 0)] + values)
+    status = b.extract_value(res, 0)
     out = b.alloca(lltype(t.ret))
-    status = b.call(impl, [L.Constant(I64, 0), out] + values)
+    b.store(b.extract_value(res, 1), out)
     errinfo = symbols.runtime_ptr("errinfo")
     b.store(b.sext(status, I64), errinfo)
     if release:

@@ -6,11 +6,13 @@ from `jit.library.registry` (`Typing.impls`).
 
 Every specialised user function becomes one internal LLVM function
 
-    i32 @name(i64 %depth, ptr %out, <args>)
+    { i32, <result> } @name(i64 %depth, <args>)
 
-returning a status (`jit.runtime.native.OK/ERROR/DEOPT`) and storing its result through
-`%out`.  A call checks the callee's status and returns it unchanged when it is not
-OK, so an error raised deep in a recursion reaches the entry with its site intact.
+returning a status (`jit.runtime.native.OK/ERROR/DEOPT`) and its result (undefined
+unless the status is OK) as one value, which LLVM returns in registers: a recursion's
+result never goes through memory.  A call checks the callee's status and returns it
+unchanged when it is not OK, so an error raised deep in a recursion reaches the entry
+with its site intact (`ModuleGen.call_function` is the one way to call one).
 `%depth` counts native frames; past `runtime.MAX_DEPTH` a function raises
 RecursionError instead of overflowing the stack.  Phis map one to one to LLVM phis;
 numeric widening for a phi (int64 -> float64) is emitted at the end of the
@@ -191,9 +193,9 @@ class ModuleGen:
         fn = self.functions.get(t.key)
         if fn is not None:
             return fn
-        params = [I64, self.out_pointer(lltype(t.ret))] + [self.value_type(a) for a in t.argtypes]
+        params = [I64] + [self.value_type(a) for a in t.argtypes]
         name = f"{_sanitize(t.ir.name)}.{len(self.functions)}"
-        fn = L.Function(self.module, L.FunctionType(I32, params), name=name)
+        fn = L.Function(self.module, L.FunctionType(result_struct(t.ret), params), name=name)
         fn.linkage = "internal"
         self.functions[t.key] = fn
         self.pending.append((t, fn))
@@ -215,9 +217,11 @@ class ModuleGen:
     max_depth = runtime.MAX_DEPTH
     vector_math = True     # glibc's vector math may widen library loops (runtime.VECTOR_MATH)
 
-    def out_pointer(self, pointee: L.Type) -> L.Type:
-        """The type of a function's result pointer (opaque on the CPU)."""
-        return PTR
+    def call_function(self, b: L.IRBuilder, t: Typing, depth, args: list) -> tuple:
+        """Call the function of specialised user function `t` at native depth `depth`:
+        (its status, its result)."""
+        res = b.call(self.function(t), [depth] + args)
+        return b.extract_value(res, 0), b.extract_value(res, 1)
 
     def value_type(self, t: Type) -> L.Type:
         """The LLVM type of a parameter of JIT type `t` (the device gives the tape and
@@ -249,6 +253,12 @@ class ModuleGen:
         return root
 
 
+def result_struct(t: Type) -> L.LiteralStructType:
+    """What the LLVM function of a user function returning `t` returns: its status
+    and its result."""
+    return L.LiteralStructType([I32, lltype(t)])
+
+
 def _sanitize(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_." else "_" for c in name) or "f"
 
@@ -273,8 +283,8 @@ class FunctionGen:
         self.alloca_builder.branch(start)
         self.alloca_builder.position_at_start(entry)
         self.b.position_at_end(start)
-        self.depth, self.out = self.fn.args[0], self.fn.args[1]
-        for a, v in zip(self.ir.args, self.fn.args[2:]):
+        self.depth = self.fn.args[0]
+        for a, v in zip(self.ir.args, self.fn.args[1:]):
             self.values[a.var] = v
         self._depth_guard()
         order = reverse_postorder(self.ir)
@@ -331,8 +341,8 @@ class FunctionGen:
             cond = self.get(term.cond, BOOL)
             self.b.cbranch(cond, self.llblocks[term.then], self.llblocks[term.else_])
         elif isinstance(term, Return):
-            self.b.store(self.get(term.value, self.typing.ret), self.out)
-            self.b.ret(L.Constant(I32, runtime.OK))
+            value = self.get(term.value, self.typing.ret)
+            self.b.ret(self.b.insert_value(self._result(L.Constant(I32, runtime.OK)), value, 1))
         else:
             raise TypingError(f"jit: block without terminator in {self.ir.name}")
 
@@ -424,7 +434,12 @@ class FunctionGen:
                 d = self.b.bitcast(d, I64) if d.type == F64 else d
                 d = self.b.zext(d, I64) if d.type == I1 else d
                 self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
-            self.b.ret(L.Constant(I32, status))
+            self.b.ret(self._result(L.Constant(I32, status)))
+
+    def _result(self, status: L.Value) -> L.Value:
+        """This function's return value with `status` and no result yet."""
+        undef = L.Constant(result_struct(self.typing.ret), L.Undefined)
+        return self.b.insert_value(undef, status, 0)
 
     def propagate(self, status: L.Value, on_error: Optional[Callable] = None) -> None:
         """Return a callee's non-OK status unchanged (after `on_error()` emits its
@@ -432,25 +447,23 @@ class FunctionGen:
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
             if on_error is not None:
                 on_error()
-            self.b.ret(status)
+            self.b.ret(self._result(status))
 
     # -- calls -----------------------------------------------------------------
     def call_user(self, target: Typing, operands: list, lead: list,
                   on_error: Optional[Callable] = None) -> L.Value:
         """A native call of another specialised user function (`on_error`: see
         `propagate`)."""
-        fn = self.mg.function(target)
         target = self.mg.engine.table.get(target.key, target)
         args = list(lead)
         for a, want in zip(operands, target.argtypes[len(lead):]):
             args.append(self.get(a, want))
-        out = self.alloca(lltype(target.ret))
         depth = self.b.add(self.depth, L.Constant(I64, 1))
-        status = self.b.call(fn, [depth, out] + args)
+        status, value = self.mg.call_function(self.b, target, depth, args)
         if runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file):
             self._note_caller(status)
         self.propagate(status, on_error)
-        return self.b.load(out, typ=lltype(target.ret))
+        return value
 
     def _note_caller(self, status: L.Value) -> None:
         """A library helper failed (an error, or a deopt that cannot be rerun): record

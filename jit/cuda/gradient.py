@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as L
 
-from jit.codegen.function import F64, I32, I64, lltype
+from jit.codegen.function import F64, I32, I64
 from jit.typing.infer import ENGINE
 from jit.types import FLOAT64, INT64, NONE, READER, TAPE, TupleT, TypingError
 from jit.cuda.compile import DeviceKernel, refuse_arrays, typing_for
@@ -108,14 +108,14 @@ class _GradientBody:
         slots = [kg.alloca(F64) for _ in self.spec.results]
         for s in slots:
             b.store(L.Constant(F64, 0.0), s)
-        fout = kg.alloca(lltype(self.ft.ret))
-        st = b.call(self.fwd, [L.Constant(I64, 0), fout, tape.tape_arg()] + values)
+        res = b.call(self.fwd, [L.Constant(I64, 0), tape.tape_arg()] + values)
+        st = b.extract_value(res, 0)
         b.store(st, status)
         ok = b.icmp_signed("==", st, L.Constant(I32, 0))
         with b.if_then(ok):
             over = tape.overflowed()
             with b.if_then(b.not_(over)):
-                self.run_adjoint(kg, tape, b.load(fout), slots, status)
+                self.run_adjoint(kg, tape, b.extract_value(res, 1), slots, status)
         return b.load(status), [b.load(s) for s in slots]
 
     def run_adjoint(self, kg: KernelGen, tape: ThreadTape, out, slots, status) -> None:
@@ -123,11 +123,10 @@ class _GradientBody:
         y = b.extract_value(out, 0)
         b.store(y if self.ft.ret.elems[0] == FLOAT64 else b.sitofp(y, F64), slots[0])
         env = b.extract_value(out, 1)
-        aout = kg.alloca(lltype(self.at.ret))
-        st = b.call(self.adj, [L.Constant(I64, 0), aout, tape.reader_arg(), env,
-                               L.Constant(F64, 1.0)])
-        b.store(st, status)
-        grads = b.load(aout)
+        res = b.call(self.adj, [L.Constant(I64, 0), tape.reader_arg(), env,
+                                L.Constant(F64, 1.0)])
+        b.store(b.extract_value(res, 0), status)
+        grads = b.extract_value(res, 1)
         for slot, k in zip(slots[1:], self.active):
             g = self.as_float(b, b.extract_value(grads, k), self.at.ret.elems[k])
             b.store(g, slot)

@@ -146,10 +146,7 @@ class KernelGen:
 
 def map_kernel(mg: DeviceModuleGen, root: L.Function, spec: KernelSpec) -> L.Function:
     """The primal kernel: out[i] = f(operands at i)."""
-    ret_t = lltype(spec.results[0])
-
     def body(kg: KernelGen, values: list, i):
-        slot = kg.alloca(ret_t)
-        status = kg.b.call(root, [L.Constant(I64, 0), slot] + values)
-        return status, [kg.b.load(slot)]
+        res = kg.b.call(root, [L.Constant(I64, 0)] + values)
+        return kg.b.extract_value(res, 0), [kg.b.extract_value(res, 1)]
     return KernelGen(mg, spec).emit(body)

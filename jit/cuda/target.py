@@ -62,9 +62,6 @@ class DeviceModuleGen(ModuleGen):
         self._errinfo = None
 
     # -- hooks ---------------------------------------------------------------
-    def out_pointer(self, pointee: L.Type) -> L.Type:
-        return L.PointerType(pointee)
-
     def value_type(self, t) -> L.Type:
         if isinstance(t, OpaqueT):  # tape and reader: see jit.cuda.tape
             return L.PointerType(I64)

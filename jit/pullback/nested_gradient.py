@@ -187,6 +187,25 @@ def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Va
     return v
 
 
+def _presize(fc: FunctionGen, tape) -> L.GlobalVariable:
+    """Give the empty tape the length this gradient's previous call ended with (a word
+    of the module per gradient site), so that a gradient called again allocates its
+    tape once instead of growing it; returns that word, for the caller to update."""
+    b, module = fc.b, fc.mg.module
+    k = sum(1 for name in module.globals if name.startswith("zy_grad_tape_hint."))
+    hint = L.GlobalVariable(module, I64, f"zy_grad_tape_hint.{k}")
+    hint.linkage = "internal"
+    hint.initializer = L.Constant(I64, 0)
+    words = b.load(hint, typ=I64)
+    with b.if_then(b.icmp_signed(">", words, L.Constant(I64, 0))):
+        data = b.call(fc.mg.extern("malloc", PTR, [I64]), [b.shl(words, L.Constant(I64, 3))])
+        with b.if_then(b.icmp_unsigned("!=", data, L.Constant(PTR, None))):
+            zero = L.Constant(L.IntType(32), 0)
+            b.store(b.ptrtoint(data, I64), b.gep(tape, [zero, zero]))
+            b.store(words, b.gep(tape, [zero, L.Constant(L.IntType(32), 2)]))
+    return hint
+
+
 def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     b = fc.b
     call = fc.typing.calls[s.var]
@@ -194,6 +213,7 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     mark = b.load(symbols.runtime_ptr("arena_head"), typ=PTR)
     tape = fc.alloca(_TAPE_HEAD)
     b.store(L.Constant(_TAPE_HEAD, [0, 0, 0]), tape)
+    hint = _presize(fc, tape)
     lead = [tape]
     if isinstance(ts[0], ClosureT):
         clo = fc.get(s.args[1])
@@ -208,6 +228,7 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     reader = fc.alloca(_READER)
     b.store(tape, b.gep(reader, [zero, zero]))
     used = b.load(b.gep(tape, [zero, L.Constant(L.IntType(32), 1)]), typ=I64)
+    b.store(used, hint)
     b.store(used, b.gep(reader, [zero, L.Constant(L.IntType(32), 1)]))
     g = fc.call_user(adj, [], [reader, b.extract_value(res, 1), L.Constant(F64, 1.0)],
                      on_error=release)

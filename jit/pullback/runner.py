@@ -243,15 +243,15 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     _presize_tape(mg, b, blk)
     headp = symbols.runtime_ptr("arena_head")
     mark = b.load(headp, typ=PTR)
-    out = b.alloca(lltype(t.ret))
-    status = b.call(impl, [L.Constant(I64, 0), out, blk] + values)
+    call = b.call(impl, [L.Constant(I64, 0), blk] + values)
+    status = b.extract_value(call, 0)
     b.store(b.sext(status, I64), _errinfo(b, 0))
     b.store(b.ptrtoint(blk, I64), _errinfo(b, BLOCK_SLOT))
     b.store(b.load(_at(b, blk, 8), typ=I64), _tape_hint(mg))
     b.store(b.load(headp, typ=PTR), _at(b, blk, CHAIN_OFF))
     b.store(mark, _at(b, blk, MARK_OFF))
     b.store(mark, headp)
-    res = b.load(out, typ=lltype(t.ret))
+    res = b.extract_value(call, 1)
     b.store(b.extract_value(res, 1), _at(b, blk, ENV_OFF))
     _return_value(b, y_t, b.extract_value(res, 0), fn.args[-1] if outp else None)
     return fn
@@ -275,12 +275,11 @@ def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     headp = symbols.runtime_ptr("arena_head")
     release = mg.allocates and not contains_array(g_t)
     mark = b.load(headp, typ=PTR) if release else None
-    out = b.alloca(lltype(g_t))
-    status = b.call(impl, [L.Constant(I64, 0), out, reader, env, dy])
-    b.store(b.sext(status, I64), _errinfo(b, 0))
+    call = b.call(impl, [L.Constant(I64, 0), reader, env, dy])
+    b.store(b.sext(b.extract_value(call, 0), I64), _errinfo(b, 0))
     if release:
         _release(mg, b, mark)
-    _return_value(b, g_t, b.load(out, typ=lltype(g_t)), fn.args[-1] if outp else None)
+    _return_value(b, g_t, b.extract_value(call, 1), fn.args[-1] if outp else None)
     return fn
 
 
