@@ -174,15 +174,17 @@ def _recomputable(s: Any, out: Induction) -> bool:
 
 
 def _stable_arrays(ir: IR, kinds: Any) -> set:
-    """The float64-array arguments of a function that writes into no array."""
+    """The float64-array arguments of a function that writes into no array: no
+    `setitem`, no in-place operator, no call but of library functions in the rule
+    table without an `out=` (a transformed call, a method such as `xs.sort()` or a
+    closure may write into an array it reaches)."""
     if kinds is None:
         return set()
     for b in ir.blocks:
         for s in b.stmts:
-            if s.op == "setitem" or s.op in INPLACE:
+            if s.op in ("setitem", "jcall") or s.op in INPLACE:
                 return set()
-            if s.op in ("jcall", "call") and not _ruled(s) and any(
-                    isinstance(a, Var) and not kinds.is_scalar(a) for a in s.args[1:]):
+            if s.op == "call" and (not _ruled(s) or "out" in s.kwargs):
                 return set()
     return {a.var for a in ir.args if kinds.is_float_array(a.var)}
 
