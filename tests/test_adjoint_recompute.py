@@ -162,3 +162,32 @@ def test_a_function_that_may_write_into_an_array_has_no_stable_array(f):
             warnings.simplefilter("ignore")
             y, back = adjoint.pullback(f, x.copy(), backend=backend)
         assert np.array_equal(back(1.0)[0], want)
+
+
+def pairs(m):                     # element reads of a 2-D stable array
+    s = 0.0
+    for i in range(m.shape[0]):
+        if m[i, 0] > m[i, 1]:
+            s += m[i, 0] * m[i, 1] ** 2
+    return s
+
+
+def test_a_strided_2d_argument_is_copied_in_c_order():
+    m = np.random.default_rng(8).normal(size=(2, 9)).T      # strides (8, 72)
+    assert not m.flags.c_contiguous
+    fwd = _forward(pairs, (m,))
+    assert "push" not in [s.op for b in fwd.blocks for s in b.stmts]
+    want = adjoint.value_and_grad(pairs, np.ascontiguousarray(m))
+    for backend in ("interp", "llvm"):
+        y, back = adjoint.pullback(pairs, m, backend=backend)
+        assert y == want[0] and np.array_equal(back(1.0)[0], want[1][0])
+    y, g = adjoint.value_and_grad(pairs, m)
+    assert y == want[0] and np.array_equal(g[0], want[1][0])
+    h = 1e-6
+    fd = np.zeros_like(m)
+    for k in np.ndindex(m.shape):
+        lo, hi = m.copy(), m.copy()
+        lo[k] -= h
+        hi[k] += h
+        fd[k] = (pairs(hi) - pairs(lo)) / (2 * h)
+    assert np.allclose(g[0], fd, rtol=1e-6, atol=1e-6)

@@ -31,10 +31,11 @@ loop, an if/else at its end) the dummy phi is still recorded, but the adjoint te
 the first visit on the counter and branches on the recorded edge only among the
 latches: a two-way choice the compiler can turn into a select.
 
-*Chosen edges*: a header H of the `first_visit` kind whose two latches are the two
-arms of one branch `goto #L2 if not %c` in block C (each latch entered from C
-alone), where `%c` is rebuildable from counters of H that step alike on both
-latches: the adjoint recomputes `%c` with those counters one step back (C's
+*Chosen edges*: a header H of the `first_visit` kind whose two latches are reached
+by the two arms of one branch `goto #X if not %c` in block C (each arm a latch
+entered from C alone, or H itself, C then being a latch: an `if` without `else` at
+the end of the body), where `%c` is rebuildable from counters of H that step alike on
+both latches: the adjoint recomputes `%c` with those counters one step back (C's
 iteration) instead of popping H's dummy phi, which is then not recorded.
 
 `rebuildable(ir, kinds)` returns an `Induction` (read by `adjoint.passes.stacks` and
@@ -42,6 +43,7 @@ iteration) instead of popping H's dummy phi, which is then not recorded.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,18 +177,28 @@ def _recomputable(s: Any, out: Induction) -> bool:
 
 def _stable_arrays(ir: IR, kinds: Any) -> set:
     """The float64-array arguments of a function that writes into no array: no
-    `setitem`, no in-place operator, no call but of library functions in the rule
-    table without an `out=` (a transformed call, a method such as `xs.sort()` or a
-    closure may write into an array it reaches)."""
+    `setitem`, no in-place operator, and no call but of library functions in the rule
+    table without an `out=`, or of builtins given numbers only (`operator.index` of a
+    shape).  A transformed call, a method such as `xs.sort()` or a closure may write
+    into an array it reaches."""
     if kinds is None:
         return set()
     for b in ir.blocks:
         for s in b.stmts:
             if s.op in ("setitem", "jcall") or s.op in INPLACE:
                 return set()
-            if s.op == "call" and (not _ruled(s) or "out" in s.kwargs):
+            if s.op == "call" and not _harmless_call(s, kinds):
                 return set()
     return {a.var for a in ir.args if kinds.is_float_array(a.var)}
+
+
+def _harmless_call(s: Any, kinds: Any) -> bool:
+    """A call that cannot write into an array (see `_stable_arrays`)."""
+    if _ruled(s):
+        return "out" not in s.kwargs
+    f = s.args[0]
+    return (isinstance(f, Const) and isinstance(f.value, (types.BuiltinFunctionType, type))
+            and all(kinds.is_scalar(a) for a in [*s.args[1:], *s.kwargs.values()]))
 
 
 def _leaves(out: Induction, args: list, comp: int, where: dict, written: set):
@@ -248,17 +260,33 @@ def _chosen(ir: IR, out: Induction, preds: dict) -> None:
     blocks = ir.block_map()
     for h, (_, entry, _) in out.first_visit.items():
         latches = [p for p in preds[h] if p != entry]
-        froms = {tuple(preds[p]) for p in latches}
-        if len(latches) != 2 or len(froms) != 1 or len(next(iter(froms))) != 1:
+        if len(latches) != 2:
             continue
-        c = blocks[next(iter(froms))[0]]
-        term = c.term
-        if (not isinstance(term, Branch) or {term.then, term.else_} != set(latches)
-                or term.cond not in out.derived or out.scc.get(c.id) != out.scc[h]):
-            continue
-        steps = _latch_steps(out, out.derived[term.cond][2], h, latches)
-        if steps is not None:
-            out.chosen[h] = (term.cond, term.then, term.else_, steps)
+        for c in sorted({q for p in latches for q in preds[p]} | set(latches)):
+            arms = _arms(blocks[c], h, latches, preds)
+            term = blocks[c].term
+            if (arms is None or term.cond not in out.derived
+                    or out.scc.get(c) != out.scc[h]):
+                continue
+            steps = _latch_steps(out, out.derived[term.cond][2], h, latches)
+            if steps is not None:
+                out.chosen[h] = (term.cond, arms[0], arms[1], steps)
+                break
+
+
+def _arms(c: Any, h: int, latches: list, preds: dict):
+    """(latch taken when `c`'s branch condition holds, latch taken otherwise) when the
+    two arms of `c`'s branch lead to the two latches of `h`: an arm is a latch entered
+    from `c` alone, or `h` itself (then `c` is the latch)."""
+    if not isinstance(c.term, Branch) or c.term.then == c.term.else_:
+        return None
+    arms = []
+    for succ in (c.term.then, c.term.else_):
+        latch = c.id if succ == h else succ if preds[succ] == [c.id] else None
+        if latch not in latches:
+            return None
+        arms.append(latch)
+    return tuple(arms) if arms[0] != arms[1] else None
 
 
 def _latch_steps(out: Induction, leaves: list, h: int, latches: list):

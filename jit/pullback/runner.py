@@ -429,6 +429,9 @@ class AdjointCode:
         impl = mg.function(self.typing)
         mg.build()  # emits every function declared but not yet emitted
         self.entry = build_adjoint_entry(mg, self.typing, impl)
+        # the fast entry calls this one: one copy of the adjoint's (vectorised) loops
+        # to compile, not one inlined into each entry
+        self.entry.attributes.add("noinline")
         self.fast_entry = build_fast_adjoint_entry(mg, self.typing, self.entry)
         if own:
             text = str(mg.module)

@@ -15,6 +15,7 @@ as `i = φ(0, i + 1)` come out as `int`) and knows:
   * element reads `a[i]`, `a[i, j]` with known-int indices of an argument typed
     `array(float64, 1d)` (an int64, float64 or bool array with as many dimensions as
     indices: a bool index adds a dimension); the array itself stays unknown (None) to every user of `kind`;
+  * `a.shape[k]` of such an array (an `int`; `a.shape` itself is `SHAPE`, no number);
   * arithmetic on known scalars (in-place `iadd` ... too: on numbers they are the
     plain operators), with Python's result types (`bool + bool` is an
     `int`; `int / int` a `float`; `int ** c` an `int` only for a constant `c >= 0`);
@@ -41,6 +42,7 @@ from ..primitives import INPLACE
 
 INT, FLOAT, BOOL = "int", "float", "bool"
 NUMBER = "number"  # an int, float, bool, complex or numpy scalar: no in-place methods
+SHAPE = "shape"    # the shape of a known array: a tuple of ints (not a number itself)
 _TOP = "top"  # not yet computed (optimistic start)
 _TYPE_NAMES = {"int64": INT, "float64": FLOAT, "bool": BOOL}
 _NUMERIC = (INT, FLOAT, BOOL)
@@ -146,6 +148,8 @@ class Scalars:
         ks = [self._raw(a) for a in s.args]
         if _TOP in ks:
             return _TOP
+        if s.op == "getattr" and isinstance(ks[0], tuple) and s.args[1] == Const("shape"):
+            return SHAPE
         if s.op == "call":
             return _call_kind(s, ks)
         if s.op == "copy":
@@ -194,6 +198,8 @@ def _array_result(op: str, ks: list) -> tuple | None:
 def _element_kind(ks: list) -> str | None:
     """`a[i, j]` of a known array with one int index per dimension."""
     arr, idx = ks[0], ks[1:]
+    if arr == SHAPE:            # a.shape[k]
+        return INT if idx == [INT] else None
     if not isinstance(arr, tuple) or len(idx) != arr[1]:
         return None
     return arr[0] if all(k == INT for k in idx) else None  # a[True] adds a dimension
