@@ -191,3 +191,21 @@ def test_a_strided_2d_argument_is_copied_in_c_order():
         hi[k] += h
         fd[k] = (pairs(hi) - pairs(lo)) / (2 * h)
     assert np.allclose(g[0], fd, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,view", [
+    ((9,), np.s_[::3]), ((4, 6), np.s_[:, ::2]), ((6, 4), np.s_[::-1, 1:]),
+    ((0, 3), np.s_[:]), ((3, 0), np.s_[:]), ((5, 5), np.s_[1:4, 2])])
+def test_the_runtime_strided_copy_writes_c_order(shape, view):
+    """`zy_copy_strided` (jit.runtime.gradient_entry): any 1-D or 2-D layout, empty
+    ones included, into C order, word for word."""
+    import ctypes
+    from jit.runtime.gradient_entry import copy_strided_address
+    base = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    src = base.T[view] if len(shape) == 2 and shape[0] == shape[1] else base[view]
+    out = np.full(src.size + 1, -1.0)           # one guard word past the end
+    n1, s1 = (src.shape[1], src.strides[1]) if src.ndim == 2 else (1, 0)
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 2, *[ctypes.c_int64] * 4)(
+        copy_strided_address())
+    fn(out.ctypes.data, src.ctypes.data, src.shape[0], n1, src.strides[0], s1)
+    assert np.array_equal(out[:-1], src.ravel()) and out[-1] == -1.0

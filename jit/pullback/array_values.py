@@ -9,7 +9,6 @@ from llvmlite import ir as L
 from jit.codegen.arrays import (ONE, ZERO, allocate, count_loop, make_array, runtime_callee,
                                shape, stride)
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
-from jit.runtime import native as runtime
 from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, Type
 
 
@@ -117,53 +116,10 @@ def _copy_or_null(fc: FunctionGen, arr, t: ArrayT) -> L.Value:
     return fc.b.load(res, typ=lltype(t))
 
 
-# zy_copy_strided(dst, src, n0, n1, s0, s1): dst[i * n1 + j] = the 8-byte word at byte
-# offset i * s0 + j * s1 of src: a strided 1-D or 2-D array into C order, compiled once
-# per process rather than inlined (and vectorised) into every module that may copy one.
-_COPY_STRIDED_IR = r"""
-define void @zy_copy_strided(ptr %dst, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1) {
-entry:
-  br label %rows
-rows:
-  %i = phi i64 [ 0, %entry ], [ %i1, %rowend ]
-  %more = icmp slt i64 %i, %n0
-  br i1 %more, label %row, label %done
-row:
-  %roff = mul i64 %i, %s0
-  %rsrc = getelementptr i8, ptr %src, i64 %roff
-  %base = mul i64 %i, %n1
-  br label %cols
-cols:
-  %j = phi i64 [ 0, %row ], [ %j1, %col ]
-  %cmore = icmp slt i64 %j, %n1
-  br i1 %cmore, label %col, label %rowend
-col:
-  %coff = mul i64 %j, %s1
-  %sp = getelementptr i8, ptr %rsrc, i64 %coff
-  %v = load i64, ptr %sp
-  %k = add i64 %base, %j
-  %dp = getelementptr i64, ptr %dst, i64 %k
-  store i64 %v, ptr %dp
-  %j1 = add i64 %j, 1
-  br label %cols
-rowend:
-  %i1 = add i64 %i, 1
-  br label %rows
-done:
-  ret void
-}
-"""
-
-
-def copy_strided_address() -> int:
-    """The address of `zy_copy_strided` (compiled once)."""
-    return runtime.compiled_once(_COPY_STRIDED_IR, "zy_copy_strided")
-
-
 def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
     """A C-contiguous copy of `x` (arena memory): one memcpy when `x` is C-contiguous
-    too, else a call of `zy_copy_strided` (1-D and 2-D arrays of 8-byte elements) or
-    element by element."""
+    too, else a call of the runtime's `zy_copy_strided` (`jit.runtime.gradient_entry`:
+    1-D and 2-D arrays of 8-byte elements) or element by element."""
     b = fc.b
     dims = [shape(fc, x, k) for k in range(t.ndim)]
     out = allocate(fc, dims, t.dtype, None)

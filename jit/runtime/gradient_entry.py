@@ -26,12 +26,47 @@ from jit.codegen.arrays import runtime_callee
 from jit.codegen.entry import DATA_OFF, _release, out_leaves, out_struct
 from jit.types import FLOAT64, NONE, ArrayT, TupleT, Type
 
-# dst is a PyArrayObject* (C-contiguous float64, data at +16, dimensions at +32);
-# src is a native array {data, n0, n1, s0, s1}; 1-D arrays have n1 = 1, s1 = 0.  A
-# C-contiguous source (the usual cotangent: arena memory) is one memcpy.
+# zy_copy_strided(dst, src, n0, n1, s0, s1): dst[i * n1 + j] = the 8-byte word at byte
+# offset i * s0 + j * s1 of src, a strided 1-D or 2-D native array into C order; compiled
+# once per process rather than inlined (and vectorised) into every module that may copy
+# one (`jit.pullback.array_values.copy_array`).
+#
+# zy_copy_grad(dst, src, n0, n1, s0, s1, nd): dst is a PyArrayObject* (C-contiguous
+# float64, data at +16, dimensions at +32); src is a native array {data, n0, n1, s0, s1};
+# 1-D arrays have n1 = 1, s1 = 0.  A C-contiguous source (the usual cotangent: arena
+# memory) is one memcpy, any other a zy_copy_strided.
 _COPY_IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+define void @zy_copy_strided(ptr %dst, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1) {
+entry:
+  %none = icmp slt i64 %n1, 1
+  br i1 %none, label %done, label %next
+next:
+  %i = phi i64 [ 0, %entry ], [ %i2, %body ]
+  %j = phi i64 [ 0, %entry ], [ %j2, %body ]
+  %more = icmp slt i64 %i, %n0
+  br i1 %more, label %body, label %done
+body:
+  %ioff = mul i64 %i, %s0
+  %joff = mul i64 %j, %s1
+  %off = add i64 %ioff, %joff
+  %sp = getelementptr i8, ptr %src, i64 %off
+  %v = load i64, ptr %sp
+  %base = mul i64 %i, %n1
+  %k = add i64 %base, %j
+  %dp = getelementptr i64, ptr %dst, i64 %k
+  store i64 %v, ptr %dp
+  %jn = add i64 %j, 1
+  %wrap = icmp eq i64 %jn, %n1
+  %j2 = select i1 %wrap, i64 0, i64 %jn
+  %in = add i64 %i, 1
+  %i2 = select i1 %wrap, i64 %in, i64 %i
+  br label %next
+done:
+  ret void
+}
 
 define i64 @zy_copy_grad(ptr %dst, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1, i64 %nd) {
 entry:
@@ -71,42 +106,26 @@ layout:
   %single0 = icmp eq i64 %n0, 1
   %c0 = or i1 %unit0, %single0
   %flat = and i1 %c0, %c1
-  br i1 %flat, label %whole, label %rows
+  br i1 %flat, label %whole, label %strided
 whole:
   call void @llvm.memcpy.p0.p0.i64(ptr %dd, ptr %src, i64 %bytes, i1 false)
   ret i64 0
-rows:
-  %i = phi i64 [ 0, %layout ], [ %i1, %rowend ]
-  %more = icmp slt i64 %i, %n0
-  br i1 %more, label %row, label %done
-row:
-  %roff = mul i64 %i, %s0
-  %rsrc = getelementptr i8, ptr %src, i64 %roff
-  %base = mul i64 %i, %n1
-  br label %cols
-cols:
-  %j = phi i64 [ 0, %row ], [ %j1, %col ]
-  %cmore = icmp slt i64 %j, %n1
-  br i1 %cmore, label %col, label %rowend
-col:
-  %coff = mul i64 %j, %s1
-  %sp = getelementptr i8, ptr %rsrc, i64 %coff
-  %v = load double, ptr %sp
-  %k = add i64 %base, %j
-  %dp = getelementptr double, ptr %dd, i64 %k
-  store double %v, ptr %dp
-  %j1 = add i64 %j, 1
-  br label %cols
-rowend:
-  %i1 = add i64 %i, 1
-  br label %rows
-done:
+strided:
+  call void @zy_copy_strided(ptr %dd, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1)
   ret i64 0
 }
 """
+
+
 def copy_grad_address() -> int:
     """The address of `zy_copy_grad` (compiled once)."""
     return runtime.compiled_once(_COPY_IR.replace("DATA", str(DATA_OFF)), "zy_copy_grad")
+
+
+def copy_strided_address() -> int:
+    """The address of `zy_copy_strided` (compiled once, with `zy_copy_grad`)."""
+    copy_grad_address()
+    return runtime.function_address("zy_copy_strided")
 
 
 def fast_plan(g_t: Type) -> Optional[list]:
@@ -193,4 +212,4 @@ def _data(b: L.IRBuilder, obj) -> L.Value:
     return b.load(p, typ=PTR)
 
 
-__all__ = ["build_fast_adjoint_entry", "copy_grad_address", "fast_plan"]
+__all__ = ["build_fast_adjoint_entry", "copy_grad_address", "copy_strided_address", "fast_plan"]

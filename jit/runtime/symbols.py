@@ -53,7 +53,7 @@ RUNTIME = {
     "zy_release_below": ("jit.runtime.native", "release_below_address"),
     "zy_tape_reserve": ("jit.runtime.tape", "reserve_address"),
     "zy_copy_grad": ("jit.runtime.gradient_entry", "copy_grad_address"),
-    "zy_copy_strided": ("jit.pullback.array_values", "copy_strided_address"),
+    "zy_copy_strided": ("jit.runtime.gradient_entry", "copy_strided_address"),
     "host_callback": ("jit.runtime.host_calls", "callback_address"),
     "cblas_dgemm": ("jit.library.blas", "dgemm_address"),
 }
