@@ -15,9 +15,9 @@ on the same operands: the same bits): between its definition and any read in S n
 visit of H intervenes (H dominates the definition, which dominates the read).
 An element read `a[i...]` (and a comparison or `pow` of rebuildable values) is
 rebuilt too when `a` is a *stable array*: an argument proven a float64 array in a
-function that writes into no array at all (no `setitem`, no in-place operator, no
-array passed to a transformed or unknown call), so every read of `a` sees its
-values at entry.  A caller may still write into `a` after this function returns and
+function that writes into no array at all (`_stable_arrays`: no `setitem`, no
+in-place operator, no transformed call, no call but of ruled library functions and
+of builtins given numbers), so every read of `a` sees its values at entry.  A caller may still write into `a` after this function returns and
 before its adjoint runs, so the adjoint reads a copy of it made at entry
 (`emit_stacks` adds `snapshot(a)` when a rebuilt value reads it): one copy per call,
 where recording would push one word per read per iteration.
@@ -142,7 +142,8 @@ def _step_of(s: Any, v: Var):
     return b.value if s.op in ("add", "iadd") else -b.value
 
 
-_RECOMPUTE = ("add", "sub", "mul", "neg", "pow", "lt", "le", "gt", "ge", "eq", "ne")
+_OF_NUMBERS = ("pow", "lt", "le", "gt", "ge", "eq", "ne")   # rebuilt on numbers only
+_RECOMPUTE = ("add", "sub", "mul", "neg") + _OF_NUMBERS
 
 
 def _derive(ir: IR, out: Induction, where: dict) -> None:
@@ -170,7 +171,7 @@ def _recomputable(s: Any, out: Induction) -> bool:
     if s.op == "getitem":    # an element of a stable array, at int indices
         return s.args[0] in out.stable and all(
             out.kinds.kind(i) == "int" for i in s.args[1:])
-    if s.op in ("pow", "lt", "le", "gt", "ge", "eq", "ne"):    # of numbers only
+    if s.op in _OF_NUMBERS:
         return all(out.kinds.is_scalar(a) for a in s.args)
     return s.op in _RECOMPUTE
 

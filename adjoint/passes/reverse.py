@@ -82,34 +82,24 @@ class _Ctx:
         return self.env_vals[v]
 
     def rebuild(self, v: Var) -> Any:
-        """The value of loop counter `v` (or a constant offset of one) at the
+        """The value of loop counter `v` (or of a value rebuilt from counters) at the
         current point of the adjoint (see `adjoint.passes.induction`)."""
-        if not isinstance(v, Var):
-            return v
-        got = self.recomputed.get(v)
-        if got is None:
-            if v in self.rebuilt:
-                got = self.ssa.read(("counter", v), self.cur.id)
-            elif v in self.ind.derived:
-                op, args, _ = self.ind.derived[v]
-                got = self.exact(self.emit(self.cur, op, *[self.rebuild(a) for a in args]), op)
-            else:                          # an invariant (a stable array: its copy)
-                got = self.env_vals[self.fwd.meta["stable_copies"].get(v, v)]
-            self.recomputed[v] = got
-        return got
+        return self.recompute(v, self.cur, self.recomputed)
 
     def recompute(self, v: Any, block, known: dict) -> Any:
-        """Rebuilt value `v` computed in `block` from the counter values `known`
-        (counter -> value; `recomputed` values are of another iteration)."""
+        """Rebuilt value `v` computed in `block`; `known` (value -> adjoint value) is
+        what is computed already, and may hold counters of another iteration."""
         if not isinstance(v, Var):
             return v
         got = known.get(v)
         if got is None:
-            if v in self.ind.derived:
+            if v in self.rebuilt:
+                got = self.ssa.read(("counter", v), block.id)
+            elif v in self.ind.derived:
                 op, args, _ = self.ind.derived[v]
                 got = self.exact(self.emit(block, op, *[self.recompute(a, block, known)
                                                         for a in args]), op)
-            else:
+            else:                          # an invariant (a stable array: its copy)
                 got = self.env_vals[self.fwd.meta["stable_copies"].get(v, v)]
             known[v] = got
         return got

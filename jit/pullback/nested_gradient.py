@@ -45,6 +45,7 @@ from jit.library.registry import REGISTRY
 from jit.runtime import symbols
 from jit.pullback.array_values import copy_array
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
+from jit.pullback.tape_ops import presize_tape
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
 from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
                               call_argument_type, lower_function)
@@ -188,21 +189,17 @@ def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Va
 
 
 def _presize(fc: FunctionGen, tape) -> L.GlobalVariable:
-    """Give the empty tape the length this gradient's previous call ended with (a word
-    of the module per gradient site), so that a gradient called again allocates its
-    tape once instead of growing it; returns that word, for the caller to update."""
-    b, module = fc.b, fc.mg.module
+    """Presize the empty tape from the length this gradient's previous call ended with
+    (`presize_tape`; a word of the module per gradient site); returns that word, for
+    the caller to update."""
+    module = fc.mg.module
     k = sum(1 for name in module.globals if name.startswith("zy_grad_tape_hint."))
     hint = L.GlobalVariable(module, I64, f"zy_grad_tape_hint.{k}")
     hint.linkage = "internal"
     hint.initializer = L.Constant(I64, 0)
-    words = b.load(hint, typ=I64)
-    with b.if_then(b.icmp_signed(">", words, L.Constant(I64, 0))):
-        data = b.call(fc.mg.extern("malloc", PTR, [I64]), [b.shl(words, L.Constant(I64, 3))])
-        with b.if_then(b.icmp_unsigned("!=", data, L.Constant(PTR, None))):
-            zero = L.Constant(L.IntType(32), 0)
-            b.store(b.ptrtoint(data, I64), b.gep(tape, [zero, zero]))
-            b.store(words, b.gep(tape, [zero, L.Constant(L.IntType(32), 2)]))
+    zero = L.Constant(L.IntType(32), 0)
+    presize_tape(fc.mg, fc.b, fc.b.gep(tape, [zero, zero]),
+                 fc.b.gep(tape, [zero, L.Constant(L.IntType(32), 2)]), hint)
     return hint
 
 

@@ -51,6 +51,7 @@ from jit.codegen.entry import (
 )
 from jit.pullback.jcalls import adjoint_ir
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
+from jit.pullback.tape_ops import presize_tape
 from jit.runtime.gradient_entry import build_fast_adjoint_entry
 from jit.runtime.pullback_builtins import NativeEntries
 from jit.typing.infer import ENGINE
@@ -211,18 +212,6 @@ def _tape_hint(mg: ModuleGen) -> L.GlobalVariable:
     return hint
 
 
-def _presize_tape(mg: ModuleGen, b: L.IRBuilder, blk) -> None:
-    """Give the block's tape the capacity the previous call ended with (`_tape_hint`),
-    so that a pullback called again grows its tape no more."""
-    hint = b.load(_tape_hint(mg), typ=I64)
-    with b.if_then(b.icmp_signed(">", hint, L.Constant(I64, 0))):
-        malloc = mg.extern("malloc", PTR, [I64])
-        data = b.call(malloc, [b.shl(hint, L.Constant(I64, 3))])
-        with b.if_then(b.icmp_unsigned("!=", data, L.Constant(PTR, None))):
-            b.store(data, blk)
-            b.store(hint, _at(b, blk, 16))
-
-
 def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     """`zy_fwd_N`: allocate the block (its tape presized from `_tape_hint`), run the
     forward, detach what it allocated into the block, store its env; the tape's final
@@ -240,7 +229,7 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     blk = b.call(malloc, [L.Constant(I64, ENV_OFF + max(env_size, 8))])
     for off in (0, 8, 16):
         b.store(L.Constant(I64, 0), _at(b, blk, off))
-    _presize_tape(mg, b, blk)
+    presize_tape(mg, b, blk, _at(b, blk, 16), _tape_hint(mg))   # the block starts with its tape
     headp = symbols.runtime_ptr("arena_head")
     mark = b.load(headp, typ=PTR)
     call = b.call(impl, [L.Constant(I64, 0), blk] + values)

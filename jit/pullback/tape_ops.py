@@ -133,6 +133,20 @@ def _rebuild(fc: FunctionGen, words: list, t):
     return _unword(fc, words.pop(0), t)
 
 
+def presize_tape(mg: Any, b: L.IRBuilder, data_word, cap_word,
+                 hint: L.GlobalVariable) -> None:
+    """Give an empty native tape (`data_word`, `cap_word`: the addresses of its data
+    and capacity words) a buffer of `hint`'s words, the length a previous call ended
+    with, so that a call made again grows its tape no more (the caller stores the new
+    length into `hint` after its forward)."""
+    words = b.load(hint, typ=I64)
+    with b.if_then(b.icmp_signed(">", words, ZERO)):
+        data = b.call(mg.extern("malloc", PTR, [I64]), [b.shl(words, L.Constant(I64, 3))])
+        with b.if_then(b.icmp_unsigned("!=", data, L.Constant(PTR, None))):
+            b.store(b.ptrtoint(data, I64), data_word)
+            b.store(words, cap_word)
+
+
 def _field(fc: FunctionGen, base, offset: int) -> L.Value:
     return fc.b.gep(base, [L.Constant(I64, offset)], source_etype=L.IntType(8))
 
