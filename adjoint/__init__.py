@@ -9,7 +9,8 @@ Modules: `rules` (+ `rule_table`, `rules_math`, `rules_numpy`) the derivative ta
 `merge_returns`, `branches`, `activity`, `instrument`, `stacks`, `reverse`;
 `transform` orchestration, cache and call runtime; `tape` the runtime tape and
 cotangent primitives; `api` the user functions; `nested` second order (rules for
-the tape operations, so that J applies to its own output).
+the tape operations, so that J applies to its own output); `forward` forward mode
+(`jvp`, `jacfwd`, `hvp`, `code_tangent`: the `tangent` pass with `rules_tangent`).
 """
 from . import tape  # noqa: F401
 from .rules import Pullback as RulePullback  # noqa: F401
@@ -17,6 +18,7 @@ from .transform import clear_cache  # noqa: F401
 from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: F401
                   register_backend, rule, value_and_grad)
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
+from .forward import code_tangent, hvp, jacfwd, jvp  # noqa: F401,E402
 
 __all__ = ["pullback", "gradient", "value_and_grad", "jacobian", "hessian", "code_adjoint",
-           "rule", "register_backend"]
+           "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent"]

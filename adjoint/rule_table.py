@@ -77,6 +77,30 @@ class Pullback:
         return f"<pullback {self.__zygopy_symbol__}>"
 
 
+class TangentHelper:
+    """A plain-Python function of forward mode's rules (`adjoint.rules_tangent`),
+    called from tangent IR: the interpreter calls it as a library function, the JIT
+    compiles it as user code (it takes None for a zero tangent).  Prints as
+    `@module.name`."""
+
+    def __init__(self, fn: Callable, interpreted: str = ""):
+        self.fn = fn
+        self.interpreted = interpreted    # why the JIT does not compile it, if so
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__zygopy_symbol__ = f"{fn.__module__}.{fn.__name__}"
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self.fn(*args, **kw)
+
+    def __zygopy_explain__(self, *operands) -> str:
+        return f"the forward-mode rule {self.__name__}"
+
+    def __repr__(self) -> str:
+        return f"<tangent rule {self.__zygopy_symbol__}>"
+
+
 def _keywords(fn: Callable) -> Optional[frozenset]:
     """The keyword names `fn` accepts, or None when it takes `**kwargs`."""
     try:
@@ -101,6 +125,7 @@ class Rule:
     scalar: tuple = ()                 # variants for operands that are numbers
     when: Optional[Callable] = None    # a variant's condition on the active mask
     partial: tuple = ()                # variants for an operand without a cotangent
+    jvp: Optional[Callable] = None     # forward mode's emitter (adjoint.rules_tangent)
 
     @property
     def differentiable(self) -> bool:

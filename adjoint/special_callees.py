@@ -32,8 +32,16 @@ def special_handler(f: Any):
 
 
 def own_rule_code(f: Any) -> bool:
-    """Plain-Python helpers of the rule modules: lowered when differentiated again."""
+    """Plain-Python helpers of the rule modules: lowered when differentiated again
+    (forward mode's rule objects too, whose function is lowered: `rule_function`)."""
+    f = rule_function(f)
     return type(f) is types.FunctionType and (f.__module__ or "").startswith("adjoint.")
+
+
+def rule_function(f: Any) -> Any:
+    """The plain-Python function of a forward-mode rule object, else f itself."""
+    from .rule_table import TangentHelper
+    return f.fn if isinstance(f, TangentHelper) else f
 
 
 def run_jcall(f, tape, kwnames, *args):

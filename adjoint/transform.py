@@ -65,7 +65,7 @@ from .passes.reverse import build_adjoint
 from .passes.stacks import emit_stacks
 from .passes.unwind import cut_tapes
 from .rules import METHOD_RULES, lookup_callee, missing_rule_error
-from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, own_rule_code
+from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, own_rule_code, rule_function
 from .special_callees import special_handler as _special  # jit imports it as _special
 
 
@@ -566,6 +566,7 @@ def _target(f: Any):
         return ir, sig_fn, f.values, True
     if isinstance(f, IR):
         return f, f.func if isinstance(f.func, types.FunctionType) else None, (), False
+    f = rule_function(f)
     if type(f) is types.FunctionType and (interp.is_user_function(f) or own_rule_code(f)):
         return lower_function(f), f, cells(f), False
     return None

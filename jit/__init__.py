@@ -12,6 +12,7 @@ from jit.pullback.backend import BACKEND as GRAD_BACKEND, JitFallbackWarning
 from jit.pullback.backend import register as _register
 from jit.pullback.fast_path import register as _register_fast
 from jit.pullback.fast_gradient import register as _register_fast_gradient
+from jit.pullback.tangent_entry import register as _register_tangents
 from jit.library import catalog  # noqa: F401  (every library callable, declared once)
 
 __all__ = ["jit", "code_typed", "code_llvm", "code_native", "code_ptx", "TypingError", "infer",
@@ -27,6 +28,7 @@ def register_backends() -> None:
     _register()
     _register_fast()
     _register_fast_gradient()
+    _register_tangents()
 
 
 register_backends()

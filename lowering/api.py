@@ -50,6 +50,15 @@ def _lower_with_cells(f) -> IR:
             cells.add(e.name)
 
 
+def register_ir(f: types.FunctionType, ir: IR) -> None:
+    """Make `lower(f)` return `ir`: the IR of a function built by a transform (forward
+    mode's tangent functions), which the interpreter and the JIT then call as they
+    call any user function."""
+    ir.meta["code"] = f.__code__
+    ir.func = f
+    _CACHE[f] = ir
+
+
 class CodeLowered:
     """The lowered IR of a function, shown as its listing (like Julia's @code_lowered)."""
 

@@ -297,3 +297,19 @@ def test_report_has_the_c_adjoint_ratio_and_the_latency_table():
     text = report.latency_text(lat)
     assert "first `adjoint.gradient" in text and "Numba's first call: 0.50x" in text
     assert "disk cache warm: first" in text and "takes 5.00 ms after import" in text
+
+
+def test_forward_mode_bench_table_and_cross_check():
+    """bench.forward_mode: its loops are the numpy ones, its table has a row per task,
+    and its cross-check flags a result that differs between the systems."""
+    from bench import forward_mode as fm
+    d = fm.inputs()
+    assert fm.rosenbrock(d["x"]) == pytest.approx(np.sum(
+        100.0 * (d["x"][1:] - d["x"][:-1] ** 2) ** 2 + (1.0 - d["x"][:-1]) ** 2))
+    row = {"median_ns": 1000.0, "checksum": 1.0}
+    results = {"zygopy": {"rosenbrock: hvp": row, "rosenbrock: gradient": row},
+               "jax": {"rosenbrock: hvp": {**row, "checksum": 2.0}}}
+    text = fm.table(results)
+    assert "| rosenbrock: hvp | 1.00 us | 1.00 us | 1.00x |" in text
+    assert "hvp / gradient on rosenbrock: 1.00x" in text
+    assert fm.check(results) == ["rosenbrock: hvp: zygopy 1.0, jax 2.0"]

@@ -102,6 +102,15 @@ def adjoint_listing(f: Callable, args: tuple) -> Any:
     return _code_adjoint()(f, *args)
 
 
+def tangent_listing(f: Callable, args: tuple) -> Any:
+    from adjoint.forward import code_tangent
+    return code_tangent(f, *args)
+
+
+def tangent_irs(f: Callable, args: tuple) -> list:
+    return [tangent_listing(f, args).ir]
+
+
 def typed_ir(f: Callable, args: tuple) -> Any:
     """The IR the JIT specialises (types set), for drawing; the lowered IR when the
     JIT's inference is not reachable."""
@@ -129,6 +138,8 @@ STAGES: dict = {s.name: s for s in [
     Stage("typed", typed_listing, _one(typed_ir), True, "every value with its inferred type"),
     Stage("adjoint", adjoint_listing, adjoint_irs, True,
           "forward IR (dummy phis, tape pushes) and adjoint IR"),
+    Stage("tangent", tangent_listing, tangent_irs, True,
+          "forward mode: each statement followed by its tangent (jvp)"),
     Stage("llvm", llvm_listing, _one(typed_ir), True, "the optimised LLVM IR"),
     Stage("native", native_listing, _one(typed_ir), True, "the machine code"),
     Stage("ptx", ptx_listing, _one(typed_ir), True, "CUDA PTX of the primal and gradient kernels (jit.code_ptx)"),

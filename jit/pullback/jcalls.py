@@ -86,12 +86,12 @@ def type_activity(t: Type) -> int:
 def _callee(ctx: Context, ft: Type) -> tuple:
     """(function or IR, captured types, is a closure) of a jcall's callee operand."""
     from adjoint.rules import lookup_callee
-    from adjoint.transform import _special, own_rule_code
+    from adjoint.transform import _special, own_rule_code, rule_function
     if isinstance(ft, ClosureT):
         return ft.func, list(ft.captured), True
     if not isinstance(ft, FunctionT):
         ctx.fail(f"jcall of a value of type {ft} is not supported")
-    f = ft.func
+    f = rule_function(ft.func)     # forward mode's rule object: its Python function
     if _special(f) is not None:
         ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
                  "is not compiled")

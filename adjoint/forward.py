@@ -1,0 +1,307 @@
+"""Forward mode: `jvp`, `jacfwd`, `hvp` and `code_tangent`.
+
+`jvp(f, primals, tangents)` runs f's tangent IR (`adjoint.passes.tangent`): the primal
+with, after each statement, its tangent; no tape.  It runs compiled when a backend
+(`TANGENT_RUNNERS`, which the JIT fills) compiles it, else in the interpreter; the
+user's function is lowered once and its tangent IR is cached per (function, which
+arguments have tangents, the arguments' scalar types).
+
+A user function called by f gets a tangent function of its own: a Python function
+object (`<name>_tangent`, never called by Python) whose IR, registered with the
+lowering, is the callee's tangent IR; the interpreter and the JIT call it as they
+call any user function, so recursion and loops in callees need nothing else.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ssair import IR, Const
+from ssair.interpreter import interpret
+from lowering.api import register_ir
+
+from .api import _load_jit
+from .passes.inplace import arg_types, canonical_inplace
+from .passes.merge_returns import merge_returns
+from .passes.tangent import bind_parameters, tangent, zero_tangent
+from .transform import cells, is_differentiable, lower_function
+from . import rules_tangent  # (fills the rule table's jvp entries)
+
+# backend name -> runner(ir, args) -> result, or None where it does not compile ir
+TANGENT_RUNNERS: dict = {}
+_IRS: dict = {}          # (code, mask, types) -> tangent IR
+_FUNCTIONS: dict = {}    # (function, mask, types) -> its tangent function
+
+
+def tangent_ir(f: Any, mask: tuple, types_: Optional[tuple] = None,
+               captured: Optional[tuple] = None, captured_types: tuple = (),
+               only: bool = False) -> IR:
+    """The tangent IR of user function `f` (cached); `mask[k]`: parameter k has a
+    tangent.  `captured`: f is the inner function of a closure, whose captured values
+    (with tangents where `captured[k]`) become leading arguments (`nfree` 0).  `only`:
+    the IR returns the tangent alone."""
+    ir = lower_function(f)
+    key = (ir.meta.get("code"), id(ir), tuple(mask), tuple(types_ or ()), captured,
+           tuple(captured_types), only)
+    got = _IRS.get(key)
+    if got is not None and got[0] is ir:
+        return got[1]
+    if ir.meta.get("varargs") is not None or ir.meta.get("varkw") is not None:
+        raise TypeError(f"jvp: {ir.name} takes *args or **kwargs, which forward mode "
+                        "does not support yet")
+    full = (tuple(captured) if captured is not None else (False,) * ir.nfree) + tuple(mask)
+    ftypes = (tuple(captured_types) if captured is not None else (None,) * ir.nfree) + \
+        tuple(types_ or (None,) * len(mask))
+    prepared = canonical_inplace(merge_returns(ir), ftypes)
+    out = tangent(prepared, full, ftypes, tangent_function, only)
+    if captured is not None:
+        out.nfree = 0
+    out.meta["writes"] = _writes(out)
+    _IRS[key] = (ir, out)
+    return out
+
+
+def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tuple] = None,
+                     captured_types: tuple = (), only: bool = False) -> Any:
+    """A function object whose IR is f's tangent IR (see the module docstring)."""
+    key = (f, f.__code__, tuple(mask), tuple(types_), captured, tuple(captured_types), only)
+    fn = _FUNCTIONS.get(key)
+    if fn is not None:
+        return fn
+    if f.__closure__ and captured is None:
+        raise TypeError(f"jvp: {f.__qualname__} reads variables of an enclosing function; "
+                        "forward mode calls such a function only at the top level or "
+                        "where it is made")
+    n = f.__code__.co_argcount + (len(captured) if captured is not None else 0)
+    ntan = sum(bool(m) for m in mask) + sum(bool(m) for m in (captured or ()))
+    names = [f"a{k}" for k in range(n + ntan)]
+    # (its body names a number of its own: no two tangent functions have equal code
+    # objects, which caches keyed by code would take for one function)
+    src = f"def tangent({', '.join(names)}):\n    return {len(_FUNCTIONS)}\n"
+    scope: dict = {}
+    exec(compile(src, f.__code__.co_filename, "exec"), scope)
+    stub = scope["tangent"].__code__.replace(co_name=f"{f.__name__}_tangent")
+    fn = types.FunctionType(stub, f.__globals__, stub.co_name)
+    fn.__qualname__ = f"{f.__qualname__}_tangent"
+    fn.__module__ = f.__module__
+    fn.__zygopy_tangent_of__ = f      # (never stored in the disk cache: jit.disk_cache)
+    _FUNCTIONS[key] = fn
+    ir = tangent_ir(f, mask, types_, captured, captured_types, only)   # (after caching fn: a
+    register_ir(fn, ir)                                          # recursive f calls fn)
+    return fn
+
+
+def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
+    """`(f(*args), its tangent)` for a function value met at run time: a Python
+    function or a Closure the interpreter made (its captured values held constant: the
+    transform refuses a closure over varied values that escapes)."""
+    from ssair.interpreter import Closure, _closure_target
+    mask = tuple(t is not None for t in ts)
+    tangents = tuple(t for t in ts if t is not None)
+    if isinstance(f, Closure):
+        ir, _ = _closure_target(f)
+        if len(args) != len(ir.args) - ir.nfree or f.defaults or f.kwdefaults:
+            raise TypeError("jvp: a closure called with default arguments is not "
+                            "supported in forward mode yet")
+        out = tangent(canonical_inplace(merge_returns(ir)), (False,) * ir.nfree + mask,
+                      None, tangent_function)
+        return interpret(out, *f.values, *args, *tangents)
+    if type(f) is types.FunctionType:
+        args, ts = bind_parameters(f, list(args), {}, list(ts), lambda v: v)
+        mask = tuple(t is not None for t in ts)
+        return interpret(tangent_ir(f, mask, arg_types(args)), *cells(f), *args, *tangents)
+    from .rules import lookup_callee
+    rule = lookup_callee(f)
+    if rule is None or not rule.differentiable:
+        return f(*args), _zero_like_result(f(*args)) if not any(mask) else \
+            _no_rule(f)
+    return _library_jvp(rule, f, args, ts)
+
+
+def _zero_like_result(y: Any) -> Any:
+    return zero_tangent(y)
+
+
+def _no_rule(f: Any) -> Any:
+    raise TypeError(f"jvp: no derivative rule for {getattr(f, '__qualname__', f)!r} in "
+                    "forward mode")
+
+
+def _library_jvp(rule: Any, f: Any, args: tuple, ts: tuple) -> tuple:
+    """A library function passed as a value (`np.sin` as an argument): its jvp through
+    a one-statement IR."""
+    from ssair import IR, Return
+    ir = IR(f"call_{getattr(f, '__name__', 'f')}")
+    xs = [ir.add_arg(f"a{k}") for k in range(len(args))]
+    b = ir.add_block()
+    b.term = Return(ir.push(b, "call", f, *xs))
+    mask = tuple(t is not None for t in ts)
+    out = tangent(ir, mask, arg_types(args), tangent_function)
+    return interpret(out, *args, *[t for t in ts if t is not None])
+
+
+def _check_tangent(x: Any, t: Any, k: int) -> Any:
+    """Tangent `t` of argument `x` as the tangent IR takes it."""
+    if t is None:
+        return zero_tangent(x)
+    if isinstance(x, np.ndarray):
+        t = np.asarray(t, dtype=float)
+        if t.shape != x.shape:
+            raise ValueError(f"jvp: tangent {k} has shape {t.shape}, its primal {x.shape}")
+        return t
+    if isinstance(x, (tuple, list)):
+        if not isinstance(t, (tuple, list)) or len(t) != len(x):
+            raise ValueError(f"jvp: tangent {k} must be a {type(x).__name__} of "
+                             f"{len(x)} entries like its primal")
+        out = [_check_tangent(a, b, k) for a, b in zip(x, t)]
+        return tuple(out) if isinstance(x, tuple) else out
+    if isinstance(x, dict):
+        return {key: _check_tangent(v, t.get(key) if isinstance(t, dict) else None, k)
+                for key, v in x.items()}
+    if np.ndim(t) != 0:
+        raise ValueError(f"jvp: tangent {k} must be a number like its primal")
+    return float(t)
+
+
+def _copy_arrays(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, (tuple, list)):
+        out = [_copy_arrays(v) for v in x]
+        return tuple(out) if isinstance(x, tuple) else out
+    if isinstance(x, dict):
+        return {k: _copy_arrays(v) for k, v in x.items()}
+    return x
+
+
+def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> tuple:
+    """`(f(*primals), J t)`: the Jacobian-vector product of `f` at `primals` in the
+    direction `tangents` (one per primal, of its structure; None is zero; an int's is
+    ignored), by forward mode: no tape, in the primal's own loop iterations."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    if backend not in ("auto", "interp", "llvm"):
+        raise ValueError(f"jvp: unknown backend {backend!r} (one of auto, interp, llvm)")
+    if type(f) is types.FunctionType:       # defaults filled in
+        primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
+                                                       list(tangents), lambda v: v))
+    mask = tuple(is_differentiable(x) for x in primals)
+    ir = tangent_ir(f, mask, arg_types(primals))
+    ts = tuple(_check_tangent(x, t, k) for k, (x, t, on)
+               in enumerate(zip(primals, tangents, mask)) if on)
+    if ir.meta["writes"]:        # the caller's arrays stay as they are
+        primals, ts = _copy_arrays(primals), _copy_arrays(ts)
+    args = tuple(cells(f)) + primals + ts
+    if backend != "interp":
+        _load_jit()
+        runner = TANGENT_RUNNERS.get("llvm")
+        if runner is None and backend == "llvm":
+            raise NotImplementedError("jvp: backend 'llvm' is not available")
+        if runner is not None:
+            got = runner(ir, args, strict=backend == "llvm")
+            if got is not None:
+                return _numbers(got)
+    return _numbers(interpret(ir, *args))
+
+
+def _numbers(out: tuple) -> tuple:
+    """A numpy scalar tangent of a float result as a float."""
+    y, t = out
+    if isinstance(y, float) and isinstance(t, np.floating):
+        return y, float(t)
+    return out
+
+
+def _writes(ir: IR) -> bool:
+    """May running `ir` write into an array or list it is given (its own, a tangent's)?"""
+    return any(s.op in ("setitem", "list_append", "call", "make_closure")
+               and not _pure_call(s) or s.op.startswith("i") and s.op in _INPLACE
+               for b in ir.blocks for s in b.stmts)
+
+
+_INPLACE = frozenset({"iadd", "isub", "imul", "itruediv", "ipow", "imatmul", "imod",
+                      "ifloordiv", "ibitand", "ibitor", "ibitxor", "ilshift", "irshift"})
+
+
+def _pure_call(s: Any) -> bool:
+    """A call of a library function with a rule, or of a forward-mode rule, without
+    `out=`: it writes into none of its operands."""
+    if s.op != "call" or "out" in s.kwargs or not isinstance(s.args[0], Const):
+        return False
+    from .rule_table import TangentHelper
+    from .rules import lookup_callee
+    f = s.args[0].value
+    if isinstance(f, TangentHelper):
+        return f is not rules_tangent.j_assign
+    return lookup_callee(f) is not None
+
+
+def jacfwd(f: Callable, *args: Any, argnums: Any = None, backend: str = "auto") -> tuple:
+    """The Jacobian of `f` at `args` column by column, one jvp per entry of the inputs:
+    one array per positional argument of shape `shape(y) + shape(arg)`, as `jacobian`
+    (reverse mode, row by row) returns it; None for an int and for an argument left
+    out of `argnums` (an int or a tuple of positions, JAX's name; all by default).
+    Cheaper than `jacobian` when the inputs are fewer than the outputs."""
+    wanted = range(len(args)) if argnums is None else \
+        (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    out = []
+    y = None
+    for k, x in enumerate(args):
+        if k not in wanted or not is_differentiable(x):
+            out.append(None)
+            continue
+        xarr = np.asarray(x, dtype=float)
+        cols = []
+        for j in range(xarr.size):
+            e = np.zeros(xarr.shape)
+            e.reshape(-1)[j] = 1.0
+            ts = [None] * len(args)
+            ts[k] = float(e) if xarr.ndim == 0 and not isinstance(x, np.ndarray) else e
+            y, dy = jvp(f, args, ts, backend=backend)
+            cols.append(np.asarray(dy, dtype=float))
+        if y is None:
+            y, _ = jvp(f, args, [None] * len(args), backend=backend)
+        ys = np.shape(y)
+        jac = np.stack(cols, axis=-1).reshape(ys + xarr.shape) if cols else \
+            np.zeros(ys + xarr.shape)
+        out.append(float(jac) if jac.ndim == 0 else jac)
+    return tuple(out)
+
+
+def hvp(f: Callable, x: Any, v: Any, *args: Any, backend: str = "auto") -> Any:
+    """The Hessian of scalar `f(x, *args)` in x times `v` (args held constant): reverse
+    mode over forward mode, the gradient in x of the directional derivative
+    `<grad f(x), v>`, which f's tangent IR (returning the tangent alone) computes
+    (exact; no Hessian is formed)."""
+    from .api import gradient
+    if getattr(f, "__closure__", None):
+        raise TypeError("hvp: pass the values f reads from an enclosing function as "
+                        "arguments (hvp(f, x, v, *args)); forward mode calls a closure only "
+                        "at the top level yet")
+    tf = tangent_function(f, (True,) + (False,) * len(args), arg_types((x,) + tuple(args)),
+                          only=True)
+    return gradient(tf, x, *args, v, backend=backend)[0]
+
+
+class CodeTangent:
+    """The tangent IR of a function, shown as its listing (like `code_adjoint`)."""
+
+    def __init__(self, ir: IR):
+        self.ir = ir
+
+    def __str__(self) -> str:
+        return str(self.ir)
+
+    __repr__ = __str__
+
+
+def code_tangent(f: Callable, *args: Any) -> CodeTangent:
+    """The IR `jvp(f, args, ...)` runs: f's statements, each followed by its tangent."""
+    mask = tuple(is_differentiable(x) for x in args)
+    return CodeTangent(tangent_ir(f, mask, arg_types(args)))
+
+
+rules_tangent.VALUE_JVP[0] = jvp_of_value

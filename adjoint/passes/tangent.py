@@ -1,0 +1,454 @@
+"""Pass `tangent`: the forward-mode (jvp) transform of a primal IR.
+
+Requires: `merge_returns` and `canonical_inplace` (run by `tangent_ir`).  Given which
+arguments carry a tangent, it returns an IR with the primal's arguments followed by one
+tangent argument per such argument (named `d<name>`), the primal's blocks and
+statements unchanged, and after each statement whose result is *varied* (it may
+depend on a tangent argument: `activity.analyze`) the statements that compute its
+tangent, from the rule table's `jvp` entries (`adjoint.rules_tangent`).  It returns
+the tuple `(y, dy)`.
+
+  * a phi that is varied gets a tangent phi; an incoming value without a tangent
+    enters as a zero (a constant, or `zero` emitted at the end of the predecessor);
+  * a varied value whose statement has no varied operand (an array allocated by
+    `np.zeros` that the function later writes a varied value into) gets a zero tangent
+    of its shape right after it, which the writes then update in place, views included
+    (the tangent of `a[1:]` is `da[1:]`, a view of `da`);
+  * in-place operators compute the tangent from the operands before the update;
+  * a call of a user function calls its tangent function, whose IR is this transform
+    of the callee's (so recursion and loops in callees need nothing else); it returns
+    `(y, dy)`;
+  * a bound method of an array (`x.sum()`) is the numpy function of the same name.
+Nothing is recorded: a loop's tangent runs in the primal's own iterations.  A
+statement with a varied operand and no rule raises TypeError naming it and `file:line`.
+"""
+from __future__ import annotations
+
+import types as pytypes
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ssair import IR, Const, Phi, Return, Stmt, Var
+from ssair.passes.scalars import Scalars
+
+from .activity import analyze
+
+# array methods linear in the array: the tangent is the same method of its tangent
+LINEAR_METHODS = frozenset({
+    "sum", "mean", "reshape", "transpose", "ravel", "flatten", "cumsum", "squeeze",
+    "trace", "diagonal", "swapaxes", "take", "repeat", "copy", "conjugate", "conj"})
+# methods whose result has no tangent
+NONDIFF_METHODS = frozenset({"argmin", "argmax", "argsort", "nonzero", "any", "all"})
+# the others: the numpy function of the same name, with the array first
+METHODS = {name: getattr(np, name) for name in (
+    "dot", "clip", "prod", "max", "min", "std", "var", "cumprod")}
+
+
+def zero_tangent(x: Any) -> Any:
+    """The zero tangent of a value: 0.0 for a number (an int's tangent is a float zero,
+    as JAX's float0 is to a gradient), float zeros for an array, and the same for each
+    entry of a container; None for anything else."""
+    if isinstance(x, (bool, int, float, np.integer, np.floating, np.bool_)):
+        return 0.0
+    if isinstance(x, np.ndarray):
+        return np.zeros(x.shape) if x.dtype.kind in "biuf" else None
+    if isinstance(x, tuple):
+        return tuple([zero_tangent(v) for v in x])
+    if isinstance(x, list):
+        return [zero_tangent(v) for v in x]
+    if isinstance(x, dict):
+        out = {}
+        for k in x:
+            out[k] = zero_tangent(x[k])
+        return out
+    return None
+
+
+class Emitter:
+    """What a `jvp` rule emits through: new statements around the current one."""
+
+    def __init__(self, out: IR, kinds: Scalars, tangent_of: dict, line: Optional[int]):
+        self.out, self.kinds, self.tangent_of = out, kinds, tangent_of
+        self.pre: list = []
+        self.post: list = []
+        self.into = self.post
+        self.line = line
+        self.zero_fn: Callable = lambda v: None
+
+    def op(self, op: str, *args: Any, **kwargs: Any) -> Var:
+        v = self.out.new_var()
+        ops = [a if isinstance(a, (Var, Const)) else Const(a) for a in args]
+        kw = {k: a if isinstance(a, (Var, Const)) else Const(a) for k, a in kwargs.items()}
+        self.into.append(Stmt(v, op, ops, kw, self.line))
+        return v
+
+    def after(self, fn: Callable) -> Any:
+        """Emit `fn()` after the primal statement."""
+        saved, self.into = self.into, self.post
+        try:
+            return fn()
+        finally:
+            self.into = saved
+
+    def operands(self, s: Stmt) -> list:
+        return list(s.args[1:]) if s.op == "call" else list(s.args)
+
+    def same(self, s: Stmt, args: list) -> Var:
+        """`s`'s operation on other operands (keywords kept)."""
+        if s.op == "call":
+            return self.op("call", s.args[0], *args, **s.kwargs)
+        return self.op(s.op, *args, **s.kwargs)
+
+    def rule_of(self, s: Stmt):
+        from ..rules import lookup_callee, lookup_op
+        return lookup_callee(s.args[0].value) if s.op == "call" else lookup_op(s.op)
+
+    def is_number(self, a: Any) -> bool:
+        if isinstance(a, Const):
+            return isinstance(a.value, (int, float)) and not isinstance(a.value, bool)
+        return self.kinds.is_scalar(a)
+
+    def zero(self, a: Any) -> Any:
+        if isinstance(a, Const):
+            return Const(zero_tangent(a.value))
+        if self.is_number(a):
+            return Const(0.0)
+        return self.op("zero", a)
+
+    def or_none(self, t: Any) -> Any:
+        return Const(None) if t is None else t
+
+    def tuple(self, items: list) -> Var:
+        return self.op("tuple", *[Const(None) if t is None else t for t in items])
+
+
+def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Callable,
+            only_tangent: bool = False) -> IR:
+    """The tangent IR of `ir` (see the module docstring).  `active[k]`: argument k has
+    a tangent; `types`: the scalar analysis' argument type names (or None);
+    `only_tangent`: return `dy` alone (a directional derivative, for `hvp`);
+    `callee_tangent(f, active, types_of_operands)` gives the tangent function of a user
+    function `f` called with tangents on the operands `active`."""
+    from ..rules import lookup_callee, lookup_op
+    act = analyze(ir, active)
+    varied = act.varied
+    seeded = ir.copy()
+    for a, t in zip(seeded.args, types or ()):
+        if a.type is None and t is not None:
+            a.type = t
+    kinds = Scalars(seeded)
+    out = ir.copy()
+    out.name = f"{ir.name}_tangent"
+    out.meta = {k: v for k, v in ir.meta.items() if k in ("source_name",)}
+    out.meta.setdefault("source_name", ir.meta.get("source_name", ir.name))
+    tan: dict = {}
+    for a, on in zip(list(out.args), active):
+        if on:
+            tan[a.var] = out.add_arg("d" + a.name)
+    defs = {s.var: s for b in out.blocks for s in b.stmts}
+    uses: dict = {}
+    for b in out.blocks:
+        for d in list(b.phis) + list(b.stmts):
+            for a in d.operands():
+                if isinstance(a, Var):
+                    uses.setdefault(a, []).append(d)
+        for a in b.term.operands():
+            if isinstance(a, Var):
+                uses.setdefault(a, []).append(b.term)
+    phi_tangents: list = []
+    for b in out.blocks:
+        new = []
+        for p in b.phis:
+            if p.var in varied:
+                tp = Phi(out.new_var(), {}, p.line, None if p.name is None else "d" + p.name)
+                phi_tangents.append((b, p, tp))
+                tan[p.var] = tp.var
+                new.append(tp)
+        b.phis.extend(new)
+    ends: dict = {}     # block id -> statements appended before its terminator
+    for b in out.blocks:
+        stmts = []
+        for s in b.stmts:
+            if s.var not in varied and not _writes_varied(s, varied):
+                stmts.append(s)
+                continue
+            em = Emitter(out, kinds, tan, s.line)
+            ts = [tan.get(a) if isinstance(a, Var) else None for a in em.operands(s)]
+            replaced = _user_call(em, s, ts, tan, kinds, callee_tangent, lookup_callee, defs,
+                                  out)
+            if replaced is not None:
+                stmts.extend(replaced)
+                continue
+            method = s.op == "call" and isinstance(s.args[0], Var) and \
+                isinstance(getattr(defs.get(s.args[0]), "args", [None])[0], Var) and \
+                defs[s.args[0]].args[0] in varied
+            if s.var in varied and not any(t is not None for t in ts) and not method \
+                    and s.op not in ("setitem",):
+                stmts.append(s)
+                em.into = stmts
+                tan[s.var] = em.zero(s.var)
+                continue
+            t = _emit(em, s, ts, tan, defs, lookup_callee, lookup_op, uses)
+            stmts.extend(em.pre)
+            stmts.append(s)
+            stmts.extend(em.post)
+            if t is not None and s.var in varied:
+                tan[s.var] = t
+        b.stmts = stmts
+    for b, p, tp in phi_tangents:
+        for pred, v in p.incoming.items():
+            t = tan.get(v) if isinstance(v, Var) else None
+            if t is None:
+                if isinstance(v, Const):
+                    t = Const(zero_tangent(v.value))
+                else:
+                    em = Emitter(out, kinds, tan, p.line)
+                    em.into = ends.setdefault(pred, [])
+                    t = em.zero(v)
+            tp.incoming[pred] = t
+    for b in out.blocks:
+        b.stmts.extend(ends.get(b.id, []))
+        if isinstance(b.term, Return):
+            v = b.term.value
+            t = tan.get(v) if isinstance(v, Var) else None
+            em = Emitter(out, kinds, tan, None)
+            em.into = b.stmts
+            if t is None:
+                t = em.zero(v)
+            b.term = Return(t if only_tangent else em.op("tuple", v, t))
+    return out
+
+
+def _writes_varied(s: Stmt, varied: set) -> bool:
+    """`a[i] = v` (or `xs.append(v)`) into a varied container."""
+    return s.op in ("setitem", "list_append") and isinstance(s.args[0], Var) \
+        and s.args[0] in varied
+
+
+def _user_call(em: Emitter, s: Stmt, ts: list, tan: dict, kinds: Scalars,
+               callee_tangent: Callable, lookup_callee: Callable, defs: dict,
+               ir: IR) -> Optional[list]:
+    """A call of a user function: `%r = call(tangent of f, args..., tangents...)`, the
+    primal's value `%y = getitem(%r, 0)` and its tangent `getitem(%r, 1)`.  A closure
+    made here (`make_closure(@inner, captured...)`) is called as its inner function
+    with the captured values (and their tangents) as leading arguments; any other
+    function value goes through `j_call_value` at run time."""
+    if s.op != "call":
+        return None
+    f = s.args[0]
+    args = em.operands(s)
+    captured: list = []
+    if isinstance(f, Const):
+        fn = f.value
+        from ssair.interpreter import is_user_function
+        if not (type(fn) is pytypes.FunctionType and is_user_function(fn)) or \
+                lookup_callee(fn) is not None:
+            return None
+    else:
+        made = defs.get(f)
+        if made is not None and made.op == "getattr":
+            return None                 # a bound method (`_method_call`)
+        if made is None or made.op != "make_closure" or not isinstance(made.args[0], Const) \
+                or made.kwargs:
+            return _dynamic_call(em, s, ts, tan)
+        fn = made.args[0].value
+        if isinstance(fn, pytypes.CodeType):
+            from ssair.interpreter import closure_template
+            fn = closure_template(fn, getattr(ir.func, "__globals__", {}))
+        captured = list(made.args[1:])
+    args, ts = bind_parameters(fn, args, dict(s.kwargs), ts, Const, em.line)
+    tcaptured = [tan.get(c) if isinstance(c, Var) else None for c in captured]
+    mask = tuple(t is not None for t in ts)
+    argtypes = tuple(_type_name(kinds, a) for a in args)
+    if captured:
+        cmask = tuple(t is not None for t in tcaptured)
+        ctypes = tuple(_type_name(kinds, a) for a in captured)
+        target = callee_tangent(fn, mask, argtypes, cmask, ctypes)
+    else:
+        target = callee_tangent(fn, mask, argtypes)
+    em.into = em.post
+    r = em.op("call", target, *captured, *args,
+              *[t for t in tcaptured + list(ts) if t is not None])
+    tan[s.var] = em.op("getitem", r, 1)
+    return em.post[:1] + [Stmt(s.var, "getitem", [r, Const(0)], {}, s.line, s.name)] \
+        + em.post[1:]
+
+
+def bind_parameters(fn: Any, args: list, kwargs: dict, ts: list, wrap: Callable,
+                    line: Any = None) -> tuple:
+    """(one operand per parameter of `fn`, in order, and their tangents) for a call
+    `fn(*args, **kwargs)`: defaults filled in (as `wrap(value)`, without a tangent),
+    keyword arguments placed.  Refuses `*args`/`**kwargs` parameters."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and not kwargs and len(args) == code.co_argcount \
+            and not code.co_kwonlyargcount and not code.co_flags & 0x0C:
+        return list(args), list(ts)
+    import inspect
+    sig = inspect.signature(fn)
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
+        raise TypeError(f"jvp: {fn.__qualname__} takes *args or **kwargs, which forward "
+                        "mode does not support yet")
+    if not kwargs and len(args) == len(sig.parameters):
+        return list(args), list(ts)
+    marks = [_Mark(k) for k in range(len(args) + len(kwargs))]
+    tkw = list(ts[len(args):]) if len(ts) > len(args) else [None] * len(kwargs)
+    allts = list(ts[:len(args)]) + tkw
+    bound = sig.bind(*marks[:len(args)], **dict(zip(kwargs, marks[len(args):])))
+    bound.apply_defaults()
+    values = list(args) + list(kwargs.values())
+    outs, touts = [], []
+    for v in bound.arguments.values():
+        if isinstance(v, _Mark):
+            outs.append(values[v.k])
+            touts.append(allts[v.k])
+        else:
+            outs.append(wrap(v))
+            touts.append(None)
+    return outs, touts
+
+
+class _Mark:
+    __slots__ = ("k",)
+
+    def __init__(self, k: int):
+        self.k = k
+
+
+def _dynamic_call(em: Emitter, s: Stmt, ts: list, tan: dict) -> list:
+    """`f(args)` for a function value known only at run time (an argument, a choice
+    between functions): `jvp` of it, through the interpreter (`j_call_value`)."""
+    if s.kwargs:
+        raise TypeError(f"jvp: a call of a computed function with keyword arguments is "
+                        f"not supported in forward mode yet ({_where(em, s)})")
+    em.into = em.post
+    r = em.op("call", _helper("call_value"), s.args[0], em.op("tuple", *em.operands(s)), em.tuple(ts))
+    tan[s.var] = em.op("getitem", r, 1)
+    return em.post[:3] + [Stmt(s.var, "getitem", [r, Const(0)], {}, s.line, s.name)] \
+        + em.post[3:]
+
+
+def _type_name(kinds: Scalars, a: Any) -> Optional[str]:
+    if isinstance(a, Const):
+        v = a.value
+        return "bool" if isinstance(v, bool) else "int64" if isinstance(v, int) else \
+            "float64" if isinstance(v, float) else None
+    k = kinds.kind(a)
+    return {int: "int64", float: "float64", bool: "bool"}.get(k) if k is not None else None
+
+
+def _where(em: Emitter, s: Stmt) -> str:
+    return f"line {s.line}" if s.line else "its body"
+
+
+_INPLACE = frozenset({"iadd", "isub", "imul", "itruediv", "ipow", "imatmul", "imod"})
+
+
+def _escapes(v: Var, defs: dict, uses: dict) -> bool:
+    """Is closure `v` used other than as the callee of a call (or a phi's operand)?"""
+    return any(not (getattr(u, "op", None) == "call" and u.args[0] == v and v not in u.args[1:]
+                    and v not in u.kwargs.values()) for u in uses.get(v, ()))
+
+
+def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: Callable,
+          lookup_op: Callable, ir_uses: dict) -> Any:
+    if s.op == "setitem":            # setitem(a, value, index): the tangent's entry too
+        a, v = s.args[0], s.args[1]
+        ta = tan.get(a) if isinstance(a, Var) else None
+        if ta is None:
+            return None
+        tv = ts[1] if ts[1] is not None else em.zero(v)
+        em.op("setitem", ta, tv, *s.args[2:])
+        return None
+    if s.op == "list_append":
+        ta = ts[0]
+        if ta is not None:
+            em.op("list_append", ta, ts[1] if ts[1] is not None else em.zero(s.args[1]))
+        return None
+    if s.op in ("tuple", "list"):
+        return em.op(s.op, *[t if t is not None else em.zero(a) for a, t in zip(s.args, ts)])
+    if s.op == "dict":
+        return em.op("dict", *[t if t is not None else (em.zero(a) if k % 2 else a)
+                               for k, (a, t) in enumerate(zip(s.args, ts))])
+    if s.op == "make_closure":      # called where it is made: see _user_call
+        if _escapes(s.var, defs, ir_uses):
+            raise TypeError(f"jvp: a function that reads differentiated values from its "
+                            f"enclosing function is passed on or stored ({_where(em, s)}); "
+                            "forward mode follows such a closure only where it is called "
+                            "in the function that makes it")
+        return None
+    if s.op == "getitem":
+        if ts[0] is None:
+            return None
+        return em.op("getitem", ts[0], *s.args[1:])
+    if s.op == "getattr" and isinstance(s.args[1], Const) and \
+            (s.args[1].value in METHODS or s.args[1].value in LINEAR_METHODS
+             or s.args[1].value in NONDIFF_METHODS or s.args[1].value == "astype"):
+        return None                  # a bound method: its call (below) differentiates it
+    if s.op == "call":
+        f = s.args[0]
+        if isinstance(f, Var):
+            return _method_call(em, s, ts, tan, defs, lookup_callee)
+        rule = lookup_callee(f.value)
+        what = f"the call of {getattr(f.value, '__qualname__', f.value)!r}"
+        ts = ts[1:] if False else ts
+    else:
+        rule = lookup_op(s.op)
+        what = f"the operator {s.op}"
+    if rule is None or not rule.differentiable:
+        raise TypeError(f"jvp: no derivative rule for {what} ({_where(em, s)}) in "
+                        "forward mode")
+    if s.op in _INPLACE:
+        em.into = em.pre
+    jvp = getattr(rule, "jvp", None)
+    if jvp is not None:
+        return jvp(em, s, ts)
+    if rule.pullback is None:
+        raise TypeError(f"jvp: no forward-mode rule for {what} ({_where(em, s)})")
+    return _helper("rows")(em, s, ts)
+
+
+def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
+                 lookup_callee: Callable) -> Any:
+    """`x.name(args)`: the same method of x's tangent for a method linear in x (with
+    the tangents of args, which are parameters, ignored), else the tangent of
+    `np.name(x, args)`."""
+    m = defs.get(s.args[0])
+    name = m.args[1].value if m is not None and m.op == "getattr" and \
+        isinstance(m.args[1], Const) else None
+    if name in NONDIFF_METHODS:
+        return em.zero(s.var)
+    if name == "astype" and name is not None:
+        obj = m.args[0]
+        tobj = tan.get(obj) if isinstance(obj, Var) else None
+        return None if tobj is None else em.op("call", _helper("astype"), tobj, *s.args[1:])
+    if name not in METHODS and name not in LINEAR_METHODS:
+        raise TypeError(f"jvp: a call of a computed function ({_where(em, s)}) is not "
+                        "supported in forward mode yet")
+    obj = m.args[0]
+    tobj = tan.get(obj) if isinstance(obj, Var) else None
+    if name in LINEAR_METHODS:
+        if tobj is None:
+            return None
+        return em.op("call", em.op("getattr", tobj, name), *s.args[1:], **s.kwargs)
+    fn = METHODS[name]
+    rule = lookup_callee(fn)
+    view = Stmt(s.var, "call", [Const(fn), obj] + list(s.args[1:]), dict(s.kwargs), s.line)
+    if getattr(rule, "jvp", None) is not None:
+        return rule.jvp(em, view, [tobj] + list(ts))
+    return _helper("rows")(em, view, [tobj] + list(ts))
+
+
+# What the pass emits calls of, from the rule module (`adjoint.rules_tangent` fills it
+# when imported, as the rule modules fill the rule table): "rows" (the exact fallback
+# emitter for a rule without a jvp), "astype", "call_value" (a function value known
+# at run time).
+HELPERS: dict = {}
+
+
+def _helper(name: str) -> Any:
+    got = HELPERS.get(name)
+    if got is None:
+        raise RuntimeError("adjoint.passes.tangent: the forward-mode rules are not loaded "
+                           "(import adjoint.rules_tangent, as adjoint.forward does)")
+    return got

@@ -1,0 +1,406 @@
+"""Forward-mode (tangent, jvp) rules: the `jvp` field of the rule table's entries.
+
+A `jvp` is an emitter `jvp(em, s, ts) -> operand`: given statement `s` of the primal
+and the tangents `ts` of its positional operands (after the callee for a `call`; None
+where an operand carries no tangent, which is zero), it emits the IR that computes the
+tangent of `s`'s result through `em` (`adjoint.passes.tangent.Emitter`) and returns
+it.  What it emits is ordinary IR: primitive ops, library calls, and calls of the
+small plain-Python functions below (wrapped as `Pullback` objects, the rule table's
+"plain Python callable by the interpreter and compiled by the JIT"), so both
+executors run it and the JIT compiles it like any function.
+
+Where a rule has no `jvp` of its own, one is derived from its pullback, but only in
+the two ways that are exact:
+  * `elementwise`: a function applied element by element has a diagonal Jacobian, so
+    the pullback at `dy = t` (the operands broadcast to the result's shape) is the jvp;
+  * otherwise the Jacobian's rows: `(J t)[k] = <pullback(e_k), t>` for every element
+    k of the result, one pullback per element (exact, but slow for a large result:
+    declare such a function `linear` or give it a `jvp`).
+The table: `linear` (the function itself applied to the tangents of its data
+operands), `multilinear` (one term per varied operand, the others at their primal
+values), `elementwise`, and explicit emitters for the operators.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ssair import Const
+
+from .passes.tangent import HELPERS, zero_tangent
+from .rule_table import OP_RULES, TangentHelper, lookup_callee
+from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
+
+
+# -- plain-Python helpers (None is a zero tangent) ------------------------------------
+def _helper(fn):
+    return TangentHelper(fn)
+
+
+def _widen(t, other):
+    """Tangent `t` of one operand broadcast against the other operand's shape (the
+    result's), for a sum whose other side has no tangent: a new array, as the sum is
+    (a later in-place update of the result must not reach the operand's tangent)."""
+    if isinstance(other, np.ndarray):
+        return t + np.zeros_like(other, dtype=np.float64)
+    return t + 0.0
+
+
+@_helper
+def j_add(a, b, ta, tb):
+    """d(a + b) (for tuples and lists, the concatenation of the tangents)."""
+    if isinstance(a, (tuple, list)):
+        return (zero_tangent(a) if ta is None else ta) + (zero_tangent(b) if tb is None
+                                                          else tb)
+    if ta is None:
+        return _widen(tb, a)
+    if tb is None:
+        return _widen(ta, b)
+    return ta + tb
+
+
+@_helper
+def j_astype(t, dtype):
+    """The tangent of `a.astype(dtype)`: zero for an integer or boolean dtype."""
+    if np.dtype(dtype).kind in "fc":
+        return t.astype(dtype)
+    return np.zeros(t.shape)
+
+
+@_helper
+def j_sub(a, b, ta, tb):
+    if ta is None:
+        return _widen(-tb, a)
+    if tb is None:
+        return _widen(ta, b)
+    return ta - tb
+
+
+@_helper
+def j_mul(a, b, ta, tb):
+    if ta is None:
+        return a * tb
+    if tb is None:
+        return ta * b
+    return ta * b + a * tb
+
+
+@_helper
+def j_truediv(a, b, ta, tb):
+    if tb is None:
+        return ta / b
+    if ta is None:
+        return -(a / b) * tb / b
+    return (ta - (a / b) * tb) / b
+
+
+@_helper
+def j_pow(a, b, ta, tb):
+    """d(a ** b): b * a ** (b - 1) * ta, plus log(a) * a ** b * tb only where b varies
+    (so a constant exponent of a negative base has a finite derivative)."""
+    if tb is None:
+        return b * a ** (b - 1) * ta
+    term = np.log(a) * a ** b * tb
+    if ta is None:
+        return term
+    return b * a ** (b - 1) * ta + term
+
+
+@_helper
+def j_matmul(a, b, ta, tb):
+    if ta is None:
+        return a @ tb
+    if tb is None:
+        return ta @ b
+    return ta @ b + a @ tb
+
+
+@_helper
+def j_mod(a, b, ta, tb):
+    """d(a % b) = ta - floor(a / b) tb."""
+    if tb is None:
+        return _widen(ta, b)
+    k = np.floor(a / b)
+    if ta is None:
+        return -k * tb
+    return ta - k * tb
+
+
+@_helper
+def j_assign(t, new):
+    """The tangent of an in-place update: an array's tangent is updated in place (its
+    views see it), a number's is replaced."""
+    if isinstance(t, np.ndarray):
+        t[...] = new
+        return t
+    return new
+
+
+@_helper
+def j_inner(g, t):
+    """<g, t> for a cotangent and a tangent of the same structure (None is zero)."""
+    if g is None or t is None:
+        return 0.0
+    if isinstance(g, (list, tuple)):
+        total = 0.0
+        for k in range(len(g)):
+            total += j_inner.fn(g[k], t[k])
+        return total
+    return float(np.sum(g * t))
+
+
+def _call_value(f, args, ts):
+    """`(f(*args), its tangent)` for a function value `f` known only at run time
+    (through `adjoint.forward.jvp_of_value`, which it registers in VALUE_JVP)."""
+    return VALUE_JVP[0](f, args, ts)
+
+
+VALUE_JVP: list = [None]
+
+
+j_call_value = TangentHelper(_call_value, interpreted=(
+    "forward mode calls a function value known only at run time (an argument, the "
+    "result of a call, a choice between functions) through the interpreter"))
+
+
+def _rows(pb, y, ts, args, kwargs):
+    """J t by rows: `(J t)[k] = sum_i <pullback(e_k)[i], t_i>`, one pullback per element
+    of y (exact for any rule; the fallback for one without a `jvp`)."""
+    yarr = np.asarray(y, dtype=float)
+    out = np.zeros(yarr.shape)
+    flat = out.reshape(-1)
+    for k in range(yarr.size):
+        e = np.zeros(yarr.shape)
+        e.reshape(-1)[k] = 1.0
+        dy = float(e) if yarr.ndim == 0 else e
+        grads = pb(dy, y, *args, **kwargs) if pb.uses_result else pb(dy, *args, **kwargs)
+        total = 0.0
+        for g, t in zip(grads, ts):
+            if g is not None and t is not None:
+                total += float(np.sum(np.asarray(g) * np.asarray(t)))
+        flat[k] = total
+    return float(out) if yarr.ndim == 0 and not isinstance(y, np.ndarray) else out
+
+
+@_helper
+def j_rows(pb, y, ts, args, **kwargs):
+    return _rows(pb, y, ts, args, kwargs)
+
+
+@_helper
+def j_elementwise(pb, y, ts, args):
+    """The jvp of an elementwise function through its pullback: for each varied
+    operand i, the pullback at dy = t_i with every operand broadcast to y's shape (no
+    reduction happens, so entry i is d_i * t_i)."""
+    shape = np.shape(y)
+    if shape:
+        args = tuple(np.broadcast_to(a, shape) if isinstance(a, (np.ndarray, float, int))
+                     else a for a in args)
+    out = None
+    for i, t in enumerate(ts):
+        if t is None:
+            continue
+        dy = np.broadcast_to(t, shape) if shape else t
+        g = pb(dy, y, *args) if pb.uses_result else pb(dy, *args)
+        out = g[i] if out is None else out + g[i]
+    return out
+
+
+# -- declaring rules ------------------------------------------------------------------
+MISSING: list = []
+
+
+def _set(keys, jvp) -> None:
+    for k in keys:
+        rule = OP_RULES.get(k) if isinstance(k, str) else lookup_callee(k)
+        if rule is None:
+            MISSING.append(k)
+            continue
+        rule.jvp = jvp
+
+
+def linear(keys, data=(0,)) -> None:
+    """Functions linear in the operands at positions `data` (jointly; the others are
+    parameters such as an axis or a shape): the tangent is the function of the tangents."""
+    def jvp(em, s, ts):
+        args = list(em.operands(s))
+        for i in data:
+            if i < len(args):
+                args[i] = ts[i] if ts[i] is not None else em.zero(args[i])
+        return em.same(s, args)
+    _set(keys, jvp)
+
+
+def multilinear(keys, data=(0, 1)) -> None:
+    """Functions linear in each operand at `data` separately (products): one term per
+    varied operand, with the others at their primal values."""
+    def jvp(em, s, ts):
+        total = None
+        for i in data:
+            if i < len(ts) and ts[i] is not None:
+                args = list(em.operands(s))
+                args[i] = ts[i]
+                term = em.same(s, args)
+                total = term if total is None else em.op("add", total, term)
+        return total
+    _set(keys, jvp)
+
+
+def elementwise(keys) -> None:
+    """Functions applied element by element: the jvp through the pullback (exact)."""
+    def jvp(em, s, ts):
+        pb = em.rule_of(s).pullback
+        args = em.operands(s)
+        varied = [i for i, t in enumerate(ts) if t is not None]
+        arrays = [i for i, a in enumerate(args) if not em.is_number(a)]
+        if not arrays or arrays == varied == [arrays[0]]:   # no broadcasting to undo
+            total = None
+            for i in varied:
+                pre = (s.var,) if pb.uses_result else ()
+                g = em.op("call", pb, ts[i], *pre, *args)
+                term = em.op("dget", g, i)
+                total = term if total is None else em.op("add", total, term)
+            return total
+        return em.op("call", j_elementwise, pb, s.var, em.tuple(ts), em.tuple(args))
+    _set(keys, jvp)
+
+
+def scalar_result(keys, data_only=True) -> None:
+    """Functions whose result is a number when called on their data alone (`np.max(x)`,
+    `max(a, b)`): J is one row, `pullback(1.0)`, so J t = sum_i <pullback(1)[i], t_i>
+    (exact).  With other operands (an axis), the rows fallback."""
+    def jvp(em, s, ts):
+        rule = em.rule_of(s)
+        pb = rule.pullback
+        args = em.operands(s)
+        if s.kwargs or data_only and len(args) > 1:
+            return rows(em, s, ts)
+        pre = (s.var,) if pb.uses_result else ()
+        g = em.op("call", pb, 1.0, *pre, *args)
+        total = None
+        for i, t in enumerate(ts):
+            if t is None:
+                continue
+            term = em.op("call", j_inner, em.op("dget", g, i), t)
+            total = term if total is None else em.op("add", total, term)
+        return em.op("call", float, total)
+    _set(keys, jvp)
+
+
+def rows(em, s, ts):
+    """The exact fallback for a rule without a jvp: J t row by row (`j_rows`)."""
+    pb = em.rule_of(s).pullback
+    return em.op("call", j_rows, pb, s.var, em.tuple(ts), em.tuple(em.operands(s)),
+                 **s.kwargs)
+
+
+def _binary(helper, scalar):
+    """An operator's jvp: plain ops on proven numbers (`scalar(em, a, b, ta, tb)`),
+    else the helper (which also broadcasts)."""
+    def jvp(em, s, ts):
+        a, b = s.args[0], s.args[1]
+        if scalar is not None and em.is_number(a) and em.is_number(b):
+            return scalar(em, a, b, ts[0], ts[1])
+        return em.op("call", helper, a, b, em.or_none(ts[0]), em.or_none(ts[1]))
+    return jvp
+
+
+def _s_add(em, a, b, ta, tb):
+    return ta if tb is None else tb if ta is None else em.op("add", ta, tb)
+
+
+def _s_sub(em, a, b, ta, tb):
+    return ta if tb is None else em.op("neg", tb) if ta is None else em.op("sub", ta, tb)
+
+
+def _s_mul(em, a, b, ta, tb):
+    left = None if ta is None else em.op("mul", ta, b)
+    right = None if tb is None else em.op("mul", a, tb)
+    return _s_add(em, None, None, left, right)
+
+
+def _s_truediv(em, a, b, ta, tb):
+    if tb is None:
+        return em.op("truediv", ta, b)
+    q = em.op("truediv", a, b)
+    num = em.op("mul", q, tb)
+    num = em.op("neg", num) if ta is None else em.op("sub", ta, num)
+    return em.op("truediv", num, b)
+
+
+def _s_pow(em, a, b, ta, tb):
+    out = None
+    if ta is not None and isinstance(b, Const):     # the exponent's arithmetic folded
+        n = b.value
+        if n == 0:
+            out = Const(0.0)       # x ** 0 is the constant 1 (no 0 ** -1 to evaluate)
+        else:
+            power = a if n - 1 == 1 else em.op("pow", a, n - 1)
+            out = em.op("mul", em.op("mul", n, power), ta) if n - 1 != 0 else \
+                em.op("mul", n, ta)
+    elif ta is not None:
+        out = em.op("mul", em.op("mul", b, em.op("pow", a, em.op("sub", b, 1))), ta)
+    if tb is not None:
+        term = em.op("mul", em.op("mul", em.op("call", math.log, a), em.op("pow", a, b)), tb)
+        out = term if out is None else em.op("add", out, term)
+    return out
+
+
+def _in_place(plain):
+    """`a op= b`: the tangent of the plain operator from the operands before the update
+    (emitted before the statement), then the tangent of `a` updated in place."""
+    def jvp(em, s, ts):
+        new = plain(em, s, ts)
+        if new is None:
+            return None
+        ta = ts[0] if ts[0] is not None else None
+        if ta is None or em.is_number(s.args[0]):
+            return new
+        return em.after(lambda: em.op("call", j_assign, ta, new))
+    return jvp
+
+
+_OPERATORS = {
+    "add": _binary(j_add, _s_add), "sub": _binary(j_sub, _s_sub),
+    "mul": _binary(j_mul, _s_mul), "truediv": _binary(j_truediv, _s_truediv),
+    "pow": _binary(j_pow, _s_pow), "matmul": _binary(j_matmul, None),
+    "mod": _binary(j_mod, None),
+}
+for _op, _jvp in _OPERATORS.items():
+    _set([_op], _jvp)
+    _set(["i" + _op], _in_place(_jvp))
+
+def _named(module, names: str) -> list:
+    """The functions of `module` called `names` that this Python and numpy have
+    (`math.cbrt` is 3.11's, `np.row_stack` is gone from numpy 2.x)."""
+    return [getattr(module, n) for n in names.split() if hasattr(module, n)]
+
+
+linear(["neg"])
+linear(["copy", "pos", "unpack"])
+elementwise(["abs"])
+linear(["getattr"])                       # `a.T`, `a.real` (methods: see the transform)
+multilinear(_named(np, "multiply matmul dot inner outer kron cross tensordot"))
+multilinear([np.einsum], data=tuple(range(1, 33)))   # after the subscripts
+linear([np.full, np.full_like], data=(1,))
+linear([tuple, list, np.float32, np.gradient])
+linear([np.add, np.subtract], data=(0, 1))
+linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel transpose
+    swapaxes moveaxis rollaxis squeeze expand_dims atleast_1d atleast_2d atleast_3d
+    broadcast_to flip fliplr flipud rot90 roll tile repeat diag diagflat diagonal trace
+    tril triu take copy array asarray float64 split array_split hsplit vsplit dsplit
+    concatenate stack hstack vstack dstack column_stack row_stack pad real_if_close
+    degrees radians deg2rad rad2deg take_along_axis""")
+       + _named(math, "fsum degrees radians") + [builtins.sum, float])
+linear([np.where], data=(1, 2))
+elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp
+    expm1 exp2 log1p log2 log10 sqrt cbrt fabs erf erfc gamma lgamma atan2 hypot log
+    copysign fmod pow""") + [builtins.abs, builtins.pow]
+            + _named(np, """sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh
+    arctanh exp expm1 exp2 log log1p log2 log10 sqrt cbrt square fabs abs arctan2 hypot
+    maximum minimum fmax fmin power divide fmod remainder logaddexp logaddexp2 clip"""))
+scalar_result(_named(np, "max min amax amin prod std var") + [np.linalg.norm])
+scalar_result([builtins.max, builtins.min], data_only=False)
+HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value)
