@@ -48,9 +48,6 @@ def tangent_ir(f: Any, mask: tuple, types_: Optional[tuple] = None,
     got = _IRS.get(key)
     if got is not None and got[0] is ir:
         return got[1]
-    if ir.meta.get("varargs") is not None or ir.meta.get("varkw") is not None:
-        raise TypeError(f"jvp: {ir.name} takes *args or **kwargs, which forward mode "
-                        "does not support yet")
     full = (tuple(captured) if captured is not None else (False,) * ir.nfree) + tuple(mask)
     ftypes = (tuple(captured_types) if captured is not None else (None,) * ir.nfree) + \
         tuple(types_ or (None,) * len(mask))
@@ -74,16 +71,10 @@ def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tupl
         raise TypeError(f"jvp: {f.__qualname__} reads variables of an enclosing function; "
                         "forward mode calls such a function only at the top level or "
                         "where it is made")
-    n = f.__code__.co_argcount + (len(captured) if captured is not None else 0)
+    lowered = lower_function(f)     # (its arguments: parameters, a packed *args, ...)
+    n = len(lowered.args) - (0 if captured is not None else lowered.nfree)
     ntan = sum(bool(m) for m in mask) + sum(bool(m) for m in (captured or ()))
-    names = [f"a{k}" for k in range(n + ntan)]
-    # (its body names a number of its own: no two tangent functions have equal code
-    # objects, which caches keyed by code would take for one function)
-    src = f"def tangent({', '.join(names)}):\n    return {len(_FUNCTIONS)}\n"
-    scope: dict = {}
-    exec(compile(src, f.__code__.co_filename, "exec"), scope)
-    stub = scope["tangent"].__code__.replace(co_name=f"{f.__name__}_tangent")
-    fn = types.FunctionType(stub, f.__globals__, stub.co_name)
+    fn = _stub(f"{f.__name__}_tangent", n + ntan, f.__globals__, f.__code__.co_filename)
     fn.__qualname__ = f"{f.__qualname__}_tangent"
     fn.__module__ = f.__module__
     fn.__zygopy_tangent_of__ = f      # (never stored in the disk cache: jit.disk_cache)
@@ -109,7 +100,7 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
                       None, tangent_function)
         return interpret(out, *f.values, *args, *tangents)
     if type(f) is types.FunctionType:
-        args, ts = bind_parameters(f, list(args), {}, list(ts), lambda v: v)
+        args, ts = bind_parameters(f, list(args), {}, list(ts), lambda v: v, _pack_values)
         mask = tuple(t is not None for t in ts)
         return interpret(tangent_ir(f, mask, arg_types(args)), *cells(f), *args, *tangents)
     from .rules import lookup_callee
@@ -130,16 +121,45 @@ def _no_rule(f: Any) -> Any:
 
 
 def _library_jvp(rule: Any, f: Any, args: tuple, ts: tuple) -> tuple:
-    """A library function passed as a value (`np.sin` as an argument): its jvp through
-    a one-statement IR."""
-    from ssair import IR, Return
+    """A library function passed as a value (`np.sin` as an argument): its jvp."""
+    mask = tuple(t is not None for t in ts)
+    tf = library_tangent(f, len(args), mask, arg_types(args))
+    return interpret(lower_function(tf), *args, *[t for t in ts if t is not None])
+
+
+def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
+    """A tangent function (see `tangent_function`) of `lambda *a: f(*a)` for a library
+    function `f` with a derivative rule, called with `nargs` arguments."""
+    from ssair import Return
+    key = ("library", f, nargs, tuple(mask), tuple(types_))
+    fn = _FUNCTIONS.get(key)
+    if fn is not None:
+        return fn
     ir = IR(f"call_{getattr(f, '__name__', 'f')}")
-    xs = [ir.add_arg(f"a{k}") for k in range(len(args))]
+    xs = [ir.add_arg(f"a{k}") for k in range(nargs)]
     b = ir.add_block()
     b.term = Return(ir.push(b, "call", f, *xs))
-    mask = tuple(t is not None for t in ts)
-    out = tangent(ir, mask, arg_types(args), tangent_function)
-    return interpret(out, *args, *[t for t in ts if t is not None])
+    out = tangent(ir, mask, types_, tangent_function)
+    out.meta["writes"] = _writes(out)
+    fn = _stub(f"{ir.name}_tangent", nargs + sum(bool(m) for m in mask), globals(),
+               "<adjoint.forward>")
+    _FUNCTIONS[key] = fn
+    register_ir(fn, out)
+    return fn
+
+
+def _stub(name: str, nargs: int, globals_: dict, filename: str) -> Any:
+    """A Python function object `name(a0, ..., a{nargs-1})` to carry a registered IR
+    (its body names a number of its own: no two stubs have equal code objects, which
+    caches keyed by code would take for one function)."""
+    names = ", ".join(f"a{k}" for k in range(nargs))
+    src = f"def tangent({names}):\n    return {len(_FUNCTIONS)}\n"
+    scope: dict = {}
+    exec(compile(src, filename, "exec"), scope)
+    code = scope["tangent"].__code__.replace(co_name=name)
+    fn = types.FunctionType(code, globals_, name)
+    fn.__zygopy_tangent_of__ = name   # (never stored in the disk cache: jit.disk_cache)
+    return fn
 
 
 def _check_tangent(x: Any, t: Any, k: int) -> Any:
@@ -187,7 +207,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
         raise ValueError(f"jvp: unknown backend {backend!r} (one of auto, interp, llvm)")
     if type(f) is types.FunctionType:       # defaults filled in
         primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
-                                                       list(tangents), lambda v: v))
+                                                       list(tangents), lambda v: v,
+                                                       _pack_values))
     mask = tuple(is_differentiable(x) for x in primals)
     ir = tangent_ir(f, mask, arg_types(primals))
     ts = tuple(_check_tangent(x, t, k) for k, (x, t, on)
@@ -205,6 +226,14 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
             if got is not None:
                 return _numbers(got)
     return _numbers(interpret(ir, *args))
+
+
+def _pack_values(kind: str, values: list, tangents: list, keys: Optional[list]) -> tuple:
+    """Run-time values for a `*args` (`**kwargs`) parameter, and their tangent."""
+    ts = [zero_tangent(v) if t is None else t for v, t in zip(values, tangents)]
+    if keys is not None:
+        return dict(zip(keys, values)), dict(zip(keys, ts))
+    return tuple(values), tuple(ts)
 
 
 def _numbers(out: tuple) -> tuple:

@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from lowering.runtime import check_bound, column
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
@@ -151,18 +152,19 @@ def j_inner(g, t):
     return float(np.sum(g * t))
 
 
-def _call_value(f, args, ts):
-    """`(f(*args), its tangent)` for a function value `f` known only at run time
-    (through `adjoint.forward.jvp_of_value`, which it registers in VALUE_JVP)."""
-    return VALUE_JVP[0](f, args, ts)
-
-
-VALUE_JVP: list = [None]
+def _call_value(f, n, *operands):
+    """`(f(*args), its tangent)` for a function value `f` known only at run time, given
+    its `n` arguments and then their tangents (through `adjoint.forward.jvp_of_value`,
+    which it registers in VALUE_JVP)."""
+    return VALUE_JVP[0](f, operands[:n], operands[n:])
 
 
 j_call_value = TangentHelper(_call_value, interpreted=(
-    "forward mode calls a function value known only at run time (an argument, the "
-    "result of a call, a choice between functions) through the interpreter"))
+    "forward mode calls this function value (a closure made elsewhere, a library "
+    "function) through the interpreter"))
+
+
+VALUE_JVP: list = [None]
 
 
 def _rows(pb, y, ts, args, kwargs):
@@ -187,25 +189,6 @@ def _rows(pb, y, ts, args, kwargs):
 @_helper
 def j_rows(pb, y, ts, args, **kwargs):
     return _rows(pb, y, ts, args, kwargs)
-
-
-@_helper
-def j_elementwise(pb, y, ts, args):
-    """The jvp of an elementwise function through its pullback: for each varied
-    operand i, the pullback at dy = t_i with every operand broadcast to y's shape (no
-    reduction happens, so entry i is d_i * t_i)."""
-    shape = np.shape(y)
-    if shape:
-        args = tuple(np.broadcast_to(a, shape) if isinstance(a, (np.ndarray, float, int))
-                     else a for a in args)
-    out = None
-    for i, t in enumerate(ts):
-        if t is None:
-            continue
-        dy = np.broadcast_to(t, shape) if shape else t
-        g = pb(dy, y, *args) if pb.uses_result else pb(dy, *args)
-        out = g[i] if out is None else out + g[i]
-    return out
 
 
 # -- declaring rules ------------------------------------------------------------------
@@ -255,15 +238,18 @@ def elementwise(keys) -> None:
         args = em.operands(s)
         varied = [i for i, t in enumerate(ts) if t is not None]
         arrays = [i for i, a in enumerate(args) if not em.is_number(a)]
-        if not arrays or arrays == varied == [arrays[0]]:   # no broadcasting to undo
-            total = None
-            for i in varied:
-                pre = (s.var,) if pb.uses_result else ()
-                g = em.op("call", pb, ts[i], *pre, *args)
-                term = em.op("dget", g, i)
-                total = term if total is None else em.op("add", total, term)
-            return total
-        return em.op("call", j_elementwise, pb, s.var, em.tuple(ts), em.tuple(args))
+        if arrays and arrays != varied or len(arrays) > 1:   # broadcast to y's shape
+            z = em.op("zero", s.var)
+            args = [a if isinstance(a, Const) and not isinstance(a.value, (int, float))
+                    else em.op("add", a, z) for a in args]
+            ts = [None if t is None else em.op("add", t, z) for t in ts]
+        total = None
+        for i in varied:
+            pre = (s.var,) if pb.uses_result else ()
+            g = em.op("call", pb, ts[i], *pre, *args)
+            term = em.op("dget", g, i)
+            total = term if total is None else em.op("add", total, term)
+        return total
     _set(keys, jvp)
 
 
@@ -303,6 +289,9 @@ def _binary(helper, scalar):
         a, b = s.args[0], s.args[1]
         if scalar is not None and em.is_number(a) and em.is_number(b):
             return scalar(em, a, b, ts[0], ts[1])
+        if helper is j_add and (em.is_tuple(a) or em.is_tuple(b)):    # concatenation
+            return em.op("add", *[t if t is not None else em.zero(x)
+                                  for x, t in ((a, ts[0]), (b, ts[1]))])
         return em.op("call", helper, a, b, em.or_none(ts[0]), em.or_none(ts[1]))
     return jvp
 
@@ -372,6 +361,137 @@ for _op, _jvp in _OPERATORS.items():
     _set([_op], _jvp)
     _set(["i" + _op], _in_place(_jvp))
 
+# -- linear algebra: the jvps of the matrix functions (the pullbacks' transposes) ------
+def _tr(m):
+    return np.trace(m, axis1=-2, axis2=-1)
+
+
+@_helper
+def j_det(y, a, ta):
+    """d det(A) = det(A) tr(A^-1 dA)."""
+    return y * _tr(np.linalg.solve(a, ta))
+
+
+@_helper
+def j_slogdet(y, a, ta):
+    """(sign, log|det A|): the sign's tangent is zero, log|det|'s is tr(A^-1 dA) (a
+    plain tuple: `j_field` reads it by the result's field names)."""
+    return (np.zeros_like(y[0]), _tr(np.linalg.solve(a, ta)))
+
+
+def _field(t, y, name):
+    """Field `name` of the tangent `t` of a named tuple `y` (a plain tuple)."""
+    if hasattr(t, name):
+        return getattr(t, name)
+    return t[type(y)._fields.index(name)]
+
+
+j_field = TangentHelper(_field, interpreted="a named tuple's field is read in the "
+                                            "interpreter")
+
+
+def _getattr_jvp(em, s, ts):
+    """`x.T`, `x.real`, `x.imag`: the same attribute of the tangent; any other (a named
+    tuple's field) through `j_field`."""
+    if ts[0] is None:
+        return None
+    name = s.args[1].value if isinstance(s.args[1], Const) else None
+    if name in ("T", "real", "imag", "mT"):
+        return em.op("getattr", ts[0], name)
+    return em.op("call", j_field, ts[0], s.args[0], s.args[1])
+
+
+@_helper
+def j_inv(y, a, ta):
+    """d A^-1 = -A^-1 dA A^-1."""
+    return -(y @ ta @ y)
+
+
+@_helper
+def j_solve(x, a, b, ta, tb):
+    """x = A^-1 b: dx = A^-1 (db - dA x) (b a vector or a matrix of columns)."""
+    rhs = np.zeros_like(x) if tb is None else tb + np.zeros_like(x)
+    if ta is not None:
+        rhs = rhs - ta @ x
+    return np.linalg.solve(a, rhs)
+
+
+@_helper
+def j_cholesky(lower, a, ta):
+    """A = L L^T: dL = L Phi(L^-1 dA L^-T), Phi the lower triangle with half the
+    diagonal."""
+    inner = np.linalg.solve(lower, np.swapaxes(np.linalg.solve(lower, ta), -1, -2))
+    phi = np.tril(inner) - 0.5 * np.eye(inner.shape[-1]) * inner
+    return lower @ phi
+
+
+def _matrix_jvp(helper, data=1):
+    """A jvp `helper(y, *operands, *their tangents)` of a function of `data` operands."""
+    def jvp(em, s, ts):
+        args = em.operands(s)[:data]
+        return em.op("call", helper, s.var, *args, *[em.or_none(t) for t in ts[:data]])
+    return jvp
+
+
+_set([np.linalg.det], _matrix_jvp(j_det))
+_set([np.linalg.slogdet], _matrix_jvp(j_slogdet))
+_set([np.linalg.inv], _matrix_jvp(j_inv))
+_set([np.linalg.solve], _matrix_jvp(j_solve, data=2))
+_set([np.linalg.cholesky], _matrix_jvp(j_cholesky))
+
+
+@_helper
+def j_extreme(y, x, t, axis=None, keepdims=False):
+    """The tangent of `np.max(x, axis)` (min too): the mean of t over the entries that
+    attain the extreme (as the pullback shares dy among ties)."""
+    yk = y if keepdims or axis is None else np.expand_dims(y, axis)
+    mask = (x == yk) * 1.0
+    share = np.sum(t * mask, axis=axis, keepdims=keepdims) / \
+        np.sum(mask, axis=axis, keepdims=keepdims)
+    return share + np.zeros_like(y)       # (y's shape, whatever the reduction's type)
+
+
+def _var_tangent(x, t, axis, ddof, keepdims):
+    """d var = 2 sum((x - mean) t) / (N - ddof) over the axes (the mean's own tangent
+    drops out: the deviations sum to zero)."""
+    mean = np.mean(x, axis=axis, keepdims=True)
+    count = x.size // mean.size
+    return 2.0 * np.sum((x - mean) * t, axis=axis, keepdims=keepdims) / (count - ddof)
+
+
+@_helper
+def j_var(y, x, t, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
+          correction=None):
+    return _var_tangent(x, t, axis, ddof if correction is None else correction, keepdims)
+
+
+@_helper
+def j_std(y, x, t, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
+          correction=None):
+    """d std = d var / (2 std), 0 where the spread is zero (as the pullback takes it)."""
+    dv = _var_tangent(x, t, axis, ddof if correction is None else correction, keepdims)
+    return np.where(y == 0.0, 0.0, dv / (2.0 * np.where(y == 0.0, 1.0, y)))
+
+
+def _reduction_jvp(helper):
+    """The jvp of a reduction `helper(y, x, t, *options)` with the call's options."""
+    def jvp(em, s, ts):
+        if ts[0] is None:
+            return None
+        args = em.operands(s)
+        return em.op("call", helper, s.var, args[0], ts[0], *args[1:], **s.kwargs)
+    return jvp
+
+
+@_helper
+def j_squeeze(y, t, axis=None):
+    """The tangent of `np.squeeze(x, axis)`: without an axis, of an array of one
+    element, that element (a number, as the JIT types such a squeeze)."""
+    if axis is None and not isinstance(y, np.ndarray):
+        return np.sum(t)
+    return np.squeeze(t, axis=axis)
+
+
 def _named(module, names: str) -> list:
     """The functions of `module` called `names` that this Python and numpy have
     (`math.cbrt` is 3.11's, `np.row_stack` is gone from numpy 2.x)."""
@@ -381,26 +501,33 @@ def _named(module, names: str) -> list:
 linear(["neg"])
 linear(["copy", "pos", "unpack"])
 elementwise(["abs"])
-linear(["getattr"])                       # `a.T`, `a.real` (methods: see the transform)
+_set(["getattr"], _getattr_jvp)          # (methods: see the transform)
 multilinear(_named(np, "multiply matmul dot inner outer kron cross tensordot"))
 multilinear([np.einsum], data=tuple(range(1, 33)))   # after the subscripts
 linear([np.full, np.full_like], data=(1,))
 linear([tuple, list, np.float32, np.gradient])
 linear([np.add, np.subtract], data=(0, 1))
 linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel transpose
-    swapaxes moveaxis rollaxis squeeze expand_dims atleast_1d atleast_2d atleast_3d
+    swapaxes moveaxis rollaxis expand_dims atleast_1d atleast_2d atleast_3d
     broadcast_to flip fliplr flipud rot90 roll tile repeat diag diagflat diagonal trace
     tril triu take copy array asarray float64 split array_split hsplit vsplit dsplit
     concatenate stack hstack vstack dstack column_stack row_stack pad real_if_close
     degrees radians deg2rad rad2deg take_along_axis""")
        + _named(math, "fsum degrees radians") + [builtins.sum, float])
 linear([np.where], data=(1, 2))
+linear([column, check_bound])            # zip's column i, a read of a local
 elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp
     expm1 exp2 log1p log2 log10 sqrt cbrt fabs erf erfc gamma lgamma atan2 hypot log
     copysign fmod pow""") + [builtins.abs, builtins.pow]
             + _named(np, """sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh
     arctanh exp expm1 exp2 log log1p log2 log10 sqrt cbrt square fabs abs arctan2 hypot
     maximum minimum fmax fmin power divide fmod remainder logaddexp logaddexp2 clip"""))
-scalar_result(_named(np, "max min amax amin prod std var") + [np.linalg.norm])
+_set(_named(np, "max min amax amin"), _reduction_jvp(j_extreme))
+_set([np.var], _reduction_jvp(j_var))
+_set([np.squeeze], lambda em, s, ts: None if ts[0] is None else em.op(
+    "call", j_squeeze, s.var, ts[0], *em.operands(s)[1:], **s.kwargs))
+_set([np.std], _reduction_jvp(j_std))
+scalar_result([np.prod, np.linalg.norm])
 scalar_result([builtins.max, builtins.min], data_only=False)
-HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value)
+HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value,
+               zero=TangentHelper(zero_tangent))

@@ -129,8 +129,9 @@ class Zygopy:
         value_and_grad = getattr(self.adjoint_mod, "value_and_grad", None)
 
         def run():
-            if value_and_grad is not None:
-                return value_and_grad(f, *args, backend=backend)
+            if value_and_grad is not None:     # (the default backend: a user's call)
+                return value_and_grad(f, *args) if backend == "auto" else \
+                    value_and_grad(f, *args, backend=backend)
             y, back = pullback(f, *args, backend=backend)
             return y, back(1.0)
         task = Task("grad", run)

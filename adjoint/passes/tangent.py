@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from lowering.runtime import UNBOUND
 from ssair import IR, Const, Phi, Return, Stmt, Var
 from ssair.passes.scalars import Scalars
 
@@ -68,8 +69,10 @@ def zero_tangent(x: Any) -> Any:
 class Emitter:
     """What a `jvp` rule emits through: new statements around the current one."""
 
-    def __init__(self, out: IR, kinds: Scalars, tangent_of: dict, line: Optional[int]):
+    def __init__(self, out: IR, kinds: Scalars, tangent_of: dict, line: Optional[int],
+                 defs: Optional[dict] = None):
         self.out, self.kinds, self.tangent_of = out, kinds, tangent_of
+        self.defs = defs or {}
         self.pre: list = []
         self.post: list = []
         self.into = self.post
@@ -109,11 +112,27 @@ class Emitter:
             return isinstance(a.value, (int, float)) and not isinstance(a.value, bool)
         return self.kinds.is_scalar(a)
 
+    def is_tuple(self, a: Any) -> bool:
+        """Is `a` certainly a tuple (a constant one, or one built here)?"""
+        if isinstance(a, Const):
+            return isinstance(a.value, tuple)
+        made = self.defs.get(a)
+        return made is not None and made.op == "tuple"
+
     def zero(self, a: Any) -> Any:
+        """The zero tangent of operand `a`: a container that may be appended to or
+        written into is made anew (a list literal as a list of zeros)."""
         if isinstance(a, Const):
             return Const(zero_tangent(a.value))
         if self.is_number(a):
             return Const(0.0)
+        made = self.defs.get(a)
+        if made is not None and made.op in ("list", "dict", "tuple"):
+            return self.op(made.op, *[x if made.op == "dict" and k % 2 == 0 else self.zero(x)
+                                      for k, x in enumerate(made.args)])
+        if made is not None and made.op == "call" and isinstance(made.args[0], Const) \
+                and made.args[0].value in (list, dict):
+            return self.op("call", _helper("zero"), a)
         return self.op("zero", a)
 
     def or_none(self, t: Any) -> Any:
@@ -173,7 +192,7 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
             if s.var not in varied and not _writes_varied(s, varied):
                 stmts.append(s)
                 continue
-            em = Emitter(out, kinds, tan, s.line)
+            em = Emitter(out, kinds, tan, s.line, defs)
             ts = [tan.get(a) if isinstance(a, Var) else None for a in em.operands(s)]
             replaced = _user_call(em, s, ts, tan, kinds, callee_tangent, lookup_callee, defs,
                                   out)
@@ -184,7 +203,7 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
                 isinstance(getattr(defs.get(s.args[0]), "args", [None])[0], Var) and \
                 defs[s.args[0]].args[0] in varied
             if s.var in varied and not any(t is not None for t in ts) and not method \
-                    and s.op not in ("setitem",):
+                    and s.op not in ("setitem", "list", "tuple", "dict"):
                 stmts.append(s)
                 em.into = stmts
                 tan[s.var] = em.zero(s.var)
@@ -200,10 +219,12 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
         for pred, v in p.incoming.items():
             t = tan.get(v) if isinstance(v, Var) else None
             if t is None:
-                if isinstance(v, Const):
+                if isinstance(v, Const) and v.value is UNBOUND:
+                    t = v                # a local not yet assigned: its tangent neither
+                elif isinstance(v, Const):
                     t = Const(zero_tangent(v.value))
                 else:
-                    em = Emitter(out, kinds, tan, p.line)
+                    em = Emitter(out, kinds, tan, p.line, defs)
                     em.into = ends.setdefault(pred, [])
                     t = em.zero(v)
             tp.incoming[pred] = t
@@ -212,7 +233,7 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
         if isinstance(b.term, Return):
             v = b.term.value
             t = tan.get(v) if isinstance(v, Var) else None
-            em = Emitter(out, kinds, tan, None)
+            em = Emitter(out, kinds, tan, None, defs)
             em.into = b.stmts
             if t is None:
                 t = em.zero(v)
@@ -257,7 +278,9 @@ def _user_call(em: Emitter, s: Stmt, ts: list, tan: dict, kinds: Scalars,
             from ssair.interpreter import closure_template
             fn = closure_template(fn, getattr(ir.func, "__globals__", {}))
         captured = list(made.args[1:])
-    args, ts = bind_parameters(fn, args, dict(s.kwargs), ts, Const, em.line)
+    kwts = [tan.get(v) if isinstance(v, Var) else None for v in s.kwargs.values()]
+    args, ts = bind_parameters(fn, args, dict(s.kwargs), list(ts) + kwts, Const,
+                               lambda kind, vs, vts, keys: _pack(em, kind, vs, vts, keys))
     tcaptured = [tan.get(c) if isinstance(c, Var) else None for c in captured]
     mask = tuple(t is not None for t in ts)
     argtypes = tuple(_type_name(kinds, a) for a in args)
@@ -271,37 +294,40 @@ def _user_call(em: Emitter, s: Stmt, ts: list, tan: dict, kinds: Scalars,
     r = em.op("call", target, *captured, *args,
               *[t for t in tcaptured + list(ts) if t is not None])
     tan[s.var] = em.op("getitem", r, 1)
-    return em.post[:1] + [Stmt(s.var, "getitem", [r, Const(0)], {}, s.line, s.name)] \
-        + em.post[1:]
+    return _after_call(em.post, r, Stmt(s.var, "getitem", [r, Const(0)], {}, s.line, s.name))
 
 
 def bind_parameters(fn: Any, args: list, kwargs: dict, ts: list, wrap: Callable,
-                    line: Any = None) -> tuple:
+                    pack: Optional[Callable] = None) -> tuple:
     """(one operand per parameter of `fn`, in order, and their tangents) for a call
     `fn(*args, **kwargs)`: defaults filled in (as `wrap(value)`, without a tangent),
-    keyword arguments placed.  Refuses `*args`/`**kwargs` parameters."""
+    keyword arguments placed, and the values of a `*args` (`**kwargs`) parameter packed
+    by `pack("tuple" or "dict", values, keys) -> (value, tangent)` (`ts[k]` is the
+    tangent of args[k], then of each keyword's value; None: none)."""
     code = getattr(fn, "__code__", None)
     if code is not None and not kwargs and len(args) == code.co_argcount \
             and not code.co_kwonlyargcount and not code.co_flags & 0x0C:
         return list(args), list(ts)
     import inspect
     sig = inspect.signature(fn)
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
-        raise TypeError(f"jvp: {fn.__qualname__} takes *args or **kwargs, which forward "
-                        "mode does not support yet")
-    if not kwargs and len(args) == len(sig.parameters):
-        return list(args), list(ts)
     marks = [_Mark(k) for k in range(len(args) + len(kwargs))]
-    tkw = list(ts[len(args):]) if len(ts) > len(args) else [None] * len(kwargs)
-    allts = list(ts[:len(args)]) + tkw
+    allts = list(ts) + [None] * (len(marks) - len(ts))
     bound = sig.bind(*marks[:len(args)], **dict(zip(kwargs, marks[len(args):])))
     bound.apply_defaults()
     values = list(args) + list(kwargs.values())
     outs, touts = [], []
-    for v in bound.arguments.values():
+    for name, v in bound.arguments.items():
+        kind = sig.parameters[name].kind
         if isinstance(v, _Mark):
             outs.append(values[v.k])
             touts.append(allts[v.k])
+        elif kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            ms = list(v) if kind is inspect.Parameter.VAR_POSITIONAL else list(v.values())
+            keys = None if kind is inspect.Parameter.VAR_POSITIONAL else list(v)
+            packed, tpacked = pack("tuple" if keys is None else "dict",
+                                   [values[m.k] for m in ms], [allts[m.k] for m in ms], keys)
+            outs.append(packed)
+            touts.append(tpacked)
         else:
             outs.append(wrap(v))
             touts.append(None)
@@ -315,17 +341,41 @@ class _Mark:
         self.k = k
 
 
+def _pack(em: Emitter, kind: str, values: list, tangents: list, keys: Optional[list]) -> tuple:
+    """The tuple (dict) a `*args` (`**kwargs`) parameter receives, and its tangent
+    (None when no entry has one)."""
+    if keys is not None:
+        flat = [x for k, v in zip(keys, values) for x in (Const(k), v)]
+        tflat = [x for k, v, t in zip(keys, values, tangents)
+                 for x in (Const(k), t if t is not None else em.zero(v))]
+    else:
+        flat, tflat = values, [t if t is not None else em.zero(v)
+                               for v, t in zip(values, tangents)]
+    packed = em.op(kind, *flat)
+    return packed, (em.op(kind, *tflat) if any(t is not None for t in tangents) else None)
+
+
+def _after_call(stmts: list, r: Var, primal: Stmt) -> list:
+    """`stmts` with the primal's value `primal` (read from the call's result `r`) placed
+    right after the call."""
+    k = next(i for i, d in enumerate(stmts) if d.var == r)
+    return stmts[:k + 1] + [primal] + stmts[k + 1:]
+
+
 def _dynamic_call(em: Emitter, s: Stmt, ts: list, tan: dict) -> list:
     """`f(args)` for a function value known only at run time (an argument, a choice
-    between functions): `jvp` of it, through the interpreter (`j_call_value`)."""
+    between functions): `call(@j_call_value, f, n, args..., tangents or None...)`,
+    which the interpreter runs by `jvp` of f and the JIT compiles as a call of f's
+    tangent function (it knows f from its type)."""
     if s.kwargs:
         raise TypeError(f"jvp: a call of a computed function with keyword arguments is "
                         f"not supported in forward mode yet ({_where(em, s)})")
     em.into = em.post
-    r = em.op("call", _helper("call_value"), s.args[0], em.op("tuple", *em.operands(s)), em.tuple(ts))
+    args = em.operands(s)
+    r = em.op("call", _helper("call_value"), s.args[0], len(args), *args,
+              *[em.or_none(t) for t in ts])
     tan[s.var] = em.op("getitem", r, 1)
-    return em.post[:3] + [Stmt(s.var, "getitem", [r, Const(0)], {}, s.line, s.name)] \
-        + em.post[3:]
+    return _after_call(em.post, r, Stmt(s.var, "getitem", [r, Const(0)], {}, s.line, s.name))
 
 
 def _type_name(kinds: Scalars, a: Any) -> Optional[str]:
@@ -360,11 +410,11 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
         tv = ts[1] if ts[1] is not None else em.zero(v)
         em.op("setitem", ta, tv, *s.args[2:])
         return None
-    if s.op == "list_append":
+    if s.op == "list_append":        # its value is the list: the tangent's is its tangent
         ta = ts[0]
-        if ta is not None:
-            em.op("list_append", ta, ts[1] if ts[1] is not None else em.zero(s.args[1]))
-        return None
+        if ta is None:
+            return None
+        return em.op("list_append", ta, ts[1] if ts[1] is not None else em.zero(s.args[1]))
     if s.op in ("tuple", "list"):
         return em.op(s.op, *[t if t is not None else em.zero(a) for a, t in zip(s.args, ts)])
     if s.op == "dict":
@@ -442,7 +492,7 @@ def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
 # What the pass emits calls of, from the rule module (`adjoint.rules_tangent` fills it
 # when imported, as the rule modules fill the rule table): "rows" (the exact fallback
 # emitter for a rule without a jvp), "astype", "call_value" (a function value known
-# at run time).
+# at run time), "zero" (the zero tangent of a container made at run time).
 HELPERS: dict = {}
 
 

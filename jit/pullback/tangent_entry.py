@@ -8,14 +8,20 @@ IR, argument types).  What the JIT refuses runs in the interpreter under
 """
 from __future__ import annotations
 
+import types as pytypes
 import warnings
 from typing import Any
 
+from adjoint.passes.tangent import HELPERS
 from adjoint.rule_table import TangentHelper
+from ssair import Const
 from jit.library.registry import REGISTRY
 from jit.pullback.backend import JitFallbackWarning
-from jit.typing.infer import user_call
-from jit.types import TypingError, typeof
+from jit.library.python_impls import impl_call
+from jit.typing.infer import (Call, call_argument_type, is_user_function, lower_function,
+                              user_call)
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ClosureT, FunctionT, TypingError,
+                       typeof)
 
 _TABLE: dict = {}     # (tangent IR, argument types) -> compiled wrapper, or the refusal
 _HOT: dict = {}       # tangent IR -> the wrapper compiled last for it (it checks the
@@ -88,14 +94,61 @@ def register() -> None:
 
 def _t_helper(ctx: Any, s: Any, ts: list) -> Any:
     helper = s.args[0].value
+    if helper is HELPERS.get("call_value"):
+        return _t_call_value(ctx, s, ts, helper)
     if helper.interpreted:
         ctx.fail(helper.interpreted)
     return user_call(ctx, s, helper.fn)
 
 
+def _t_call_value(ctx: Any, s: Any, ts: list, helper: Any) -> Any:
+    """`call(@j_call_value, f, n, args..., tangents...)`: the JIT knows the function
+    value f from its type, so this is a call of f's tangent function, typed like any
+    user call: a closure's captured values lead (taken from the closure value), a
+    Python function's cells are passed as constants, a library function gets a
+    one-call tangent function."""
+    from adjoint.forward import library_tangent, tangent_function
+    ft, n = ts[1], s.args[2].value
+    args, tans = list(s.args[3:3 + n]), list(s.args[3 + n:])
+    mask = tuple(ctx.type_of(t) != NONE for t in tans)
+    names = tuple(_type_name(ctx.type_of(a)) for a in args)
+    operands = args + [t for t, m in zip(tans, mask) if m]
+    f = getattr(ft, "func", None)
+    try:
+        if isinstance(ft, ClosureT) and isinstance(f, pytypes.FunctionType):
+            captured = tuple(ft.captured)
+            tf = tangent_function(f, mask, names, (False,) * len(captured),
+                                  tuple(_type_name(t) for t in captured))
+            target = ctx.engine.infer(lower_function(tf), captured + tuple(
+                call_argument_type(ctx, a) for a in operands))
+            ctx.typing.calls[s.var] = Call(target, [s.args[1]] * len(captured) + operands, tf)
+            ctx.typing.writes |= target.writes
+            return target.ret
+        if isinstance(ft, FunctionT) and is_user_function(f):
+            cells = [Const(c.cell_contents) for c in f.__closure__ or ()]
+            tf = tangent_function(f, mask, names, (False,) * len(cells) if cells else None,
+                                  (None,) * len(cells))
+            return impl_call(ctx, s, tf, cells + operands)
+        if isinstance(ft, FunctionT) and f is not None:
+            return impl_call(ctx, s, library_tangent(f, n, mask, names), operands)
+    except TypeError as e:
+        ctx.fail(str(e))
+    ctx.fail(f"{helper.interpreted} (here {ft})")
+
+
+def _type_name(t: Any) -> Any:
+    """The scalar analysis' name of a number type (None for the others)."""
+    return {FLOAT64: "float64", INT64: "int64", BOOL: "bool"}.get(t)
+
+
 def _cg_helper(fc: Any, s: Any, ts: list) -> Any:
     call = fc.typing.calls[s.var]
-    return fc.call_user(call.target, call.operands, [])
+    lead = []
+    ft = next((t for t in ts[:2] if isinstance(t, ClosureT)), None)
+    if s.args[0].value is HELPERS.get("call_value") and ft is not None:
+        clo = fc.get(s.args[1], ft)             # a closure's captured values lead
+        lead = [fc.b.extract_value(clo, i) for i in range(len(ft.captured))]
+    return fc.call_user(call.target, call.operands[len(lead):], lead)
 
 
 _HELPER = REGISTRY.entry(TangentHelper, family="derivatives", name="forward-mode rule object",
