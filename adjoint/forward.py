@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ssair import IR, Const
+from ssair import IR, Const, VerifyError, verify
 from ssair.interpreter import interpret
 from lowering.api import register_ir
 
@@ -26,7 +26,7 @@ from .api import _load_jit
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.merge_returns import merge_returns
 from .passes.tangent import bind_parameters, tangent, zero_tangent
-from .transform import cells, is_differentiable, lower_function
+from .transform import VERIFY, cells, is_differentiable, lower_function
 from . import rules_tangent  # (fills the rule table's jvp entries)
 
 # backend name -> runner(ir, args) -> result, or None where it does not compile ir
@@ -56,6 +56,12 @@ def tangent_ir(f: Any, mask: tuple, types_: Optional[tuple] = None,
     if captured is not None:
         out.nfree = 0
     out.meta["writes"] = _writes(out)
+    if VERIFY:
+        try:
+            verify(out)
+        except VerifyError as e:
+            raise RuntimeError(f"jvp: the tangent pass produced invalid IR for {ir.name}:"
+                               f"\n{e}\n{out}") from None
     _IRS[key] = (ir, out)
     return out
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from lowering.runtime import UNBOUND
 from ssair import IR, Const, Phi, Return, Stmt, Var
+from ssair.cfg import reverse_postorder
 from ssair.passes.scalars import Scalars
 
 from .activity import analyze
@@ -186,7 +187,10 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
                 new.append(tp)
         b.phis.extend(new)
     ends: dict = {}     # block id -> statements appended before its terminator
-    for b in out.blocks:
+    order = reverse_postorder(out)      # a value's tangent is made before its uses
+    by_id = {b.id: b for b in out.blocks}
+    rest = [b for b in out.blocks if b.id not in set(order)]
+    for b in [by_id[k] for k in order] + rest:
         stmts = []
         for s in b.stmts:
             if s.var not in varied and not _writes_varied(s, varied):
