@@ -767,3 +767,26 @@ def test_lgamma_and_gamma_differentiate_through_digamma():
         check_gradient(f, x)
         assert gradient(f, x, backend="llvm")[0] == pytest.approx(
             gradient(f, x, backend="interp")[0], rel=1e-12)
+
+
+def test_a_view_read_after_an_update_of_its_array_is_refused_not_a_zero_gradient():
+    """`v = z[1:]; z *= x; sum(v * v)`: the update reaches v without a statement of v's
+    own, so reverse mode would lose it (it gave 0); refused, and forward mode, which
+    follows it, gives the derivative."""
+    def stale(x):
+        z = np.ones(3)
+        v = z[1:]
+        z *= x
+        return np.sum(v * v)
+
+    def fresh(x):
+        z = np.ones(3)
+        z *= x
+        v = z[1:]
+        return np.sum(v * v)
+    x, t = np.array([1.0, 2.0, 3.0]), np.array([0.3, -0.2, 0.5])
+    for backend in ("interp", "llvm"):
+        with pytest.raises(TypeError, match="view of an array .* read after an in-place"):
+            gradient(stale, x, backend=backend)
+        np.testing.assert_array_equal(gradient(fresh, x, backend=backend)[0], [0.0, 4.0, 6.0])
+        assert adjoint.jvp(stale, (x,), (t,), backend=backend)[1] == pytest.approx(2.2)

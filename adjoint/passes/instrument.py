@@ -34,6 +34,7 @@ import numpy as np
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
+from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
                      missing_rule_error, partial_variant, scalar_variant)
 from ..special_callees import as_call, own_rule_code, special_handler
@@ -78,6 +79,7 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     out.nfree = 0
     out.meta["tape"] = tape
     _refuse_view_writes(out, act, kinds)
+    refuse_stale_views(out, act.varied, kinds)
     mutated = _mutated(out, act)
     out.meta["mutated"] = mutated
     _copy_args_into_phis(out, act, _float_array_args(out, kinds) - mutated)
