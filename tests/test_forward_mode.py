@@ -213,3 +213,17 @@ def test_autograd_example_objectives(name, build):
     with np.errstate(all="ignore"):
         check_jvp(f, *args, backend="interp")
         check_jvp(f, *args, backend="llvm")
+
+
+def _numpy_programs():
+    from bench.numpy_programs import WORKLOADS as PROGRAMS
+    return [pytest.param(w, id=w.name) for w in PROGRAMS]
+
+
+@pytest.mark.parametrize("w", _numpy_programs())
+def test_numpy_programs(w):
+    """The bench's numpy programs (an MLP with cross-entropy, regularised logistic
+    regression, a diffusion step with np.roll): interpreted and compiled."""
+    args = w.make_args()
+    check_jvp(w.func, *args, backend="interp")
+    check_jvp(w.func, *args, backend="llvm")
