@@ -170,6 +170,8 @@ def _stub(name: str, nargs: int, globals_: dict, filename: str) -> Any:
 
 def _check_tangent(x: Any, t: Any, k: int) -> Any:
     """Tangent `t` of argument `x` as the tangent IR takes it."""
+    if type(t) is float and type(x) is float:     # (the common case, without numpy)
+        return t
     if t is None:
         return zero_tangent(x)
     if isinstance(x, np.ndarray):
@@ -215,8 +217,17 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
         primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
                                                        list(tangents), lambda v: v,
                                                        _pack_values))
-    mask = tuple(is_differentiable(x) for x in primals)
-    ir = tangent_ir(f, mask, arg_types(primals))
+    sig = _signature(primals)
+    hot = _HOT.get((f, sig)) if sig is not None else None
+    if hot is not None and hot[0] is getattr(f, "__code__", None):
+        mask, ir = hot[1], hot[2]
+    else:
+        mask = tuple(is_differentiable(x) for x in primals)
+        ir = tangent_ir(f, mask, arg_types(primals))
+        if sig is not None:
+            if len(_HOT) >= 4096:
+                _HOT.clear()
+            _HOT[(f, sig)] = (getattr(f, "__code__", None), mask, ir)
     ts = tuple(_check_tangent(x, t, k) for k, (x, t, on)
                in enumerate(zip(primals, tangents, mask)) if on)
     if ir.meta["writes"]:        # the caller's arrays stay as they are
@@ -232,6 +243,24 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
             if got is not None:
                 return _numbers(got)
     return _numbers(interpret(ir, *args))
+
+
+_HOT: dict = {}   # (f, _signature of the primals) -> (f's code, mask, tangent IR)
+
+
+def _signature(primals: tuple) -> Optional[tuple]:
+    """What the tangent IR of a call depends on, for numbers and arrays (None for
+    anything else: the full lookup)."""
+    out = []
+    for x in primals:
+        c = type(x)
+        if c is float or c is int or c is bool:
+            out.append(c)
+        elif c is np.ndarray:
+            out.append((x.dtype.str, x.ndim))
+        else:
+            return None
+    return tuple(out)
 
 
 def _pack_values(kind: str, values: list, tangents: list, keys: Optional[list]) -> tuple:
