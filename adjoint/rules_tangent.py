@@ -139,17 +139,19 @@ def j_assign(t, new):
     return new
 
 
-@_helper
-def j_inner(g, t):
+def _inner(g, t):
     """<g, t> for a cotangent and a tangent of the same structure (None is zero)."""
     if g is None or t is None:
         return 0.0
     if isinstance(g, (list, tuple)):
         total = 0.0
         for k in range(len(g)):
-            total += j_inner.fn(g[k], t[k])
+            total += _inner(g[k], t[k])
         return total
     return float(np.sum(g * t))
+
+
+j_inner = _helper(_inner)
 
 
 def _call_value(f, n, *operands):

@@ -39,9 +39,14 @@ from .activity import analyze
 # array methods linear in the array: the tangent is the same method of its tangent
 LINEAR_METHODS = frozenset({
     "sum", "mean", "reshape", "transpose", "ravel", "flatten", "cumsum", "squeeze",
-    "trace", "diagonal", "swapaxes", "take", "repeat", "copy", "conjugate", "conj"})
+    "trace", "diagonal", "swapaxes", "take", "repeat", "copy", "conjugate", "conj",
+    "items", "values", "get", "pop"})
+# methods of lists that store a value: the same method of the tangent list, with the
+# tangent of the value (at these operand positions)
+STORING_METHODS = {"append": (0,), "extend": (0,), "insert": (1,)}
 # methods whose result has no tangent
-NONDIFF_METHODS = frozenset({"argmin", "argmax", "argsort", "nonzero", "any", "all"})
+NONDIFF_METHODS = frozenset({"argmin", "argmax", "argsort", "nonzero", "any", "all",
+                             "keys", "index", "count"})
 # the others: the numpy function of the same name, with the array first
 METHODS = {name: getattr(np, name) for name in (
     "dot", "clip", "prod", "max", "min", "std", "var", "cumprod")}
@@ -392,7 +397,9 @@ def _type_name(kinds: Scalars, a: Any) -> Optional[str]:
 
 
 def _where(em: Emitter, s: Stmt) -> str:
-    return f"line {s.line}" if s.line else "its body"
+    """`in f at file:line` for an error message."""
+    name = em.out.meta.get("source_name", em.out.name)
+    return f"in {name} at {em.out.file}:{s.line or em.out.firstline}"
 
 
 _INPLACE = frozenset({"iadd", "isub", "imul", "itruediv", "ipow", "imatmul", "imod"})
@@ -437,7 +444,8 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
         return em.op("getitem", ts[0], *s.args[1:])
     if s.op == "getattr" and isinstance(s.args[1], Const) and \
             (s.args[1].value in METHODS or s.args[1].value in LINEAR_METHODS
-             or s.args[1].value in NONDIFF_METHODS or s.args[1].value == "astype"):
+             or s.args[1].value in NONDIFF_METHODS or s.args[1].value in STORING_METHODS
+             or s.args[1].value == "astype"):
         return None                  # a bound method: its call (below) differentiates it
     if s.op == "call":
         f = s.args[0]
@@ -445,7 +453,6 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
             return _method_call(em, s, ts, tan, defs, lookup_callee)
         rule = lookup_callee(f.value)
         what = f"the call of {getattr(f.value, '__qualname__', f.value)!r}"
-        ts = ts[1:] if False else ts
     else:
         rule = lookup_op(s.op)
         what = f"the operator {s.op}"
@@ -476,15 +483,23 @@ def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
         obj = m.args[0]
         tobj = tan.get(obj) if isinstance(obj, Var) else None
         return None if tobj is None else em.op("call", _helper("astype"), tobj, *s.args[1:])
-    if name not in METHODS and name not in LINEAR_METHODS:
-        raise TypeError(f"jvp: a call of a computed function ({_where(em, s)}) is not "
-                        "supported in forward mode yet")
+    if name not in METHODS and name not in LINEAR_METHODS and name not in STORING_METHODS:
+        raise TypeError(f"jvp: forward mode has no rule for the method {name!r} "
+                        f"({_where(em, s)}) yet")
     obj = m.args[0]
     tobj = tan.get(obj) if isinstance(obj, Var) else None
     if name in LINEAR_METHODS:
         if tobj is None:
             return None
         return em.op("call", em.op("getattr", tobj, name), *s.args[1:], **s.kwargs)
+    if name in STORING_METHODS:
+        if tobj is None:
+            return None
+        args = list(s.args[1:])
+        for k in STORING_METHODS[name]:
+            if k < len(args):
+                args[k] = ts[k] if ts[k] is not None else em.zero(args[k])
+        return em.op("call", em.op("getattr", tobj, name), *args, **s.kwargs)
     fn = METHODS[name]
     rule = lookup_callee(fn)
     view = Stmt(s.var, "call", [Const(fn), obj] + list(s.args[1:]), dict(s.kwargs), s.line)
