@@ -20,6 +20,7 @@ import numpy as np
 
 from ssair import IR, Const, VerifyError, verify
 from ssair.interpreter import interpret
+from ssair.primitives import INPLACE
 from lowering.api import register_ir
 
 from .api import _load_jit
@@ -31,7 +32,7 @@ from . import rules_tangent  # (fills the rule table's jvp entries)
 
 # backend name -> runner(ir, args) -> result, or None where it does not compile ir
 TANGENT_RUNNERS: dict = {}
-_IRS: dict = {}          # (code, mask, types) -> tangent IR
+_IRS: dict = {}          # (code, IR, masks, types, ...) -> (IR, its tangent IR)
 _FUNCTIONS: dict = {}    # (function, mask, types) -> its tangent function
 
 
@@ -43,17 +44,24 @@ def tangent_ir(f: Any, mask: tuple, types_: Optional[tuple] = None,
     (with tangents where `captured[k]`) become leading arguments (`nfree` 0).  `only`:
     the IR returns the tangent alone."""
     ir = lower_function(f)
-    key = (ir.meta.get("code"), id(ir), tuple(mask), tuple(types_ or ()), captured,
-           tuple(captured_types), only)
-    got = _IRS.get(key)
-    if got is not None and got[0] is ir:
-        return got[1]
     full = (tuple(captured) if captured is not None else (False,) * ir.nfree) + tuple(mask)
     ftypes = (tuple(captured_types) if captured is not None else (None,) * ir.nfree) + \
         tuple(types_ or (None,) * len(mask))
+    return _tangent_of(ir, full, ftypes, only, explicit_free=captured is not None)
+
+
+def _tangent_of(ir: IR, full: tuple, ftypes: tuple, only: bool = False,
+                explicit_free: bool = False) -> IR:
+    """The tangent pass of `ir` (its arguments' tangents `full`, their scalar types
+    `ftypes`), prepared, verified and cached per IR; `explicit_free`: the captured
+    values become ordinary leading arguments."""
+    key = (ir.meta.get("code"), id(ir), full, ftypes, only, explicit_free)
+    got = _IRS.get(key)
+    if got is not None and got[0] is ir:
+        return got[1]
     prepared = canonical_inplace(merge_returns(ir), ftypes)
     out = tangent(prepared, full, ftypes, tangent_function, only)
-    if captured is not None:
+    if explicit_free:
         out.nfree = 0
     out.meta["writes"] = _writes(out)
     if VERIFY:
@@ -92,8 +100,9 @@ def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tupl
 
 def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
     """`(f(*args), its tangent)` for a function value met at run time: a Python
-    function or a Closure the interpreter made (its captured values held constant: the
-    transform refuses a closure over varied values that escapes)."""
+    function, a Closure the interpreter made (its captured values held constant: the
+    transform refuses a closure over varied values that escapes), or a library
+    function with a derivative rule."""
     from ssair.interpreter import Closure, _closure_target
     mask = tuple(t is not None for t in ts)
     tangents = tuple(t for t in ts if t is not None)
@@ -102,8 +111,7 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
         if len(args) != len(ir.args) - ir.nfree or f.defaults or f.kwdefaults:
             raise TypeError("jvp: a closure called with default arguments is not "
                             "supported in forward mode yet")
-        out = tangent(canonical_inplace(merge_returns(ir)), (False,) * ir.nfree + mask,
-                      None, tangent_function)
+        out = _tangent_of(ir, (False,) * ir.nfree + mask, (None,) * len(ir.args))
         return interpret(out, *f.values, *args, *tangents)
     if type(f) is types.FunctionType:
         args, ts = bind_parameters(f, list(args), {}, list(ts), lambda v: v, _pack_values)
@@ -112,25 +120,13 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
     from .rules import lookup_callee
     rule = lookup_callee(f)
     if rule is None or not rule.differentiable:
-        return f(*args), _zero_like_result(f(*args)) if not any(mask) else \
-            _no_rule(f)
-    return _library_jvp(rule, f, args, ts)
-
-
-def _zero_like_result(y: Any) -> Any:
-    return zero_tangent(y)
-
-
-def _no_rule(f: Any) -> Any:
-    raise TypeError(f"jvp: no derivative rule for {getattr(f, '__qualname__', f)!r} in "
-                    "forward mode")
-
-
-def _library_jvp(rule: Any, f: Any, args: tuple, ts: tuple) -> tuple:
-    """A library function passed as a value (`np.sin` as an argument): its jvp."""
-    mask = tuple(t is not None for t in ts)
+        if any(mask):
+            raise TypeError(f"jvp: no derivative rule for {getattr(f, '__qualname__', f)!r} "
+                            "in forward mode")
+        y = f(*args)
+        return y, zero_tangent(y)
     tf = library_tangent(f, len(args), mask, arg_types(args))
-    return interpret(lower_function(tf), *args, *[t for t in ts if t is not None])
+    return interpret(lower_function(tf), *args, *tangents)
 
 
 def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
@@ -145,8 +141,7 @@ def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
     xs = [ir.add_arg(f"a{k}") for k in range(nargs)]
     b = ir.add_block()
     b.term = Return(ir.push(b, "call", f, *xs))
-    out = tangent(ir, mask, types_, tangent_function)
-    out.meta["writes"] = _writes(out)
+    out = _tangent_of(ir, tuple(mask), tuple(types_))
     fn = _stub(f"{ir.name}_tangent", nargs + sum(bool(m) for m in mask), globals(),
                "<adjoint.forward>")
     _FUNCTIONS[key] = fn
@@ -281,13 +276,8 @@ def _numbers(out: tuple) -> tuple:
 
 def _writes(ir: IR) -> bool:
     """May running `ir` write into an array or list it is given (its own, a tangent's)?"""
-    return any(s.op in ("setitem", "list_append", "call", "make_closure")
-               and not _pure_call(s) or s.op.startswith("i") and s.op in _INPLACE
-               for b in ir.blocks for s in b.stmts)
-
-
-_INPLACE = frozenset({"iadd", "isub", "imul", "itruediv", "ipow", "imatmul", "imod",
-                      "ifloordiv", "ibitand", "ibitor", "ibitxor", "ilshift", "irshift"})
+    return any(s.op in INPLACE or s.op in ("setitem", "list_append", "call", "make_closure")
+               and not _pure_call(s) for b in ir.blocks for s in b.stmts)
 
 
 def _pure_call(s: Any) -> bool:

@@ -194,15 +194,12 @@ def j_rows(pb, y, ts, args, **kwargs):
 
 
 # -- declaring rules ------------------------------------------------------------------
-MISSING: list = []
-
-
 def _set(keys, jvp) -> None:
+    """Give the rules of `keys` (op names or callees, each with a rule) this jvp."""
     for k in keys:
         rule = OP_RULES.get(k) if isinstance(k, str) else lookup_callee(k)
         if rule is None:
-            MISSING.append(k)
-            continue
+            raise KeyError(f"adjoint.rules_tangent: {k!r} has no rule to add a jvp to")
         rule.jvp = jvp
 
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from ssair import IR, Const, Var
 from ssair.cfg import successors
+from ssair.primitives import INPLACE
 
-INPLACE = frozenset({"setitem", "iadd", "isub", "imul", "itruediv", "ipow", "imatmul",
-                     "imod", "ifloordiv"})
+WRITES = frozenset({"setitem"}) | frozenset(INPLACE)    # `a[i] = v`, `a op= v`
 VIEW_ATTRS = frozenset({"T", "real", "imag", "mT"})
 VIEW_METHODS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "squeeze",
                           "diagonal", "view"})
@@ -45,7 +45,7 @@ def refuse_stale_views(ir: IR, varied: set, kinds: Any = None) -> None:
     uses = _uses(ir)
     for b in ir.blocks:
         for k, w in enumerate(b.stmts):
-            if w.op not in INPLACE or not isinstance(w.args[0], Var):
+            if w.op not in WRITES or not isinstance(w.args[0], Var):
                 continue
             if not (w.args[0] in varied or any(a in varied for a in w.args[1:2])):
                 continue

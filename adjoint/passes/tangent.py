@@ -18,7 +18,10 @@ the tuple `(y, dy)`.
   * a call of a user function calls its tangent function, whose IR is this transform
     of the callee's (so recursion and loops in callees need nothing else); it returns
     `(y, dy)`;
-  * a bound method of an array (`x.sum()`) is the numpy function of the same name.
+  * a method linear in its object (`x.sum()`, `x.reshape(...)`, a dict's `items`) is
+    the same method of the object's tangent; `append`/`extend`/`insert` store the
+    value's tangent; the other array methods (`x.dot`, `x.max`) are the numpy function
+    of the same name.
 Nothing is recorded: a loop's tangent runs in the primal's own iterations.  A
 statement with a varied operand and no rule raises TypeError naming it and `file:line`.
 """
@@ -33,6 +36,7 @@ from lowering.runtime import UNBOUND
 from ssair import IR, Const, Phi, Return, Stmt, Var
 from ssair.cfg import reverse_postorder
 from ssair.passes.scalars import Scalars
+from ssair.primitives import INPLACE
 
 from .activity import analyze
 
@@ -75,15 +79,14 @@ def zero_tangent(x: Any) -> Any:
 class Emitter:
     """What a `jvp` rule emits through: new statements around the current one."""
 
-    def __init__(self, out: IR, kinds: Scalars, tangent_of: dict, line: Optional[int],
+    def __init__(self, out: IR, kinds: Scalars, line: Optional[int],
                  defs: Optional[dict] = None):
-        self.out, self.kinds, self.tangent_of = out, kinds, tangent_of
+        self.out, self.kinds = out, kinds
         self.defs = defs or {}
         self.pre: list = []
         self.post: list = []
         self.into = self.post
         self.line = line
-        self.zero_fn: Callable = lambda v: None
 
     def op(self, op: str, *args: Any, **kwargs: Any) -> Var:
         v = self.out.new_var()
@@ -173,14 +176,9 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
             tan[a.var] = out.add_arg("d" + a.name)
     defs = {s.var: s for b in out.blocks for s in b.stmts}
     uses: dict = {}
-    for b in out.blocks:
-        for d in list(b.phis) + list(b.stmts):
-            for a in d.operands():
-                if isinstance(a, Var):
-                    uses.setdefault(a, []).append(d)
-        for a in b.term.operands():
-            if isinstance(a, Var):
-                uses.setdefault(a, []).append(b.term)
+    for user, a in out.uses():
+        if isinstance(a, Var):
+            uses.setdefault(a, []).append(user)
     phi_tangents: list = []
     for b in out.blocks:
         new = []
@@ -201,7 +199,7 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
             if s.var not in varied and not _writes_varied(s, varied):
                 stmts.append(s)
                 continue
-            em = Emitter(out, kinds, tan, s.line, defs)
+            em = Emitter(out, kinds, s.line, defs)
             ts = [tan.get(a) if isinstance(a, Var) else None for a in em.operands(s)]
             replaced = _user_call(em, s, ts, tan, kinds, callee_tangent, lookup_callee, defs,
                                   out)
@@ -233,7 +231,7 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
                 elif isinstance(v, Const):
                     t = Const(zero_tangent(v.value))
                 else:
-                    em = Emitter(out, kinds, tan, p.line, defs)
+                    em = Emitter(out, kinds, p.line, defs)
                     em.into = ends.setdefault(pred, [])
                     t = em.zero(v)
             tp.incoming[pred] = t
@@ -242,7 +240,7 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
         if isinstance(b.term, Return):
             v = b.term.value
             t = tan.get(v) if isinstance(v, Var) else None
-            em = Emitter(out, kinds, tan, None, defs)
+            em = Emitter(out, kinds, None, defs)
             em.into = b.stmts
             if t is None:
                 t = em.zero(v)
@@ -402,9 +400,6 @@ def _where(em: Emitter, s: Stmt) -> str:
     return f"in {name} at {em.out.file}:{s.line or em.out.firstline}"
 
 
-_INPLACE = frozenset({"iadd", "isub", "imul", "itruediv", "ipow", "imatmul", "imod"})
-
-
 def _escapes(v: Var, defs: dict, uses: dict) -> bool:
     """Is closure `v` used other than as the callee of a call (or a phi's operand)?"""
     return any(not (getattr(u, "op", None) == "call" and u.args[0] == v and v not in u.args[1:]
@@ -459,7 +454,7 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
     if rule is None or not rule.differentiable:
         raise TypeError(f"jvp: no derivative rule for {what} ({_where(em, s)}) in "
                         "forward mode")
-    if s.op in _INPLACE:
+    if s.op in INPLACE:
         em.into = em.pre
     jvp = getattr(rule, "jvp", None)
     if jvp is not None:
