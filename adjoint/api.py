@@ -37,8 +37,8 @@ from .passes.inplace import arg_types
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
 from .tape import Tape, fresh
-from .transform import (ArgSlot, JFunction, activity_of, cells, clear_cache, is_differentiable,
-                        lower_function, transform)
+from .transform import (ArgSlot, JFunction, activity_of, cells, checkpointed, clear_cache,
+                        is_differentiable, lower_function, transform)
 
 class InterpBackend:
     """Runs forward and adjoint IR with the reference interpreter."""
@@ -65,6 +65,9 @@ FAST_GRADIENTS: dict = {}
 # the general path of backend "auto" (so `backend="llvm"` does not take it: a function
 # the JIT refuses must raise there).  Emptied when a backend changes.
 HOT_GRADIENTS: tuple = ({}, {})
+# backend name -> run(f, args, axes, mode, strict) -> stacked results or None: a
+# runner's `gradient(..., batch=)` (jit.batch); None means "row by row".
+BATCH_RUNNERS: dict = {}
 BACKENDS = ("auto", "interp", "llvm")
 
 
@@ -188,16 +191,22 @@ def _prepare(f: Callable, args: tuple) -> tuple:
     return ir, cells(f)
 
 
-def pullback(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
+def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = None,
+             **kwargs: Any) -> tuple:
     """Run `f(*args, **kwargs)` recording a tape; return `(y, back)`.  `back(dy)` gives
     one cotangent per positional argument; keyword arguments, and the arguments a
-    `functools.partial` binds, are held constant (as JAX's `grad` holds them)."""
+    `functools.partial` binds, are held constant (as JAX's `grad` holds them).
+
+    `checkpoint=MB` bounds the tape of each of `f`'s outer loops to about MB MiB: the
+    forward keeps a snapshot of the loop's state every k iterations (k from the
+    words an iteration records) and `back` recomputes each segment's records from
+    its snapshot (`adjoint.passes.checkpoint`); the gradient is the same, bit for bit."""
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
     code = getattr(f, "__code__", None)
     plain = not kwargs and type(f) is not functools.partial and not (
         code is not None and (code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS))
-    fast = FAST_PATHS.get(backend) if plain else None
+    fast = FAST_PATHS.get(backend) if plain and checkpoint is None else None
     if fast is not None:    # the JIT's per-signature shortcut (jit.grad_fast)
         hit = fast(f, args)
         if hit is not None:
@@ -221,6 +230,8 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
     jf = transform(ir, activity_of(all_args), arg_types(all_args))
+    if checkpoint is not None:
+        jf = checkpointed(jf, checkpoint)
     for k, runner in enumerate(runners):
         tape = Tape()
         try:
@@ -315,21 +326,64 @@ def _is_scalar(y: Any) -> bool:
 
 def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
     """d f / d args for a real scalar output; one entry per positional argument
-    (keyword arguments are held constant)."""
+    (keyword arguments are held constant).
+
+    Two keywords are gradient's own (read from `kwargs`, so that the usual call pays
+    nothing for them): `checkpoint=MB`, as for `pullback`; `batch=k`, the gradient of
+    each row of the first argument along its axis k (a tuple gives an axis or None
+    per argument, as JAX's `in_axes`), stacked along a new first axis.  Compiled,
+    the rows are split over a thread pool of native calls that run without the GIL
+    (`adjoint.batching`, `jit.batch`)."""
     hot = _HOT_GRADIENT.get(f)
     if hot is not None and hot[0] is f.__code__ and not kwargs and (
             backend == "auto" or backend == "llvm" and hot[2]):
         return hot[1](*args)
+    checkpoint, batch = _own_keywords(kwargs)
+    if batch is not None:
+        return _batched_gradient(f, args, batch, backend, kwargs, checkpoint)
+    if checkpoint is not None:
+        return general_gradient(f, args, False, backend, kwargs, checkpoint)
     return _gradient(f, args, False, backend, kwargs)
+
+
+def _own_keywords(kwargs: dict) -> tuple:
+    """(checkpoint, batch), taken out of `kwargs`."""
+    if not kwargs:
+        return None, None
+    return kwargs.pop("checkpoint", None), kwargs.pop("batch", None)
+
+
+def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs: dict,
+                      checkpoint: Any) -> tuple:
+    from .batching import normalize_axes, per_row
+    if kwargs or checkpoint is not None:
+        raise TypeError("gradient: batch= does not take keyword arguments for f or "
+                        "checkpoint= yet")
+    axes = normalize_axes(batch, len(args))
+    if not _JIT_TRIED and backend != "interp":
+        _load_jit()
+    run = BATCH_RUNNERS.get(backend)
+    if run is not None:
+        got = run(f, args, axes, "gradient", backend == "llvm")
+        if got is not None:
+            return got
+    return per_row(gradient, f, args, axes, backend)
 
 
 def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
     """`(f(*args), gradient(f, *args))` for a real scalar output, computed together
-    (JAX's name; here called with the arguments, like `gradient`)."""
+    (JAX's name; here called with the arguments, like `gradient`; `checkpoint=MB` as
+    for `pullback`)."""
     hot = _HOT_VALUE_AND_GRAD.get(f)
     if hot is not None and hot[0] is f.__code__ and not kwargs and (
             backend == "auto" or backend == "llvm" and hot[2]):
         return hot[1](*args)
+    checkpoint, batch = _own_keywords(kwargs)
+    if batch is not None:
+        raise TypeError("value_and_grad does not take batch= yet: use gradient(f, X, "
+                        "batch=0) and jit.vmap(f)(X)")
+    if checkpoint is not None:
+        return general_gradient(f, args, True, backend, kwargs, checkpoint)
     return _gradient(f, args, True, backend, kwargs)
 
 
@@ -350,9 +404,9 @@ def _gradient(f: Callable, args: tuple, with_value: bool, backend: str, kwargs: 
 
 
 def general_gradient(f: Callable, args: tuple, with_value: bool, backend: str = "auto",
-                     kwargs: Optional[dict] = None) -> tuple:
+                     kwargs: Optional[dict] = None, checkpoint: Any = None) -> tuple:
     """`gradient` / `value_and_grad` through `pullback` and `back(1.0)`."""
-    y, back = pullback(f, *args, backend=backend, **(kwargs or {}))
+    y, back = pullback(f, *args, backend=backend, checkpoint=checkpoint, **(kwargs or {}))
     if not _is_scalar(y):
         name = "value_and_grad" if with_value else "gradient"
         raise TypeError(f"{name}: {getattr(f, '__name__', 'f')} must return a real "
@@ -398,16 +452,20 @@ class CodeAdjoint:
         self.jf = jf
         self.forward = jf.forward
         self.adjoint = jf.adjoint
+        self.recompute = jf.recompute
 
     def __str__(self) -> str:
-        return f"{self.forward}\n\n{self.adjoint}"
+        return "\n\n".join(str(ir) for ir in (self.forward, self.adjoint, *self.recompute))
 
     __repr__ = __str__
 
 
-def code_adjoint(f: Callable, *args: Any) -> CodeAdjoint:
+def code_adjoint(f: Callable, *args: Any, checkpoint: Any = None) -> CodeAdjoint:
+    """The forward and adjoint IR (with `checkpoint=MB`, also the recompute function
+    of each checkpointed loop)."""
     ir, free = _prepare(f, args)
-    return CodeAdjoint(transform(ir, activity_of(free + args), arg_types(free + args)))
+    jf = transform(ir, activity_of(free + args), arg_types(free + args))
+    return CodeAdjoint(jf if checkpoint is None else checkpointed(jf, checkpoint))
 
 
 def rule(f: Callable, uses_result: bool = False):

@@ -21,7 +21,7 @@ import numpy as np
 from ssair import IR, Const, VerifyError, verify
 from ssair.interpreter import interpret
 from ssair.primitives import INPLACE
-from lowering.api import register_ir
+from lowering.api import register_ir, stub_function
 
 from .api import _load_jit
 from .passes.inplace import arg_types, canonical_inplace
@@ -88,10 +88,9 @@ def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tupl
     lowered = lower_function(f)     # (its arguments: parameters, a packed *args, ...)
     n = len(lowered.args) - (0 if captured is not None else lowered.nfree)
     ntan = sum(bool(m) for m in mask) + sum(bool(m) for m in (captured or ()))
-    fn = _stub(f"{f.__name__}_tangent", n + ntan, f.__globals__, f.__code__.co_filename)
+    fn = stub_function(f"{f.__name__}_tangent", n + ntan, f.__globals__, f.__code__.co_filename)
     fn.__qualname__ = f"{f.__qualname__}_tangent"
     fn.__module__ = f.__module__
-    fn.__zygopy_tangent_of__ = f      # (never stored in the disk cache: jit.disk_cache)
     _FUNCTIONS[key] = fn
     ir = tangent_ir(f, mask, types_, captured, captured_types, only)   # (after caching fn: a
     register_ir(fn, ir)                                          # recursive f calls fn)
@@ -142,24 +141,10 @@ def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
     b = ir.add_block()
     b.term = Return(ir.push(b, "call", f, *xs))
     out = _tangent_of(ir, tuple(mask), tuple(types_))
-    fn = _stub(f"{ir.name}_tangent", nargs + sum(bool(m) for m in mask), globals(),
-               "<adjoint.forward>")
+    fn = stub_function(f"{ir.name}_tangent", nargs + sum(bool(m) for m in mask), globals(),
+                       "<adjoint.forward>")
     _FUNCTIONS[key] = fn
     register_ir(fn, out)
-    return fn
-
-
-def _stub(name: str, nargs: int, globals_: dict, filename: str) -> Any:
-    """A Python function object `name(a0, ..., a{nargs-1})` to carry a registered IR
-    (its body names a number of its own: no two stubs have equal code objects, which
-    caches keyed by code would take for one function)."""
-    names = ", ".join(f"a{k}" for k in range(nargs))
-    src = f"def tangent({names}):\n    return {len(_FUNCTIONS)}\n"
-    scope: dict = {}
-    exec(compile(src, filename, "exec"), scope)
-    code = scope["tangent"].__code__.replace(co_name=name)
-    fn = types.FunctionType(code, globals_, name)
-    fn.__zygopy_tangent_of__ = name   # (never stored in the disk cache: jit.disk_cache)
     return fn
 
 

@@ -11,6 +11,9 @@ Primitives (all typeable from their operands, so the JIT can compile them):
   * `push(tape, v)`            append `v` to the tape (impure; returns None);
   * `tape_mark(tape)`, `tape_cut(tape, m)`  the tape's length; truncate it back to
                                `m` (a handler entered by an exception, `adjoint.passes.unwind`);
+  * `ckpt_tape()`, `ckpt_reader(t)`, `ckpt_spent(t, r)`, `ckpt_rewind(t, r, s)`,
+    `ckpt_copy(x)`, `ckpt_free(t)`           the scratch tape a checkpointed loop's segments are
+                               recomputed onto during `back` (`adjoint.passes.checkpoint`);
   * `pop(reader)`              the next value backwards from a reader's cursor;
                                reading never changes the tape, so `back` may run
                                many times, each with its own `Tape.reader()`;
@@ -109,6 +112,51 @@ def tape_mark(tape: Tape) -> int:
 def tape_cut(tape: Tape, mark: int) -> None:
     """Drop what a statement that raised pushed after `mark` (`adjoint.passes.unwind`)."""
     del tape.items[mark:]
+
+
+class ScratchTape(Tape):
+    """The tape the adjoint recomputes a checkpointed loop's segments onto
+    (`adjoint.passes.checkpoint`); `start` is the header visit the segment it holds
+    starts at, -1 before the first."""
+
+    __slots__ = ("start",)
+
+
+def ckpt_tape() -> ScratchTape:
+    t = ScratchTape()
+    t.start = -1
+    return t
+
+
+def ckpt_reader(t: ScratchTape) -> Reader:
+    return Reader(t.items, t)
+
+
+def ckpt_spent(t: ScratchTape, r: Reader) -> bool:
+    """Is every record of the segment read, with an earlier segment left?"""
+    return r.pos == 0 and t.start != 0
+
+
+def ckpt_rewind(t: ScratchTape, r: Reader, start: int) -> None:
+    """Point `r` at the end of the segment just recomputed, which starts at `start`."""
+    r.pos = len(t.items)
+    t.start = start
+
+
+def ckpt_copy(x: Any) -> Any:
+    """A copy of a snapshot value the loop writes into (an array, a list, a dict), so
+    that a segment starts from the state it had, however often it is recomputed."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, list):
+        return [ckpt_copy(v) for v in x]
+    if isinstance(x, dict):
+        return {k: ckpt_copy(v) for k, v in x.items()}
+    return x
+
+
+def ckpt_free(t: ScratchTape) -> None:
+    t.items.clear()
 
 
 def push(tape: Tape, v: Any) -> None:
@@ -291,6 +339,14 @@ def contiguous(x: Any) -> Any:
 register("push", 2, push, pure=False, foldable=False, symbol="tape.push(v)")
 register("tape_mark", 1, tape_mark, pure=False, foldable=False, symbol="len(tape)")
 register("tape_cut", 2, tape_cut, pure=False, foldable=False, symbol="del tape[m:]")
+register("ckpt_tape", 0, ckpt_tape, pure=False, foldable=False, symbol="ScratchTape()")
+register("ckpt_reader", 1, ckpt_reader, pure=False, foldable=False, symbol="t.reader()")
+register("ckpt_spent", 2, ckpt_spent, pure=False, foldable=False,
+         symbol="r.pos == 0 and t.start != 0")
+register("ckpt_rewind", 3, ckpt_rewind, pure=False, foldable=False,
+         symbol="r.pos = len(t); t.start = s")
+register("ckpt_copy", 1, ckpt_copy, pure=False, foldable=False, symbol="copy(x)")
+register("ckpt_free", 1, ckpt_free, pure=False, foldable=False, symbol="t.clear()")
 register("pop", 1, pop, pure=False, foldable=False, symbol="reader.pop()")
 register("accum", 2, accum, foldable=False, symbol="a + b")
 register("zero", 1, zero, foldable=False, symbol="zero(x)")

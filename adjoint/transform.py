@@ -36,6 +36,8 @@ cotangents, which `make_closure`'s adjoint routes back to the enclosing function
 """
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import inspect
 import os
@@ -79,6 +81,7 @@ class JFunction:
     active_args: tuple
     activity: Activity
     inout: tuple = ()
+    recompute: tuple = ()     # the IRs of its checkpointed loops' recompute functions
 
     @property
     def nargs(self) -> int:
@@ -107,6 +110,37 @@ def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFuncti
     if jf is None:
         jf = per_ir[key] = _build(ir, *key)
     return jf
+
+
+_CHECKPOINTED: dict = {}
+
+
+def checkpointed(jf: JFunction, megabytes: float) -> JFunction:
+    """`jf` with its outer loops checkpointed for a memory budget of `megabytes` MiB
+    (`adjoint.passes.checkpoint`; cached)."""
+    from lowering.api import register_ir, stub_function
+
+    from .passes.checkpoint import budget_words, checkpoint_loops
+    words = budget_words(megabytes)
+    key = (id(jf), words)
+    hit = _CHECKPOINTED.get(key)
+    if hit is not None and hit[0] is jf:
+        return hit[1]
+    func = jf.primal.func
+    scope = getattr(func, "__globals__", {})
+
+    def function_of(ir: IR) -> Any:
+        fn = stub_function(ir.name, len(ir.args), scope, ir.file or "<checkpoint>")
+        register_ir(fn, ir)
+        return fn
+    fwd, adj, recompute = checkpoint_loops(jf.forward, jf.adjoint, words, function_of)
+    for ir in (fwd, adj, *recompute):
+        _check(ir, "checkpoint_loops")
+    fwd.meta["passes"] = tuple(fwd.meta.get("passes", ())) + ("checkpoint_loops",)
+    fwd.meta["checkpoint_mb"] = megabytes
+    out = dataclasses.replace(jf, forward=fwd, adjoint=adj, recompute=tuple(recompute))
+    _CHECKPOINTED[key] = (jf, out)
+    return out
 
 
 def _check(ir: IR, stage: str) -> IR:

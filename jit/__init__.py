@@ -13,13 +13,14 @@ from jit.pullback.backend import register as _register
 from jit.pullback.fast_path import register as _register_fast
 from jit.pullback.fast_gradient import register as _register_fast_gradient
 from jit.pullback.tangent_entry import register as _register_tangents
+from jit.batch import register as _register_batch, vmap
 from jit.library import catalog  # noqa: F401  (every library callable, declared once)
 
 __all__ = ["jit", "code_typed", "code_llvm", "code_native", "code_ptx", "TypingError", "infer",
            "typeof", "Typing", "Dispatcher", "compile_typing", "ENGINE", "BOOL", "INT64",
            "FLOAT64", "NONE", "READER", "TAPE", "ArrayT", "TupleT", "FunctionT", "ClosureT",
            "Type", "NativeReader", "NativeTape", "GRAD_BACKEND", "JitFallbackWarning",
-           "register_backends"]
+           "register_backends", "vmap"]
 
 
 def register_backends() -> None:
@@ -29,6 +30,7 @@ def register_backends() -> None:
     _register_fast()
     _register_fast_gradient()
     _register_tangents()
+    _register_batch()
 
 
 register_backends()

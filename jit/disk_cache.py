@@ -290,8 +290,8 @@ class Fingerprint:
         self.keep.append(func)
         if func.__closure__:
             raise Uncacheable(f"{func.__qualname__} has closure cells")
-        if hasattr(func, "__zygopy_tangent_of__"):   # its IR is not its bytecode's
-            raise Uncacheable(f"{func.__qualname__} is a tangent function")
+        if hasattr(func, "__zygopy_generated__"):   # its IR is not its bytecode's
+            raise Uncacheable(f"{func.__qualname__} is a function a transform built")
         code = func.__code__
         self.parts.append(f"def {func.__module__}.{func.__qualname__}")
         self._code(code)

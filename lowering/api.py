@@ -59,6 +59,27 @@ def register_ir(f: types.FunctionType, ir: IR) -> None:
     _CACHE[f] = ir
 
 
+_STUBS = [0]
+
+
+def stub_function(name: str, nargs: int, globals_: dict, filename: str) -> types.FunctionType:
+    """A Python function object `name(a0, ..., a{nargs-1})` to carry an IR a transform
+    built (`register_ir`): forward mode's tangent functions, the recompute functions
+    of checkpointed loops.  Its body returns a number of its own, so that no two
+    stubs have equal code objects (which caches keyed by code would take for one
+    function); `__zygopy_generated__` marks it (`jit.disk_cache` never stores one)."""
+    _STUBS[0] += 1
+    names = ", ".join(f"a{k}" for k in range(nargs))
+    src = f"def stub({names}):\n    return {_STUBS[0]}\n"
+    scope: dict = {}
+    exec(compile(src, filename, "exec"), scope)
+    code = scope["stub"].__code__.replace(co_name=name)
+    fn = types.FunctionType(code, globals_, name)
+    fn.__qualname__ = name
+    fn.__zygopy_generated__ = name
+    return fn
+
+
 class CodeLowered:
     """The lowered IR of a function, shown as its listing (like Julia's @code_lowered)."""
 

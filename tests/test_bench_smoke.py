@@ -313,3 +313,29 @@ def test_forward_mode_bench_table_and_cross_check():
     assert "| rosenbrock: hvp | 1.00 us | 1.00 us | 1.00x |" in text
     assert "hvp / gradient on rosenbrock: 1.00x" in text
     assert fm.check(results) == ["rosenbrock: hvp: zygopy 1.0, jax 2.0"]
+
+
+def test_checkpointing_bench_probe_and_table():
+    """bench.checkpointing: both modes give the same gradient bits, and the table has
+    a row per workload with the time ratio."""
+    from bench import checkpointing as ck
+    results = {name: {mode: ck.probe(name, mode, 20_000, 1) for mode in ck.MODES}
+               for name in ck.WORKLOADS}
+    for modes in results.values():
+        assert modes["tape"]["gradient"] == modes["checkpoint=64"]["gradient"]
+        assert modes["tape"]["seconds"] > 0
+    text = ck.table(results, 20_000)
+    assert text.count("| yes |") == 2 and "pow_loop" in text and "euler_lv" in text
+
+
+def test_batching_bench_probe_and_table():
+    """bench.batching: the three systems give the same bits, and the table reports
+    the speedup over one thread."""
+    from bench import batching as bt
+    results = {name: {s: bt.probe(name, s, 200, quick=True)
+                      for s in ("threads=1", "threads=all", "python loop")}
+               for name in bt.WORKLOADS}
+    for r in results.values():
+        assert len({x["digest"] for x in r.values()}) == 1
+    text = bt.table(results, 200)
+    assert text.count("| yes |") == 2 and "speedup over one thread" in text

@@ -187,10 +187,13 @@ def test_what_is_not_cached(tmp_path):
         return jit.jit(inner)
     report(a=weighted(2.0), b=outer(3.0)(2.0))
     """)
-    for _ in range(2):
-        got = _run(tmp_path, script, cache)
+    runs = [_run(tmp_path, script, cache) for _ in range(2)]
+    for got in runs:
         assert got["a"] == 4.0 and got["b"] == 6.0
-        assert got["stats"]["loaded"] == 0
+    # only the runtime's own module (the arena and the per-thread state, which every
+    # entry calls) goes through the cache; neither user function does
+    assert runs[0]["stats"]["written"] <= 1 and runs[1]["stats"]["written"] == 0
+    assert runs[1]["stats"]["loaded"] == runs[0]["stats"]["written"]
 
 
 _CORPUS = _REPORT + """

@@ -17,6 +17,8 @@ messages.  Nothing is imported here, so that a pass module may import another.
   reverse            `reverse`        the adjoint IR
   cleanup            (ssair passes)   simplifycfg and dce on the adjoint IR
   cut_tapes          `unwind`         handlers truncate what a raising callee pushed
+  checkpoint_loops   `checkpoint`     snapshots in place of loop records (only for
+                                      `pullback(..., checkpoint=MB)`, after the rest)
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ PASSES: dict = {
     "reverse": ("emit_stacks",),                 # pops what emit_stacks pushed
     "cleanup": ("reverse",),
     "cut_tapes": ("reverse",),                   # adds nothing the adjoint reads
+    "checkpoint_loops": ("cut_tapes", "cleanup"),   # rewrites the finished pair
 }
 
 

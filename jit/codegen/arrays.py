@@ -13,6 +13,7 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from jit.runtime import symbols
+from jit.runtime.symbols import TypedPtr
 from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
                                   nd_array_type)
 from jit.typing.infer import LiteralT
@@ -252,25 +253,14 @@ def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
     return make_array(fc, data, dims, strides)
 
 
-def callee_of(ptr: L.Value, fnty: L.FunctionType) -> "_TypedPtr":
+def callee_of(ptr: L.Value, fnty: L.FunctionType) -> TypedPtr:
     """A call target at the pointer `ptr` (a symbol of `jit.runtime.symbols`)."""
-    return _TypedPtr(ptr, fnty)
+    return TypedPtr(ptr, fnty)
 
 
-def runtime_callee(name: str, fnty: L.FunctionType) -> "_TypedPtr":
+def runtime_callee(name: str, fnty: L.FunctionType) -> TypedPtr:
     """The runtime's function `name` (`jit.runtime.symbols.RUNTIME`) as a call target."""
-    return _TypedPtr(symbols.runtime_ptr(name), fnty)
-
-
-class _TypedPtr:
-    """An opaque pointer used as a callee: llvmlite needs the function type."""
-
-    def __init__(self, ptr, fnty) -> None:
-        self.ptr = ptr
-        self.function_type = fnty
-
-    def __getattr__(self, name):
-        return getattr(self.ptr, name)
+    return TypedPtr(symbols.runtime_ptr(name), fnty)
 
 
 def _fill(fc: FunctionGen, data, total, dtype, fill) -> None:

@@ -92,13 +92,12 @@ def build_entry(mg: ModuleGen, t: Typing, impl: L.Function) -> L.Function:
     it = iter(fn.args)
     values = [_rebuild(b, a, it) for a in t.argtypes]
     release = mg.allocates and not contains_array(t.ret)
-    headp = symbols.runtime_ptr("arena_head")
-    mark = b.load(headp, typ=PTR) if release else None
+    mark = b.load(symbols.arena_head_ptr(b), typ=PTR) if release else None
     res = b.call(impl, [L.Constant(I64, 0)] + values)
     status = b.extract_value(res, 0)
     out = b.alloca(lltype(t.ret))
     b.store(b.extract_value(res, 1), out)
-    errinfo = symbols.runtime_ptr("errinfo")
+    errinfo = symbols.errinfo_ptr(b)
     b.store(b.sext(status, I64), errinfo)
     if release:
         _release(mg, b, mark)

@@ -230,7 +230,7 @@ class ModuleGen:
 
     def errinfo_base(self, b: L.IRBuilder) -> L.Value:
         """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU)."""
-        return symbols.runtime_ptr("errinfo")
+        return symbols.errinfo_ptr(b)
 
     def site_word(self, sid: int) -> L.Value:
         """Error site `sid` as the i64 stored in the error record (a symbol on the

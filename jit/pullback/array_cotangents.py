@@ -347,7 +347,7 @@ def _cg_contiguous(fc: FunctionGen, s, ts):
     return b.load(res, typ=lltype(ts[0]))
 
 
-@codegen("snapshot")
+@codegen("snapshot", "ckpt_copy")     # (ckpt_copy's type rule refuses lists)
 def _cg_snapshot(fc: FunctionGen, s, ts):
     x = fc.get(s.args[0])
     if not isinstance(ts[0], ArrayT):

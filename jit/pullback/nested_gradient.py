@@ -207,7 +207,7 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     b = fc.b
     call = fc.typing.calls[s.var]
     adj = fc.typing.calls[("adjoint", s.var)].target
-    mark = b.load(symbols.runtime_ptr("arena_head"), typ=PTR)
+    mark = b.load(symbols.arena_head_ptr(b), typ=PTR)
     tape = fc.alloca(_TAPE_HEAD)
     b.store(L.Constant(_TAPE_HEAD, [0, 0, 0]), tape)
     hint = _presize(fc, tape)

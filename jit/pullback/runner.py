@@ -157,7 +157,7 @@ class NativeEnv:
 
 # -- entries -------------------------------------------------------------------------------
 def _errinfo(b: L.IRBuilder, k: int) -> L.Value:
-    base = symbols.runtime_ptr("errinfo")
+    base = symbols.errinfo_ptr(b)
     return b.gep(base, [L.Constant(I64, k)], source_etype=I64)
 
 
@@ -230,7 +230,7 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     for off in (0, 8, 16):
         b.store(L.Constant(I64, 0), _at(b, blk, off))
     presize_tape(mg, b, blk, _at(b, blk, 16), _tape_hint(mg))   # the block starts with its tape
-    headp = symbols.runtime_ptr("arena_head")
+    headp = symbols.arena_head_ptr(b)
     mark = b.load(headp, typ=PTR)
     call = b.call(impl, [L.Constant(I64, 0), blk] + values)
     status = b.extract_value(call, 0)
@@ -261,9 +261,8 @@ def build_adjoint_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     b.store(b.load(_at(b, blk, 8), typ=I64), b.gep(reader, [L.Constant(I32, 0),
                                                            L.Constant(I32, 1)]))
     env = b.load(_at(b, blk, ENV_OFF), typ=lltype(env_t))
-    headp = symbols.runtime_ptr("arena_head")
     release = mg.allocates and not contains_array(g_t)
-    mark = b.load(headp, typ=PTR) if release else None
+    mark = b.load(symbols.arena_head_ptr(b), typ=PTR) if release else None
     call = b.call(impl, [L.Constant(I64, 0), reader, env, dy])
     b.store(b.sext(b.extract_value(call, 0), I64), _errinfo(b, 0))
     if release:
@@ -324,7 +323,11 @@ def _unrolled_transform(jf: Any, argtypes: tuple) -> Any:
         return jf
     if unrolled is None:
         return jf
-    return transform(unrolled, jf.active_args, tuple(str(t) for t in argtypes))
+    out = transform(unrolled, jf.active_args, tuple(str(t) for t in argtypes))
+    if jf.recompute:        # checkpointed as `jf` was
+        from adjoint.transform import checkpointed
+        out = checkpointed(out, jf.forward.meta["checkpoint_mb"])
+    return out
 
 
 def _raise_deopt() -> None:
@@ -345,7 +348,10 @@ class ForwardCode:
         self.free = block_free()
         dy_t = cotangent_type(self.typing.ret.elems[0], jf.inout)
         adj_typing = ENGINE.infer(adjoint_ir(jf, self.typing), (READER, self.env_t, dy_t))
-        decide(self.typing, dead_pushes(self.typing, adj_typing))
+        # a checkpointed loop's recompute function pushes as its own typing decides,
+        # so the forward drops no slot either (adjoint.passes.checkpoint)
+        decide(self.typing, frozenset() if jf.recompute else
+               dead_pushes(self.typing, adj_typing))
         mg = ModuleGen(ENGINE, self.typing)
         entry = build_forward_entry(mg, self.typing, mg.build())
         # the adjoint for the usual dy goes into the same module: one LLVM compile

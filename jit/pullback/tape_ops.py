@@ -312,3 +312,100 @@ def pop_words(fc: FunctionGen, reader, k: int) -> list:
     data = b.load(b.load(reader, typ=PTR), typ=PTR)
     return [b.load(b.gep(data, [b.add(new, L.Constant(I64, i))], source_etype=I64), typ=I64)
             for i in range(k)]
+
+
+# -- marks and the scratch tapes of checkpointed loops (adjoint.passes.checkpoint) ----------
+#    struct scratch { i64 *data; i64 len; i64 cap; i64 start; }   (a tape, and the
+#    header visit its segment starts at: -1 before the first)
+def _expect(ctx: Context, ts, want: tuple, op: str) -> None:
+    if tuple(ts) != want:
+        ctx.fail(f"{op} of ({', '.join(map(str, ts))}), not ({', '.join(map(str, want))})")
+
+
+_SIGNATURES = {
+    "tape_mark": ((TAPE,), INT64), "tape_cut": ((TAPE, INT64), NONE),
+    "ckpt_tape": ((), TAPE), "ckpt_reader": ((TAPE,), READER),
+    "ckpt_spent": ((TAPE, READER), BOOL), "ckpt_rewind": ((TAPE, READER, INT64), NONE),
+    "ckpt_free": ((TAPE,), NONE),
+}
+
+
+def _typed(op: str):
+    want, ret = _SIGNATURES[op]
+
+    def type_rule(ctx: Context, s, ts) -> Type:
+        _expect(ctx, ts, want, op)
+        return ret
+    return type_rule
+
+
+for _op in _SIGNATURES:
+    rule(_op)(_typed(_op))
+
+
+@codegen("tape_mark")
+def _cg_tape_mark(fc: FunctionGen, s, ts):
+    return fc.b.load(_field(fc, fc.get(s.args[0]), 8), typ=I64)
+
+
+@codegen("tape_cut")
+def _cg_tape_cut(fc: FunctionGen, s, ts):
+    fc.b.store(fc.get(s.args[1]), _field(fc, fc.get(s.args[0]), 8))
+
+
+@codegen("ckpt_tape")
+def _cg_ckpt_tape(fc: FunctionGen, s, ts):
+    t = fc.alloca(L.ArrayType(I64, 4))
+    for k, v in enumerate((0, 0, 0, -1)):
+        fc.b.store(L.Constant(I64, v), fc.b.gep(t, [_I32(0), _I32(k)]))
+    return _opaque(fc, t)
+
+
+@codegen("ckpt_reader")
+def _cg_ckpt_reader(fc: FunctionGen, s, ts):
+    r = fc.alloca(L.LiteralStructType([PTR, I64]))
+    fc.b.store(fc.get(s.args[0]), fc.b.gep(r, [_I32(0), _I32(0)]))
+    fc.b.store(ZERO, fc.b.gep(r, [_I32(0), _I32(1)]))
+    return _opaque(fc, r)
+
+
+def _I32(k: int) -> L.Constant:
+    return L.Constant(L.IntType(32), k)
+
+
+def _opaque(fc: FunctionGen, p) -> L.Value:
+    """An alloca's typed pointer as the opaque `ptr` the tape code addresses by byte
+    offsets (LLVM folds the round trip)."""
+    return fc.b.inttoptr(fc.b.ptrtoint(p, I64), PTR)
+
+
+@codegen("ckpt_spent")
+def _cg_ckpt_spent(fc: FunctionGen, s, ts):
+    b = fc.b
+    pos = b.load(_field(fc, fc.get(s.args[1]), 8), typ=I64)
+    start = b.load(_field(fc, fc.get(s.args[0]), 24), typ=I64)
+    return b.and_(b.icmp_signed("==", pos, ZERO), b.icmp_signed("!=", start, ZERO))
+
+
+@codegen("ckpt_rewind")
+def _cg_ckpt_rewind(fc: FunctionGen, s, ts):
+    b, t = fc.b, fc.get(s.args[0])
+    b.store(b.load(_field(fc, t, 8), typ=I64), _field(fc, fc.get(s.args[1]), 8))
+    b.store(fc.get(s.args[2]), _field(fc, t, 24))
+
+
+@codegen("ckpt_free")
+def _cg_ckpt_free(fc: FunctionGen, s, ts):
+    b, t = fc.b, fc.get(s.args[0])
+    b.call(fc.mg.extern("free", L.VoidType(), [PTR]), [b.load(t, typ=PTR)])
+    for k in range(3):
+        b.store(ZERO, _field(fc, t, 8 * k))
+
+
+@rule("ckpt_copy")       # (its lowering is `snapshot`'s: jit.pullback.array_cotangents)
+def _t_ckpt_copy(ctx: Context, s, ts) -> Type:
+    if isinstance(ts[0], BuiltListT) or (isinstance(ts[0], TupleT) and any(
+            isinstance(e, (ArrayT, BuiltListT)) for e in ts[0].elems)):
+        ctx.fail(f"checkpoint=: a loop that writes into a {ts[0]} it carries is not "
+                 "compiled yet")
+    return ts[0]

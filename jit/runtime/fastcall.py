@@ -169,7 +169,7 @@ def _emit(mod: L.Module, t: Any, callee: Any, name: str) -> None:
     vals = [b.inttoptr(v, p) if isinstance(p, L.PointerType) and v.type == I64 else v
             for v, p in zip(vals, callee.function_type.args)]
     r = b.call(callee, vals + ([out] if tuple_result else []))
-    status = b.load(symbols.runtime_ptr("errinfo"), typ=I64)
+    status = b.load(symbols.errinfo_ptr(b), typ=I64)
     done = fn.append_basic_block("done")
     b.cbranch(b.icmp_signed("!=", status, L.Constant(I64, 0)), err_block, done)
     b.position_at_end(done)

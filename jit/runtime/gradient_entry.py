@@ -158,14 +158,14 @@ def build_fast_adjoint_entry(mg: ModuleGen, t: Any, entry: L.Function) -> Option
     params = [I64, F64] + [PTR] * ((nfloat > 0) + narray)
     fn = L.Function(mg.module, L.FunctionType(I64, params), f"zy_adjf_{mg.uid}")
     b = L.IRBuilder(fn.append_basic_block("entry"))
-    headp = symbols.runtime_ptr("arena_head")
+    headp = symbols.arena_head_ptr(b)
     mark = b.load(headp, typ=PTR)
     leaves = out_leaves(t.ret)
     args = [b.inttoptr(fn.args[0], PTR), fn.args[1]]
     direct = len(leaves) == 0 or (len(leaves) == 1 and leaves[0][1] == FLOAT64)  # by value
     out = None if direct else b.alloca(out_struct(t.ret))
     r = b.call(entry, args + ([] if direct else [out]))
-    status = b.load(symbols.runtime_ptr("errinfo"), typ=I64)
+    status = b.load(symbols.errinfo_ptr(b), typ=I64)
     ok, failed = fn.append_basic_block("ok"), fn.append_basic_block("failed")
     b.cbranch(b.icmp_signed("==", status, L.Constant(I64, 0)), ok, failed)
     b.position_at_end(failed)

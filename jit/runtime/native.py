@@ -352,9 +352,43 @@ def native_assembly(mod: Any) -> str:
 # ---------------------------------------------------------------------------
 # The arena: written in LLVM IR once, called through symbols (`jit.runtime.symbols`).
 
+# Per-thread state: a thread that runs compiled code without the GIL (`jit.batch`'s
+# workers) gives it its own error record and arena head through a pthread key,
+#     struct state { i64 errinfo[8]; ptr arena_head; }
+# set around its native calls by `zy_set_thread_state`; every other thread (those
+# holding the GIL) uses ERRINFO and ARENA_HEAD.  Compiled code finds the record and
+# the head through `zy_errinfo_ptr()` and `zy_arena_head_ptr()`.
 _ARENA_IR = r"""
 declare ptr @malloc(i64)
 declare void @free(ptr)
+declare ptr @pthread_getspecific(i32)
+declare i32 @pthread_setspecific(i32, ptr)
+
+define ptr @zy_errinfo_ptr() {
+entry:
+  %k = load i32, ptr KEY
+  %s = call ptr @pthread_getspecific(i32 %k)
+  %none = icmp eq ptr %s, null
+  %p = select i1 %none, ptr ERRINFO, ptr %s
+  ret ptr %p
+}
+
+define ptr @zy_arena_head_ptr() {
+entry:
+  %k = load i32, ptr KEY
+  %s = call ptr @pthread_getspecific(i32 %k)
+  %none = icmp eq ptr %s, null
+  %own = getelementptr i8, ptr %s, i64 64
+  %p = select i1 %none, ptr HEAD, ptr %own
+  ret ptr %p
+}
+
+define void @zy_set_thread_state(ptr %s) {
+entry:
+  %k = load i32, ptr KEY
+  %r = call i32 @pthread_setspecific(i32 %k, ptr %s)
+  ret void
+}
 
 define ptr @zy_alloc(i64 %n) {
 entry:
@@ -365,7 +399,7 @@ entry:
 fail:
   ret ptr null
 ok:
-  %headp = inttoptr i64 HEAD to ptr
+  %headp = call ptr @zy_arena_head_ptr()
   %old = load ptr, ptr %headp
   store ptr %old, ptr %p
   store ptr %p, ptr %headp
@@ -391,7 +425,7 @@ exit:
 
 define void @zy_release(ptr %mark) {
 entry:
-  %headp = inttoptr i64 HEAD to ptr
+  %headp = call ptr @zy_arena_head_ptr()
   %head = load ptr, ptr %headp
   call void @zy_free_run(ptr %head, ptr %mark)
   store ptr %mark, ptr %headp
@@ -439,12 +473,18 @@ def arena_functions() -> tuple:
     addrs = _STATE.get("arena")
     if addrs is None:
         keep_freed_memory()
-        head = runtime_symbol("arena_head")
-        llvm.add_symbol(head, ARENA_HEAD_ADDR)
-        compile_ir(_ARENA_IR.replace("HEAD", f'ptrtoint (ptr @"{head}" to i64)'))
+        text = _ARENA_IR
+        for word, name, addr in (("HEAD", "arena_head", ARENA_HEAD_ADDR),
+                                 ("ERRINFO", "errinfo", ERRINFO_ADDR),
+                                 ("KEY", "thread_key", thread_key_address())):
+            llvm.add_symbol(runtime_symbol(name), addr)
+            text = text.replace(word, f'@"{runtime_symbol(name)}"')
+        compile_ir(text)
         addrs = (function_address("zy_alloc"), function_address("zy_release"))
         _STATE["arena"] = addrs
         _STATE["release below"] = function_address("zy_release_below")
+        for name in ("zy_errinfo_ptr", "zy_arena_head_ptr", "zy_set_thread_state"):
+            _STATE[name] = function_address(name)
         _STATE["release"] = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addrs[1])
     return addrs
 
@@ -453,8 +493,50 @@ def errinfo_address() -> int:
     return ERRINFO_ADDR
 
 
+THREAD_KEY = ctypes.c_uint32(0)
+# How many batches run native code on threads without the GIL (`jit.batch`, which
+# changes it holding the GIL): while 0, compiled code uses ERRINFO and ARENA_HEAD
+# without asking for the thread's state.
+THREADED = ctypes.c_int64(0)
+
+
+def threaded_address() -> int:
+    return ctypes.addressof(THREADED)
+
+
+def thread_key_address() -> int:
+    """The address of the pthread key of the per-thread state (created on first use)."""
+    if "key" not in _STATE:
+        libc = ctypes.CDLL(None)
+        if libc.pthread_key_create(ctypes.byref(THREAD_KEY), None) != 0:
+            raise MemoryError("zygopy: cannot create a pthread key")
+        _STATE["key"] = ctypes.addressof(THREAD_KEY)
+    return _STATE["key"]
+
+
+def runtime_function(name: str) -> int:
+    """The address of one of the arena module's functions (`zy_errinfo_ptr`,
+    `zy_arena_head_ptr`, `zy_set_thread_state`)."""
+    arena_functions()
+    return _STATE[name]
+
+
+class ThreadState(ctypes.Structure):
+    """A thread's own error record and arena head (see `_ARENA_IR`)."""
+
+    _fields_ = [("errinfo", ctypes.c_int64 * 8), ("arena_head", ctypes.c_void_p)]
+
+
 def arena_head_address() -> int:
     return ARENA_HEAD_ADDR
+
+
+def errinfo_ptr_address() -> int:
+    return runtime_function("zy_errinfo_ptr")
+
+
+def arena_head_ptr_address() -> int:
+    return runtime_function("zy_arena_head_ptr")
 
 
 def alloc_address() -> int:

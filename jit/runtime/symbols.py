@@ -48,6 +48,10 @@ PREFIX, LIVE = native.SYMBOL_PREFIX, native.LIVE_PREFIX
 RUNTIME = {
     "errinfo": ("jit.runtime.native", "errinfo_address"),
     "arena_head": ("jit.runtime.native", "arena_head_address"),
+    "thread_key": ("jit.runtime.native", "thread_key_address"),
+    "threaded": ("jit.runtime.native", "threaded_address"),
+    "zy_errinfo_ptr": ("jit.runtime.native", "errinfo_ptr_address"),
+    "zy_arena_head_ptr": ("jit.runtime.native", "arena_head_ptr_address"),
     "zy_alloc": ("jit.runtime.native", "alloc_address"),
     "zy_release": ("jit.runtime.native", "release_address"),
     "zy_release_below": ("jit.runtime.native", "release_below_address"),
@@ -83,6 +87,46 @@ def runtime_address(name: str) -> int:
 def runtime_ptr(name: str) -> L.Value:
     """A pointer to the runtime's `name` (`RUNTIME`): a function or the error record."""
     return _ref(native.runtime_symbol(name), ("rt", name), lambda: runtime_address(name))
+
+
+def errinfo_ptr(b: L.IRBuilder) -> L.Value:
+    """The calling thread's error record (`native.ThreadState`; ERRINFO on threads
+    that hold the GIL)."""
+    return _thread_ptr(b, "zy_errinfo_ptr")
+
+
+def arena_head_ptr(b: L.IRBuilder) -> L.Value:
+    """The word holding the calling thread's arena head (ARENA_HEAD's address on
+    threads that hold the GIL)."""
+    return _thread_ptr(b, "zy_arena_head_ptr")
+
+
+def _thread_ptr(b: L.IRBuilder, name: str) -> L.Value:
+    """The global word while no thread runs without the GIL (`native.THREADED` is 0:
+    one load and a branch), else what the runtime's accessor `name` says."""
+    shared = runtime_ptr("errinfo" if name == "zy_errinfo_ptr" else "arena_head")
+    alone = b.icmp_signed("==", b.load(runtime_ptr("threaded"), typ=I64), L.Constant(I64, 0))
+    with b.if_else(alone, likely=True) as (then, otherwise):
+        with then:
+            from_shared = b.block
+        with otherwise:
+            own = b.call(TypedPtr(runtime_ptr(name), L.FunctionType(L.PointerType(), [])), [])
+            from_own = b.block
+    p = b.phi(L.PointerType())
+    p.add_incoming(shared, from_shared)
+    p.add_incoming(own, from_own)
+    return p
+
+
+class TypedPtr:
+    """An opaque pointer used as a call target (llvmlite wants its function type)."""
+
+    def __init__(self, ptr, fnty) -> None:
+        self.ptr = ptr
+        self.function_type = fnty
+
+    def __getattr__(self, name):
+        return getattr(self.ptr, name)
 
 
 def capi_ptr(name: str) -> L.Value:

@@ -1,0 +1,322 @@
+"""Pass `checkpoint_loops`: the outermost loops of a finished J transform keep, in
+place of every record of every iteration, a snapshot of their state every k header
+visits; the adjoint recomputes each segment's records from its snapshot when it
+reaches it (`pullback(f, ..., checkpoint=MB)`).
+
+Requires: the finished forward and adjoint (`cut_tapes` done) of a function called
+at the top of a pullback: a loop that is entered once per forward.  Guarantees, for
+each outermost loop L (header #h) whose blocks push records, without unwind edges:
+
+Forward.  #h gains the counters `c` (header visits so far), `nx` (the visit of the
+next snapshot), `p` (the visit of the last one) and `mk` (the tape's length after
+it), and is split: its phis and `goto #snap if c == nx`, then #snap, then #h2 with
+#h's statements.  #snap measures the words the finished segment pushed per visit,
+sets the next stride to `budget // words per visit` (at least 1), truncates the
+tape back to `mk` (the segment's records are dropped), and pushes the snapshot
+`(c, nx, state...)`: the values of #h's phis and every value from outside L that L
+reads.  Each edge leaving L passes a block that truncates the tape to `mk` again, so
+after the loop the tape holds only its snapshots, and at any time at most one
+segment's records.
+
+Recompute function `name_recompute(%tape, %snap)`: L's blocks, entered at #h with
+the snapshot's values, stopping at visit `nx` (or where L exits); it pushes exactly
+the records the forward pushed for those visits, as L's own code pushes them.
+
+Adjoint.  It makes one scratch tape and reader per loop at its entry
+(`ckpt_tape`, `ckpt_reader`) and frees it at its returns (`ckpt_free`).  Pops of
+L's records and the `jback`s of L's calls read the scratch reader.  Each block that
+reads L's records first asks `ckpt_spent(scratch, reader)`: all of the segment's
+records are read and an earlier segment remains.  While it is, the block pops the
+next snapshot from the main tape, recomputes that segment onto the scratch tape and
+rewinds the scratch reader (`ckpt_rewind`); a segment may record nothing (the exit
+test alone).  Records of one visit lie in one segment, so a block either finds its
+records in the scratch tape or finds it spent.  The adjoint's own arithmetic is
+unchanged: the gradient is the unlimited tape's, bit for bit.
+
+State the loop may write into (an operand of an impure statement: an array it
+assigns into, a list it appends to) is copied into the snapshot, and each
+recompute starts from a copy of that copy (`ckpt_copy`): a segment starts from the
+state it had, however many times `back` runs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ssair import IR, Branch, Const, Goto, Return, Stmt, Var
+from ssair.cfg import natural_loops
+from ssair.ir import Block
+from ssair.passes.util import rekey_incoming
+
+WORD_BYTES = 8
+
+
+class CheckpointError(TypeError):
+    """A loop of this function cannot be checkpointed."""
+
+
+def budget_words(megabytes: float) -> int:
+    """Tape words one segment may take for a budget of `megabytes`: the forward's
+    tape and the adjoint's scratch tape each hold one segment, and a tape's buffer
+    may be twice what it holds (it grows by doubling)."""
+    if not isinstance(megabytes, (int, float)) or isinstance(megabytes, bool) \
+            or not megabytes > 0:
+        raise ValueError(f"pullback: checkpoint= takes a memory budget in MiB (a positive "
+                         f"number), not {megabytes!r}")
+    return max(1, int(megabytes * 2**20) // (4 * WORD_BYTES))
+
+
+def outer_loops(ir: IR) -> dict:
+    """Header id -> block ids of the loops not inside another loop."""
+    loops = natural_loops(ir)
+    return {h: body for h, body in loops.items()
+            if not any(h in other and h != g for g, other in loops.items())}
+
+
+def checkpoint_loops(fwd: IR, adj: IR, budget: int, make_function: Any) -> tuple:
+    """(forward, adjoint, recompute IRs) with every outer loop of `fwd` that records
+    checkpointed; `make_function(ir)` gives a function object carrying a recompute
+    IR.  `fwd` and `adj` are not changed."""
+    fwd, adj = fwd.copy(), adj.copy()
+    adj.meta["pop_of"] = dict(adj.meta.get("pop_of") or {})
+    tape = fwd.meta["tape"]
+    recomputes = []
+    for h, body in sorted(outer_loops(fwd).items()):
+        pushed = {s.args[1].id for b in fwd.blocks if b.id in body for s in b.stmts
+                  if s.op == "push" and isinstance(s.args[1], Var)}
+        if not pushed and not any(s.op == "jcall" for b in fwd.blocks if b.id in body
+                                  for s in b.stmts):
+            continue
+        _refuse(fwd, body)
+        state = _state(fwd, h, body, tape)
+        written = _written(fwd, body, state)
+        recompute = _recompute_ir(fwd, h, body, tape, state, written, len(recomputes))
+        snap = _snapshot_forward(fwd, h, body, tape, state, written, budget)
+        _read_segments(adj, pushed, snap, make_function(recompute))
+        recomputes.append(recompute)
+    fwd.meta["checkpointed"] = adj.meta["checkpointed"] = len(recomputes)
+    return fwd, adj, recomputes
+
+
+def _refuse(fwd: IR, body: set) -> None:
+    for b in fwd.blocks:
+        if b.id in body and isinstance(b.term, Goto) and b.term.unwind is not None:
+            line = b.term.line or (b.stmts[-1].line if b.stmts else None)
+            raise CheckpointError(
+                f"pullback: checkpoint= does not support a try statement inside a "
+                f"loop yet (in {fwd.meta.get('source_name', fwd.name)} at "
+                f"{fwd.file}:{line})")
+
+
+def _state(fwd: IR, h: int, body: set, tape: Var) -> list:
+    """What a segment starts from: #h's phis (but those that are one constant) and
+    the values from outside the loop that its blocks read, in a fixed order."""
+    inside = {d.var for b in fwd.blocks if b.id in body for d in b.definitions()}
+    header = fwd.block(h)
+    out = [p.var for p in header.phis if _constant(p) is None]
+    seen = set(out)
+    for b in fwd.blocks:
+        if b.id not in body:
+            continue
+        ops = [a for d in b.definitions() if d not in header.phis for a in d.operands()]
+        ops += [v for p in header.phis for k, v in p.incoming.items() if k in body]
+        ops += b.term.operands()
+        for a in ops:
+            if isinstance(a, Var) and a not in inside and a != tape and a not in seen:
+                seen.add(a)
+                out.append(a)
+    return out
+
+
+def _written(fwd: IR, body: set, state: list) -> set:
+    """The state values an impure statement of the loop takes (it may write into
+    them): the snapshot holds a copy of each, and each recompute starts from a copy
+    of that (`ckpt_copy`)."""
+    from ssair.passes.util import is_pure
+    touched = {a for b in fwd.blocks if b.id in body for s in b.stmts
+               if s.op != "push" and not is_pure(s.op) for a in s.operands()}
+    return {v for v in state if v in touched}
+
+
+def _constant(phi: Any) -> Any:
+    """The Const a phi always takes, or None."""
+    vals = list(phi.incoming.values())
+    if vals and all(isinstance(v, Const) for v in vals) and \
+            all(v == vals[0] and type(v.value) is type(vals[0].value) for v in vals):
+        return vals[0]
+    return None
+
+
+def _split_header(ir: IR, h: int) -> Block:
+    """Move #h's statements and terminator into a new block #h2 after it; phis of
+    #h's successors now name #h2.  Returns #h2."""
+    header = ir.block(h)
+    after = ir.add_block()
+    ir.blocks.remove(after)
+    ir.blocks.insert(ir.blocks.index(header) + 1, after)
+    after.stmts, after.term = header.stmts, header.term
+    header.stmts, header.term = [], Goto(after.id)
+    for s in after.successors():
+        for p in ir.block(s).phis:
+            rekey_incoming(p, h, after.id)
+    return after
+
+
+def _new_block(ir: IR, before: Block) -> Block:
+    b = ir.add_block()
+    ir.blocks.remove(b)
+    ir.blocks.insert(ir.blocks.index(before) + 1, b)
+    return b
+
+
+def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, written: set,
+                      budget: int) -> Var:
+    """Rewrite loop #h of the forward as the module docstring says; returns the
+    snapshot tuple's value."""
+    header = fwd.block(h)
+    preds = fwd.predecessors()[h]
+    outside = [p for p in preds if p not in body]
+    h2 = _split_header(fwd, h)
+    latches = [p if p != h else h2.id for p in preds if p in body]
+    body = set(body) | {h2.id}
+    entry_mark = {}
+    for o in outside:
+        entry_mark[o] = fwd.push(fwd.block(o), "tape_mark", tape)
+    c = fwd.add_phi(header, {**{o: 0 for o in outside}}, name="visit")
+    nx = fwd.add_phi(header, {o: 0 for o in outside}, name="next_snapshot")
+    last = fwd.add_phi(header, {o: 0 for o in outside}, name="last_snapshot")
+    mk = fwd.add_phi(header, dict(entry_mark), name="tape_mark")
+    due = fwd.push(header, "eq", c, nx)
+    snap_block = _new_block(fwd, header)
+    header.term = Branch(due, snap_block.id, h2.id)
+    b = snap_block
+    words = fwd.push(b, "sub", fwd.push(b, "tape_mark", tape), mk)
+    visits = fwd.push(b, "sub", c, last)
+    per = fwd.push(b, "call", Const(max), words, 1)
+    stride = fwd.push(b, "call", Const(max), fwd.push(b, "floordiv", fwd.push(
+        b, "mul", visits, budget), per), 1, name="stride")
+    nx1 = fwd.push(b, "add", c, stride)
+    fwd.push(b, "tape_cut", tape, mk)
+    saved = [fwd.push(b, "ckpt_copy", v) if v in written else v for v in state]
+    snap = fwd.push(b, "tuple", c, nx1, *saved, name="snapshot")
+    fwd.push(b, "push", tape, snap)
+    mk1 = fwd.push(b, "tape_mark", tape)
+    b.term = Goto(h2.id)
+    joins = {}
+    for v, new in ((nx, nx1), (last, c), (mk, mk1)):
+        joins[v] = fwd.add_phi(h2, {h: v, snap_block.id: new})
+    c1 = fwd.new_var()
+    h2.stmts.insert(0, Stmt(c1, "add", [c, Const(1)]))
+    for p, latch_value in ((c, c1), (nx, joins[nx]), (last, joins[last]), (mk, joins[mk])):
+        phi = next(q for q in header.phis if q.var == p)
+        for lt in latches:
+            phi.incoming[lt] = latch_value
+    for blk in list(fwd.blocks):
+        if blk.id not in body or blk.id in (h, snap_block.id):
+            continue
+        for s in blk.successors():
+            if s in body:
+                continue
+            cut = _new_block(fwd, blk)
+            fwd.push(cut, "tape_cut", tape, joins[mk])
+            cut.term = Goto(s)
+            blk.term.retarget(s, cut.id)
+            for p in fwd.block(s).phis:
+                rekey_incoming(p, blk.id, cut.id)
+    return snap
+
+
+def _recompute_ir(fwd: IR, h: int, body: set, tape: Var, state: list, written: set,
+                  k: int) -> IR:
+    """`name_recompute(%tape, %snap)`: loop #h's blocks from a snapshot to the next."""
+    name = fwd.meta.get("source_name", fwd.name)
+    work = fwd.copy()
+    out = IR(f"{name}_recompute" + (f"{k}" if k else ""), file=fwd.file,
+             firstline=fwd.firstline, next_id=fwd.next_id)
+    out.meta["source_name"] = name
+    t = out.add_arg("tape")
+    snap = out.add_arg("snapshot")
+    entry = out.add_block(0)
+    start = out.push(entry, "getitem", snap, 0, name="visit")
+    stop = out.push(entry, "getitem", snap, 1, name="next_snapshot")
+    got = {v: out.push(entry, "getitem", snap, 2 + i) for i, v in enumerate(state)}
+    for v in written:
+        got[v] = out.push(entry, "ckpt_copy", got[v])
+    entry.term = Goto(h)
+    out.blocks += [b for b in work.blocks if b.id in body]
+    header = out.block(h)
+    phis = {p.var for p in header.phis}
+    outer = {v: g for v, g in got.items() if v not in phis}
+    outer[tape] = t
+
+    def sub(a):
+        return outer.get(a, a) if isinstance(a, Var) else a
+    for b in out.blocks[1:]:
+        for d in b.definitions():
+            d.map_operands(sub)
+        b.term.map_operands(sub)
+    for p in header.phis:
+        start_value = got[p.var] if p.var in got else _constant(p)
+        p.incoming = {entry.id: start_value,
+                      **{q: v for q, v in p.incoming.items() if q in body}}
+    ret = out.add_block()
+    ret.term = Return(Const(None))
+    for b in out.blocks:       # (before new blocks take ids that L's exits name)
+        for s in b.successors():
+            if s not in body and b is not entry:
+                b.term.retarget(s, ret.id)
+    h2 = _split_header(out, h)
+    latches = [q for q in out.predecessors()[h] if q != entry.id]
+    following = out.new_var()
+    visit = out.add_phi(header, {entry.id: start, **{q: following for q in latches}},
+                        name="visit")
+    h2.stmts.insert(0, Stmt(following, "add", [visit, Const(1)]))
+    header.term = Branch(out.push(header, "eq", visit, stop), ret.id, h2.id)
+    return out
+
+
+def _read_segments(adj: IR, pushed: set, snap: Var, recompute: Any) -> None:
+    """Point the adjoint's reads of the loop's records at a scratch tape refilled
+    from the snapshots (module docstring)."""
+    reader = adj.args[0].var
+    pop_of = adj.meta["pop_of"]
+    loop_pops = {s.var for b in adj.blocks for s in b.stmts
+                 if s.op == "pop" and pop_of.get(s.var.id) in pushed}
+    reads = {s.var for b in adj.blocks for s in b.stmts
+             if s.var in loop_pops or s.op == "jback" and s.args[0] in loop_pops}
+    stray = [s for b in adj.blocks for s in b.stmts if s.op == "jback" and
+             s.var not in reads and any(x.var in reads for x in b.stmts)]
+    if stray:
+        raise CheckpointError(f"pullback: checkpoint=: a call's pullback in a loop of "
+                              f"{adj.meta.get('source_name', adj.name)} is not read "
+                              "from the loop's records")
+    entry = adj.entry
+    scratch, sreader = adj.new_var(), adj.new_var()
+    entry.stmts[:0] = [Stmt(scratch, "ckpt_tape", []),
+                       Stmt(sreader, "ckpt_reader", [scratch])]
+    for b in list(adj.blocks):
+        first = next((k for k, s in enumerate(b.stmts) if s.var in reads), None)
+        if first is None:
+            continue
+        for s in b.stmts[first:]:
+            if s.var in reads:
+                s.args[1 if s.op == "jback" else 0] = sreader
+        rest = _new_block(adj, b)
+        rest.stmts, rest.term = b.stmts[first:], b.term
+        b.stmts = b.stmts[:first]
+        for s in rest.successors():
+            for p in adj.block(s).phis:
+                rekey_incoming(p, b.id, rest.id)
+        check = _new_block(adj, b)
+        fill = _new_block(adj, check)
+        b.term = Goto(check.id)
+        spent = adj.push(check, "ckpt_spent", scratch, sreader)
+        check.term = Branch(spent, fill.id, rest.id)
+        got = adj.push(fill, "pop", reader, name="snapshot")
+        pop_of[got.id] = snap.id
+        adj.push(fill, "tape_cut", scratch, 0)
+        adj.push(fill, "call", Const(recompute), scratch, got)
+        adj.push(fill, "ckpt_rewind", scratch, sreader, adj.push(fill, "getitem", got, 0))
+        fill.term = Goto(check.id)     # (a segment may hold no records)
+    for b in adj.blocks:
+        if isinstance(b.term, Return):
+            adj.push(b, "ckpt_free", scratch)
