@@ -354,7 +354,7 @@ def _own_keywords(kwargs: dict) -> tuple:
 
 
 def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs: dict,
-                      checkpoint: Any) -> tuple:
+                      checkpoint: Any, with_value: bool = False) -> tuple:
     from .batching import normalize_axes, per_row
     if kwargs or checkpoint is not None:
         raise TypeError("gradient: batch= does not take keyword arguments for f or "
@@ -364,10 +364,11 @@ def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs
         _load_jit()
     run = BATCH_RUNNERS.get(backend)
     if run is not None:
-        got = run(f, args, axes, "gradient", backend == "llvm")
+        got = run(f, args, axes, "value_and_grad" if with_value else "gradient",
+                  backend == "llvm")
         if got is not None:
             return got
-    return per_row(gradient, f, args, axes, backend)
+    return per_row(value_and_grad if with_value else gradient, f, args, axes, backend)
 
 
 def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
@@ -379,9 +380,8 @@ def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any
             backend == "auto" or backend == "llvm" and hot[2]):
         return hot[1](*args)
     checkpoint, batch = _own_keywords(kwargs)
-    if batch is not None:
-        raise TypeError("value_and_grad does not take batch= yet: use gradient(f, X, "
-                        "batch=0) and jit.vmap(f)(X)")
+    if batch is not None:      # (values stacked, gradients stacked)
+        return _batched_gradient(f, args, batch, backend, kwargs, checkpoint, True)
     if checkpoint is not None:
         return general_gradient(f, args, True, backend, kwargs, checkpoint)
     return _gradient(f, args, True, backend, kwargs)

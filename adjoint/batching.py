@@ -74,9 +74,9 @@ def stack(results: list, like: tuple) -> Any:
 
 
 def per_row(gradient: Callable, f: Callable, args: tuple, axes: tuple, backend: str) -> tuple:
-    """The stacked gradients, one `gradient(f, *row, backend=backend)` call a row (the
-    interpreter's batch, and the path of a row that fails in native code: it raises
-    as CPython would)."""
+    """The stacked results of one `gradient(f, *row, backend=backend)` call a row
+    (`gradient` or `value_and_grad`; the interpreter's batch, and the path of a row
+    that fails in native code: it raises as CPython would)."""
     moved, n = rows_of(args, axes)
     if n == 0:
         raise ValueError("batch=: no rows")

@@ -44,7 +44,7 @@ from jit.codegen.entry import flat_ctypes
 from jit.runtime import native as runtime
 from jit.types import FLOAT64, INT64, ArrayT, TypingError, typeof
 
-_TABLE: dict = {}           # (code, globals id, mode, argtypes, axes) -> _Rows or message
+_TABLE: dict = {}           # (id(f), mode, types, axes, out types) -> (f, _Rows or message)
 _LOCK = threading.Lock()
 
 
@@ -112,7 +112,7 @@ class _Rows:
 def rows_ir(f: Callable, mode: str, nargs: int, axes: tuple, ranks: list) -> IR:
     """The IR of the row loop (module docstring); `ranks`: per result, the rank of its
     output array, or None (gradients of ints have none)."""
-    from adjoint.api import gradient
+    from adjoint.api import gradient, value_and_grad
     name = getattr(f, "__name__", "f")
     code = getattr(f, "__code__", None)
     ir = IR(f"{name}_rows", file=getattr(code, "co_filename", None),
@@ -131,11 +131,16 @@ def rows_ir(f: Callable, mode: str, nargs: int, axes: tuple, ranks: list) -> IR:
 
     def store(o: Any, value: Any, rank: int) -> None:
         ir.push(body, "setitem", o, value, i, *[whole] * (rank - 1))
-    if mode == "gradient":
-        g = ir.push(body, "call", Const(gradient), Const(f), *operands)
-        for k, o in enumerate(out):
+    if mode in ("gradient", "value_and_grad"):
+        with_value = mode == "value_and_grad"
+        got = ir.push(body, "call", Const(value_and_grad if with_value else gradient),
+                      Const(f), *operands)
+        g = ir.push(body, "getitem", got, 1) if with_value else got
+        if with_value:
+            store(out[0], ir.push(body, "getitem", got, 0), ranks[0])
+        for k, o in enumerate(out[with_value:]):
             if o is not None:
-                store(o, ir.push(body, "getitem", g, k), ranks[k])
+                store(o, ir.push(body, "getitem", g, k), ranks[k + with_value])
     else:
         store(out[0], ir.push(body, "call", Const(f), *operands), ranks[0])
     head.phis[0].incoming[body.id] = ir.push(body, "add", i, 1)
@@ -145,24 +150,25 @@ def rows_ir(f: Callable, mode: str, nargs: int, axes: tuple, ranks: list) -> IR:
 
 
 def _compiled(f: Callable, mode: str, argtypes: tuple, axes: tuple, out_types: tuple) -> Any:
-    code = getattr(f, "__code__", None)
-    key = (code, id(getattr(f, "__globals__", None)), mode, argtypes, axes, out_types)
+    """The row loop for `f` itself (the loop's IR holds f as a constant: two closures
+    of one code object are two loops) and these types, or the message of a refusal."""
+    key = (id(f), mode, argtypes, axes, out_types)
     with _LOCK:
         hit = _TABLE.get(key)
-        if hit is None:
-            try:
-                hit = _Rows(f, mode, argtypes, axes, out_types)
-            except (TypingError, NotImplementedError, KeyError, TypeError,
-                    ValueError) as e:
-                hit = f"jit: cannot compile the row loop of {getattr(f, '__name__', f)}: {e}"
-            if code is not None:
-                _TABLE[key] = hit
-    return hit
+        if hit is not None and hit[0] is f:
+            return hit[1]
+        try:
+            loop = _Rows(f, mode, argtypes, axes, out_types)
+        except (TypingError, NotImplementedError, KeyError, TypeError, ValueError) as e:
+            loop = f"jit: cannot compile the row loop of {getattr(f, '__name__', f)}: {e}"
+        _TABLE[key] = (f, loop)
+    return loop
 
 
 def batched(f: Callable, args: tuple, axes: tuple, mode: str,
             workers: Optional[int] = None) -> Any:
-    """Per-row gradients (`mode="gradient"`) or values (`"value"`) stacked, computed
+    """Per-row gradients (`mode="gradient"`), values (`"value"`) or both
+    (`"value_and_grad"`: values, gradients) stacked, computed
     by the compiled row loop on `workers` threads (default: every core); raises
     TypingError where the JIT refuses the row loop."""
     moved, n = rows_of(args, axes)
@@ -170,12 +176,14 @@ def batched(f: Callable, args: tuple, axes: tuple, mode: str,
         raise ValueError("batch=: no rows")
     first = row(moved, axes, 0)
     row_types = tuple(typeof(a) for a in first)
-    if mode == "gradient":
+    if mode in ("gradient", "value_and_grad"):
         shapes = [np.shape(a) if t == FLOAT64 or (isinstance(t, ArrayT) and
                                                    t.dtype == FLOAT64) else None
                   for a, t in zip(first, row_types)]
         if all(s is None for s in shapes):
             raise TypingError("jit: batch=: no float argument to differentiate")
+        if mode == "value_and_grad":
+            shapes.insert(0, ())
     else:
         from jit.api import jit
         y0 = np.asarray(jit(f)(*first))
@@ -204,6 +212,8 @@ def batched(f: Callable, args: tuple, axes: tuple, mode: str,
         raise _RowFailed(min(x for x in failed if x is not None))
     if mode == "gradient":
         return tuple(outs)
+    if mode == "value_and_grad":
+        return outs[0], tuple(outs[1:])
     return outs[0]
 
 
@@ -266,7 +276,9 @@ def vmap(f: Callable, batch: Any = 0, workers: Optional[int] = None) -> Callable
         axes = normalize_axes(batch, len(args))
         try:
             return batched(f, args, axes, "value", workers)
-        except (_RowFailed, TypingError):
+        except (_RowFailed, TypingError) as e:
+            if isinstance(e, TypingError):
+                _warn_once(f, e)
             moved, n = rows_of(args, axes)
             return np.array([np.asarray(f(*row(moved, axes, i))) for i in range(n)])
     mapped.__name__ = f"vmap_{getattr(f, '__name__', 'f')}"

@@ -98,6 +98,24 @@ def test_closed_form_and_shapes():
     assert gx.shape == (20, 7) and gw.shape == (20, 2) and gn is None
 
 
+@pytest.mark.parametrize("backend", ["llvm", "interp"])
+def test_value_and_grad_batch(backend):
+    X = RNG.normal(size=(40, 5))
+    values, (g,) = adjoint.value_and_grad(rosen, X, batch=0, backend=backend)
+    rows = [adjoint.value_and_grad(rosen, x, backend=backend) for x in X]
+    assert np.array_equal(values, [r[0] for r in rows])
+    assert np.array_equal(g, [r[1][0] for r in rows])
+
+
+def test_closures_of_one_code_object_are_told_apart():
+    def scaled(k):
+        return lambda x: k * x * x
+    xs = np.linspace(0.0, 1.0, 50)
+    assert np.array_equal(adjoint.gradient(scaled(2.0), xs, batch=0)[0], 4.0 * xs)
+    assert np.array_equal(adjoint.gradient(scaled(3.0), xs, batch=0)[0], 6.0 * xs)
+    assert np.array_equal(jit.vmap(scaled(5.0))(xs), 5.0 * xs * xs)
+
+
 def test_vmap_values():
     X = RNG.normal(size=(400, 6))
     got = jit.vmap(rosen)(X)
