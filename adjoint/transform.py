@@ -112,7 +112,8 @@ def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFuncti
     return jf
 
 
-_CHECKPOINTED: dict = {}
+_CHECKPOINTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # forward ->
+# {budget words: checkpointed JFunction} (its own forward is a copy: the key dies with jf)
 
 
 def checkpointed(jf: JFunction, megabytes: float) -> JFunction:
@@ -122,10 +123,9 @@ def checkpointed(jf: JFunction, megabytes: float) -> JFunction:
 
     from .passes.checkpoint import budget_words, checkpoint_loops
     words = budget_words(megabytes)
-    key = (id(jf), words)
-    hit = _CHECKPOINTED.get(key)
-    if hit is not None and hit[0] is jf:
-        return hit[1]
+    per_jf = _CHECKPOINTED.setdefault(jf.forward, {})
+    if words in per_jf:
+        return per_jf[words]
     func = jf.primal.func
     scope = getattr(func, "__globals__", {})
 
@@ -139,7 +139,7 @@ def checkpointed(jf: JFunction, megabytes: float) -> JFunction:
     fwd.meta["passes"] = tuple(fwd.meta.get("passes", ())) + ("checkpoint_loops",)
     fwd.meta["checkpoint_mb"] = megabytes
     out = dataclasses.replace(jf, forward=fwd, adjoint=adj, recompute=tuple(recompute))
-    _CHECKPOINTED[key] = (jf, out)
+    per_jf[words] = out
     return out
 
 

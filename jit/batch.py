@@ -5,10 +5,9 @@ native code without the GIL.
 For the argument types of one call, the rows of a chunk run in one compiled function,
 built as IR and compiled like any user function:
 
-    def f_rows(lo, hi, progress, a0, ..., out0, ...):
+    def f_rows(lo, hi, a0, ..., out0, ...):
         i = lo
         while i < hi:
-            progress[0] = i
             g = gradient(f, a0[i], a1, ...)      # (or `y = f(...)` for vmap)
             out0[i] = g[0]; ...
             i += 1
@@ -70,7 +69,6 @@ def workers_available() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-
 class _Rows:
     """The compiled row loop for one signature, and how to call it from a thread."""
 
@@ -78,8 +76,7 @@ class _Rows:
                  out_types: tuple) -> None:
         from jit.api import compile_typing
         from jit.typing.infer import infer
-        self.out_types = out_types
-        loop_types = (INT64, INT64, ArrayT(INT64, 1)) + argtypes + out_types
+        loop_types = (INT64, INT64) + argtypes + out_types
         ir = rows_ir(f, mode, len(argtypes), axes,
                      [None if t is None else t.ndim for t in out_types])
         loop_types = tuple(t for t in loop_types if t is not None)
@@ -95,18 +92,16 @@ class _Rows:
         self.call = ctypes.CFUNCTYPE(ctypes.c_int64, *cargs)(addr)    # releases the GIL
         self.set_state = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
             runtime.runtime_function("zy_set_thread_state"))
-        self.flat = loop_types
 
-    def run(self, lo: int, hi: int, values: tuple) -> Optional[int]:
-        """Rows lo..hi-1 on this thread; the first failing row, or None."""
+    def run(self, lo: int, hi: int, values: tuple) -> bool:
+        """Rows lo..hi-1 on this thread; did one fail?"""
         state = runtime.ThreadState()
-        progress = np.zeros(1, dtype=np.int64)
         self.set_state(ctypes.addressof(state))
         try:
-            self.call(lo, hi, progress, *values)
+            self.call(lo, hi, *values)
         finally:
             self.set_state(None)
-        return int(progress[0]) if state.errinfo[0] else None
+        return bool(state.errinfo[0])
 
 
 def rows_ir(f: Callable, mode: str, nargs: int, axes: tuple, ranks: list) -> IR:
@@ -117,14 +112,13 @@ def rows_ir(f: Callable, mode: str, nargs: int, axes: tuple, ranks: list) -> IR:
     code = getattr(f, "__code__", None)
     ir = IR(f"{name}_rows", file=getattr(code, "co_filename", None),
             firstline=getattr(code, "co_firstlineno", None))
-    lo, hi, progress = ir.add_arg("lo"), ir.add_arg("hi"), ir.add_arg("progress")
+    lo, hi = ir.add_arg("lo"), ir.add_arg("hi")
     args = [ir.add_arg(f"a{k}") for k in range(nargs)]
     out = [ir.add_arg(f"out{k}") if r is not None else None for k, r in enumerate(ranks)]
     entry, head, body, done = (ir.add_block() for _ in range(4))
     entry.term = Goto(head.id)
     i = ir.add_phi(head, {entry.id: lo}, name="i")
     head.term = Branch(ir.push(head, "lt", i, hi), body.id, done.id)
-    ir.push(body, "setitem", progress, i, 0)
     operands = [ir.push(body, "getitem", a, i) if ax is not None else a
                 for a, ax in zip(args, axes)]
     whole = ir.push(body, "call", Const(slice), None, None)    # out[i, :, ...] = row
@@ -184,10 +178,8 @@ def batched(f: Callable, args: tuple, axes: tuple, mode: str,
             raise TypingError("jit: batch=: no float argument to differentiate")
         if mode == "value_and_grad":
             shapes.insert(0, ())
-    else:
-        from jit.api import jit
-        y0 = np.asarray(jit(f)(*first))
-        shapes = [y0.shape]
+    else:           # (the row loop compiles f; the first row's shape needs no compile)
+        shapes = [np.shape(f(*first))]
     outs = [None if s is None else np.empty((n,) + tuple(s)) for s in shapes]
     out_types = tuple(None if o is None else typeof(o) for o in outs)
     full_types = tuple(typeof(a) for a in moved)
@@ -208,8 +200,8 @@ def batched(f: Callable, args: tuple, axes: tuple, mode: str,
             failed = [j.result() for j in jobs]
     finally:
         runtime.THREADED.value -= 1
-    if any(x is not None for x in failed):
-        raise _RowFailed(min(x for x in failed if x is not None))
+    if any(failed):
+        raise _RowFailed()
     if mode == "gradient":
         return tuple(outs)
     if mode == "value_and_grad":
@@ -234,10 +226,6 @@ def _flat(a: Any) -> list:
 
 class _RowFailed(Exception):
     """A row failed in native code: the caller reruns the rows one by one."""
-
-    def __init__(self, index: int) -> None:
-        super().__init__(index)
-        self.index = index
 
 
 def batch_runner(f: Callable, args: tuple, axes: tuple, mode: str, strict: bool) -> Any:

@@ -93,7 +93,6 @@ def checkpoint_loops(fwd: IR, adj: IR, budget: int, make_function: Any) -> tuple
         snap = _snapshot_forward(fwd, h, body, tape, state, written, budget)
         _read_segments(adj, pushed, snap, make_function(recompute))
         recomputes.append(recompute)
-    fwd.meta["checkpointed"] = adj.meta["checkpointed"] = len(recomputes)
     return fwd, adj, recomputes
 
 
@@ -146,19 +145,28 @@ def _constant(phi: Any) -> Any:
     return None
 
 
-def _split_header(ir: IR, h: int) -> Block:
-    """Move #h's statements and terminator into a new block #h2 after it; phis of
-    #h's successors now name #h2.  Returns #h2."""
-    header = ir.block(h)
-    after = ir.add_block()
-    ir.blocks.remove(after)
-    ir.blocks.insert(ir.blocks.index(header) + 1, after)
-    after.stmts, after.term = header.stmts, header.term
-    header.stmts, header.term = [], Goto(after.id)
+def _split(ir: IR, block: Block, k: int) -> Block:
+    """Move `block`'s statements from the k-th on and its terminator into a new block
+    placed after it (phis of the successors now name the new block), which `block`
+    now jumps to.  Returns the new block."""
+    after = _new_block(ir, block)
+    after.stmts, after.term = block.stmts[k:], block.term
+    block.stmts, block.term = block.stmts[:k], Goto(after.id)
     for s in after.successors():
         for p in ir.block(s).phis:
-            rekey_incoming(p, h, after.id)
+            rekey_incoming(p, block.id, after.id)
     return after
+
+
+def _visit_counter(ir: IR, header: Block, rest: Block, starts: dict) -> Var:
+    """A phi of `header` (split into `header` and `rest`) counting its visits: its
+    value entering from each predecessor in `starts`, one more from every latch (the
+    increment is `rest`'s first statement)."""
+    following = ir.new_var()
+    latches = [q for q in ir.predecessors()[header.id] if q not in starts]
+    visit = ir.add_phi(header, {**starts, **{q: following for q in latches}}, name="visit")
+    rest.stmts.insert(0, Stmt(following, "add", [visit, Const(1)]))
+    return visit
 
 
 def _new_block(ir: IR, before: Block) -> Block:
@@ -173,15 +181,12 @@ def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, writte
     """Rewrite loop #h of the forward as the module docstring says; returns the
     snapshot tuple's value."""
     header = fwd.block(h)
-    preds = fwd.predecessors()[h]
-    outside = [p for p in preds if p not in body]
-    h2 = _split_header(fwd, h)
-    latches = [p if p != h else h2.id for p in preds if p in body]
+    outside = [p for p in fwd.predecessors()[h] if p not in body]
+    h2 = _split(fwd, header, 0)
+    latches = [p for p in fwd.predecessors()[h] if p not in outside]
     body = set(body) | {h2.id}
-    entry_mark = {}
-    for o in outside:
-        entry_mark[o] = fwd.push(fwd.block(o), "tape_mark", tape)
-    c = fwd.add_phi(header, {**{o: 0 for o in outside}}, name="visit")
+    entry_mark = {o: fwd.push(fwd.block(o), "tape_mark", tape) for o in outside}
+    c = _visit_counter(fwd, header, h2, {o: 0 for o in outside})
     nx = fwd.add_phi(header, {o: 0 for o in outside}, name="next_snapshot")
     last = fwd.add_phi(header, {o: 0 for o in outside}, name="last_snapshot")
     mk = fwd.add_phi(header, dict(entry_mark), name="tape_mark")
@@ -204,9 +209,7 @@ def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, writte
     joins = {}
     for v, new in ((nx, nx1), (last, c), (mk, mk1)):
         joins[v] = fwd.add_phi(h2, {h: v, snap_block.id: new})
-    c1 = fwd.new_var()
-    h2.stmts.insert(0, Stmt(c1, "add", [c, Const(1)]))
-    for p, latch_value in ((c, c1), (nx, joins[nx]), (last, joins[last]), (mk, joins[mk])):
+    for p, latch_value in ((nx, joins[nx]), (last, joins[last]), (mk, joins[mk])):
         phi = next(q for q in header.phis if q.var == p)
         for lt in latches:
             phi.incoming[lt] = latch_value
@@ -264,12 +267,8 @@ def _recompute_ir(fwd: IR, h: int, body: set, tape: Var, state: list, written: s
         for s in b.successors():
             if s not in body and b is not entry:
                 b.term.retarget(s, ret.id)
-    h2 = _split_header(out, h)
-    latches = [q for q in out.predecessors()[h] if q != entry.id]
-    following = out.new_var()
-    visit = out.add_phi(header, {entry.id: start, **{q: following for q in latches}},
-                        name="visit")
-    h2.stmts.insert(0, Stmt(following, "add", [visit, Const(1)]))
+    h2 = _split(out, header, 0)
+    visit = _visit_counter(out, header, h2, {entry.id: start})
     header.term = Branch(out.push(header, "eq", visit, stop), ret.id, h2.id)
     return out
 
@@ -300,12 +299,7 @@ def _read_segments(adj: IR, pushed: set, snap: Var, recompute: Any) -> None:
         for s in b.stmts[first:]:
             if s.var in reads:
                 s.args[1 if s.op == "jback" else 0] = sreader
-        rest = _new_block(adj, b)
-        rest.stmts, rest.term = b.stmts[first:], b.term
-        b.stmts = b.stmts[:first]
-        for s in rest.successors():
-            for p in adj.block(s).phis:
-                rekey_incoming(p, b.id, rest.id)
+        rest = _split(adj, b, first)
         check = _new_block(adj, b)
         fill = _new_block(adj, check)
         b.term = Goto(check.id)

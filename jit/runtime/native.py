@@ -357,17 +357,32 @@ def native_assembly(mod: Any) -> str:
 #     struct state { i64 errinfo[8]; ptr arena_head; }
 # set around its native calls by `zy_set_thread_state`; every other thread (those
 # holding the GIL) uses ERRINFO and ARENA_HEAD.  Compiled code finds the record and
-# the head through `zy_errinfo_ptr()` and `zy_arena_head_ptr()`.
+# the head through `zy_errinfo_ptr()` and `zy_arena_head_ptr()`, which (as the
+# inline test of `jit.runtime.symbols.errinfo_ptr`) ask the key only while a batch
+# runs (`THREADED`).
 _ARENA_IR = r"""
 declare ptr @malloc(i64)
 declare void @free(ptr)
 declare ptr @pthread_getspecific(i32)
 declare i32 @pthread_setspecific(i32, ptr)
 
-define ptr @zy_errinfo_ptr() {
+; the calling thread's state, or null (no batch runs, or the thread set none)
+define ptr @zy_thread_state() {
 entry:
+  %n = load i64, ptr THREADED
+  %alone = icmp eq i64 %n, 0
+  br i1 %alone, label %none, label %ask
+none:
+  ret ptr null
+ask:
   %k = load i32, ptr KEY
   %s = call ptr @pthread_getspecific(i32 %k)
+  ret ptr %s
+}
+
+define ptr @zy_errinfo_ptr() {
+entry:
+  %s = call ptr @zy_thread_state()
   %none = icmp eq ptr %s, null
   %p = select i1 %none, ptr ERRINFO, ptr %s
   ret ptr %p
@@ -375,8 +390,7 @@ entry:
 
 define ptr @zy_arena_head_ptr() {
 entry:
-  %k = load i32, ptr KEY
-  %s = call ptr @pthread_getspecific(i32 %k)
+  %s = call ptr @zy_thread_state()
   %none = icmp eq ptr %s, null
   %own = getelementptr i8, ptr %s, i64 64
   %p = select i1 %none, ptr HEAD, ptr %own
@@ -476,7 +490,8 @@ def arena_functions() -> tuple:
         text = _ARENA_IR
         for word, name, addr in (("HEAD", "arena_head", ARENA_HEAD_ADDR),
                                  ("ERRINFO", "errinfo", ERRINFO_ADDR),
-                                 ("KEY", "thread_key", thread_key_address())):
+                                 ("KEY", "thread_key", thread_key_address()),
+                                 ("THREADED", "threaded", threaded_address())):
             llvm.add_symbol(runtime_symbol(name), addr)
             text = text.replace(word, f'@"{runtime_symbol(name)}"')
         compile_ir(text)

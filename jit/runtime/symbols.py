@@ -92,19 +92,20 @@ def runtime_ptr(name: str) -> L.Value:
 def errinfo_ptr(b: L.IRBuilder) -> L.Value:
     """The calling thread's error record (`native.ThreadState`; ERRINFO on threads
     that hold the GIL)."""
-    return _thread_ptr(b, "zy_errinfo_ptr")
+    return _thread_ptr(b, "zy_errinfo_ptr", "errinfo")
 
 
 def arena_head_ptr(b: L.IRBuilder) -> L.Value:
     """The word holding the calling thread's arena head (ARENA_HEAD's address on
     threads that hold the GIL)."""
-    return _thread_ptr(b, "zy_arena_head_ptr")
+    return _thread_ptr(b, "zy_arena_head_ptr", "arena_head")
 
 
-def _thread_ptr(b: L.IRBuilder, name: str) -> L.Value:
-    """The global word while no thread runs without the GIL (`native.THREADED` is 0:
-    one load and a branch), else what the runtime's accessor `name` says."""
-    shared = runtime_ptr("errinfo" if name == "zy_errinfo_ptr" else "arena_head")
+def _thread_ptr(b: L.IRBuilder, name: str, shared_name: str) -> L.Value:
+    """The runtime's word `shared_name` while no thread runs without the GIL
+    (`native.THREADED` is 0: one load and a branch), else what the runtime's
+    accessor `name` says."""
+    shared = runtime_ptr(shared_name)
     alone = b.icmp_signed("==", b.load(runtime_ptr("threaded"), typ=I64), L.Constant(I64, 0))
     with b.if_else(alone, likely=True) as (then, otherwise):
         with then:
