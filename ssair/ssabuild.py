@@ -18,9 +18,9 @@ A read in a block without a local definition
   * in a sealed block with several, creates a phi filled from all of them;
   * in a sealed block without predecessors, yields `default(key)` (the undefined
     value: `Const(None)` unless the user passes another).
-A phi whose operands are all one value (ignoring self references) is removed when
-it is completed and again, to a fixpoint, in `finish`, which then rewrites every use
-of a removed phi.  Phis are named `phi_name(key)` (None by default) and carry the
+A phi the builder made whose operands are all one value (ignoring self references)
+is removed when it is completed and again, to a fixpoint, in `finish`, which then
+rewrites every use of a removed phi; phis already in the IR are never removed.  Phis are named `phi_name(key)` (None by default) and carry the
 line `phi_line[block id]` when the user sets one.
 
 Requires: every terminator is in place before `finish`; a declared block's declared
@@ -157,8 +157,11 @@ class SSABuilder:
 
     # -- finishing -----------------------------------------------------------------
     def finish(self) -> None:
-        """Seal every block (undeclared ones get their IR predecessors), drop trivial
-        phis to a fixpoint and rewrite every use of a removed phi."""
+        """Seal every block (undeclared ones get their IR predecessors), drop the
+        trivial phis this builder made to a fixpoint and rewrite every use of a
+        removed phi.  Phis it did not make are the caller's and stay, trivial or
+        not: a pass that carries values to an exit through an existing IR must not
+        rewrite the phis other passes' metadata names (a return's phi, a record)."""
         ir_preds = self.ir.predecessors()
         for b in self.ir.blocks:
             self.blocks.setdefault(b.id, b)
@@ -171,7 +174,7 @@ class SSABuilder:
         while changed:
             changed = False
             for b in self.ir.blocks:
-                for phi in list(b.phis):
+                for phi in [p for p in b.phis if p.var in self.phis]:
                     if self._try_remove(phi, b.id) is not phi.var:
                         changed = True
         self.ir.replace_uses(self.repl)
