@@ -169,7 +169,12 @@ def _drop_copies(ctx: _Ctx) -> None:
 
 def _seed(ctx: _Ctx, entry, ret, inout: tuple) -> None:
     """The returned value's adjoint is `dy`; with in-out arguments `dy` is the pair
-    `(dy, initial adjoints of the arguments)`."""
+    `(dy, initial adjoints of the arguments)`.  The returned value must still be
+    defined in the forward: a pass that replaced it (a removed phi) would leave `dy`
+    seeded on a value no pullback reads, a zero gradient instead of an error."""
+    if isinstance(ret, Var) and ret not in ctx.where:
+        raise RuntimeError(f"adjoint: {ctx.fwd.name} returns {ret}, which its forward "
+                           f"IR no longer defines")
     dy = ctx.dy
     if inout:
         dy = ctx.emit(entry, "getitem", ctx.dy, 0)
