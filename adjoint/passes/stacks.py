@@ -14,7 +14,8 @@ Guarantees:
     `tuple(%y, tuple(slot values...))` (`meta["env"]`, the slot order).  A slot whose
     definition does not dominate the exit is carried there through phis built with
     `ssair.ssabuild.SSABuilder` (`None` on paths where it was not defined: the
-    adjoint only reads it on the path that defined it);
+    adjoint only reads it on the path that defined it); the IR's own phis stay, even
+    trivial ones: `meta["ret"]` may name one (`merge_returns` of one value);
   * values the adjoint rebuilds (`meta["induction"]`, see `adjoint.passes.induction`: loop
     counters and constant offsets of them, read in their own component) are not
     pushed; the counters' final values become env slots instead, as do the entry
