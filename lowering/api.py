@@ -18,8 +18,9 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def lower(f) -> IR:
     """The SSA IR of Python function `f` (cached per function object).
 
-    Raises `lowering.UnsupportedError` for constructs outside the supported subset,
-    NameError for a global that does not exist when lowering.
+    Raises `lowering.UnsupportedError` for constructs outside the supported subset.
+    A global that is not defined (a module attribute that does not exist) lowers to
+    code raising CPython's NameError (AttributeError) where the read runs.
     """
     if type(f) is types.FunctionType:     # the interpreter's path, once per call
         ir = _CACHE.get(f)

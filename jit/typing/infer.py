@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import lowering
+from lowering.runtime import missing_name
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from ssair.passes.util import use_counts
 
@@ -83,6 +84,8 @@ class Typing:
     static: dict = field(default_factory=dict)
     taint: float = float("inf")
     writes: bool = False
+    returns: bool = True        # some reachable path returns (else every one raises)
+    stops: dict = field(default_factory=dict)   # block id -> its call that never returns
     # the source with its loops over differently typed tuple entries unrolled (what a
     # J transform of this signature must start from), or None
     unrolled: Optional[IR] = None
@@ -163,14 +166,27 @@ def _callee_key(f: Any) -> Any:
 
 def _refuse_exceptions(t: Typing) -> None:
     """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
-    `raise` is refused at typing time, so `backend="auto"` runs the interpreter."""
+    `raise` is refused at typing time, so `backend="auto"` runs the interpreter.  The
+    `raise` after a read of a missing name is compiled: the read raises, and nothing
+    reaches the `raise` (see `raised_before`)."""
     for b in t.ir.blocks:
+        if isinstance(b.term, Raise) and raised_before(b):
+            continue
         if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
             what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
             name = t.ir.meta.get("source_name", t.ir.name)
             raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
                               f"has {what}; compiled code does not handle exceptions yet "
                               f"(backend='auto' runs it in the interpreter)")
+
+
+def raised_before(b: Any) -> bool:
+    """Block `b` ends in a `raise` of what its last statement returns, a call that
+    always raises (`lowering.runtime.missing_name`, or a user function whose every
+    path raises: `Engine._prune`): the `raise` never runs."""
+    last = b.stmts[-1] if b.stmts else None
+    return (last is not None and last.op == "call" and isinstance(last.args[0], Const)
+            and last.args[0].value is missing_name and b.term.value == last.var)
 
 
 def describe(typing: Typing, d: Any) -> str:
@@ -381,6 +397,9 @@ class Engine:
                 for s in b.stmts:
                     changed |= self._update(t, s, self._stmt_type(t, s))
                     self._note_static(t, s)
+                    if self._never_returns(t, s):
+                        t.stops[b.id] = s
+                        break
                 for succ in self._live_successors(t, b):
                     if succ not in t.reachable:
                         t.reachable.add(succ)
@@ -423,7 +442,16 @@ class Engine:
             return a.value if isinstance(a.value, (bool, int, float)) else None
         return t.static.get(a)
 
+    @staticmethod
+    def _never_returns(t: Typing, s: Stmt) -> bool:
+        """`s` calls a user function typed already whose every path raises."""
+        call = t.calls.get(s.var) if s.op == "call" else None
+        return call is not None and call.target is not None and call.target.done \
+            and not call.target.returns
+
     def _live_successors(self, t: Typing, b) -> list:
+        if b.id in t.stops:
+            return []
         term = b.term
         if isinstance(term, Branch):
             v = self.static_value(t, term.cond)
@@ -484,7 +512,7 @@ class Engine:
     def _return_type(self, t: Typing) -> Optional[Type]:
         out = None
         for b in t.ir.blocks:
-            if isinstance(b.term, Return) and b.id in t.reachable:
+            if isinstance(b.term, Return) and b.id in t.reachable and b.id not in t.stops:
                 out = self.join(t, out, self.operand_type(t, b.term.value))
         return out
 
@@ -516,8 +544,15 @@ class Engine:
             return LiteralT(a.value)
 
     def _prune(self, t: Typing) -> None:
-        """Drop blocks never reached and fold branches decided at compile time."""
+        """Drop blocks never reached and fold branches decided at compile time; a
+        block ends at a call that never returns (`raise` of its result, which nothing
+        reaches: see `raised_before`)."""
         live = [b for b in t.ir.blocks if b.id in t.reachable]
+        for b in live:
+            stop = t.stops.get(b.id)
+            if stop is not None:
+                b.stmts = b.stmts[:b.stmts.index(stop) + 1]
+                b.term = Raise(stop.var, stop.line)
         for b in live:
             if isinstance(b.term, Branch) and isinstance(self.static_value(t, b.term.cond), bool):
                 b.term = Goto(self._live_successors(t, b)[0], b.term.line)
@@ -546,6 +581,7 @@ class Engine:
             if isinstance(b.term, Branch) and self.operand_type(t, b.term.cond) != BOOL:
                 raise TypingError(f"jit: branch condition of block #{b.id} in "
                                   f"{t.ir.name} is not a bool")
+        t.returns = any(isinstance(b.term, Return) for b in t.ir.blocks)
         if t.ret is None:
             t.ret = NONE
         t.done = True
