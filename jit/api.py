@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ssair.ir import IR
+from ssair.compile_lock import compiling
 
 from jit import disk_cache
 from jit.runtime import native as runtime
@@ -73,6 +74,7 @@ class Signature:
     name: str
 
 
+@compiling
 def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
                    other_classes: Callable = None,
                    cache_key: Optional[disk_cache.Key] = None) -> Compiled:
@@ -102,6 +104,7 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
 _LINKED: dict = {}   # key digest -> (signature, entry, wrapper): linked in this process
 
 
+@compiling
 def load_compiled(key: disk_cache.Key, fallback: Callable, reroute: Callable = None,
                   other_classes: Callable = None) -> Optional[Compiled]:
     """`compile_typing`'s result for the entry under `key` in the disk cache (linked
@@ -285,6 +288,7 @@ class Dispatcher:
     def signature(self, args: tuple) -> tuple:
         return tuple(typeof(a) for a in self.cells()) + tuple(typeof(a) for a in args)
 
+    @compiling
     def compile(self, argtypes: tuple, listing: bool = False) -> Compiled:
         """The compiled signature (from the disk cache where it has it; `listing`: with
         its typing and LLVM module, so compiled here)."""
@@ -336,6 +340,7 @@ def _closure_cells(ir: IR, func: Any) -> tuple:
 _DISPATCHERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+@compiling
 def dispatcher_for(func: Any) -> Dispatcher:
     """The one Dispatcher of a function (compiled code is shared by every jit(func))."""
     try:

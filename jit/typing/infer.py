@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 
 import lowering
 from lowering.runtime import missing_name
+from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from ssair.passes.util import use_counts
 
@@ -293,6 +294,7 @@ class Engine:
         self.stack: list = []
         self.strict = False      # (see _stmt_type: `[]` operands)
 
+    @compiling
     def infer(self, ir: IR, argtypes: tuple) -> Typing:
         key = (ir, tuple(argtypes))
         t = self.table.get(key)
