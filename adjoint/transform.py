@@ -225,8 +225,8 @@ def refuse_active_cells(ir: IR, act: Activity) -> None:
                     f"adjoint: {name} is read by a nested function through "
                     f"a cell (a closure made in a loop, inner functions that call each other, or a "
                     f"variable assigned after the closure is made) and holds a "
-                    f"differentiable value at {ir.file}:{s.line}: reverse mode does not "
-                    f"support cells ({s.op})")
+                    f"differentiable value in {ir.meta.get('source_name', ir.name)} at "
+                    f"{ir.file}:{s.line}: reverse mode does not support such a closure yet")
 
 
 def inout_args(ir: IR, act: Activity, active: tuple) -> tuple:

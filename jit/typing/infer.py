@@ -32,6 +32,7 @@ import lowering
 from lowering.runtime import missing_name
 from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
+from ssair.primitives import PRIMITIVES
 from ssair.passes.util import use_counts
 
 from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
@@ -619,8 +620,56 @@ def type_primitive(ctx: Context, op: str, s: Stmt, ts: list) -> Type:
     ctx.typing.impls.pop(s.var, None)
     fn = RULES.get(op)
     if fn is None:
-        raise TypingError(f"jit: no type rule for primitive {op!r}: {describe(ctx.typing, s)}")
+        raise TypingError(uncompiled_construct(ctx.typing, s))
     return fn(ctx, s, ts)
+
+
+_CELL_OPS = ("make_cell", "cell_get", "cell_set")
+# the user's construct behind each primitive that compiled code does not have
+_CONSTRUCTS = {
+    "caught": "an `except` block",
+    "spush": "reverse mode over reverse mode (the gradient of a function's own pullback)",
+    "spop": "reverse mode over reverse mode (the gradient of a function's own pullback)",
+}
+
+
+def uncompiled_construct(typing: Typing, s: Stmt) -> str:
+    """The error for statement `s`, whose primitive has no type rule, in the user's
+    terms: the construct, the function and file:line."""
+    ir = typing.ir
+    if s.op in _CELL_OPS:
+        made = _cell_closure(ir, s)
+        line = (made or s).line or ir.firstline
+        name = _cell_name(ir, s)
+        what = (f"makes a function that captures {name!r}, a variable assigned again "
+                "after the function is made (a closure made in a loop)")
+    else:
+        line = s.line or ir.firstline
+        sym = getattr(PRIMITIVES.get(s.op), "symbol", None) or s.op
+        what = f"uses {_CONSTRUCTS.get(s.op, f'an operation ({sym})')}"
+    return (f"jit: {ir.meta.get('source_name', ir.name)} at {ir.file}:{line} {what}; "
+            f"compiled code does not support it yet (backend='auto' runs it in the "
+            f"interpreter)")
+
+
+def _cell_def(ir: IR, s: Stmt) -> Stmt:
+    """The `make_cell` statement of a cell operation."""
+    if s.op == "make_cell" or not s.args or not isinstance(s.args[0], Var):
+        return s
+    return next((d for d in ir.definitions()
+                 if isinstance(d, Stmt) and d.var == s.args[0]), s)
+
+
+def _cell_name(ir: IR, s: Stmt) -> str:
+    return _cell_def(ir, s).name or "a variable"
+
+
+def _cell_closure(ir: IR, s: Stmt) -> Optional[Stmt]:
+    """The first `make_closure` that captures the cell of `s` (where the user made the
+    function), or None."""
+    cell = _cell_def(ir, s).var
+    return next((x for b in ir.blocks for x in b.stmts
+                 if x.op == "make_closure" and cell in x.args), None)
 
 
 @rule("call")
