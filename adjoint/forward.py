@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ssair import IR, Const, VerifyError, verify
+from ssair.compile_lock import compiling
 from ssair.interpreter import interpret
 from ssair.primitives import INPLACE
 from lowering.api import register_ir, stub_function
@@ -50,6 +51,7 @@ def tangent_ir(f: Any, mask: tuple, types_: Optional[tuple] = None,
     return _tangent_of(ir, full, ftypes, only, explicit_free=captured is not None)
 
 
+@compiling
 def _tangent_of(ir: IR, full: tuple, ftypes: tuple, only: bool = False,
                 explicit_free: bool = False) -> IR:
     """The tangent pass of `ir` (its arguments' tangents `full`, their scalar types
@@ -74,6 +76,7 @@ def _tangent_of(ir: IR, full: tuple, ftypes: tuple, only: bool = False,
     return out
 
 
+@compiling
 def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tuple] = None,
                      captured_types: tuple = (), only: bool = False) -> Any:
     """A function object whose IR is f's tangent IR (see the module docstring)."""
@@ -128,6 +131,7 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
     return interpret(lower_function(tf), *args, *tangents)
 
 
+@compiling
 def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
     """A tangent function (see `tangent_function`) of `lambda *a: f(*a)` for a library
     function `f` with a derivative rule, called with `nargs` arguments."""

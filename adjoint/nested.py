@@ -39,6 +39,7 @@ import numpy as np
 
 from lowering import UnsupportedError
 from ssair import IR, Const, Return
+from ssair.compile_lock import compiling
 from ssair import interpreter as interp
 from ssair.primitives import register
 
@@ -135,6 +136,7 @@ finish_grads.__zygopy_symbol__ = "adjoint.nested.finish_grads"
 _PROGRAMS: dict = {}
 
 
+@compiling
 def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False,
                      with_value: bool = False) -> IR:
     """An IR computing the gradient of `jf`'s primal (see the module docstring).

@@ -53,6 +53,7 @@ import lowering
 import ssair
 from lowering.runtime import call_unpacked
 from ssair import IR
+from ssair.compile_lock import compiling
 from ssair import interpreter as interp
 
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
@@ -96,6 +97,7 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
+@compiling
 def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFunction:
     """J(ir) for arguments whose differentiability is `active_args` (cached): per
     argument 0 (not differentiable), 1 (a float or tuple) or 2 (an array, which the
@@ -116,6 +118,7 @@ _CHECKPOINTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # for
 # {budget words: checkpointed JFunction} (its own forward is a copy: the key dies with jf)
 
 
+@compiling
 def checkpointed(jf: JFunction, megabytes: float) -> JFunction:
     """`jf` with its outer loops checkpointed for a memory budget of `megabytes` MiB
     (`adjoint.passes.checkpoint`; cached)."""
@@ -222,8 +225,8 @@ def refuse_active_cells(ir: IR, act: Activity) -> None:
                     f"adjoint: {name} is read by a nested function through "
                     f"a cell (a closure made in a loop, inner functions that call each other, or a "
                     f"variable assigned after the closure is made) and holds a "
-                    f"differentiable value at {ir.file}:{s.line}: reverse mode does not "
-                    f"support cells ({s.op})")
+                    f"differentiable value in {ir.meta.get('source_name', ir.name)} at "
+                    f"{ir.file}:{s.line}: reverse mode does not support such a closure yet")
 
 
 def inout_args(ir: IR, act: Activity, active: tuple) -> tuple:

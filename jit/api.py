@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ssair.ir import IR
+from ssair.compile_lock import compiling
 
 from jit import disk_cache
 from jit.runtime import native as runtime
@@ -73,6 +74,7 @@ class Signature:
     name: str
 
 
+@compiling
 def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
                    other_classes: Callable = None,
                    cache_key: Optional[disk_cache.Key] = None) -> Compiled:
@@ -102,6 +104,7 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
 _LINKED: dict = {}   # key digest -> (signature, entry, wrapper): linked in this process
 
 
+@compiling
 def load_compiled(key: disk_cache.Key, fallback: Callable, reroute: Callable = None,
                   other_classes: Callable = None) -> Optional[Compiled]:
     """`compile_typing`'s result for the entry under `key` in the disk cache (linked
@@ -285,6 +288,7 @@ class Dispatcher:
     def signature(self, args: tuple) -> tuple:
         return tuple(typeof(a) for a in self.cells()) + tuple(typeof(a) for a in args)
 
+    @compiling
     def compile(self, argtypes: tuple, listing: bool = False) -> Compiled:
         """The compiled signature (from the disk cache where it has it; `listing`: with
         its typing and LLVM module, so compiled here)."""
@@ -336,6 +340,7 @@ def _closure_cells(ir: IR, func: Any) -> tuple:
 _DISPATCHERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+@compiling
 def dispatcher_for(func: Any) -> Dispatcher:
     """The one Dispatcher of a function (compiled code is shared by every jit(func))."""
     try:
@@ -350,10 +355,12 @@ def dispatcher_for(func: Any) -> Dispatcher:
 def jit(func: Any) -> Callable:
     """Compile `func` (a Python function or an `ssair.IR`) on first call per signature."""
     d = dispatcher_for(func)
-    arity = _fixed_arity(func)
-    call = _entry_for(d, arity)
-    if arity is None and not isinstance(func, IR):
-        call = _binding_entry(func, call)
+    if getattr(func, "__code__", None) is not None:
+        call = _entry_for(d, func)
+    else:
+        call = _entry_for(d, None)
+        if not isinstance(func, IR):
+            call = _binding_entry(func, call)
     if not isinstance(func, IR):
         functools.update_wrapper(call, func)
         call.__zygopy_function__ = func   # what a compiled caller compiles (lowering)
@@ -363,7 +370,8 @@ def jit(func: Any) -> Callable:
 
 
 def _binding_entry(func: Any, positional: Callable) -> Callable:
-    """Keywords and defaults bound as Python binds them, then the positional entry."""
+    """Keywords and defaults bound as Python binds them, then the positional entry
+    (a callable with no code object of its own: a partial, a callable object)."""
     sig = inspect.signature(func)
 
     def call(*args, **kwargs):
@@ -373,35 +381,68 @@ def _binding_entry(func: Any, positional: Callable) -> Callable:
     return call
 
 
-def _fixed_arity(func: Any):
-    """The positional parameter count of a plain function (no defaults, *args, ...)."""
-    code = getattr(func, "__code__", None)
-    if code is None or func.__defaults__ or func.__kwdefaults__ or code.co_flags & 0x0C:
-        return None
-    if code.co_kwonlyargcount or getattr(code, "co_posonlyargcount", 0):
-        return None
-    return code.co_argcount
+def _parameters(func: Any, prefix: str) -> tuple:
+    """The parameter list of `func` as source (`x, y=D, /, *a, k=D, **kw`, every
+    default a placeholder `D`) and its names in `inspect.signature` order, which is
+    the order of the IR's arguments."""
+    code = func.__code__
+    npos, nkw = code.co_argcount, code.co_kwonlyargcount
+    nposonly = getattr(code, "co_posonlyargcount", 0)
+    names = code.co_varnames
+    ndef = len(func.__defaults__ or ())
+    kwdefs = func.__kwdefaults__ or {}
+    dflt = f"{prefix}d"
+    pos = [n + (f"={dflt}" if i >= npos - ndef else "") for i, n in enumerate(names[:npos])]
+    if nposonly:
+        pos.insert(nposonly, "/")
+    kwonly = [n + (f"={dflt}" if n in kwdefs else "") for n in names[npos:npos + nkw]]
+    at = npos + nkw
+    star = [names[at]] if code.co_flags & inspect.CO_VARARGS else []
+    at += len(star)
+    dstar = [names[at]] if code.co_flags & inspect.CO_VARKEYWORDS else []
+    params = pos + ["*" + n for n in star] + (["*"] if kwonly and not star else []) + kwonly
+    params += ["**" + n for n in dstar]
+    order = list(names[:npos]) + star + list(names[npos:npos + nkw]) + dstar
+    return ", ".join(params), order
 
 
-def _entry_for(d: Dispatcher, arity) -> Callable:
+def _entry_for(d: Dispatcher, func: Any) -> Callable:
     """The user-facing call: look the argument classes up in `d.fast`, else slow path.
-    With a known arity the key is built without a tuple(map(...)) round trip."""
-    env = {"fast_get": d.fast.get, "slow": d.call_slow}
-    if arity is None:
+    For a Python function it has the function's own parameters (names, defaults,
+    keyword-only, *args, **kwargs) and code name, so Python binds a call and words a
+    TypeError exactly as for the function itself; the arguments then go on in the IR's
+    order.  Without a function (an IR) it takes `*args`."""
+    if func is None:
+        env = {"fast_get": d.fast.get, "slow": d.call_slow}
         src = ("def call(*args):\n"
                "    w = fast_get(tuple(map(type, args)))\n"
                "    if w is not None:\n        return w(*args)\n"
                "    return slow(args)\n")
-    else:
-        names = [f"a{i}" for i in range(arity)]
-        sig = ", ".join(names)
-        key = f"({', '.join(f'type({n})' for n in names)}{',' if arity == 1 else ''})"
-        src = (f"def call({sig}):\n"
-               f"    w = fast_get({key})\n"
-               f"    if w is not None:\n        return w({sig})\n"
-               f"    return slow(({sig}{',' if arity == 1 else ''}))\n")
+        exec(compile(src, "<jit entry>", "exec"), env)
+        return env["call"]
+    prefix = _free_prefix(func.__code__.co_varnames)
+    params, order = _parameters(func, prefix)
+    values = ", ".join(order) + ("," if len(order) == 1 else "")
+    key = ", ".join(f"{prefix}type({n})" for n in order) + ("," if len(order) == 1 else "")
+    env = {f"{prefix}fast_get": d.fast.get, f"{prefix}slow": d.call_slow,
+           f"{prefix}type": type, f"{prefix}d": None}
+    src = (f"def call({params}):\n"
+           f"    {prefix}w = {prefix}fast_get(({key}))\n"
+           f"    if {prefix}w is not None:\n        return {prefix}w({', '.join(order)})\n"
+           f"    return {prefix}slow(({values}))\n")
     exec(compile(src, "<jit entry>", "exec"), env)
-    return env["call"]
+    call = env["call"]
+    call.__code__ = call.__code__.replace(co_name=func.__code__.co_name)
+    call.__defaults__, call.__kwdefaults__ = func.__defaults__, func.__kwdefaults__
+    return call
+
+
+def _free_prefix(names: tuple) -> str:
+    """A prefix for the entry's own names that no parameter of the function starts with."""
+    prefix = "_zy_"
+    while any(n.startswith(prefix) for n in names):
+        prefix = "_" + prefix
+    return prefix
 
 
 class Listing:

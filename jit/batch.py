@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ssair import IR, Branch, Const, Goto, Return
+from ssair.compile_lock import COMPILE_LOCK
 
 from adjoint.batching import normalize_axes, row, rows_of
 
@@ -147,7 +148,7 @@ def _compiled(f: Callable, mode: str, argtypes: tuple, axes: tuple, out_types: t
     """The row loop for `f` itself (the loop's IR holds f as a constant: two closures
     of one code object are two loops) and these types, or the message of a refusal."""
     key = (id(f), mode, argtypes, axes, out_types)
-    with _LOCK:
+    with COMPILE_LOCK:
         hit = _TABLE.get(key)
         if hit is not None and hit[0] is f:
             return hit[1]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+from ssair.compile_lock import compiling
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -207,6 +208,7 @@ STRINGS: list = [None]     # ids start at 1 (`jit.runtime.symbols`)
 _STRING_IDS: dict = {}
 
 
+@compiling
 def intern_string(text: str) -> int:
     """The native id of a string constant (see StrT)."""
     k = _STRING_IDS.get(text)

@@ -5,6 +5,7 @@ import types
 import weakref
 
 from ssair import interpreter
+from ssair.compile_lock import compiling
 from ssair.ir import IR
 
 from . import closures, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
@@ -18,8 +19,9 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def lower(f) -> IR:
     """The SSA IR of Python function `f` (cached per function object).
 
-    Raises `lowering.UnsupportedError` for constructs outside the supported subset,
-    NameError for a global that does not exist when lowering.
+    Raises `lowering.UnsupportedError` for constructs outside the supported subset.
+    A global that is not defined (a module attribute that does not exist) lowers to
+    code raising CPython's NameError (AttributeError) where the read runs.
     """
     if type(f) is types.FunctionType:     # the interpreter's path, once per call
         ir = _CACHE.get(f)
@@ -28,6 +30,16 @@ def lower(f) -> IR:
     f = getattr(f, "__func__", f)
     if not hasattr(f, "__code__"):
         raise TypeError(f"lowering.lower: {f!r} is not a Python function")
+    ir = _CACHE.get(f)
+    if ir is None or ir.meta.get("code") is not f.__code__:
+        ir = _lowered(f)
+    return ir
+
+
+@compiling
+def _lowered(f) -> IR:
+    """`_CACHE[f]`, lowered by the first thread that asks (one IR per function: the
+    J transform's and the JIT's caches are keyed by it)."""
     ir = _CACHE.get(f)
     if ir is None or ir.meta.get("code") is not f.__code__:
         ir = _lower_with_cells(f)
@@ -50,6 +62,7 @@ def _lower_with_cells(f) -> IR:
             cells.add(e.name)
 
 
+@compiling
 def register_ir(f: types.FunctionType, ir: IR) -> None:
     """Make `lower(f)` return `ir`: the IR of a function built by a transform (forward
     mode's tangent functions), which the interpreter and the JIT then call as they

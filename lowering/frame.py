@@ -21,7 +21,7 @@ from .errors import REFUSED_OPCODES, UnsupportedError
 from .handlers import HANDLERS
 from .materialize import materialize
 from .reader import CodeReader, param_names
-from .runtime import UNBOUND, check_bound, unbound_local
+from .runtime import UNBOUND, check_bound, missing_name, unbound_local
 from .values import EXHAUSTED, LASTI, NULL, ExcInfo, ForState, Lazy
 
 PY = sys.version_info[:2]
@@ -58,6 +58,7 @@ class Lowerer:
         self.self_name = getattr(func, "__zygopy_self__", None)   # lowering.closures
         self.cell_of = {}          # cell or free variable name -> Var of its cell
         self.handler = None        # (handler block, depth, lasti) in force, or None
+        self.stopped = False       # the current bytecode block raises before its end
         self.prot = {}             # IR block id -> handler bytecode block protecting it
         self.fresh = None          # the protected IR block nothing has run in yet
         self.setup_depth = {}      # 3.10: handler bytecode block -> stack depth at SETUP
@@ -123,6 +124,7 @@ class Lowerer:
         self.handler = None
         if idx in self.prologues:
             self.prologues.pop(idx)()
+        self.stopped = False
         for k, ins in enumerate(bb.instrs):
             if ins.lineno is not None:
                 self.line = ins.lineno
@@ -131,6 +133,9 @@ class Lowerer:
             if handler is None:
                 self.refuse(REFUSED_OPCODES.get(ins.name, f"opcode {ins.name}"))
             handler(self, ins)
+            if self.stopped:
+                self.drop_edges(bb)
+                break
         if self.block.term is None:
             self.goto(bb.fall)
         for h in bb.unwinds:
@@ -146,6 +151,26 @@ class Lowerer:
             self.pending[s] -= 1
             if self.pending[s] == 0:
                 self.ssa.seal(self.irb[s])
+
+    def drop_edges(self, bb) -> None:
+        """The rest of bytecode block `bb` never runs (`raise_when_run` ended it): its
+        normal successors get one edge less, as from a skipped block."""
+        for s in bb.succs:
+            if s in bb.unwinds:
+                continue                  # (counted at the end of `lower_block`)
+            self.pending[s] -= 1
+            if self.pending[s] == 0:
+                self.ssa.seal(self.irb[s])
+
+    def raise_when_run(self, exc_type: type, message: str) -> Const:
+        """End the block raising `exc_type(message)` where CPython raises it when this
+        instruction runs (a global that is not defined, a module attribute that does
+        not exist): found when lowering, it is an error only on a path that runs.  The
+        rest of the bytecode block is not lowered; the placeholder returned stands for
+        the value that never comes."""
+        self.raise_(self.emit("call", Const(missing_name), Const(exc_type), Const(message)))
+        self.stopped = True
+        return Const(None)
 
     def refuse(self, construct: str, line: int | None = None):
         raise UnsupportedError(construct, self.qualname, self.code.co_filename,

@@ -41,8 +41,7 @@ def resolve_global(lw, name: str):
     b = b if isinstance(b, dict) else vars(b)
     if name in b:
         return b[name]
-    raise NameError(f"name {name!r} is not defined (global read in {lw.qualname} "
-                    f"at {lw.code.co_filename}:{lw.line})")
+    return lw.raise_when_run(NameError, f"name {name!r} is not defined").value
 
 
 def push_callable(lw, value, with_null: bool) -> None:
@@ -70,9 +69,8 @@ def attribute(lw, obj, name: str):
         try:
             return Const(stands_for(getattr(obj.value, name)))
         except AttributeError:
-            raise AttributeError(f"module {obj.value.__name__!r} has no attribute {name!r} "
-                                 f"(in {lw.qualname} at {lw.code.co_filename}:{lw.line})"
-                                 ) from None
+            return lw.raise_when_run(AttributeError, f"module {obj.value.__name__!r} "
+                                     f"has no attribute {name!r}")
     return lw.emit("getattr", obj, Const(name))
 
 

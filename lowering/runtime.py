@@ -58,6 +58,13 @@ def unbound_local(name: str):
         f"cannot access local variable {name!r} where it is not associated with a value")
 
 
+def missing_name(kind: type, message: str):
+    """Raise what CPython raises reading a global that is not defined (NameError) or a
+    module attribute that does not exist (AttributeError).  The lowering finds the name
+    missing; the error is raised only where the read runs."""
+    raise kind(message)
+
+
 def check_bound(value, name: str, bound: bool = True):
     """`value`, unless it is UNBOUND (a path on which local `name` was never assigned).
     `bound` is the flag compiled code keeps beside such a value (`jit.unbound`)."""
@@ -94,6 +101,7 @@ def raise_from(exc, cause):
 
 check_bound.__zygopy_explain__ = (
     lambda value, name, bound=True: f"reading local variable {name!r}, which some path leaves unassigned")
+missing_name.__zygopy_explain__ = lambda kind, message: f"reading a missing name ({message})"
 unbound_local.__zygopy_explain__ = (
     lambda name: f"reading local variable {name!r} before it is assigned")
 
@@ -105,5 +113,6 @@ check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
 unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"
 unbound_local.__zygopy_symbol__ = "lowering.runtime.unbound_local"
+missing_name.__zygopy_symbol__ = "lowering.runtime.missing_name"
 exception_matches.__zygopy_symbol__ = "lowering.runtime.exception_matches"
 raise_from.__zygopy_symbol__ = "lowering.runtime.raise_from"

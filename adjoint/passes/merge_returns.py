@@ -3,19 +3,22 @@ without predecessors.
 
 Requires: a verified IR.  Guarantees: exactly one block ends in `return`; when the
 input had several, a new last block `X` holds `%r = φ (#b => v, ...)` over the
-returned operands and each former return jumps to `X`; when the entry block had
-predecessors (a loop back to it) and no phis, a fresh entry block jumping to it is
-prepended.  The input is not modified.  `meta["exit"]` names the exit block.
+returned operands and each former return jumps to `X`; where every path ends reading
+a missing name, the `raise` after each read (which never runs: the read raises)
+becomes a jump to a new `return None` block; when the entry block had predecessors
+(a loop back to it) and no phis, a fresh entry block jumping to it is prepended.  The
+input is not modified.  `meta["exit"]` names the exit block.
 """
 from __future__ import annotations
 
-from ssair import IR, Goto, Return
+from lowering.runtime import missing_name
+from ssair import IR, Const, Goto, Raise, Return
 
 
 def merge_returns(ir: IR) -> IR:
     out = ir.copy()
     _fresh_entry(out)
-    rets = [b for b in out.blocks if isinstance(b.term, Return)]
+    rets = [b for b in out.blocks if isinstance(b.term, Return)] or _exit_after_reads(out)
     if not rets:
         raise ValueError(f"merge_returns: {ir.name} never returns")
     if len(rets) == 1:
@@ -30,6 +33,26 @@ def merge_returns(ir: IR) -> IR:
     exit_block.term = Return(r, line)
     out.meta["exit"] = exit_block.id
     return out
+
+
+def _exit_after_reads(ir: IR) -> list:
+    """For a function whose every path ends reading a missing name: each `raise` of
+    `missing_name`'s result (which raises itself, so the `raise` never runs) becomes a
+    jump to a new `return None` block, which is returned (in a list).  Otherwise []."""
+    ends = [b for b in ir.blocks if isinstance(b.term, Raise) and _raised_before(b)]
+    if not ends or any(isinstance(b.term, Raise) for b in ir.blocks if b not in ends):
+        return []
+    exit_block = ir.add_block()
+    exit_block.term = Return(Const(None), ends[-1].term.line)
+    for b in ends:
+        b.term = Goto(exit_block.id, b.term.line)
+    return [exit_block]
+
+
+def _raised_before(b) -> bool:
+    last = b.stmts[-1] if b.stmts else None
+    return (last is not None and last.op == "call" and isinstance(last.args[0], Const)
+            and last.args[0].value is missing_name and b.term.value == last.var)
 
 
 def _fresh_entry(ir: IR) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 from llvmlite import ir as L
 
 from ssair.cfg import reverse_postorder
-from ssair.ir import Branch, Const, Goto, Return, Var
+from ssair.ir import Branch, Const, Goto, Raise, Return, Var
 
 from jit.typing.unbound import is_unbound
 from jit.runtime import native as runtime
@@ -343,6 +343,8 @@ class FunctionGen:
         elif isinstance(term, Return):
             value = self.get(term.value, self.typing.ret)
             self.b.ret(self.b.insert_value(self._result(L.Constant(I32, runtime.OK)), value, 1))
+        elif isinstance(term, Raise):    # after a call that raised (`raised_before`)
+            self.b.unreachable()
         else:
             raise TypingError(f"jit: block without terminator in {self.ir.name}")
 

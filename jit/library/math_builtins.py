@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 from llvmlite import ir as L
-from lowering.runtime import check_bound, range_step
+from lowering.runtime import check_bound, missing_name, range_step
 from ssair.passes.inplace import updates_float_array
 
 from jit.codegen.arrays import shape
@@ -394,6 +394,17 @@ def _cg_range_step(fc: FunctionGen, s, ts):
     return step
 
 
+def _t_missing_name(ctx, s, ts) -> Type:
+    # (always raises: the lowering ends its block with a `raise` nothing reaches)
+    return NONE
+
+
+def _cg_missing_name(fc: FunctionGen, s, ts):
+    message = s.args[2].value.replace("{", "{{").replace("}", "}}")
+    fc.raise_if(L.Constant(I1, 1), s.args[1].value, message)
+    return L.Constant(L.IntType(8), 0)
+
+
 def _cg_isinstance(fc: FunctionGen, s, ts):
     return L.Constant(I1, int(static_isinstance(ts[0], s.args[2].value)))
 
@@ -452,6 +463,8 @@ def _declare_builtins() -> None:
       lower=_cg_isinstance, gpu={"cuda": "inline"})
     d(check_bound, family=CHECKS, pattern="value[, name, flag]", types=_t_check_bound,
       lower=_cg_check_bound, gpu={"cuda": "inline"})
+    d(missing_name, family=CHECKS, pattern="constant exception class, constant message",
+      types=_t_missing_name, lower=_cg_missing_name, gpu={"cuda": "inline"})
     d(range_step, family=CHECKS, pattern="int", types=_t_range_step, lower=_cg_range_step,
       gpu={"cuda": "inline"})
     d(updates_float_array, family=CHECKS, pattern="value", types=_t_updates_float_array,

@@ -15,6 +15,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ssair.compile_lock import compiling
+
 from jit.pullback.runner import ForwardCode, NativeDeopt, NativeEnv
 from jit.types import INT64_MAX, INT64_MIN, TypingError, typeof
 
@@ -53,10 +55,19 @@ class LLVMBackend:
         if not all(type(a) in _SCALARS for a in args):
             key = (id(jf), tuple(typeof(a) for a in args))
         hit = self.codes.get(key)
+        if hit is None or hit[0] is not jf:
+            hit = self._compile(key, jf, args)
+        if isinstance(hit[1], str):  # a refusal: a fresh exception (a stored one
+            raise TypingError(hit[1])  # would keep the frames it passed alive)
+        return hit[1]
+
+    @compiling
+    def _compile(self, key: tuple, jf: Any, args: tuple) -> tuple:
+        """`codes[key]`, compiled by the first thread that asks: (jf, the code or the
+        message of a refusal); raises what the contract says is raised at once."""
+        hit = self.codes.get(key)
         if hit is not None and hit[0] is jf:
-            if isinstance(hit[1], str):  # a refusal: a fresh exception (a stored one
-                raise TypingError(hit[1])  # would keep the frames it passed alive)
-            return hit[1]
+            return hit
         try:
             argtypes = tuple(typeof(a) for a in args)
             code = ForwardCode(jf, argtypes)
@@ -69,8 +80,8 @@ class LLVMBackend:
             msg = f"jit: cannot compile {jf.primal.name}: {type(e).__name__}: {e}"
             self.codes[key] = (jf, msg)
             raise TypingError(msg) from None
-        self.codes[key] = (jf, code)
-        return code
+        hit = self.codes[key] = (jf, code)
+        return hit
 
     def forward(self, jf: Any, tape: Any, args: tuple) -> tuple:
         try:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ssair import IR, Const, Return
+from ssair.compile_lock import compiling
 
 from jit.pullback.backend import BACKEND
 from jit.types import FLOAT64, INT64, ArrayT, TupleT, TypingError, typeof
@@ -68,7 +69,7 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
     key = (code, with_value, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
-        entry = _TABLE[key] = _build(f, argtypes, with_value)
+        entry = _built(key, f, argtypes, with_value)
     if entry is False:        # not compiled this way: f's next call goes to the general
         hot[f] = (code, _general_path(f, with_value), False)   # path directly
         return None
@@ -126,6 +127,15 @@ def _wrapper_ir(f: Any, nargs: int, with_value: bool) -> IR:
     target = api.value_and_grad if with_value else api.gradient
     b.term = Return(ir.push(b, "call", Const(target), Const(f), *xs))
     return ir
+
+
+@compiling
+def _built(key: tuple, f: Any, argtypes: tuple, with_value: bool) -> Any:
+    """`_TABLE[key]`, built by the first thread that asks."""
+    entry = _TABLE.get(key)
+    if entry is None:
+        entry = _TABLE[key] = _build(f, argtypes, with_value)
+    return entry
 
 
 def _build(f: Any, argtypes: tuple, with_value: bool) -> Any:

@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 from llvmlite import ir as L
 
+from ssair.compile_lock import compiling
 from ssair.ir import IR, Const
 
 from jit.codegen.function import FunctionGen, codegen, lltype
@@ -329,6 +330,7 @@ def _cg_jcall(fc: FunctionGen, s, ts):
 _ADJOINTS: dict = {}
 
 
+@compiling
 def adjoint_ir(jf: Any, fwd: Any) -> IR:
     """The adjoint IR of `jf` for the typed forward `fwd`: a copy whose
     `meta["pop_types"]` gives every pop the type of the value its push recorded

@@ -30,6 +30,7 @@ from typing import Any
 from llvmlite import ir as L
 
 from adjoint.passes.stacks import entry_forward
+from ssair.compile_lock import compiling
 
 from jit.runtime import native as runtime
 from jit.runtime import symbols
@@ -109,6 +110,12 @@ entry:
 def block_free() -> Any:
     """`free(block)`: a `jit.runtime.fastcall` builtin (a ctypes function where the object
     layout does not allow one), compiled once."""
+    fn = _STATE.get("free")
+    return fn if fn is not None else _compile_block_free()
+
+
+@compiling
+def _compile_block_free() -> Any:
     fn = _STATE.get("free")
     if fn is None:
         from types import SimpleNamespace
@@ -387,6 +394,11 @@ class ForwardCode:
         return self.adjoint_for_type(typeof(dy))
 
     def adjoint_for_type(self, dy_t: Type) -> AdjointCode:
+        code = self.adjoints.get(dy_t)
+        return code if code is not None else self._compile_adjoint(dy_t)
+
+    @compiling
+    def _compile_adjoint(self, dy_t: Type) -> AdjointCode:
         code = self.adjoints.get(dy_t)
         if code is None:
             code = self.adjoints[dy_t] = AdjointCode(self, dy_t)

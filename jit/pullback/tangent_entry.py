@@ -15,6 +15,7 @@ from typing import Any
 from adjoint.passes.tangent import HELPERS
 from adjoint.rule_table import TangentHelper
 from ssair import Const
+from ssair.compile_lock import compiling
 from jit.library.registry import REGISTRY
 from jit.pullback.backend import JitFallbackWarning
 from jit.library.python_impls import impl_call
@@ -49,7 +50,7 @@ def _typed(ir: Any, args: tuple, strict: bool) -> Any:
     key = (ir, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
-        entry = _TABLE[key] = _build(ir, argtypes)
+        entry = _built(key, ir, argtypes)
     if isinstance(entry, Exception):
         if strict:
             raise entry
@@ -63,6 +64,15 @@ def _typed(ir: Any, args: tuple, strict: bool) -> Any:
         _HOT.clear()
     _HOT[ir] = entry
     return entry(*args)
+
+
+@compiling
+def _built(key: tuple, ir: Any, argtypes: tuple) -> Any:
+    """`_TABLE[key]`, built by the first thread that asks."""
+    entry = _TABLE.get(key)
+    if entry is None:
+        entry = _TABLE[key] = _build(ir, argtypes)
+    return entry
 
 
 def _build(ir: Any, argtypes: tuple) -> Any:

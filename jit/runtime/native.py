@@ -26,11 +26,11 @@ import ctypes
 import os
 import re
 import sys
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm
+from ssair.compile_lock import COMPILE_LOCK, compiling
 
 OK, ERROR, DEOPT = 0, 1, 2
 # Native call depth that raises RecursionError (CPython's limit, capped so that the
@@ -42,7 +42,7 @@ ERRINFO_ADDR = ctypes.addressof(ERRINFO)
 ARENA_HEAD = ctypes.c_void_p(0)
 ARENA_HEAD_ADDR = ctypes.addressof(ARENA_HEAD)
 
-_LOCK = threading.Lock()
+_LOCK = COMPILE_LOCK   # (one lock for all compilation: see ssair.compile_lock)
 # In the names of the functions a module exports: another process's object files
 # (`jit.disk_cache`) never define a name this process chooses.
 PROCESS_TAG = os.urandom(6).hex()
@@ -73,6 +73,7 @@ SITES: list = [None]    # ids start at 1 (`jit.runtime.symbols`)
 _SITE_IDS: dict = {}
 
 
+@compiling
 def site(exc: type, template: str, func: str, file: Any, line: Any,
          float_details: bool = False) -> int:
     """The id of an error site (deduplicated)."""
@@ -132,6 +133,14 @@ def internal_file(file: Any) -> bool:
 def target_machine() -> Any:
     tm = _STATE.get("tm")
     if tm is None:
+        return _new_target_machine()
+    return tm
+
+
+@compiling
+def _new_target_machine() -> Any:
+    tm = _STATE.get("tm")
+    if tm is None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
@@ -144,6 +153,12 @@ def target_machine() -> Any:
 
 def engine() -> Any:
     """The one MCJIT engine every compiled module is added to."""
+    ee = _STATE.get("ee")
+    return ee if ee is not None else _new_engine()
+
+
+@compiling
+def _new_engine() -> Any:
     ee = _STATE.get("ee")
     if ee is None:
         tm = target_machine()
@@ -170,6 +185,7 @@ def optimize(mod: Any, level: int = 3) -> None:
 VECTOR_MATH = {"tanh": ("_ZGVeN8v_tanh", 8, "avx512f")}
 
 
+@compiling
 def vector_variant(name: str) -> Any:
     """The scalar symbol (`zy_vec_<name>`: libm's function under another name) that a
     library loop calls for libm's `name` so that the loop vectoriser may widen it into
@@ -241,6 +257,7 @@ def with_symbol_declarations(text: str) -> str:
     return text + "\n" + "\n".join(f'@"{n}" = external global i8' for n in names) + "\n"
 
 
+@compiling
 def compile_ir(text: str, level: int = 3, keep_object: bool = False,
                cache: bool = True) -> Any:
     """Parse, verify, optimise (at `level`; 0 skips the pipeline, for glue code that
@@ -320,6 +337,7 @@ def _object_compiled(mod: Any, data: bytes) -> None:
         _OBJECT.append(data)
 
 
+@compiling
 def load_object(data: bytes) -> None:
     """Link an object file (from `compile_ir(..., keep_object=True)` in some process,
     its symbols bound: `jit.runtime.symbols.bind`) into the engine."""
@@ -329,6 +347,7 @@ def load_object(data: bytes) -> None:
         ee.finalize_object()
 
 
+@compiling
 def compiled_once(text: str, name: str) -> int:
     """The address of function `name` of the module `text`, compiled on first use
     (the run-time helpers written as LLVM text)."""
@@ -485,6 +504,12 @@ def arena_functions() -> tuple:
     """(address of zy_alloc, address of zy_release), compiled on first use (which
     also sets glibc's malloc parameters, `keep_freed_memory`)."""
     addrs = _STATE.get("arena")
+    return addrs if addrs is not None else _compile_arena()
+
+
+@compiling
+def _compile_arena() -> tuple:
+    addrs = _STATE.get("arena")
     if addrs is None:
         keep_freed_memory()
         text = _ARENA_IR
@@ -496,11 +521,11 @@ def arena_functions() -> tuple:
             text = text.replace(word, f'@"{runtime_symbol(name)}"')
         compile_ir(text)
         addrs = (function_address("zy_alloc"), function_address("zy_release"))
-        _STATE["arena"] = addrs
         _STATE["release below"] = function_address("zy_release_below")
         for name in ("zy_errinfo_ptr", "zy_arena_head_ptr", "zy_set_thread_state"):
             _STATE[name] = function_address(name)
         _STATE["release"] = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addrs[1])
+        _STATE["arena"] = addrs       # (last: another thread reads the others after it)
     return addrs
 
 
@@ -519,6 +544,7 @@ def threaded_address() -> int:
     return ctypes.addressof(THREADED)
 
 
+@compiling
 def thread_key_address() -> int:
     """The address of the pthread key of the per-thread state (created on first use)."""
     if "key" not in _STATE:

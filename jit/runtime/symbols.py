@@ -38,6 +38,8 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir as L
 
+from ssair.compile_lock import compiling
+
 from jit.runtime import native
 
 I8, I64 = L.IntType(8), L.IntType(64)
@@ -69,6 +71,14 @@ _KEEP: list = []        # objects a bound symbol addresses (alive as long as the
 
 
 def _ref(name: str, recipe: tuple, value: Any) -> L.GlobalVariable:
+    ref = _REFS.get(name)
+    return ref if ref is not None else _new_ref(name, recipe, value)
+
+
+@compiling
+def _new_ref(name: str, recipe: tuple, value: Any) -> L.GlobalVariable:
+    """The global referring to symbol `name`, made (and the symbol bound) once: two
+    threads compiling at once would both declare it, and llvmlite refuses the second."""
     ref = _REFS.get(name)
     if ref is None:
         if name not in RECIPES:
@@ -233,6 +243,7 @@ def _resolve(recipe: tuple) -> int:
     raise LookupError(f"symbol recipe {recipe!r} cannot be bound in another process")
 
 
+@compiling
 def bind(symbols: dict) -> None:
     """Give LLVM the value of each symbol (name -> recipe) an object file refers to
     (raises when one has none in this process; nothing is bound then)."""

@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import lowering
+from lowering.runtime import missing_name
+from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
+from ssair.primitives import PRIMITIVES
 from ssair.passes.util import use_counts
 
 from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
@@ -83,6 +86,8 @@ class Typing:
     static: dict = field(default_factory=dict)
     taint: float = float("inf")
     writes: bool = False
+    returns: bool = True        # some reachable path returns (else every one raises)
+    stops: dict = field(default_factory=dict)   # block id -> its call that never returns
     # the source with its loops over differently typed tuple entries unrolled (what a
     # J transform of this signature must start from), or None
     unrolled: Optional[IR] = None
@@ -163,14 +168,27 @@ def _callee_key(f: Any) -> Any:
 
 def _refuse_exceptions(t: Typing) -> None:
     """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
-    `raise` is refused at typing time, so `backend="auto"` runs the interpreter."""
+    `raise` is refused at typing time, so `backend="auto"` runs the interpreter.  The
+    `raise` after a read of a missing name is compiled: the read raises, and nothing
+    reaches the `raise` (see `raised_before`)."""
     for b in t.ir.blocks:
+        if isinstance(b.term, Raise) and raised_before(b):
+            continue
         if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
             what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
             name = t.ir.meta.get("source_name", t.ir.name)
             raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
                               f"has {what}; compiled code does not handle exceptions yet "
                               f"(backend='auto' runs it in the interpreter)")
+
+
+def raised_before(b: Any) -> bool:
+    """Block `b` ends in a `raise` of what its last statement returns, a call that
+    always raises (`lowering.runtime.missing_name`, or a user function whose every
+    path raises: `Engine._prune`): the `raise` never runs."""
+    last = b.stmts[-1] if b.stmts else None
+    return (last is not None and last.op == "call" and isinstance(last.args[0], Const)
+            and last.args[0].value is missing_name and b.term.value == last.var)
 
 
 def describe(typing: Typing, d: Any) -> str:
@@ -277,6 +295,7 @@ class Engine:
         self.stack: list = []
         self.strict = False      # (see _stmt_type: `[]` operands)
 
+    @compiling
     def infer(self, ir: IR, argtypes: tuple) -> Typing:
         key = (ir, tuple(argtypes))
         t = self.table.get(key)
@@ -381,6 +400,9 @@ class Engine:
                 for s in b.stmts:
                     changed |= self._update(t, s, self._stmt_type(t, s))
                     self._note_static(t, s)
+                    if self._never_returns(t, s):
+                        t.stops[b.id] = s
+                        break
                 for succ in self._live_successors(t, b):
                     if succ not in t.reachable:
                         t.reachable.add(succ)
@@ -423,7 +445,16 @@ class Engine:
             return a.value if isinstance(a.value, (bool, int, float)) else None
         return t.static.get(a)
 
+    @staticmethod
+    def _never_returns(t: Typing, s: Stmt) -> bool:
+        """`s` calls a user function typed already whose every path raises."""
+        call = t.calls.get(s.var) if s.op == "call" else None
+        return call is not None and call.target is not None and call.target.done \
+            and not call.target.returns
+
     def _live_successors(self, t: Typing, b) -> list:
+        if b.id in t.stops:
+            return []
         term = b.term
         if isinstance(term, Branch):
             v = self.static_value(t, term.cond)
@@ -484,7 +515,7 @@ class Engine:
     def _return_type(self, t: Typing) -> Optional[Type]:
         out = None
         for b in t.ir.blocks:
-            if isinstance(b.term, Return) and b.id in t.reachable:
+            if isinstance(b.term, Return) and b.id in t.reachable and b.id not in t.stops:
                 out = self.join(t, out, self.operand_type(t, b.term.value))
         return out
 
@@ -516,8 +547,15 @@ class Engine:
             return LiteralT(a.value)
 
     def _prune(self, t: Typing) -> None:
-        """Drop blocks never reached and fold branches decided at compile time."""
+        """Drop blocks never reached and fold branches decided at compile time; a
+        block ends at a call that never returns (`raise` of its result, which nothing
+        reaches: see `raised_before`)."""
         live = [b for b in t.ir.blocks if b.id in t.reachable]
+        for b in live:
+            stop = t.stops.get(b.id)
+            if stop is not None:
+                b.stmts = b.stmts[:b.stmts.index(stop) + 1]
+                b.term = Raise(stop.var, stop.line)
         for b in live:
             if isinstance(b.term, Branch) and isinstance(self.static_value(t, b.term.cond), bool):
                 b.term = Goto(self._live_successors(t, b)[0], b.term.line)
@@ -546,6 +584,7 @@ class Engine:
             if isinstance(b.term, Branch) and self.operand_type(t, b.term.cond) != BOOL:
                 raise TypingError(f"jit: branch condition of block #{b.id} in "
                                   f"{t.ir.name} is not a bool")
+        t.returns = any(isinstance(b.term, Return) for b in t.ir.blocks)
         if t.ret is None:
             t.ret = NONE
         t.done = True
@@ -581,8 +620,56 @@ def type_primitive(ctx: Context, op: str, s: Stmt, ts: list) -> Type:
     ctx.typing.impls.pop(s.var, None)
     fn = RULES.get(op)
     if fn is None:
-        raise TypingError(f"jit: no type rule for primitive {op!r}: {describe(ctx.typing, s)}")
+        raise TypingError(uncompiled_construct(ctx.typing, s))
     return fn(ctx, s, ts)
+
+
+_CELL_OPS = ("make_cell", "cell_get", "cell_set")
+# the user's construct behind each primitive that compiled code does not have
+_CONSTRUCTS = {
+    "caught": "an `except` block",
+    "spush": "reverse mode over reverse mode (the gradient of a function's own pullback)",
+    "spop": "reverse mode over reverse mode (the gradient of a function's own pullback)",
+}
+
+
+def uncompiled_construct(typing: Typing, s: Stmt) -> str:
+    """The error for statement `s`, whose primitive has no type rule, in the user's
+    terms: the construct, the function and file:line."""
+    ir = typing.ir
+    if s.op in _CELL_OPS:
+        made = _cell_closure(ir, s)
+        line = (made or s).line or ir.firstline
+        name = _cell_name(ir, s)
+        what = (f"makes a function that captures {name!r}, a variable assigned again "
+                "after the function is made (a closure made in a loop)")
+    else:
+        line = s.line or ir.firstline
+        sym = getattr(PRIMITIVES.get(s.op), "symbol", None) or s.op
+        what = f"uses {_CONSTRUCTS.get(s.op, f'an operation ({sym})')}"
+    return (f"jit: {ir.meta.get('source_name', ir.name)} at {ir.file}:{line} {what}; "
+            f"compiled code does not support it yet (backend='auto' runs it in the "
+            f"interpreter)")
+
+
+def _cell_def(ir: IR, s: Stmt) -> Stmt:
+    """The `make_cell` statement of a cell operation."""
+    if s.op == "make_cell" or not s.args or not isinstance(s.args[0], Var):
+        return s
+    return next((d for d in ir.definitions()
+                 if isinstance(d, Stmt) and d.var == s.args[0]), s)
+
+
+def _cell_name(ir: IR, s: Stmt) -> str:
+    return _cell_def(ir, s).name or "a variable"
+
+
+def _cell_closure(ir: IR, s: Stmt) -> Optional[Stmt]:
+    """The first `make_closure` that captures the cell of `s` (where the user made the
+    function), or None."""
+    cell = _cell_def(ir, s).var
+    return next((x for b in ir.blocks for x in b.stmts
+                 if x.op == "make_closure" and cell in x.args), None)
 
 
 @rule("call")
