@@ -97,16 +97,40 @@ def j_truediv(a, b, ta, tb):
     return (ta - (a / b) * tb) / b
 
 
+def _pow_slope(a, b):
+    """d(a ** b)/da = b * a ** (b - 1), and 0 where b == 0 (a ** 0 is the constant 1),
+    without evaluating 0 ** -1 there (as JAX and autograd, and the pullback, take it)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.where(b == 0, 0.0, b * a ** np.where(b == 0, 1.0, b - 1.0))
+    if b == 0:
+        return 0.0
+    return b * a ** (b - 1)
+
+
+def _pow_rate(y, a):
+    """d(a ** b)/db = log(a) * a ** b (y = a ** b), and 0 where a <= 0 (as the
+    pullback takes it: no log of zero or of a negative base)."""
+    if isinstance(a, np.ndarray) or isinstance(y, np.ndarray):
+        return np.where(a > 0, y * np.log(np.where(a > 0, a, 1.0)), 0.0)
+    if a > 0:
+        return y * math.log(a)
+    return 0.0
+
+
+j_pow_slope = _helper(_pow_slope)
+j_pow_rate = _helper(_pow_rate)
+
+
 @_helper
 def j_pow(a, b, ta, tb):
-    """d(a ** b): b * a ** (b - 1) * ta, plus log(a) * a ** b * tb only where b varies
-    (so a constant exponent of a negative base has a finite derivative)."""
+    """d(a ** b): the slope in a times ta, plus the rate in b times tb only where b
+    varies (so a constant exponent of a negative base has a finite derivative)."""
     if tb is None:
-        return b * a ** (b - 1) * ta
-    term = np.log(a) * a ** b * tb
+        return _pow_slope(a, b) * ta
+    term = _pow_rate(a ** b, a) * tb
     if ta is None:
         return term
-    return b * a ** (b - 1) * ta + term
+    return _pow_slope(a, b) * ta + term
 
 
 @_helper
@@ -328,10 +352,11 @@ def _s_pow(em, a, b, ta, tb):
             power = a if n - 1 == 1 else em.op("pow", a, n - 1)
             out = em.op("mul", em.op("mul", n, power), ta) if n - 1 != 0 else \
                 em.op("mul", n, ta)
-    elif ta is not None:
-        out = em.op("mul", em.op("mul", b, em.op("pow", a, em.op("sub", b, 1))), ta)
+    elif ta is not None:          # (no 0 ** -1 where the exponent is 0 at run time)
+        out = em.op("mul", em.op("call", j_pow_slope, a, b), ta)
     if tb is not None:
-        term = em.op("mul", em.op("mul", em.op("call", math.log, a), em.op("pow", a, b)), tb)
+        y = em.op("pow", a, b)
+        term = em.op("mul", em.op("call", j_pow_rate, y, a), tb)
         out = term if out is None else em.op("add", out, term)
     return out
 
