@@ -83,9 +83,12 @@ class TangentHelper:
     compiles it as user code (it takes None for a zero tangent).  Prints as
     `@module.name`."""
 
-    def __init__(self, fn: Callable, interpreted: str = ""):
+    def __init__(self, fn: Callable, interpreted: str = "", options: tuple = ()):
         self.fn = fn
         self.interpreted = interpreted    # why the JIT does not compile it, if so
+        # parameters the JIT specialises the compiled rule on when the call passes a
+        # constant (an axis: the numpy calls inside need it at compile time)
+        self.options = tuple(options)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__
@@ -95,7 +98,7 @@ class TangentHelper:
         return self.fn(*args, **kw)
 
     def __zygopy_explain__(self, *operands) -> str:
-        return f"the forward-mode rule {self.__name__}"
+        return "the forward-mode derivative of the operation on this line"
 
     def __repr__(self) -> str:
         return f"<tangent rule {self.__zygopy_symbol__}>"

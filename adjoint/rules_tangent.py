@@ -40,6 +40,11 @@ def _helper(fn):
     return TangentHelper(fn)
 
 
+def _axis_helper(fn):
+    """A helper whose `axis` the JIT takes as a constant (`TangentHelper.options`)."""
+    return TangentHelper(fn, options=("axis",))
+
+
 def _widen(t, other):
     """Tangent `t` of one operand broadcast against the other operand's shape (the
     result's), for a sum whose other side has no tangent: a new array, as the sum is
@@ -464,7 +469,7 @@ _set([np.linalg.solve], _matrix_jvp(j_solve, data=2))
 _set([np.linalg.cholesky], _matrix_jvp(j_cholesky))
 
 
-@_helper
+@_axis_helper
 def j_extreme(y, x, t, axis=None, keepdims=False):
     """The tangent of `np.max(x, axis)` (min too): the mean of t over the entries that
     attain the extreme (as the pullback shares dy among ties)."""
@@ -483,13 +488,13 @@ def _var_tangent(x, t, axis, ddof, keepdims):
     return 2.0 * np.sum((x - mean) * t, axis=axis, keepdims=keepdims) / (count - ddof)
 
 
-@_helper
+@_axis_helper
 def j_var(y, x, t, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
           correction=None):
     return _var_tangent(x, t, axis, ddof if correction is None else correction, keepdims)
 
 
-@_helper
+@_axis_helper
 def j_std(y, x, t, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
           correction=None):
     """d std = d var / (2 std), 0 where the spread is zero (as the pullback takes it)."""
@@ -507,7 +512,7 @@ def _reduction_jvp(helper):
     return jvp
 
 
-@_helper
+@_axis_helper
 def j_squeeze(y, t, axis=None):
     """The tangent of `np.squeeze(x, axis)`: without an axis, of an array of one
     element, that element (a number, as the JIT types such a squeeze)."""

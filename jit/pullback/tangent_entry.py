@@ -98,7 +98,7 @@ def _t_helper(ctx: Any, s: Any, ts: list) -> Any:
         return _t_call_value(ctx, s, ts, helper)
     if helper.interpreted:
         ctx.fail(helper.interpreted)
-    return user_call(ctx, s, helper.fn)
+    return user_call(ctx, s, helper.fn, helper.options)
 
 
 def _t_call_value(ctx: Any, s: Any, ts: list, helper: Any) -> Any:
