@@ -36,6 +36,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 
 class Pullback:
     """A plain-Python pullback, callable by the interpreter as a library function.
@@ -180,12 +182,20 @@ def lookup_callee(f: Any) -> Optional[Rule]:
 METHOD_RULES: dict = {}   # (type, method name) -> Rule, for bound methods
 
 
+def method_key(f: Any) -> tuple:
+    """The `METHOD_RULES` key of bound method `f`: (its object's type, its name); a
+    numpy scalar's method (`np.float64(x).sum()`) is its ndarray twin's."""
+    owner = getattr(f, "__self__", None)
+    cls = np.ndarray if isinstance(owner, np.generic) else type(owner)
+    return cls, getattr(f, "__name__", None)
+
+
 def _method_rule(f: Any) -> Optional[Rule]:
     owner = getattr(f, "__self__", None)
     name = getattr(f, "__name__", None)
     if owner is None or name is None or isinstance(owner, type(__import__("math"))):
         return None
-    return METHOD_RULES.get((type(owner), name))
+    return METHOD_RULES.get(method_key(f))
 
 
 def nondiff(*keys: Any) -> None:

@@ -31,7 +31,7 @@ from lowering.runtime import check_bound, column
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
-from .rule_table import OP_RULES, TangentHelper, lookup_callee
+from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
 
@@ -267,7 +267,7 @@ def elementwise(keys) -> None:
         varied = [i for i, t in enumerate(ts) if t is not None]
         arrays = [i for i, a in enumerate(args) if not em.is_number(a)]
         if arrays and arrays != varied or len(arrays) > 1:   # broadcast to y's shape
-            z = em.op("zero", s.var)
+            z = em.op("zero_tangent", s.var)
             args = [a if isinstance(a, Const) and not isinstance(a.value, (int, float))
                     else em.op("add", a, z) for a in args]
             ts = [None if t is None else em.op("add", t, z) for t in ts]
@@ -558,5 +558,6 @@ _set([np.squeeze], lambda em, s, ts: None if ts[0] is None else em.op(
 _set([np.std], _reduction_jvp(j_std))
 scalar_result([np.prod, np.linalg.norm])
 scalar_result([builtins.max, builtins.min], data_only=False)
+nondiff("zero_tangent")
 HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value,
                zero=TangentHelper(zero_tangent))
