@@ -13,6 +13,7 @@ call any user function, so recursion and loops in callees need nothing else.
 """
 from __future__ import annotations
 
+import threading
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
@@ -36,6 +37,7 @@ TANGENT_RUNNERS: dict = {}
 _IRS: dict = {}          # (code, IR, masks, types, ...) -> (IR, its tangent IR)
 _FUNCTIONS: dict = {}    # (function, mask, types) -> its tangent function
 _MADE: list = []         # while a build runs: (cache, key) of each entry it added
+_LOCK = threading.RLock()  # one build at a time: no thread sees another's stub
 
 
 @contextmanager
@@ -45,20 +47,22 @@ def _transaction() -> Iterator[None]:
     `_FUNCTIONS` and `_IRS` is removed.  A tangent function is cached before its IR
     is built (a recursive callee calls it), and a callee's tangent IR built meanwhile
     calls it: neither may outlive a failed build, or later calls would run a stub
-    without IR (a silent wrong answer)."""
-    outer = not _MADE
-    if outer:
-        _MADE.append(None)
-    try:
-        yield
-    except BaseException:
+    without IR (a silent wrong answer).  Builds hold `_LOCK`, and so do the lookups
+    of the caches, so another thread never sees an entry before it is complete."""
+    with _LOCK:
+        outer = not _MADE
         if outer:
-            for cache, key in _MADE[1:]:
-                cache.pop(key, None)
-        raise
-    finally:
-        if outer:
-            _MADE.clear()
+            _MADE.append(None)
+        try:
+            yield
+        except BaseException:
+            if outer:
+                for cache, key in _MADE[1:]:
+                    cache.pop(key, None)
+            raise
+        finally:
+            if outer:
+                _MADE.clear()
 
 
 def _cache(cache: dict, key: Any, value: Any) -> None:
@@ -88,10 +92,10 @@ def _tangent_of(ir: IR, full: tuple, ftypes: tuple, only: bool = False,
     `ftypes`), prepared, verified and cached per IR; `explicit_free`: the captured
     values become ordinary leading arguments."""
     key = (ir.meta.get("code"), id(ir), full, ftypes, only, explicit_free)
-    got = _IRS.get(key)
-    if got is not None and got[0] is ir:
-        return got[1]
     with _transaction():
+        got = _IRS.get(key)
+        if got is not None and got[0] is ir:
+            return got[1]
         out = _build_tangent(ir, full, ftypes, only, explicit_free)
         _cache(_IRS, key, (ir, out))
     return out
@@ -118,9 +122,16 @@ def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tupl
                      captured_types: tuple = (), only: bool = False) -> Any:
     """A function object whose IR is f's tangent IR (see the module docstring)."""
     key = (f, f.__code__, tuple(mask), tuple(types_), captured, tuple(captured_types), only)
-    fn = _FUNCTIONS.get(key)
-    if fn is not None:
-        return fn
+    with _transaction():
+        fn = _FUNCTIONS.get(key)
+        if fn is None:
+            fn = _new_tangent_function(f, key)
+    return fn
+
+
+def _new_tangent_function(f: Any, key: tuple) -> Any:
+    """`tangent_function` for a key not cached (under `_transaction`)."""
+    _, _, mask, types_, captured, captured_types, only = key
     if f.__closure__ and captured is None:
         raise TypeError(f"jvp: {f.__qualname__} reads variables of an enclosing function; "
                         "forward mode calls such a function only at the top level or "
@@ -131,9 +142,8 @@ def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tupl
     fn = stub_function(f"{f.__name__}_tangent", n + ntan, f.__globals__, f.__code__.co_filename)
     fn.__qualname__ = f"{f.__qualname__}_tangent"
     fn.__module__ = f.__module__
-    with _transaction():
-        _cache(_FUNCTIONS, key, fn)      # (before its IR: a recursive f calls fn)
-        register_ir(fn, tangent_ir(f, mask, types_, captured, captured_types, only))
+    _cache(_FUNCTIONS, key, fn)      # (before its IR: a recursive f calls fn)
+    register_ir(fn, tangent_ir(f, mask, types_, captured, captured_types, only))
     return fn
 
 
@@ -173,14 +183,14 @@ def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
     function `f` with a derivative rule, called with `nargs` arguments."""
     from ssair import Return
     key = ("library", f, nargs, tuple(mask), tuple(types_))
-    fn = _FUNCTIONS.get(key)
-    if fn is not None:
-        return fn
-    ir = IR(f"call_{getattr(f, '__name__', 'f')}")
-    xs = [ir.add_arg(f"a{k}") for k in range(nargs)]
-    b = ir.add_block()
-    b.term = Return(ir.push(b, "call", f, *xs))
     with _transaction():
+        fn = _FUNCTIONS.get(key)
+        if fn is not None:
+            return fn
+        ir = IR(f"call_{getattr(f, '__name__', 'f')}")
+        xs = [ir.add_arg(f"a{k}") for k in range(nargs)]
+        b = ir.add_block()
+        b.term = Return(ir.push(b, "call", f, *xs))
         out = _tangent_of(ir, tuple(mask), tuple(types_))
         fn = stub_function(f"{ir.name}_tangent", nargs + sum(bool(m) for m in mask),
                            globals(), "<adjoint.forward>")
