@@ -22,9 +22,9 @@ the tuple `(y, dy)`.
     `(y, dy)`;
   * a method linear in its object (`x.sum()`, `x.reshape(...)`, a dict's `items`) is
     the same method of the object's tangent, or its numpy function (`np.sum`) where
-    that takes the same operands (a numpy scalar's tangent is a float); `append`/`extend`/`insert` store the
-    value's tangent; the other array methods (`x.dot`, `x.max`) are the numpy function
-    of the same name.
+    that takes the same operands (a numpy scalar's tangent is a float);
+    `append`/`extend`/`insert` store the value's tangent; the other array methods
+    (`x.dot`, `x.max`) are the numpy function of the same name.
 Nothing is recorded: a loop's tangent runs in the primal's own iterations.  A
 statement with a varied operand and no rule raises TypeError naming it and `file:line`.
 """
