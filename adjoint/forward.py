@@ -14,12 +14,13 @@ call any user function, so recursion and loops in callees need nothing else.
 from __future__ import annotations
 
 import types
-from typing import Any, Callable, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
 from ssair import IR, Const, VerifyError, verify
-from ssair.compile_lock import compiling
+from ssair.compile_lock import COMPILE_LOCK, compiling
 from ssair.interpreter import interpret
 from ssair.primitives import INPLACE
 from lowering.api import register_ir, stub_function
@@ -35,6 +36,39 @@ from . import rules_tangent  # (fills the rule table's jvp entries)
 TANGENT_RUNNERS: dict = {}
 _IRS: dict = {}          # (code, IR, masks, types, ...) -> (IR, its tangent IR)
 _FUNCTIONS: dict = {}    # (function, mask, types) -> its tangent function
+_MADE: list = []         # while a build runs: (cache, key) of each entry it added
+
+
+@contextmanager
+def _transaction() -> Iterator[None]:
+    """Run a tangent build (of an IR or a tangent function) as one transaction: when
+    the outermost build raises, every entry that it and the builds inside it added to
+    `_FUNCTIONS` and `_IRS` is removed.  A tangent function is cached before its IR
+    is built (a recursive callee calls it), and a callee's tangent IR built meanwhile
+    calls it: neither may outlive a failed build, or later calls would run a stub
+    without IR (a silent wrong answer).  Builds hold the compile lock, and so do the
+    lookups of the caches, so another thread never sees an entry before it is complete."""
+    with COMPILE_LOCK:
+        outer = not _MADE
+        if outer:
+            _MADE.append(None)
+        try:
+            yield
+        except BaseException:
+            if outer:
+                for cache, key in _MADE[1:]:
+                    cache.pop(key, None)
+            raise
+        finally:
+            if outer:
+                _MADE.clear()
+
+
+def _cache(cache: dict, key: Any, value: Any) -> None:
+    """`cache[key] = value`, undone if the build under way fails (`_transaction`)."""
+    cache[key] = value
+    if _MADE:
+        _MADE.append((cache, key))
 
 
 def tangent_ir(f: Any, mask: tuple, types_: Optional[tuple] = None,
@@ -58,9 +92,18 @@ def _tangent_of(ir: IR, full: tuple, ftypes: tuple, only: bool = False,
     `ftypes`), prepared, verified and cached per IR; `explicit_free`: the captured
     values become ordinary leading arguments."""
     key = (ir.meta.get("code"), id(ir), full, ftypes, only, explicit_free)
-    got = _IRS.get(key)
-    if got is not None and got[0] is ir:
-        return got[1]
+    with _transaction():
+        got = _IRS.get(key)
+        if got is not None and got[0] is ir:
+            return got[1]
+        out = _build_tangent(ir, full, ftypes, only, explicit_free)
+        _cache(_IRS, key, (ir, out))
+    return out
+
+
+def _build_tangent(ir: IR, full: tuple, ftypes: tuple, only: bool,
+                   explicit_free: bool) -> IR:
+    """The tangent pass of `ir`, prepared and verified (see `_tangent_of`)."""
     prepared = canonical_inplace(merge_returns(ir), ftypes)
     out = tangent(prepared, full, ftypes, tangent_function, only)
     if explicit_free:
@@ -72,7 +115,6 @@ def _tangent_of(ir: IR, full: tuple, ftypes: tuple, only: bool = False,
         except VerifyError as e:
             raise RuntimeError(f"jvp: the tangent pass produced invalid IR for {ir.name}:"
                                f"\n{e}\n{out}") from None
-    _IRS[key] = (ir, out)
     return out
 
 
@@ -81,9 +123,16 @@ def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tupl
                      captured_types: tuple = (), only: bool = False) -> Any:
     """A function object whose IR is f's tangent IR (see the module docstring)."""
     key = (f, f.__code__, tuple(mask), tuple(types_), captured, tuple(captured_types), only)
-    fn = _FUNCTIONS.get(key)
-    if fn is not None:
-        return fn
+    with _transaction():
+        fn = _FUNCTIONS.get(key)
+        if fn is None:
+            fn = _new_tangent_function(f, key)
+    return fn
+
+
+def _new_tangent_function(f: Any, key: tuple) -> Any:
+    """`tangent_function` for a key not cached (under `_transaction`)."""
+    _, _, mask, types_, captured, captured_types, only = key
     if f.__closure__ and captured is None:
         raise TypeError(f"jvp: {f.__qualname__} reads variables of an enclosing function; "
                         "forward mode calls such a function only at the top level or "
@@ -94,9 +143,8 @@ def tangent_function(f: Any, mask: tuple, types_: tuple, captured: Optional[tupl
     fn = stub_function(f"{f.__name__}_tangent", n + ntan, f.__globals__, f.__code__.co_filename)
     fn.__qualname__ = f"{f.__qualname__}_tangent"
     fn.__module__ = f.__module__
-    _FUNCTIONS[key] = fn
-    ir = tangent_ir(f, mask, types_, captured, captured_types, only)   # (after caching fn: a
-    register_ir(fn, ir)                                          # recursive f calls fn)
+    _cache(_FUNCTIONS, key, fn)      # (before its IR: a recursive f calls fn)
+    register_ir(fn, tangent_ir(f, mask, types_, captured, captured_types, only))
     return fn
 
 
@@ -137,18 +185,19 @@ def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
     function `f` with a derivative rule, called with `nargs` arguments."""
     from ssair import Return
     key = ("library", f, nargs, tuple(mask), tuple(types_))
-    fn = _FUNCTIONS.get(key)
-    if fn is not None:
-        return fn
-    ir = IR(f"call_{getattr(f, '__name__', 'f')}")
-    xs = [ir.add_arg(f"a{k}") for k in range(nargs)]
-    b = ir.add_block()
-    b.term = Return(ir.push(b, "call", f, *xs))
-    out = _tangent_of(ir, tuple(mask), tuple(types_))
-    fn = stub_function(f"{ir.name}_tangent", nargs + sum(bool(m) for m in mask), globals(),
-                       "<adjoint.forward>")
-    _FUNCTIONS[key] = fn
-    register_ir(fn, out)
+    with _transaction():
+        fn = _FUNCTIONS.get(key)
+        if fn is not None:
+            return fn
+        ir = IR(f"call_{getattr(f, '__name__', 'f')}")
+        xs = [ir.add_arg(f"a{k}") for k in range(nargs)]
+        b = ir.add_block()
+        b.term = Return(ir.push(b, "call", f, *xs))
+        out = _tangent_of(ir, tuple(mask), tuple(types_))
+        fn = stub_function(f"{ir.name}_tangent", nargs + sum(bool(m) for m in mask),
+                           globals(), "<adjoint.forward>")
+        register_ir(fn, out)
+        _cache(_FUNCTIONS, key, fn)
     return fn
 
 

@@ -36,6 +36,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 
 class Pullback:
     """A plain-Python pullback, callable by the interpreter as a library function.
@@ -83,9 +85,12 @@ class TangentHelper:
     compiles it as user code (it takes None for a zero tangent).  Prints as
     `@module.name`."""
 
-    def __init__(self, fn: Callable, interpreted: str = ""):
+    def __init__(self, fn: Callable, interpreted: str = "", options: tuple = ()):
         self.fn = fn
         self.interpreted = interpreted    # why the JIT does not compile it, if so
+        # parameters the JIT specialises the compiled rule on when the call passes a
+        # constant (an axis: the numpy calls inside need it at compile time)
+        self.options = tuple(options)
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__
@@ -95,7 +100,7 @@ class TangentHelper:
         return self.fn(*args, **kw)
 
     def __zygopy_explain__(self, *operands) -> str:
-        return f"the forward-mode rule {self.__name__}"
+        return "the forward-mode derivative of the operation on this line"
 
     def __repr__(self) -> str:
         return f"<tangent rule {self.__zygopy_symbol__}>"
@@ -177,12 +182,20 @@ def lookup_callee(f: Any) -> Optional[Rule]:
 METHOD_RULES: dict = {}   # (type, method name) -> Rule, for bound methods
 
 
+def method_key(f: Any) -> tuple:
+    """The `METHOD_RULES` key of bound method `f`: (its object's type, its name); a
+    numpy scalar's method (`np.float64(x).sum()`) is its ndarray twin's."""
+    owner = getattr(f, "__self__", None)
+    cls = np.ndarray if isinstance(owner, np.generic) else type(owner)
+    return cls, getattr(f, "__name__", None)
+
+
 def _method_rule(f: Any) -> Optional[Rule]:
     owner = getattr(f, "__self__", None)
     name = getattr(f, "__name__", None)
     if owner is None or name is None or isinstance(owner, type(__import__("math"))):
         return None
-    return METHOD_RULES.get((type(owner), name))
+    return METHOD_RULES.get(method_key(f))
 
 
 def nondiff(*keys: Any) -> None:

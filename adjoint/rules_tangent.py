@@ -31,13 +31,18 @@ from lowering.runtime import check_bound, column
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
-from .rule_table import OP_RULES, TangentHelper, lookup_callee
+from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
 
 # -- plain-Python helpers (None is a zero tangent) ------------------------------------
 def _helper(fn):
     return TangentHelper(fn)
+
+
+def _axis_helper(fn):
+    """A helper whose `axis` the JIT takes as a constant (`TangentHelper.options`)."""
+    return TangentHelper(fn, options=("axis",))
 
 
 def _widen(t, other):
@@ -97,16 +102,40 @@ def j_truediv(a, b, ta, tb):
     return (ta - (a / b) * tb) / b
 
 
+def _pow_slope(a, b):
+    """d(a ** b)/da = b * a ** (b - 1), and 0 where b == 0 (a ** 0 is the constant 1),
+    without evaluating 0 ** -1 there (as JAX and autograd, and the pullback, take it)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.where(b == 0, 0.0, b * a ** np.where(b == 0, 1.0, b - 1.0))
+    if b == 0:
+        return 0.0
+    return b * a ** (b - 1)
+
+
+def _pow_rate(y, a):
+    """d(a ** b)/db = log(a) * a ** b (y = a ** b), and 0 where a <= 0 (as the
+    pullback takes it: no log of zero or of a negative base)."""
+    if isinstance(a, np.ndarray) or isinstance(y, np.ndarray):
+        return np.where(a > 0, y * np.log(np.where(a > 0, a, 1.0)), 0.0)
+    if a > 0:
+        return y * math.log(a)
+    return 0.0
+
+
+j_pow_slope = _helper(_pow_slope)
+j_pow_rate = _helper(_pow_rate)
+
+
 @_helper
 def j_pow(a, b, ta, tb):
-    """d(a ** b): b * a ** (b - 1) * ta, plus log(a) * a ** b * tb only where b varies
-    (so a constant exponent of a negative base has a finite derivative)."""
+    """d(a ** b): the slope in a times ta, plus the rate in b times tb only where b
+    varies (so a constant exponent of a negative base has a finite derivative)."""
     if tb is None:
-        return b * a ** (b - 1) * ta
-    term = np.log(a) * a ** b * tb
+        return _pow_slope(a, b) * ta
+    term = _pow_rate(a ** b, a) * tb
     if ta is None:
         return term
-    return b * a ** (b - 1) * ta + term
+    return _pow_slope(a, b) * ta + term
 
 
 @_helper
@@ -238,7 +267,7 @@ def elementwise(keys) -> None:
         varied = [i for i, t in enumerate(ts) if t is not None]
         arrays = [i for i, a in enumerate(args) if not em.is_number(a)]
         if arrays and arrays != varied or len(arrays) > 1:   # broadcast to y's shape
-            z = em.op("zero", s.var)
+            z = em.op("zero_tangent", s.var)
             args = [a if isinstance(a, Const) and not isinstance(a.value, (int, float))
                     else em.op("add", a, z) for a in args]
             ts = [None if t is None else em.op("add", t, z) for t in ts]
@@ -328,10 +357,11 @@ def _s_pow(em, a, b, ta, tb):
             power = a if n - 1 == 1 else em.op("pow", a, n - 1)
             out = em.op("mul", em.op("mul", n, power), ta) if n - 1 != 0 else \
                 em.op("mul", n, ta)
-    elif ta is not None:
-        out = em.op("mul", em.op("mul", b, em.op("pow", a, em.op("sub", b, 1))), ta)
+    elif ta is not None:          # (no 0 ** -1 where the exponent is 0 at run time)
+        out = em.op("mul", em.op("call", j_pow_slope, a, b), ta)
     if tb is not None:
-        term = em.op("mul", em.op("mul", em.op("call", math.log, a), em.op("pow", a, b)), tb)
+        y = em.op("pow", a, b)
+        term = em.op("mul", em.op("call", j_pow_rate, y, a), tb)
         out = term if out is None else em.op("add", out, term)
     return out
 
@@ -439,7 +469,7 @@ _set([np.linalg.solve], _matrix_jvp(j_solve, data=2))
 _set([np.linalg.cholesky], _matrix_jvp(j_cholesky))
 
 
-@_helper
+@_axis_helper
 def j_extreme(y, x, t, axis=None, keepdims=False):
     """The tangent of `np.max(x, axis)` (min too): the mean of t over the entries that
     attain the extreme (as the pullback shares dy among ties)."""
@@ -458,13 +488,13 @@ def _var_tangent(x, t, axis, ddof, keepdims):
     return 2.0 * np.sum((x - mean) * t, axis=axis, keepdims=keepdims) / (count - ddof)
 
 
-@_helper
+@_axis_helper
 def j_var(y, x, t, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
           correction=None):
     return _var_tangent(x, t, axis, ddof if correction is None else correction, keepdims)
 
 
-@_helper
+@_axis_helper
 def j_std(y, x, t, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
           correction=None):
     """d std = d var / (2 std), 0 where the spread is zero (as the pullback takes it)."""
@@ -482,7 +512,7 @@ def _reduction_jvp(helper):
     return jvp
 
 
-@_helper
+@_axis_helper
 def j_squeeze(y, t, axis=None):
     """The tangent of `np.squeeze(x, axis)`: without an axis, of an array of one
     element, that element (a number, as the JIT types such a squeeze)."""
@@ -528,5 +558,6 @@ _set([np.squeeze], lambda em, s, ts: None if ts[0] is None else em.op(
 _set([np.std], _reduction_jvp(j_std))
 scalar_result([np.prod, np.linalg.norm])
 scalar_result([builtins.max, builtins.min], data_only=False)
+nondiff("zero_tangent")
 HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value,
                zero=TangentHelper(zero_tangent))

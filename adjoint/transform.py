@@ -67,6 +67,7 @@ from .passes.merge_returns import merge_returns
 from .passes.reverse import build_adjoint
 from .passes.stacks import emit_stacks
 from .passes.unwind import cut_tapes
+from .rule_table import method_key
 from .rules import METHOD_RULES, lookup_callee, missing_rule_error
 from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, own_rule_code, rule_function
 from .special_callees import special_handler as _special  # jit imports it as _special
@@ -592,8 +593,7 @@ def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:
 
 
 def _is_method_rule(f: Any) -> bool:
-    owner = getattr(f, "__self__", None)
-    return (type(owner), getattr(f, "__name__", None)) in METHOD_RULES
+    return method_key(f) in METHOD_RULES
 
 
 def _target(f: Any):

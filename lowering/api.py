@@ -78,12 +78,14 @@ _STUBS = [0]
 def stub_function(name: str, nargs: int, globals_: dict, filename: str) -> types.FunctionType:
     """A Python function object `name(a0, ..., a{nargs-1})` to carry an IR a transform
     built (`register_ir`): forward mode's tangent functions, the recompute functions
-    of checkpointed loops.  Its body returns a number of its own, so that no two
-    stubs have equal code objects (which caches keyed by code would take for one
-    function); `__zygopy_generated__` marks it (`jit.disk_cache` never stores one)."""
+    of checkpointed loops.  Its body raises, naming a number of its own: no two stubs
+    have equal code objects (which caches keyed by code would take for one function),
+    and a stub run without its IR fails loudly instead of returning a value;
+    `__zygopy_generated__` marks it (`jit.disk_cache` never stores one)."""
     _STUBS[0] += 1
     names = ", ".join(f"a{k}" for k in range(nargs))
-    src = f"def stub({names}):\n    return {_STUBS[0]}\n"
+    src = (f"def stub({names}):\n    raise RuntimeError('zygopy: generated function "
+           f"#{_STUBS[0]} ran before its IR was built')\n")
     scope: dict = {}
     exec(compile(src, filename, "exec"), scope)
     code = scope["stub"].__code__.replace(co_name=name)

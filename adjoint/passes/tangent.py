@@ -9,7 +9,9 @@ tangent, from the rule table's `jvp` entries (`adjoint.rules_tangent`).  It retu
 the tuple `(y, dy)`.
 
   * a phi that is varied gets a tangent phi; an incoming value without a tangent
-    enters as a zero (a constant, or `zero` emitted at the end of the predecessor);
+    enters as a zero (a constant, or `zero_tangent` emitted at the end of the
+    predecessor: 0.0 for any number, an int's too, where the cotangent `zero` gives
+    None);
   * a varied value whose statement has no varied operand (an array allocated by
     `np.zeros` that the function later writes a varied value into) gets a zero tangent
     of its shape right after it, which the writes then update in place, views included
@@ -19,9 +21,10 @@ the tuple `(y, dy)`.
     of the callee's (so recursion and loops in callees need nothing else); it returns
     `(y, dy)`;
   * a method linear in its object (`x.sum()`, `x.reshape(...)`, a dict's `items`) is
-    the same method of the object's tangent; `append`/`extend`/`insert` store the
-    value's tangent; the other array methods (`x.dot`, `x.max`) are the numpy function
-    of the same name.
+    the same method of the object's tangent, or its numpy function (`np.sum`) where
+    that takes the same operands (a numpy scalar's tangent is a float);
+    `append`/`extend`/`insert` store the value's tangent; the other array methods
+    (`x.dot`, `x.max`) are the numpy function of the same name.
 Nothing is recorded: a loop's tangent runs in the primal's own iterations.  A
 statement with a varied operand and no rule raises TypeError naming it and `file:line`.
 """
@@ -36,7 +39,7 @@ from lowering.runtime import UNBOUND
 from ssair import IR, Const, Phi, Return, Stmt, Var
 from ssair.cfg import reverse_postorder
 from ssair.passes.scalars import Scalars
-from ssair.primitives import INPLACE
+from ssair.primitives import INPLACE, register
 
 from .activity import analyze
 
@@ -45,6 +48,13 @@ LINEAR_METHODS = frozenset({
     "sum", "mean", "reshape", "transpose", "ravel", "flatten", "cumsum", "squeeze",
     "trace", "diagonal", "swapaxes", "take", "repeat", "copy", "conjugate", "conj",
     "items", "values", "get", "pop"})
+# the linear array methods whose numpy function takes the same operands, the array
+# first (no list or dict method has these names): the tangent is that function of the
+# tangent, also where the object is a numpy scalar (`np.float64(x).sum()`) whose
+# tangent is a float
+LINEAR_FUNCTIONS = {name: getattr(np, name) for name in (
+    "sum", "mean", "cumsum", "squeeze", "trace", "diagonal", "swapaxes", "take", "repeat",
+    "ravel", "conjugate", "conj")}
 # methods of lists that store a value: the same method of the tangent list, with the
 # tangent of the value (at these operand positions)
 STORING_METHODS = {"append": (0,), "extend": (0,), "insert": (1,)}
@@ -74,6 +84,11 @@ def zero_tangent(x: Any) -> Any:
             out[k] = zero_tangent(x[k])
         return out
     return None
+
+
+# the zero tangent of a value whose kind the transform does not know (the cotangent
+# primitive `zero` gives None for an int, which would reach the rules' arithmetic)
+register("zero_tangent", 1, zero_tangent, foldable=False, symbol="zero_tangent(x)")
 
 
 class Emitter:
@@ -142,7 +157,7 @@ class Emitter:
         if made is not None and made.op == "call" and isinstance(made.args[0], Const) \
                 and made.args[0].value in (list, dict):
             return self.op("call", _helper("zero"), a)
-        return self.op("zero", a)
+        return self.op("zero_tangent", a)
 
     def or_none(self, t: Any) -> Any:
         return Const(None) if t is None else t
@@ -486,6 +501,8 @@ def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
     if name in LINEAR_METHODS:
         if tobj is None:
             return None
+        if name in LINEAR_FUNCTIONS:
+            return em.op("call", LINEAR_FUNCTIONS[name], tobj, *s.args[1:], **s.kwargs)
         return em.op("call", em.op("getattr", tobj, name), *s.args[1:], **s.kwargs)
     if name in STORING_METHODS:
         if tobj is None:

@@ -460,15 +460,15 @@ def _declare_builtins() -> None:
     d(operator.index, family=MATH, pattern="int", types=_t_index, lower=_cg_index,
       gpu={"cuda": "inline"})
     d(builtins.isinstance, family=MATH, pattern="value, constant class", types=_t_isinstance,
-      lower=_cg_isinstance, gpu={"cuda": "inline"})
+      lower=_cg_isinstance, gpu={"cuda": "inline"}, numpy_too=True)   # (decided by type)
     d(check_bound, family=CHECKS, pattern="value[, name, flag]", types=_t_check_bound,
-      lower=_cg_check_bound, gpu={"cuda": "inline"})
+      lower=_cg_check_bound, gpu={"cuda": "inline"}, numpy_too=True)
     d(missing_name, family=CHECKS, pattern="constant exception class, constant message",
       types=_t_missing_name, lower=_cg_missing_name, gpu={"cuda": "inline"})
     d(range_step, family=CHECKS, pattern="int", types=_t_range_step, lower=_cg_range_step,
       gpu={"cuda": "inline"})
     d(updates_float_array, family=CHECKS, pattern="value", types=_t_updates_float_array,
-      lower=_cg_updates_float_array, gpu={"cuda": "inline"})
+      lower=_cg_updates_float_array, gpu={"cuda": "inline"}, numpy_too=True)
     STATIC_CALLS[builtins.isinstance] = _static_isinstance_call
     STATIC_CALLS[updates_float_array] = _static_updates_float_array
 

@@ -21,8 +21,12 @@ from jit.pullback.backend import JitFallbackWarning
 from jit.library.python_impls import impl_call
 from jit.typing.infer import (Call, call_argument_type, is_user_function, lower_function,
                               user_call)
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ClosureT, FunctionT, TypingError,
-                       typeof)
+from jit.codegen.function import codegen, zero_of
+from jit.pullback.array_values import zeros_like
+from jit.pullback.cotangents import zero_type
+from jit.typing.infer import rule
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, TupleT, Type,
+                       TypingError, typeof)
 
 _TABLE: dict = {}     # (tangent IR, argument types) -> compiled wrapper, or the refusal
 _HOT: dict = {}       # tangent IR -> the wrapper compiled last for it (it checks the
@@ -108,7 +112,7 @@ def _t_helper(ctx: Any, s: Any, ts: list) -> Any:
         return _t_call_value(ctx, s, ts, helper)
     if helper.interpreted:
         ctx.fail(helper.interpreted)
-    return user_call(ctx, s, helper.fn)
+    return user_call(ctx, s, helper.fn, helper.options)
 
 
 def _t_call_value(ctx: Any, s: Any, ts: list, helper: Any) -> Any:
@@ -159,6 +163,39 @@ def _cg_helper(fc: Any, s: Any, ts: list) -> Any:
         clo = fc.get(s.args[1], ft)             # a closure's captured values lead
         lead = [fc.b.extract_value(clo, i) for i in range(len(ft.captured))]
     return fc.call_user(call.target, call.operands[len(lead):], lead)
+
+
+# -- `zero_tangent(x)` (adjoint.passes.tangent): forward mode's zero of a value whose
+# kind its transform does not know: a float zero for any number (an int's too).
+
+def tangent_zero_type(t: Type) -> Type:
+    """The type of `zero_tangent(x)` for x of type `t`: float64 for a number, a float
+    array for an array, the same by entry for a tuple, else the cotangent zero's."""
+    if t in (FLOAT64, INT64, BOOL):
+        return FLOAT64
+    if isinstance(t, TupleT):
+        return TupleT(tuple(tangent_zero_type(e) for e in t.elems))
+    if isinstance(t, ArrayT):
+        return ArrayT(FLOAT64, t.ndim)
+    return zero_type(t)
+
+
+@rule("zero_tangent")
+def _t_zero_tangent(ctx: Any, s: Any, ts: list) -> Type:
+    try:
+        return tangent_zero_type(ts[0])
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+@codegen("zero_tangent")
+def _cg_zero_tangent(fc: Any, s: Any, ts: list) -> Any:
+    if isinstance(s.type, ArrayT):
+        return zeros_like(fc, fc.get(s.args[0]), s.type)
+    if isinstance(s.type, TupleT) and any(isinstance(e, ArrayT) for e in s.type.elems):
+        raise TypingError(f"jit: a zero tangent of {s.type} (arrays in tuples) is not "
+                          "compiled")
+    return zero_of(s.type)
 
 
 _HELPER = REGISTRY.entry(TangentHelper, family="derivatives", name="forward-mode rule object",

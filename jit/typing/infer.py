@@ -24,6 +24,7 @@ another in-progress guess is not cached, so mutual recursion converges too.
 """
 from __future__ import annotations
 
+import os
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -205,6 +206,15 @@ def describe(typing: Typing, d: Any) -> str:
 _OWN_PACKAGES = ("lowering.", "adjoint.", "jit.", "ssair.", "jit_array_impls")
 
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_OWN_DIRS = tuple(os.path.join(_ROOT, p.rstrip("."), "") for p in _OWN_PACKAGES[:4])
+
+
+def names_internals(text: str) -> bool:
+    """Does an error message name zygopy's own code (a module or a source file)?"""
+    return any(p in text for p in _OWN_PACKAGES) or any(d in text for d in _OWN_DIRS)
+
+
 def internal_call(d: Any) -> Optional[str]:
     """What a call of a zygopy helper does, for a user (`__zygopy_explain__` of the
     callee, given its constant operands), or None for any other statement."""
@@ -248,7 +258,7 @@ def _static_is_none(a: Optional[Type], b: Optional[Type]) -> Optional[bool]:
     if a is None or b is None or (a != NONE and b != NONE):
         return None
     if isinstance(a, LiteralT) or isinstance(b, LiteralT):
-        return None
+        return False        # a constant (typed none when it is None) is not None
     return a == b
 
 
@@ -505,11 +515,11 @@ class Engine:
         except TypingError as e:
             if any(empty_list(x) for x in ts) and not self.strict:
                 return None   # `[]` before the loop that appends to it is typed (_finish)
+            if internal_call(s) is not None and names_internals(str(e)):
+                # the detail (a statement inside the helper) would name zygopy's own code
+                raise TypingError(f"jit: cannot compile {describe(t, s)}") from None
             if str(e).startswith("jit: "):
                 raise
-            if internal_call(s) is not None and any(p in str(e) for p in _OWN_PACKAGES):
-                # the detail would name one of zygopy's helpers
-                raise TypingError(f"jit: cannot compile {describe(t, s)}") from None
             raise TypingError(f"jit: cannot type {describe(t, s)}: {e}") from None
 
     def _return_type(self, t: Typing) -> Optional[Type]:
@@ -704,10 +714,21 @@ def _rule_helper(f: Any) -> bool:
     return type(f) is pytypes.FunctionType and (f.__module__ or "").startswith("adjoint.")
 
 
-def user_call(ctx: Context, s: Stmt, f: Any) -> Optional[Type]:
+def user_call(ctx: Context, s: Stmt, f: Any, options: tuple = ()) -> Optional[Type]:
     """Type a call statement as a native call of the user function `f` (public for
-    registry entries that forward to a wrapped function)."""
-    return _user_call(ctx, s, f, [], closure=False)
+    registry entries that forward to a wrapped function).  `options`: parameters of
+    `f` specialised on the call's constant operand (`option_type`)."""
+    return _user_call(ctx, s, f, [], closure=False, options=options)
+
+
+def option_type(ctx: Context, a: Any) -> Type:
+    """The type an option parameter (a rule's axis) is specialised on: a constant int
+    or tuple of ints as a literal, which the numpy calls in the callee read at compile
+    time; any other operand as `call_argument_type` gives it."""
+    v = a.value if isinstance(a, Const) else None
+    if type(v) is int or isinstance(v, tuple) and all(type(x) is int for x in v):
+        return LiteralT(v)
+    return call_argument_type(ctx, a)
 
 
 def _argument_type(t: Type) -> Type:
@@ -727,17 +748,24 @@ def call_argument_type(ctx: Context, a: Any) -> Type:
 
 
 def _passable_literal(t: Type) -> bool:
-    """Literals a user function may be specialised on: flags, constant lists."""
-    return isinstance(t.value, (bool, ListLiteral))
+    """Literals a user function may be specialised on: flags, constant lists, and an
+    option a caller was specialised on (`option_type`) passed on."""
+    v = t.value
+    return isinstance(v, (bool, ListLiteral)) or type(v) is int or \
+        isinstance(v, tuple) and all(type(x) is int for x in v)
 
 
-def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool) -> Type:
+def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool,
+               options: tuple = ()) -> Type:
     ir = f if isinstance(f, IR) else lower_function(f)
     operands = bind_call(ctx, ir, f, s)
     lead = [s.args[0]] * len(captured)
-    argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
-    for a in argtypes:
-        if isinstance(a, LiteralT) and not _passable_literal(a):
+    names = [a.name for a in ir.args[ir.nfree:]] if options else []
+    opts = [k < len(names) and names[k] in options for k in range(len(operands))]
+    argtypes = tuple(captured) + tuple(option_type(ctx, a) if o else call_argument_type(ctx, a)
+                                       for a, o in zip(operands, opts))
+    for a, o in zip(argtypes[len(captured):], opts):
+        if isinstance(a, LiteralT) and not o and not _passable_literal(a):
             ctx.fail(f"argument {a} is not supported")
     target = ctx.engine.infer(ir, argtypes)
     ctx.typing.calls[s.var] = Call(target, lead + operands, f)
