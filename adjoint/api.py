@@ -36,7 +36,8 @@ from ssair import interpret
 from .passes.inplace import arg_types
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
-from .tape import Tape, fresh
+from .structure import conform
+from .tape import Tape
 from .transform import (ArgSlot, JFunction, activity_of, cells, checkpointed, clear_cache,
                         is_differentiable, lower_function, transform)
 
@@ -159,15 +160,16 @@ class Pullback:
     """`back(dy)`: the adjoint of one forward run; may be called any number of times."""
 
     def __init__(self, jf: JFunction, tape: Tape, env: Any, args: tuple, nfree: int,
-                 runner: Any = None, select: Any = None):
+                 runner: Any = None, select: Any = None, y: Any = None):
         self.jf, self.tape, self.env, self.args, self.nfree = jf, tape, env, args, nfree
+        self.y = y     # the output: `dy` must have its structure (adjoint.structure)
         self.runner = runner or RUNNERS["interp"]
         # for each argument the user passed, (parameter, entry of a `*args` tuple or
         # None); None: one per parameter
         self.select = select
 
     def __call__(self, dy: Any) -> tuple:
-        dy = fresh(dy)
+        dy = check_cotangent(self.y, dy, self.jf.primal)
         if self.jf.inout:
             dy = (dy, None)
         grads = self.runner.adjoint(self.jf, self.tape.reader(), self.env, dy)
@@ -179,6 +181,13 @@ class Pullback:
 
     def __repr__(self) -> str:
         return f"<pullback of {self.jf.primal.name}>"
+
+
+def check_cotangent(y: Any, dy: Any, primal: Any) -> Any:
+    """`dy` for output `y` of the user function whose IR is `primal`, checked against
+    `y`'s structure and converted (fresh arrays) as the adjoint IR takes it."""
+    name = primal.meta.get("source_name", primal.name)
+    return conform(y, dy, f"back(dy) of the pullback of {name}: dy")
 
 
 def _prepare(f: Callable, args: tuple) -> tuple:
@@ -243,7 +252,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
                 runner.fallback(exc)
             continue
         _check_output(y, ir.name)
-        return y, Pullback(jf, tape, env, args, len(free), runner, select)
+        return y, Pullback(jf, tape, env, args, len(free), runner, select, y)
     raise RuntimeError("pullback: no backend ran")
 
 
@@ -423,10 +432,17 @@ def jacobian(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
     for k in range(max(yarr.size, 1)):
         e = np.zeros(yarr.size)
         e[k] = 1.0
-        dy = float(e[0]) if yarr.ndim == 0 else (tuple(e) if isinstance(y, tuple)
-                                                  else e.reshape(yarr.shape))
-        rows.append(back(dy))
+        rows.append(back(_shaped_like(y, e.reshape(yarr.shape))))
     return tuple(_stack([r[i] for r in rows], yarr.shape, a) for i, a in enumerate(args))
+
+
+def _shaped_like(y: Any, e: np.ndarray) -> Any:
+    """The entries of `e` (shaped as `np.asarray(y)`) in the structure of output `y`:
+    `back`'s cotangent for that output."""
+    if isinstance(y, (tuple, list)):
+        parts = [_shaped_like(v, e[k]) for k, v in enumerate(y)]
+        return tuple(parts) if isinstance(y, tuple) else parts
+    return e if isinstance(y, np.ndarray) else float(e)
 
 
 def _stack(parts: list, yshape: tuple, x: Any) -> Any:

@@ -58,3 +58,115 @@ def test_primal_none_compared_and_returned_in_tuple(backend):
     assert y == (None, 2.0) and back((None, 1.0)) == (1.0, None)
     y, back = pullback(none_in_tuple, 2.0, 1, backend=backend)
     assert y == (4.0, None) and back((1.0, None)) == (2.0, None)
+
+
+# -- 10: back(dy) checks dy against the output ----------------------------------------
+def scaled(x):
+    return x * 2.0
+
+
+def row(x):
+    return np.ones(3) * x
+
+
+def grid(x):
+    return np.ones((2, 2)) * x
+
+
+def pair(x):
+    return x, x * x
+
+
+def listed(x):
+    return [x, x * x]
+
+
+def named(x):
+    return {"a": x, "b": x * x}
+
+
+def nested(x):
+    return x, [np.ones(2) * x, {"k": x * 3.0}]
+
+
+# output -> (cotangents it takes with the gradient at x = 1.5, cotangents it refuses)
+COTANGENTS = {
+    scaled: ([(2.0, 4.0), (np.float64(0.5), 1.0), (np.ones(()), 2.0), (None, 0.0)],
+             [np.ones(3), np.ones(1), (1.0,), 1j, "a"]),
+    row: ([(np.arange(3.0), 3.0), (None, 0.0)],
+          [1.0, np.ones(2), np.ones((3, 1)), [1.0, 1.0, 1.0], 1j * np.ones(3)]),
+    grid: ([(np.ones((2, 2)), 4.0)], [np.ones(4), np.ones((2, 3)), 1.0]),
+    pair: ([((1.0, 1.0), 4.0), ([1.0, 2.0], 7.0), ((None, 1.0), 3.0)],
+           [(1.0,), (1.0, 1.0, 1.0), 1.0, np.ones(2), {"a": 1.0}]),
+    listed: ([([1.0, 1.0], 4.0), ((0.0, 1.0), 3.0)], [[1.0], 1.0, np.ones(2)]),
+    named: ([({"a": 1.0, "b": 1.0}, 4.0), ({"b": 1.0}, 3.0)],
+            [{"a": 1.0, "c": 1.0}, (1.0, 1.0), 1.0]),
+    nested: ([((1.0, [np.ones(2), {"k": 1.0}]), 6.0), ((1.0, None), 1.0)],
+             [(1.0, [np.ones(3), {"k": 1.0}]), (1.0, [np.ones(2), {"j": 1.0}]),
+              (1.0, [np.ones(2)])]),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", list(COTANGENTS), ids=lambda f: f.__name__)
+def test_back_checks_the_cotangent(f, backend):
+    takes, refuses = COTANGENTS[f]
+    y, back = pullback(f, 1.5, backend=backend)
+    for dy, want in takes:
+        assert back(dy) == (pytest.approx(want),)
+    for dy in refuses:
+        with pytest.raises((ValueError, TypeError), match=r"back\(dy\) of the pullback of"):
+            back(dy)
+    assert back(takes[0][0]) == (pytest.approx(takes[0][1]),)   # still usable
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_back_error_names_both_shapes(backend):
+    _, back = pullback(scaled, 0.5, backend=backend)
+    with pytest.raises(ValueError, match=r"dy must be a number, got an array of shape \(3,\)"):
+        back(np.ones(3))
+    _, back = pullback(nested, 0.5, backend=backend)
+    with pytest.raises(ValueError, match=r"dy\[1\]\[0\] must be an array of shape \(2,\), "
+                                         r"got an array of shape \(3,\)"):
+        back((1.0, [np.ones(3), None]))
+
+
+def test_array_output_with_array_input():
+    for backend in BACKENDS:
+        _, back = pullback(lambda v: np.sum(v * v), np.arange(3.0), backend=backend)
+        with pytest.raises(ValueError, match="must be a number"):
+            back(np.ones(3))
+        assert np.array_equal(back(np.float64(1.0))[0], [0.0, 2.0, 4.0])
+
+
+def test_jvp_shares_the_check():
+    from adjoint import jvp
+    with pytest.raises(ValueError, match=r"jvp: tangent 0 must be a dict"):
+        jvp(lambda d: d["a"], ({"a": 1.0},), ((1.0,),))
+    with pytest.raises(ValueError, match=r"jvp: tangent 0 must be an array of shape \(3,\)"):
+        jvp(row_sum, (np.ones(3),), (np.ones(2),))
+
+
+def row_sum(v):
+    return np.sum(v)
+
+
+def test_transforms_pass_their_own_cotangents():
+    from adjoint import hessian, jacobian
+    for backend in BACKENDS:
+        assert np.allclose(jacobian(pair, 2.0, backend=backend)[0], [1.0, 4.0])
+        assert np.allclose(jacobian(listed, 2.0, backend=backend)[0], [1.0, 4.0])
+        assert np.allclose(jacobian(grid, 2.0, backend=backend)[0], np.ones((2, 2)))
+        assert np.allclose(jacobian(lambda v: (v, 2 * v), np.ones(2), backend=backend)[0],
+                           [np.eye(2), 2 * np.eye(2)])
+    assert np.allclose(hessian(lambda v: np.sum(v ** 3), np.arange(2.0)), np.diag([0.0, 6.0]))
+    x = np.arange(6.0).reshape(2, 3)
+    assert np.allclose(gradient(row_sum_sq, x, batch=0)[0], 2 * x)
+    y, back = pullback(row_sum_sq, x[0], checkpoint=1)
+    assert np.allclose(back(1.0)[0], 2 * x[0])
+    with pytest.raises(ValueError, match="must be a number"):
+        back(np.ones(3))
+
+
+def row_sum_sq(v):
+    return np.sum(v * v)
