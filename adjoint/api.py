@@ -135,6 +135,8 @@ def _finish(g: Any, x: Any) -> Any:
     if isinstance(x, np.ndarray):
         if g is None:
             return np.zeros(x.shape, dtype=np.result_type(x.dtype, float))
+        if x.dtype.kind != "c" and np.iscomplexobj(g):   # a real input's: the real part
+            g = np.real(g)
         if isinstance(g, (tuple, list)):
             g = np.array([0.0 if v is None else v for v in g], dtype=float)
         return np.asarray(g).reshape(x.shape) if np.ndim(g) else np.full(x.shape, g)
@@ -153,6 +155,8 @@ def _finish(g: Any, x: Any) -> Any:
         return complex(0.0 if g is None else g)
     if g is None:
         return 0.0
+    if np.iscomplexobj(g):       # (a real input's cotangent is real: see rules_complex)
+        g = np.real(g)
     return float(g) if np.ndim(g) == 0 else g
 
 
@@ -490,11 +494,22 @@ def rule(f: Callable, uses_result: bool = False):
     library function, not lowered) and use `pb` in the adjoint."""
     def deco(pb: Callable) -> Callable:
         wrapped = RulePullback(pb, uses_result)
+        wrapped.check = _check_rule_result
         wrapped.of = callee_name(f)
         defpullback(f, wrapped)
         clear_cache()
         return pb
     return deco
+
+
+def _check_rule_result(pb: RulePullback, out: tuple, operands: tuple) -> tuple:
+    """What a user's rule returned, checked against its operands (one cotangent each,
+    of its structure) as `back` checks its `dy`."""
+    if len(out) != len(operands):
+        raise TypeError(f"adjoint: the rule of {pb.of} returned {len(out)} "
+                        f"cotangents for {len(operands)} arguments")
+    return tuple(conform(x, g, f"adjoint: the rule of {pb.of}: cotangent {k}")
+                 for k, (x, g) in enumerate(zip(operands, out)))
 
 
 def _explain_nested(name: str) -> Callable:

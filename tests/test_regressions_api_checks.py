@@ -170,3 +170,122 @@ def test_transforms_pass_their_own_cotangents():
 
 def row_sum_sq(v):
     return np.sum(v * v)
+
+
+# -- 11: complex values: cotangent df/dx + i df/dy everywhere, or a refusal ----------
+def _finite_difference(f, z, h=1e-6):
+    """df/dx + i df/dy of real f at z = x + iy (each entry of an array z)."""
+    z = np.asarray(z, dtype=complex)
+    out = np.zeros(z.shape, dtype=complex)
+    for k in range(z.size):
+        for step, unit in ((h, 1.0), (1j * h, 1j)):
+            up, down = z.copy(), z.copy()
+            up.flat[k] += step
+            down.flat[k] -= step
+            out.flat[k] += unit * (f(up if z.ndim else up[()]) -
+                                   f(down if z.ndim else down[()])) / (2 * h)
+    return out if z.ndim else complex(out[()])
+
+
+COMPLEX_SCALAR = {
+    "abs(z*z)": lambda z: abs(z * z),
+    "abs(exp(z))": lambda z: abs(np.exp(z)),
+    "(z*z).imag": lambda z: (z * z).imag,
+    "z.imag**2": lambda z: z.imag ** 2,
+    "abs(z)**2": lambda z: abs(z) ** 2,
+    "(z/(1+z)).real": lambda z: (z / (1.0 + z)).real,
+    "abs(sin z) + abs(cos z)": lambda z: abs(np.sin(z)) + abs(np.cos(z)),
+    "abs(log z) + abs(sqrt z)": lambda z: abs(np.log(z)) + abs(np.sqrt(z)),
+    "abs(z**2.5) + abs(2**z) + abs(z**z)": lambda z: abs(z ** 2.5) + abs(2.0 ** z) + abs(z ** z),
+    "np.real(conj(z)*z*1j + z*1j)": lambda z: np.real(np.conjugate(z) * z * 1j + z * 1j),
+    "np.imag(z*z) + np.angle(z)": lambda z: np.imag(z * z) + np.angle(z),
+    "abs(tanh z) + abs(-z - 3)": lambda z: abs(np.tanh(z)) + abs(-z - 3.0),
+    "(z.real*z).imag": lambda z: (z.real * z).imag,
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_SCALAR))
+def test_complex_scalar_gradients_follow_one_convention(name):
+    f = COMPLEX_SCALAR[name]
+    for z in (1.0 + 2.0j, 0.7 - 1.3j):
+        assert gradient(f, z, backend="interp")[0] == pytest.approx(_finite_difference(f, z),
+                                                                    abs=1e-5)
+
+
+def _loop_of_products(v):
+    s = 0.0
+    for i in range(len(v)):
+        s = s + abs(v[i] * v[i - 1]) + v[i].imag
+    return s
+
+
+@pytest.mark.parametrize("f", [
+    _loop_of_products,
+    lambda v: np.abs(np.sum(v * v)),
+    lambda v: np.mean(v * v).imag,
+    lambda v: np.sum(np.abs(np.array([1.0, 2.0, 3.0]) * v[0])) + np.sum(np.real(v * 1j)),
+])
+def test_complex_array_gradients(f):
+    v = np.array([1 + 1j, 2 - 0.5j, -0.3 + 0.2j])
+    got = gradient(f, v, backend="interp")[0]
+    assert got.dtype.kind == "c" and np.allclose(got, _finite_difference(f, v), atol=1e-5)
+
+
+def test_real_inputs_through_complex_values_get_real_gradients():
+    def f(v):
+        w = v[0] * 1j + v[1] * (1 + 2j)
+        return abs(w * w) + np.angle(w) + np.sum(np.real(v * 1j))
+    v = np.array([0.4, 1.2])
+    got = gradient(f, v, backend="interp")[0]
+    assert got.dtype == np.float64
+    assert np.allclose(got, _finite_difference(f, v).real, atol=1e-5)
+    assert gradient(lambda x: (x * (2 + 1j)).imag, 1.5, backend="interp") == (1.0,)
+
+
+def test_imag_of_a_real_value_is_constant():
+    # x.imag of a float is 0 whatever x: the rule gave it the gradient 1 (the JIT
+    # refuses .imag of a float)
+    f = lambda v: np.sum(v.imag) + np.sum(v.real) * 2.0   # noqa: E731
+    assert np.array_equal(gradient(f, np.ones(2), backend="interp")[0], [2.0, 2.0])
+    assert gradient(lambda x: x.imag + 2.0 * x.real, 1.5, backend="interp") == (2.0,)
+
+
+def test_holomorphic_pullback_is_dy_times_conjugate_derivative():
+    z = 0.7 - 1.3j
+    _, back = pullback(lambda w: w * w, z, backend="interp")
+    assert back(1.0)[0] == pytest.approx(np.conj(2 * z))
+    assert back(1j)[0] == pytest.approx(1j * np.conj(2 * z))
+    with pytest.raises(TypeError, match="complex"):
+        pullback(lambda w: w * 2.0, 1.5, backend="interp")[1](1j)   # real output
+
+
+@pytest.mark.parametrize("f", [
+    lambda z: np.sum(np.sign(z)).real,
+    lambda z: abs(np.cumsum(np.array([z, z]))[1]),
+])
+def test_rules_without_a_complex_form_refuse(f):
+    with pytest.raises(TypeError, match="does not support complex numbers"):
+        gradient(f, 0.7 - 1.3j, backend="interp")
+
+
+def test_user_rule_results_are_checked():
+    import adjoint
+
+    def twice(x, y):
+        return 2.0 * x * y
+
+    @adjoint.rule(twice)
+    def _(dy, x, y):
+        return (2.0 * y * dy,)
+
+    def halved(v):
+        return np.sum(v) / 2.0
+
+    @adjoint.rule(halved)
+    def _(dy, v):
+        return (np.full(2, dy / 2.0),)
+
+    with pytest.raises(TypeError, match="returned 1 cotangents for 2 arguments"):
+        gradient(lambda a: twice(a, 3.0), 1.0, backend="interp")
+    with pytest.raises(ValueError, match=r"cotangent 0 must be an array of shape \(3,\)"):
+        gradient(lambda v: halved(v), np.ones(3), backend="interp")
