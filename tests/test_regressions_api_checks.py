@@ -289,3 +289,22 @@ def test_user_rule_results_are_checked():
         gradient(lambda a: twice(a, 3.0), 1.0, backend="interp")
     with pytest.raises(ValueError, match=r"cotangent 0 must be an array of shape \(3,\)"):
         gradient(lambda v: halved(v), np.ones(3), backend="interp")
+
+
+def _back_with_wrong_seed(x):
+    _, back = pullback(scaled, x)
+    return np.sum(back(np.ones(3))[0])
+
+
+def _back_inside(x):
+    y, back = pullback(lambda t: t * t, x)
+    return back(3.0 * x)[0] + y
+
+
+def test_nested_back_checks_its_seed_as_cpython_does():
+    with pytest.raises(ValueError, match="dy must be a number"):
+        _back_with_wrong_seed(1.0)
+    for backend in ("interp", "auto"):
+        with pytest.raises(ValueError, match="dy must be a number"):
+            gradient(_back_with_wrong_seed, 1.0, backend=backend)
+    assert gradient(_back_inside, 2.0, backend="interp") == (pytest.approx(28.0),)  # 7 x^2
