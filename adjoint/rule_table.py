@@ -67,8 +67,9 @@ class Pullback:
             self.check_keywords(kw)
         if dy is None:
             return (None,) * (len(args) - self.uses_result)
-        if _complex_among(dy, args):
-            return self.complex_call(dy, args, kw)
+        for v in (dy, *args):      # (inline: this runs for every rule call)
+            if type(v) is not float and _is_complex(v):
+                return self.complex_call(dy, args, kw)
         out = self.fn(dy, *args, **kw)
         out = out if isinstance(out, tuple) else (out,)
         return out if self.check is None else self.check(self, out, args[self.uses_result:])
@@ -99,12 +100,14 @@ class Pullback:
 
 
 def _is_complex(v: Any) -> bool:
-    return isinstance(v, (complex, np.complexfloating)) or (
-        isinstance(v, np.ndarray) and v.dtype.kind == "c")
+    t = type(v)
+    if t is float or t is int or t is bool or v is None:
+        return False
+    if t is np.ndarray:
+        return v.dtype.kind == "c"
+    return t is complex or isinstance(v, (complex, np.complexfloating, np.ndarray)) and (
+        np.iscomplexobj(v))
 
-
-def _complex_among(dy: Any, args: tuple) -> bool:
-    return _is_complex(dy) or any(_is_complex(a) for a in args)
 
 
 def real_part_for(g: Any, x: Any, y: Any = None) -> Any:
