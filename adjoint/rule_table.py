@@ -68,7 +68,7 @@ class Pullback:
         if dy is None:
             return (None,) * (len(args) - self.uses_result)
         for v in (dy, *args):      # (inline: this runs for every rule call)
-            if type(v) is not float and _is_complex(v):
+            if type(v) not in _REAL and _is_complex(v):
                 return self.complex_call(dy, args, kw)
         out = self.fn(dy, *args, **kw)
         out = out if isinstance(out, tuple) else (out,)
@@ -97,6 +97,9 @@ class Pullback:
 
     def __repr__(self) -> str:
         return f"<pullback {self.__zygopy_symbol__}>"
+
+
+_REAL = {float, int, bool, type(None), np.float64, np.int64, np.bool_}
 
 
 def _is_complex(v: Any) -> bool:
