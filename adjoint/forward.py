@@ -27,7 +27,8 @@ from .api import _load_jit
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.merge_returns import merge_returns
 from .passes.tangent import bind_parameters, tangent, zero_tangent
-from .structure import conform
+from .rule_table import IN_FORWARD_MODE
+from .structure import conform, has_complex
 from .transform import VERIFY, cells, is_differentiable, lower_function
 from . import rules_tangent  # (fills the rule table's jvp entries)
 
@@ -165,6 +166,17 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
     direction `tangents` (one per primal, of its structure; None is zero; an int's is
     ignored), by forward mode: no tape, in the primal's own loop iterations."""
     primals, tangents = tuple(primals), tuple(tangents)
+    token = IN_FORWARD_MODE.set(True)
+    try:
+        return _jvp(f, primals, tangents, backend)
+    finally:
+        IN_FORWARD_MODE.reset(token)
+
+
+def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
+    if has_complex(primals) or has_complex(tangents):
+        raise TypeError("jvp: forward mode does not support complex numbers yet "
+                        "(reverse mode does: gradient, pullback)")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     if backend not in ("auto", "interp", "llvm"):

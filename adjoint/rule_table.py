@@ -32,6 +32,7 @@ helpers; `adjoint.rules` imports them, so look rules up through `adjoint.rules`.
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
 import numbers
 from dataclasses import dataclass
@@ -77,6 +78,9 @@ class Pullback:
     def complex_call(self, dy: Any, args: tuple, kw: dict) -> tuple:
         """The pullback where a complex number flows: `on_complex` (zygopy's convention,
         see `adjoint.rules_complex`), each real operand's cotangent its real part."""
+        if IN_FORWARD_MODE.get():
+            raise TypeError(f"jvp: forward mode does not support complex numbers yet "
+                            f"(met in the derivative of {self.of})")
         if self.on_complex is None:
             raise TypeError(f"adjoint: the derivative of {self.of} does not support "
                             "complex numbers yet")
@@ -99,6 +103,10 @@ class Pullback:
         return f"<pullback {self.__zygopy_symbol__}>"
 
 
+# True while `adjoint.forward.jvp` runs: forward mode calls pullbacks as jvps (J t for an
+# elementwise function), which the complex forms (conj(J)^T dy) are not
+IN_FORWARD_MODE: contextvars.ContextVar = contextvars.ContextVar("zygopy_forward_mode",
+                                                                 default=False)
 _REAL = {float, int, bool, type(None), np.float64, np.int64, np.bool_}
 
 

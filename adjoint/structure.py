@@ -93,3 +93,13 @@ def describe(v: Any, like: bool = False) -> str:
     if like and _is_number(v):
         return "a complex number" if np.iscomplexobj(v) else "a number"
     return f"a {type(v).__name__} ({v!r})" if _is_number(v) else f"a {type(v).__name__}"
+
+
+def has_complex(v: Any) -> bool:
+    """Whether a complex number or array is among `v`'s leaves."""
+    if isinstance(v, (tuple, list)):
+        return any(has_complex(e) for e in v)
+    if isinstance(v, dict):
+        return any(has_complex(e) for e in v.values())
+    return np.iscomplexobj(v) and _is_number(v) or (isinstance(v, np.ndarray)
+                                                     and v.dtype.kind == "c")

@@ -308,3 +308,14 @@ def test_nested_back_checks_its_seed_as_cpython_does():
         with pytest.raises(ValueError, match="dy must be a number"):
             gradient(_back_with_wrong_seed, 1.0, backend=backend)
     assert gradient(_back_inside, 2.0, backend="interp") == (pytest.approx(28.0),)  # 7 x^2
+
+
+def test_forward_mode_refuses_complex_values():
+    # forward mode ran the pullbacks as jvps: exp's gave the conjugate, abs's a wrong number
+    from adjoint import jvp
+    with pytest.raises(TypeError, match="forward mode does not support complex"):
+        jvp(lambda z: abs(z * z), (1 + 2j,), (1.0,), backend="interp")
+    with pytest.raises(TypeError, match="forward mode does not support complex"):
+        jvp(lambda x: np.exp(x * 1j).real, (0.7,), (1.0,), backend="interp")
+    y, t = jvp(lambda x: (x * (1 + 1j) * x).imag, (0.7,), (1.0,), backend="interp")
+    assert (y, t) == (pytest.approx(0.49), pytest.approx(1.4))
