@@ -36,7 +36,7 @@ from ssair import interpret
 from .passes.inplace import arg_types
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
-from .structure import conform
+from .structure import conform, has_complex
 from .tape import Tape
 from .transform import (ArgSlot, JFunction, activity_of, cells, checkpointed, clear_cache,
                         is_differentiable, lower_function, transform)
@@ -433,6 +433,9 @@ def jacobian(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
     """One array per positional argument, of shape `shape(y) + shape(arg)` (None for
     ints); keyword arguments are held constant."""
     y, back = pullback(f, *args, backend=backend, **kwargs)
+    if has_complex(y) or has_complex(args):   # (its rows would be real parts only)
+        raise TypeError("jacobian: complex values are not supported yet; use pullback "
+                        "or gradient")
     yarr = np.asarray(y, dtype=float)
     rows = []
     for k in range(max(yarr.size, 1)):

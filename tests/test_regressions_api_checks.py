@@ -319,3 +319,16 @@ def test_forward_mode_refuses_complex_values():
         jvp(lambda x: np.exp(x * 1j).real, (0.7,), (1.0,), backend="interp")
     y, t = jvp(lambda x: (x * (1 + 1j) * x).imag, (0.7,), (1.0,), backend="interp")
     assert (y, t) == (pytest.approx(0.49), pytest.approx(1.4))
+
+
+def test_complex_through_jacobian_and_batch():
+    from adjoint import jacobian
+    with pytest.raises(TypeError, match="jacobian: complex values are not supported"):
+        jacobian(lambda z: z * z, 1 + 2j, backend="interp")
+    with pytest.raises(TypeError, match="jacobian: complex values are not supported"):
+        jacobian(lambda v: v * (1 + 1j), np.ones(2), backend="interp")
+    rows = np.array([[1 + 1j, 2 - 1j], [0.5j, 3.0 + 0j]])
+    f = lambda v: np.sum(np.abs(v * v))   # noqa: E731
+    got = gradient(f, rows, batch=0)[0]    # the rows were stacked as floats
+    assert np.allclose(got, [gradient(f, r, backend="interp")[0] for r in rows])
+    assert np.allclose(got, 2 * rows)
