@@ -87,7 +87,7 @@ class Pullback:
         out = self.on_complex(dy, *args, **kw)
         out = out if isinstance(out, tuple) else (out,)
         y = args[0] if self.uses_result else None
-        return tuple(real_part_for(g, a, y) for g, a in zip(out, args[self.uses_result:]))
+        return tuple(_real_part_for(g, a, y) for g, a in zip(out, args[self.uses_result:]))
 
     def check_keywords(self, kw: dict) -> None:
         """Refuse, naming the function, a keyword its derivative does not take."""
@@ -111,17 +111,12 @@ _REAL = {float, int, bool, type(None), np.float64, np.int64, np.bool_}
 
 
 def _is_complex(v: Any) -> bool:
-    t = type(v)
-    if t is float or t is int or t is bool or v is None:
-        return False
-    if t is np.ndarray:
+    if isinstance(v, np.ndarray):
         return v.dtype.kind == "c"
-    return t is complex or isinstance(v, (complex, np.complexfloating, np.ndarray)) and (
-        np.iscomplexobj(v))
+    return isinstance(v, (complex, np.complexfloating))
 
 
-
-def real_part_for(g: Any, x: Any, y: Any = None) -> Any:
+def _real_part_for(g: Any, x: Any, y: Any = None) -> Any:
     """Cotangent `g` of operand `x`: its real part when `x` is a real number or array
     (a real value's cotangent is real), else `g` itself.  An operand the pullback does
     not read arrives as None or 0.0 (`adjoint.passes.reverse.UNREAD`): then the
