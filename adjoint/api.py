@@ -36,7 +36,8 @@ from ssair import interpret
 from .passes.inplace import arg_types
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
-from .tape import Tape, fresh
+from .structure import conform, has_complex
+from .tape import Tape
 from .transform import (ArgSlot, JFunction, activity_of, cells, checkpointed, clear_cache,
                         is_differentiable, lower_function, transform)
 
@@ -134,6 +135,8 @@ def _finish(g: Any, x: Any) -> Any:
     if isinstance(x, np.ndarray):
         if g is None:
             return np.zeros(x.shape, dtype=np.result_type(x.dtype, float))
+        if x.dtype.kind != "c" and np.iscomplexobj(g):   # a real input's: the real part
+            g = np.real(g)
         if isinstance(g, (tuple, list)):
             g = np.array([0.0 if v is None else v for v in g], dtype=float)
         return np.asarray(g).reshape(x.shape) if np.ndim(g) else np.full(x.shape, g)
@@ -152,6 +155,8 @@ def _finish(g: Any, x: Any) -> Any:
         return complex(0.0 if g is None else g)
     if g is None:
         return 0.0
+    if np.iscomplexobj(g):       # (a real input's cotangent is real: see rules_complex)
+        g = np.real(g)
     return float(g) if np.ndim(g) == 0 else g
 
 
@@ -159,15 +164,16 @@ class Pullback:
     """`back(dy)`: the adjoint of one forward run; may be called any number of times."""
 
     def __init__(self, jf: JFunction, tape: Tape, env: Any, args: tuple, nfree: int,
-                 runner: Any = None, select: Any = None):
+                 runner: Any = None, select: Any = None, y: Any = None):
         self.jf, self.tape, self.env, self.args, self.nfree = jf, tape, env, args, nfree
+        self.y = y     # the output: `dy` must have its structure (adjoint.structure)
         self.runner = runner or RUNNERS["interp"]
         # for each argument the user passed, (parameter, entry of a `*args` tuple or
         # None); None: one per parameter
         self.select = select
 
     def __call__(self, dy: Any) -> tuple:
-        dy = fresh(dy)
+        dy = check_cotangent(self.y, dy, self.jf.primal)
         if self.jf.inout:
             dy = (dy, None)
         grads = self.runner.adjoint(self.jf, self.tape.reader(), self.env, dy)
@@ -179,6 +185,15 @@ class Pullback:
 
     def __repr__(self) -> str:
         return f"<pullback of {self.jf.primal.name}>"
+
+
+def check_cotangent(y: Any, dy: Any, primal: Any) -> Any:
+    """`dy` for output `y` of the user function whose IR is `primal`, checked against
+    `y`'s structure and converted (fresh arrays) as the adjoint IR takes it."""
+    if type(dy) is float and type(y) is float:    # (the common case: no message built)
+        return dy
+    name = primal.meta.get("source_name", primal.name)
+    return conform(y, dy, f"back(dy) of the pullback of {name}: dy")
 
 
 def _prepare(f: Callable, args: tuple) -> tuple:
@@ -243,7 +258,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
                 runner.fallback(exc)
             continue
         _check_output(y, ir.name)
-        return y, Pullback(jf, tape, env, args, len(free), runner, select)
+        return y, Pullback(jf, tape, env, args, len(free), runner, select, y)
     raise RuntimeError("pullback: no backend ran")
 
 
@@ -418,15 +433,25 @@ def jacobian(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
     """One array per positional argument, of shape `shape(y) + shape(arg)` (None for
     ints); keyword arguments are held constant."""
     y, back = pullback(f, *args, backend=backend, **kwargs)
+    if has_complex(y) or has_complex(args):   # (its rows would be real parts only)
+        raise TypeError("jacobian: complex values are not supported yet; use pullback "
+                        "or gradient")
     yarr = np.asarray(y, dtype=float)
     rows = []
     for k in range(max(yarr.size, 1)):
         e = np.zeros(yarr.size)
         e[k] = 1.0
-        dy = float(e[0]) if yarr.ndim == 0 else (tuple(e) if isinstance(y, tuple)
-                                                  else e.reshape(yarr.shape))
-        rows.append(back(dy))
+        rows.append(back(_shaped_like(y, e.reshape(yarr.shape))))
     return tuple(_stack([r[i] for r in rows], yarr.shape, a) for i, a in enumerate(args))
+
+
+def _shaped_like(y: Any, e: np.ndarray) -> Any:
+    """The entries of `e` (shaped as `np.asarray(y)`) in the structure of output `y`:
+    `back`'s cotangent for that output."""
+    if isinstance(y, (tuple, list)):
+        parts = [_shaped_like(v, e[k]) for k, v in enumerate(y)]
+        return tuple(parts) if isinstance(y, tuple) else parts
+    return e if isinstance(y, np.ndarray) else float(e)
 
 
 def _stack(parts: list, yshape: tuple, x: Any) -> Any:
@@ -474,11 +499,22 @@ def rule(f: Callable, uses_result: bool = False):
     library function, not lowered) and use `pb` in the adjoint."""
     def deco(pb: Callable) -> Callable:
         wrapped = RulePullback(pb, uses_result)
+        wrapped.check = _check_rule_result
         wrapped.of = callee_name(f)
         defpullback(f, wrapped)
         clear_cache()
         return pb
     return deco
+
+
+def _check_rule_result(pb: RulePullback, out: tuple, operands: tuple) -> tuple:
+    """What a user's rule returned, checked against its operands (one cotangent each,
+    of its structure) as `back` checks its `dy`."""
+    if len(out) != len(operands):
+        raise TypeError(f"adjoint: the rule of {pb.of} returned {len(out)} "
+                        f"cotangents for {len(operands)} arguments")
+    return tuple(conform(x, g, f"adjoint: the rule of {pb.of}: cotangent {k}")
+                 for k, (x, g) in enumerate(zip(operands, out)))
 
 
 def _explain_nested(name: str) -> Callable:

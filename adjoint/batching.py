@@ -70,7 +70,8 @@ def stack(results: list, like: tuple) -> Any:
         return tuple(stack([r[k] for r in results], like[k]) for k in range(len(like)))
     if like is None:
         return None
-    return np.array([np.asarray(r, dtype=float) for r in results])
+    parts = [np.asarray(r) for r in results]   # (complex gradients stay complex)
+    return np.array(parts, dtype=np.result_type(float, *parts))
 
 
 def per_row(gradient: Callable, f: Callable, args: tuple, axes: tuple, backend: str) -> tuple:

@@ -29,6 +29,8 @@ from .api import _load_jit
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.merge_returns import merge_returns
 from .passes.tangent import bind_parameters, tangent, zero_tangent
+from .rule_table import IN_FORWARD_MODE
+from .structure import conform, has_complex
 from .transform import VERIFY, cells, is_differentiable, lower_function
 from . import rules_tangent  # (fills the rule table's jvp entries)
 
@@ -201,31 +203,6 @@ def library_tangent(f: Any, nargs: int, mask: tuple, types_: tuple) -> Any:
     return fn
 
 
-def _check_tangent(x: Any, t: Any, k: int) -> Any:
-    """Tangent `t` of argument `x` as the tangent IR takes it."""
-    if type(t) is float and type(x) is float:     # (the common case, without numpy)
-        return t
-    if t is None:
-        return zero_tangent(x)
-    if isinstance(x, np.ndarray):
-        t = np.asarray(t, dtype=float)
-        if t.shape != x.shape:
-            raise ValueError(f"jvp: tangent {k} has shape {t.shape}, its primal {x.shape}")
-        return t
-    if isinstance(x, (tuple, list)):
-        if not isinstance(t, (tuple, list)) or len(t) != len(x):
-            raise ValueError(f"jvp: tangent {k} must be a {type(x).__name__} of "
-                             f"{len(x)} entries like its primal")
-        out = [_check_tangent(a, b, k) for a, b in zip(x, t)]
-        return tuple(out) if isinstance(x, tuple) else out
-    if isinstance(x, dict):
-        return {key: _check_tangent(v, t.get(key) if isinstance(t, dict) else None, k)
-                for key, v in x.items()}
-    if np.ndim(t) != 0:
-        raise ValueError(f"jvp: tangent {k} must be a number like its primal")
-    return float(t)
-
-
 def _copy_arrays(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x.copy()
@@ -242,6 +219,17 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
     direction `tangents` (one per primal, of its structure; None is zero; an int's is
     ignored), by forward mode: no tape, in the primal's own loop iterations."""
     primals, tangents = tuple(primals), tuple(tangents)
+    token = IN_FORWARD_MODE.set(True)
+    try:
+        return _jvp(f, primals, tangents, backend)
+    finally:
+        IN_FORWARD_MODE.reset(token)
+
+
+def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
+    if has_complex(primals) or has_complex(tangents):
+        raise TypeError("jvp: forward mode does not support complex numbers yet "
+                        "(reverse mode does: gradient, pullback)")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     if backend not in ("auto", "interp", "llvm"):
@@ -261,7 +249,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
             if len(_HOT) >= 4096:
                 _HOT.clear()
             _HOT[(f, sig)] = (getattr(f, "__code__", None), mask, ir)
-    ts = tuple(_check_tangent(x, t, k) for k, (x, t, on)
+    ts = tuple(conform(x, t, f"jvp: tangent {k}", zero_tangent) for k, (x, t, on)
                in enumerate(zip(primals, tangents, mask)) if on)
     if ir.meta["writes"]:        # the caller's arrays stay as they are
         primals, ts = _copy_arrays(primals), _copy_arrays(ts)

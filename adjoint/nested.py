@@ -132,6 +132,20 @@ def d_finish_grads(dz, g, xs, nfree):
 finish_grads.__zygopy_symbol__ = "adjoint.nested.finish_grads"
 
 
+def seed_like(y, dy, name):
+    """`dy` checked against output `y` of function `name`, as `back` checks it."""
+    from .structure import conform
+    return conform(y, dy, f"back(dy) of the pullback of {name}: dy")
+
+
+@pullback_rule(seed_like, needs=lambda active: set())
+def d_seed_like(dz, y, dy, name):
+    return None, dz, None
+
+
+seed_like.__zygopy_symbol__ = "adjoint.nested.seed_like"
+
+
 # -- the gradient program ---------------------------------------------------------------
 _PROGRAMS: dict = {}
 
@@ -158,6 +172,9 @@ def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False,
     tape = ir.push(b, "call", Const(new_tape))
     t = ir.push(b, "call", Const(jf.forward), tape, *xs)
     env = ir.push(b, "getitem", t, 1)
+    if seeded:    # (the seed of a nested back: checked against the output)
+        name = p.meta.get("source_name", p.name)
+        dy = ir.push(b, "call", Const(seed_like), ir.push(b, "getitem", t, 0), dy, Const(name))
     r = ir.push(b, "call", Const(reader_of), tape)
     seed = ir.push(b, "tuple", dy, None) if jf.inout else dy
     g = ir.push(b, "call", Const(jf.adjoint), r, env, seed)

@@ -32,7 +32,9 @@ helpers; `adjoint.rules` imports them, so look rules up through `adjoint.rules`.
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
+import numbers
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -56,14 +58,36 @@ class Pullback:
         self.__module__ = fn.__module__
         self.__zygopy_symbol__ = f"{fn.__module__}.{fn.__name__}"
         self.keywords = _keywords(fn)
+        # the pullback for complex values (`adjoint.rules_complex`); None: refused
+        self.on_complex: Optional[Callable] = None
+        # check(self, out, operands) -> out: a user's rule's result checked (adjoint.api)
+        self.check: Optional[Callable] = None
 
     def __call__(self, dy: Any, *args: Any, **kw: Any) -> tuple:
         if kw and self.keywords is not None:
             self.check_keywords(kw)
         if dy is None:
             return (None,) * (len(args) - self.uses_result)
+        for v in (dy, *args):      # (inline: this runs for every rule call)
+            if type(v) not in _REAL and _is_complex(v):
+                return self.complex_call(dy, args, kw)
         out = self.fn(dy, *args, **kw)
-        return out if isinstance(out, tuple) else (out,)
+        out = out if isinstance(out, tuple) else (out,)
+        return out if self.check is None else self.check(self, out, args[self.uses_result:])
+
+    def complex_call(self, dy: Any, args: tuple, kw: dict) -> tuple:
+        """The pullback where a complex number flows: `on_complex` (zygopy's convention,
+        see `adjoint.rules_complex`), each real operand's cotangent its real part."""
+        if IN_FORWARD_MODE.get():
+            raise TypeError(f"jvp: forward mode does not support complex numbers yet "
+                            f"(met in the derivative of {self.of})")
+        if self.on_complex is None:
+            raise TypeError(f"adjoint: the derivative of {self.of} does not support "
+                            "complex numbers yet")
+        out = self.on_complex(dy, *args, **kw)
+        out = out if isinstance(out, tuple) else (out,)
+        y = args[0] if self.uses_result else None
+        return tuple(_real_part_for(g, a, y) for g, a in zip(out, args[self.uses_result:]))
 
     def check_keywords(self, kw: dict) -> None:
         """Refuse, naming the function, a keyword its derivative does not take."""
@@ -77,6 +101,38 @@ class Pullback:
 
     def __repr__(self) -> str:
         return f"<pullback {self.__zygopy_symbol__}>"
+
+
+# True while `adjoint.forward.jvp` runs: forward mode calls pullbacks as jvps (J t for an
+# elementwise function), which the complex forms (conj(J)^T dy) are not
+IN_FORWARD_MODE: contextvars.ContextVar = contextvars.ContextVar("zygopy_forward_mode",
+                                                                 default=False)
+_REAL = {float, int, bool, type(None), np.float64, np.int64, np.bool_}
+
+
+def _is_complex(v: Any) -> bool:
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind == "c"
+    return isinstance(v, (complex, np.complexfloating))
+
+
+def _real_part_for(g: Any, x: Any, y: Any = None) -> Any:
+    """Cotangent `g` of operand `x`: its real part when `x` is a real number or array
+    (a real value's cotangent is real), else `g` itself.  An operand the pullback does
+    not read arrives as None or 0.0 (`adjoint.passes.reverse.UNREAD`): then the
+    result `y` (a `uses_result` rule's, of a function real on the reals) decides, and
+    without one `g` stays as it is: its imaginary part never reaches a real part
+    (a real value's cotangent meets complex values only through rules that take
+    the real part of `dy`), and `adjoint.api` keeps the real part of an input's."""
+    if g is None or not _is_complex(g):
+        return g
+    if x is None or (type(x) is float and x == 0.0):
+        x = y
+    if x is None or _is_complex(x):
+        return g
+    if not isinstance(x, (numbers.Number, np.number, np.ndarray)):
+        return g
+    return g.real if isinstance(g, (complex, np.complexfloating)) else np.real(g).copy()
 
 
 class TangentHelper:

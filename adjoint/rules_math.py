@@ -339,6 +339,8 @@ def d_getattr(dy, x, name):
     through (its pullback already returned it for the object)."""
     if name == "T":
         return np.transpose(dy), None
+    if name == "imag":       # of a real value: the constant 0 (complex: rules_complex)
+        return 0.0 * dy, None
     return dy, None
 
 

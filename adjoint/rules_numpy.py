@@ -313,7 +313,7 @@ def d_np_full_like(dy, a, fill_value, dtype=None, order="K", subok=True, shape=N
 
 nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
         np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
-        np.round, np.sign, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,
+        np.round, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,
         np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal)
 
 

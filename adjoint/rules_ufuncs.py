@@ -265,10 +265,9 @@ nondiff(np.around, np.fix, np.floor_divide, np.signbit)
 
 
 # -- complex parts of real values ---------------------------------------------------------------
-@pullback_rule((np.real, np.conjugate, np.real_if_close))
+@pullback_rule((np.real, np.real_if_close))
 def d_np_real(dy, x, tol=100):
     """For real x these are the identity (complex values are not differentiated)."""
     return cotangent_like(np.real(dy), x)
 
-
-nondiff(np.imag, np.angle)     # of a real value: 0, and piecewise constant (0 or pi)
+# np.imag, np.angle, np.conjugate (and complex values): adjoint.rules_complex

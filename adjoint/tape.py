@@ -244,7 +244,10 @@ def unbcast(dy: Any, x: Any) -> Any:
     if dy is None or not isinstance(dy, np.ndarray):
         return dy
     if not isinstance(x, np.ndarray):
-        return float(dy.sum()) if not isinstance(x, tuple) else dy
+        if isinstance(x, tuple):
+            return dy
+        total = dy.sum()
+        return complex(total) if total.dtype.kind == "c" else float(total)
     if dy.shape == x.shape:
         return dy
     extra = dy.ndim - x.ndim

@@ -196,6 +196,8 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     adj.meta.pop("varargs", None)
     adj.meta.pop("varkw", None)
     fwd.meta["none_is_zero"] = adj.meta["none_is_zero"] = True
+    # the user's own phis: a None there is a value, not a zero cotangent
+    fwd.meta["primal_phis"] = frozenset(p.var.id for b in primal.blocks for p in b.phis)
     _dump(fwd, adj)
     return JFunction(primal, fwd, adj, active, act, inout)
 

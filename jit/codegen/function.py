@@ -263,6 +263,15 @@ def _sanitize(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_." else "_" for c in name) or "f"
 
 
+def _drops_none(have: Type, want: Type) -> bool:
+    """Whether converting `have` to `want` turns a None (or one in a tuple) into a zero."""
+    if have == NONE:
+        return want != NONE
+    if isinstance(have, TupleT) and isinstance(want, TupleT):
+        return any(_drops_none(h, w) for h, w in zip(have.elems, want.elems))
+    return False
+
+
 class FunctionGen:
     """Emits the body of one specialised function."""
 
@@ -309,8 +318,32 @@ class FunctionGen:
             self.line = s.line or self.line
             self.values[s.var] = self._emit_stmt(s)
         self.line = getattr(block.term, "line", None) or self.line
+        self._deopt_on_none_edges(block)
         self.ends[block.id] = self.b.block
         self._emit_term(block.term)
+
+    def _deopt_on_none_edges(self, block) -> None:
+        """DEOPT on an edge that would turn a primal None into a number: in a
+        J-transformed forward (`meta["none_is_zero"]`) a phi joins None with numbers,
+        which is right for the transform's own records but not for a value of the
+        user's program (`meta["primal_phis"]`, e.g. a result that is None on one path),
+        whose None CPython keeps: the interpreter reruns such a call."""
+        primal = self.ir.meta.get("primal_phis")
+        if not primal:
+            return
+        term = block.term
+        edges = [(term.target, None)] if isinstance(term, Goto) else \
+            [(term.then, True), (term.else_, False)] if isinstance(term, Branch) else []
+        for target, taken in edges:
+            if self._loses_none(self.ir.block(target), block.id, primal):
+                cond = L.Constant(I1, 1) if taken is None else self.get(term.cond, BOOL)
+                self.deopt_if(cond if taken in (None, True) else self.b.not_(cond),
+                              "a value that is None on this path")
+
+    def _loses_none(self, target, pred: int, primal: frozenset) -> bool:
+        return any(p.var.id in primal and pred in p.incoming
+                   and _drops_none(self.type_of(p.incoming[pred]), p.type)
+                   for p in target.phis)
 
     def _emit_stmt(self, s) -> L.Value:
         impl = self.typing.impls.get(s.var)

@@ -118,7 +118,7 @@ def _build(f: Any, args: tuple) -> Any:
         adj = code.adjoint_for_type(FLOAT64)
     except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
         return False
-    if code.typing.ret.elems[0] not in (FLOAT64, INT64, BOOL, NONE):
+    if code.typing.ret.elems[0] not in _LIKE:    # (None: back(dy) takes only dy None)
         return False
     gtypes = adj.typing.ret.elems
     if any(type(a) is np.ndarray for a in args) or sum(g == FLOAT64 for g in gtypes) > 1:
@@ -229,11 +229,17 @@ def back_class(env: dict, call: list, result: str) -> type:
     return env["Back"]
 
 
+# a value of each output type the fast path takes, for checking a cotangent against it
+_LIKE = {FLOAT64: 0.0, INT64: 0, BOOL: False}
+
+
 def _general(back: Any, dy: Any) -> tuple:
-    """`back(dy)` for a `dy` that is not a float (numpy scalars, None, ...)."""
-    from adjoint.api import _finish
-    from adjoint.tape import fresh
-    grads = BACKEND.adjoint(back.code.jf, None, back, fresh(dy))
+    """`back(dy)` for a `dy` that is not a float (numpy scalars, None, ...), checked
+    against the output as `adjoint.api.Pullback` checks it."""
+    from adjoint.api import _finish, check_cotangent
+    code = back.code
+    dy = check_cotangent(_LIKE[code.typing.ret.elems[0]], dy, code.jf.primal)
+    grads = BACKEND.adjoint(code.jf, None, back, dy)
     return tuple(_finish(g, x) for g, x in zip(grads, back.args))
 
 

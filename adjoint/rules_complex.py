@@ -1,0 +1,215 @@
+"""Complex numbers: zygopy's convention, and the rules that follow it.
+
+A complex number z = x + iy is the pair of reals (x, y), and its cotangent is
+dL/dx + i dL/dy (Zygote's and PyTorch's convention): `gradient` of a real f of z is
+df/dx + i df/dy, a direction of steepest ascent (step against it to descend), and
+the pullback of a holomorphic function is dy * conj(f'(z)).  A real value's cotangent
+is real: `Pullback.complex_call` keeps the real part of a real operand's.
+
+Complex values run in the interpreter only (the JIT refuses them), so each rule's
+`on_complex` here is plain Python that nothing compiles.  A rule without one refuses a
+complex operand or cotangent with a TypeError rather than give a number in another
+convention.  The rules registered here:
+  * holomorphic ones (`holomorphic`): the arithmetic operators, the elementary
+    functions, `np.sum`/`np.mean` (real-linear).  Their real pullback computes
+    dy * f'(z), which numpy evaluates for complex z too, so the complex one is
+    conj(pb(conj(dy))) = dy * conj(f'(z));
+  * `x ** y` (the real rule compares with 0 and takes math.log);
+  * the non-holomorphic parts: `abs`, `.real`, `.imag`, `np.real`, `np.imag`,
+    `np.conjugate`, `np.angle`; and `np.sign`, refused for complex values (its real
+    rule is the zero of a piecewise constant function).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from . import rules_elementary as E
+from . import rules_math as M
+from . import rules_numpy as N
+from . import rules_ufuncs as U
+from .rule_table import OP_RULES, Pullback, pullback_rule
+from .rules_ufuncs import cotangent_like
+from .tape import unbcast
+
+
+def _conj(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, (tuple, list)):
+        return type(v)(_conj(e) for e in v)
+    return v.conjugate() if hasattr(v, "conjugate") else v
+
+
+def _conjugated(fn: Callable) -> Callable:
+    """conj(fn(conj(dy), ...)): the pullback in the convention above of a function
+    whose real pullback `fn` computes dy * f'(z) (holomorphic f)."""
+    def on_complex(dy: Any, *args: Any, **kw: Any) -> Any:
+        out = fn(_conj(dy), *args, **kw)
+        return _conj(out if isinstance(out, tuple) else (out,))
+    return on_complex
+
+
+def holomorphic(*pullbacks: Pullback) -> None:
+    for pb in pullbacks:
+        pb.on_complex = _conjugated(pb.fn)
+
+
+def on_complex(*pullbacks: Pullback) -> Callable:
+    """Decorator: `fn` is the complex pullback of `pullbacks`."""
+    def deco(fn: Callable) -> Callable:
+        for pb in pullbacks:
+            pb.on_complex = fn
+        return fn
+    return deco
+
+
+def _op_pullbacks(op: str) -> tuple:
+    """The pullback of op `op` and of its scalar and partial variants."""
+    rule = OP_RULES[op]
+    return (rule.pullback,) + tuple(v.pullback for v in rule.scalar + rule.partial)
+
+
+for _op in ("add", "sub", "mul", "truediv", "neg", "matmul"):
+    holomorphic(*_op_pullbacks(_op))
+holomorphic(E.d_sin, E.d_cos, E.d_tan, E.d_asin, E.d_acos, E.d_atan, E.d_sinh, E.d_cosh,
+            E.d_tanh, E.d_exp, E.d_expm1, E.d_log1p, E.d_log2, E.d_log10, E.d_sqrt)
+
+
+def _expand(dy, x, axis, keepdims):
+    """A reduction's cotangent broadcast back over the reduced axes of array `x`."""
+    g = np.asarray(dy)
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+    return np.array(np.broadcast_to(g, np.shape(x)))
+
+
+@on_complex(N.d_np_sum)
+def d_np_sum_complex(dy, x, axis=None, keepdims=False):
+    if not isinstance(x, (np.ndarray, complex, float, int)):
+        raise TypeError("adjoint: the derivative of numpy.sum of a list does not support "
+                        "complex numbers yet")
+    g = _expand(dy, x, axis, keepdims)
+    return (g if isinstance(x, np.ndarray) else complex(g),)
+
+
+@on_complex(N.d_np_mean)
+def d_np_mean_complex(dy, x, axis=None, keepdims=False):
+    n = np.size(x) if axis is None else np.prod([np.shape(x)[a] for a in np.atleast_1d(axis)])
+    return (d_np_sum_complex(dy, x, axis, keepdims)[0] / n,)
+
+
+@on_complex(E.d_log)
+def d_log_complex(dy, x, base=None):
+    if base is not None:
+        raise TypeError("adjoint: the derivative of math.log with a base does not support "
+                        "complex numbers yet")
+    return (dy / np.conj(x),)
+
+
+# -- x ** y ---------------------------------------------------------------------------------
+def _pow_parts(dy, x, y):
+    """(dy * conj(d/dx x**y), dy * conj(d/dy x**y)) for any numbers or arrays."""
+    xa, ya = np.asarray(x, dtype=complex), np.asarray(y, dtype=complex)
+    gx = np.where(ya == 0, 0.0, ya * xa ** np.where(ya == 0, 1.0, ya - 1))
+    gy = np.where(xa == 0, 0.0, xa ** ya * np.log(np.where(xa == 0, 1.0, xa)))
+    return _shaped(dy * np.conj(gx), x), _shaped(dy * np.conj(gy), y)
+
+
+def _shaped(g, x):
+    g = unbcast(np.asarray(g), x) if isinstance(x, np.ndarray) else np.sum(g)
+    return complex(g) if not isinstance(x, np.ndarray) else g
+
+
+pow_rule = OP_RULES["pow"]
+on_complex(pow_rule.pullback)(_pow_parts)
+
+
+@on_complex(*(v.pullback for v in pow_rule.scalar))
+def d_pow_base_complex(dy, x, y):
+    return _pow_parts(dy, x, y)[0], 0.0
+
+
+# -- abs and the parts of a complex number ---------------------------------------------------
+def _unit(z):
+    """z / |z| (0 at 0): the gradient of |z|."""
+    r = np.abs(z)
+    out = np.where(r == 0, 0.0, z / np.where(r == 0, 1.0, r))
+    return out if isinstance(z, np.ndarray) else complex(out)
+
+
+@on_complex(E.d_abs)
+def d_abs_complex(dy, x):
+    return (np.real(dy) * _unit(x),)
+
+
+@on_complex(M.d_getattr)
+def d_getattr_complex(dy, x, name):
+    if name == "real":
+        return np.real(dy) + 0j, None
+    if name == "imag":
+        return 1j * np.real(dy), None
+    if name == "T":
+        return np.transpose(dy), None
+    return dy, None
+
+
+def _zero_like(dy, x):
+    """The zero cotangent of operand `x` (a piecewise constant function of a real)."""
+    return cotangent_like(0.0 * np.real(dy), x)
+
+
+def _like_operand(g, x):
+    """A complex cotangent of operand `x` from `g` (the result's broadcast shape)."""
+    if isinstance(x, np.ndarray):
+        return np.asarray(unbcast(np.asarray(g), x)) + 0j
+    return complex(np.sum(g))
+
+
+@on_complex(U.d_np_real)     # np.real, np.real_if_close
+def d_np_real_complex(dy, x, tol=100):
+    return (_like_operand(np.real(dy), x),)
+
+
+@pullback_rule(np.conjugate)
+def d_np_conjugate(dy, x):
+    """For a real x, the identity."""
+    return cotangent_like(np.real(dy), x)
+
+
+@pullback_rule(np.imag)
+def d_np_imag(dy, x):
+    """np.imag of a real value: the constant 0."""
+    return (_zero_like(dy, x),)
+
+
+@pullback_rule(np.angle)
+def d_np_angle(dy, x, deg=False):
+    """np.angle of a real value: piecewise constant (0 or pi)."""
+    return (_zero_like(dy, x),)
+
+
+@pullback_rule(np.sign)
+def d_np_sign(dy, x):
+    """np.sign of a real value: piecewise constant (refused for a complex one)."""
+    return (_zero_like(dy, x),)
+
+
+@on_complex(d_np_conjugate)
+def d_np_conjugate_complex(dy, x):
+    return (_like_operand(np.conj(dy), x),)
+
+
+@on_complex(d_np_imag)
+def d_np_imag_complex(dy, x):
+    return (_like_operand(1j * np.real(dy), x),)
+
+
+@on_complex(d_np_angle)
+def d_np_angle_complex(dy, x, deg=False):
+    r2 = np.abs(x) ** 2
+    g = np.where(r2 == 0, 0.0, 1j * np.asarray(x) / np.where(r2 == 0, 1.0, r2))
+    scale = math.pi / 180.0 if deg else 1.0
+    return (_like_operand(np.real(dy) * scale * g, x),)
