@@ -196,8 +196,9 @@ def _loop_tanh(a):
 
 def test_tanh_of_an_array_is_numpys_and_a_scalar_loop_is_libms():
     """Where glibc's vector tanh is used (AVX-512, libmvec: `runtime.VECTOR_MATH`), a
-    library loop's np.tanh gives numpy's bits; a user's loop of math.tanh stays
-    libm's, as CPython's."""
+    library loop's np.tanh agrees with numpy's to 2 ulp (numpy's own SIMD tanh differs
+    between versions and CPUs, so its bits are not a fixed target); a user's loop of
+    math.tanh stays libm's, as CPython's."""
     from jit.runtime import native
     rng = np.random.default_rng(3)
     parts = [rng.normal(size=4000) * s for s in (1e-300, 1e-6, 0.3, 1.0, 4.0, 25.0)]
@@ -206,6 +207,8 @@ def test_tanh_of_an_array_is_numpys_and_a_scalar_loop_is_libms():
     if native.vector_variant("tanh") is None:
         pytest.skip("no libmvec or no AVX-512 here: np.tanh compiles to libm's tanh")
     got = jit.jit(_np_tanh)(a)
-    assert np.array_equal(got, np.tanh(a))
+    ulps = np.abs(got.view(np.int64) - np.tanh(a).view(np.int64))
+    assert ulps[np.isfinite(a)].max() <= 2
+    assert np.array_equal(got[~np.isfinite(a)], np.tanh(a)[~np.isfinite(a)])
     assert np.array_equal(np.signbit(got), np.signbit(np.tanh(a)))
     assert np.isnan(jit.jit(_np_tanh)(np.array([np.nan] * 9))).all()
