@@ -448,14 +448,15 @@ def _declare_builtins() -> None:
       lower=_cg_divmod, gpu={"cuda": "inline"})
     d(operator.index, family=MATH, pattern="int", types=_t_index, lower=_cg_index,
       gpu={"cuda": "inline"})
+    # decided by the type alone, or a value passed through: any array too (numpy_too)
     d(builtins.isinstance, family=MATH, pattern="value, constant class", types=_t_isinstance,
-      lower=_cg_isinstance, gpu={"cuda": "inline"})
+      lower=_cg_isinstance, gpu={"cuda": "inline"}, numpy_too=True)
     d(check_bound, family=CHECKS, pattern="value[, name, flag]", types=_t_check_bound,
-      lower=_cg_check_bound, gpu={"cuda": "inline"})
+      lower=_cg_check_bound, gpu={"cuda": "inline"}, numpy_too=True)
     d(range_step, family=CHECKS, pattern="int", types=_t_range_step, lower=_cg_range_step,
       gpu={"cuda": "inline"})
     d(updates_float_array, family=CHECKS, pattern="value", types=_t_updates_float_array,
-      lower=_cg_updates_float_array, gpu={"cuda": "inline"})
+      lower=_cg_updates_float_array, gpu={"cuda": "inline"}, numpy_too=True)
     STATIC_CALLS[builtins.isinstance] = _static_isinstance_call
     STATIC_CALLS[updates_float_array] = _static_updates_float_array
 

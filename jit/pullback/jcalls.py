@@ -47,6 +47,7 @@ from jit.types import (
     PythonCallable,
     TupleT,
     Type,
+    TypingError,
 )
 
 
@@ -233,8 +234,8 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     impl = entry.pick(ctx, fake, list(argtypes)) if entry is not None else None
     if impl is None:
         ctx.fail(f"the JIT cannot call {getattr(f, '__name__', f)}")
+    impl, y = _primal_type(ctx, entry, impl, fake, list(argtypes))
     ctx.typing.impls[("primal", s.var)] = impl
-    y = impl.types(ctx, fake, list(argtypes))
     if y is None:
         return None
     if impl.lower is None:     # plain Python: the call of it impl.types recorded
@@ -243,6 +244,21 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     saved = ((y,) if pb is not None and pb.uses_result else ()) + argtypes
     ctx.typing.calls[s.var] = Call(None, operands, f)
     return TupleT((y, RulePBT(id(pb), saved, 1 + len(operands), pb)))
+
+
+def _primal_type(ctx: Context, entry: Any, impl: Any, fake, argtypes: list) -> tuple:
+    """(impl, type) of the primal call: by `impl`, or by the entry's host call when
+    `impl`'s type rule refuses the argument types (as `Registry.type_with` does)."""
+    fallback = entry.fallback(impl)
+    try:
+        return impl, impl.types(ctx, fake, argtypes)
+    except TypingError as exc:
+        if fallback is None:
+            raise
+        try:
+            return fallback, fallback.types(ctx, fake, argtypes)
+        except TypingError:
+            raise exc from None
 
 
 def _t_effect_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> Type:
