@@ -120,3 +120,24 @@ def test_outer_called_through_a_variable(backend):
     fn = np.outer
     _check_form_and_value(lambda x, y: np.sum(fn(x, y) ** 2), (_FORMS["2-D"], _FORMS["1-D"]),
                           backend)
+
+
+def test_host_called_rule_types_an_unread_operand_by_its_result(monkeypatch):
+    """A rule that reads only its result (sqrt's) is called with a placeholder for its
+    operand; where the JIT cannot compile the rule and calls it as Python, the
+    operand's cotangent has the result's form, not the placeholder's (a float)."""
+    from adjoint import rules_elementary
+
+    def sqrt_rule_in_numpy_only(dy, y, x):      # np.isnan of an array: not compiled
+        return np.where(np.isnan(y), 0.0, dy / (2.0 * y))
+
+    monkeypatch.setattr(rules_elementary.d_sqrt, "fn", sqrt_rule_in_numpy_only)
+
+    def f(T):
+        return np.sum(np.sqrt(1.0 + T * T))
+
+    T = np.linspace(-1.0, 1.0, 12).reshape(2, 3, 2)
+    g = gradient(f, T, backend="llvm")[0]
+    np.testing.assert_allclose(g, T / np.sqrt(1.0 + T * T))
+    assert gradient(lambda x: np.sqrt(x), 2.0, backend="llvm")[0] == pytest.approx(
+        0.5 / np.sqrt(2.0))
