@@ -141,3 +141,57 @@ def test_host_called_rule_types_an_unread_operand_by_its_result(monkeypatch):
     np.testing.assert_allclose(g, T / np.sqrt(1.0 + T * T))
     assert gradient(lambda x: np.sqrt(x), 2.0, backend="llvm")[0] == pytest.approx(
         0.5 / np.sqrt(2.0))
+
+
+# -- division by an element read from an array: numpy scalar semantics --------------------
+def _over_elem(x):
+    a = np.zeros(2)
+    return x / a[1]
+
+
+def _floor_mod_pow_elem(x):
+    a = np.zeros(2)
+    return (x // a[1], x % a[1], a[0] ** -1.0)
+
+
+def _int_elem(n):
+    a = np.zeros(2, dtype=np.int64)
+    return n // a[1] + n % a[1], n / a[1]
+
+
+def _over_python_float(x):
+    return x / (x - x)
+
+
+def _python_int_floor(n):
+    return n // (n - n)
+
+
+def test_division_by_a_numpy_zero_is_ieee_compiled():
+    import jit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert jit.jit(_over_elem)(1.0) == np.inf
+        q, r, p = jit.jit(_floor_mod_pow_elem)(-1.0)
+        assert q == -np.inf and np.isnan(r) and p == np.inf
+        assert jit.jit(_int_elem)(3) == (0, np.inf) == _int_elem(3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_division_by_a_numpy_zero_in_a_gradient(backend):
+    from adjoint import pullback
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y, back = pullback(_over_elem, 1.0, backend=backend)
+        assert y == np.inf and back(1.0)[0] == np.inf
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_division_of_python_numbers_by_zero_still_raises(backend):
+    import jit
+    with pytest.raises(ZeroDivisionError):
+        jit.jit(_over_python_float)(1.0)
+    with pytest.raises(ZeroDivisionError):
+        jit.jit(_python_int_floor)(4)
+    with pytest.raises(ZeroDivisionError):
+        gradient(_over_python_float, 1.0, backend=backend)
