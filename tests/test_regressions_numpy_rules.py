@@ -195,3 +195,13 @@ def test_division_of_python_numbers_by_zero_still_raises(backend):
         jit.jit(_python_int_floor)(4)
     with pytest.raises(ZeroDivisionError):
         gradient(_over_python_float, 1.0, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_uncompiled_rules_called_through_a_variable(backend):
+    """A jcall of a function whose rule the JIT cannot compile (fmax's np.isnan, std's
+    where) calls the rule as Python, as a direct call does."""
+    fmax, std = np.fmax, np.std
+    _check_form_and_value(lambda x, y: np.sum(fmax(x, y) ** 2),
+                          (_FORMS["2-D"], _FORMS["3-D"] + 0.13), backend)
+    _check_form_and_value(lambda x: std(x) * 2.0, (_FORMS["3-D"],), backend)
