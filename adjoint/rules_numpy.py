@@ -213,7 +213,26 @@ def d_np_matmul(dy, x, y):
 
 @pullback_rule(np.outer)
 def d_np_outer(dy, x, y):
-    return dy @ _f(y).ravel(), dy.T @ _f(x).ravel()
+    """np.outer ravels its operands, so each cotangent (of the raveled operand) is
+    given back its operand's form."""
+    return _unravel(dy @ _flat(y), x), _unravel(dy.T @ _flat(x), y)
+
+
+def _flat(x):
+    """np.ravel(x) as float64 (a one-element array for a number)."""
+    if isinstance(x, (int, float)):
+        return np.ones(1) * x
+    return _f(x).ravel()
+
+
+def _unravel(g, x):
+    """1-D cotangent `g` of `np.ravel(x)` in the form of `x`: an array of its shape,
+    a float for a number (a list or tuple gets an array of its shape)."""
+    if isinstance(x, np.ndarray):
+        return g.reshape(x.shape)
+    if isinstance(x, (list, tuple)):
+        return g.reshape(np.shape(x))
+    return float(g[0])
 
 
 @pullback_rule(np.broadcast_to)

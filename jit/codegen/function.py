@@ -216,6 +216,7 @@ class ModuleGen:
     # pointers, a device-resident error record and a shallower native stack).
     max_depth = runtime.MAX_DEPTH
     vector_math = True     # glibc's vector math may widen library loops (runtime.VECTOR_MATH)
+    reruns = True          # a DEOPT status reruns the call in Python (not on a device)
 
     def call_function(self, b: L.IRBuilder, t: Typing, depth, args: list) -> tuple:
         """Call the function of specialised user function `t` at native depth `depth`:
@@ -459,6 +460,17 @@ class FunctionGen:
         """If `cond`, return DEOPT: the result needs exact Python semantics."""
         sid = runtime.site(OverflowError, why, self.source_name, self.ir.file, self.line)
         self._exit_if(cond, runtime.DEOPT, sid, ())
+
+    def zero_division_if(self, cond: L.Value, template: str) -> None:
+        """A division (`/`, `//`, `%`, `**` of 0.0) by zero.  CPython raises
+        ZeroDivisionError for Python numbers, but a numpy scalar (an element read from
+        an array, `np.float64` or `np.int64`) gives inf, nan or 0 with a warning, and
+        the JIT types both as one float64/int64: the call deoptimises, and its rerun
+        has exact Python semantics.  A device cannot rerun: it raises."""
+        if self.mg.reruns:
+            self.deopt_if(cond, template)
+        else:
+            self.raise_if(cond, ZeroDivisionError, template)
 
     def _exit_if(self, cond: L.Value, status: int, sid: int, details: tuple) -> None:
         with self.b.if_then(cond, likely=False):

@@ -4,9 +4,12 @@
     returns DEOPT (the wrapper reruns the call with exact Python integers);
   * `//` and `%` round toward minus infinity (the remainder takes the divisor's sign),
     for ints and floats exactly as CPython's `float_divmod`/`float_rem` do;
-  * division or modulo by zero raises ZeroDivisionError; `int / int` is exact for
-    operands up to 2**53 and deopts beyond (CPython rounds the exact quotient);
-  * float `**` follows `float_pow`: 0.0 ** negative is ZeroDivisionError, a negative
+  * division or modulo by zero deopts (`FunctionGen.zero_division_if`): CPython
+    raises ZeroDivisionError for Python numbers, but a numpy scalar read from an
+    array gives inf/nan (or 0 for np.int64), and both are one JIT type; `int / int`
+    is exact for operands up to 2**53 and deopts beyond (CPython rounds the exact
+    quotient);
+  * float `**` follows `float_pow`: 0.0 ** negative deopts as division by zero, a negative
     base with a fractional exponent (a complex result) deopts, an overflow raises
     OverflowError;
   * comparisons between int64 and float64 are exact, as in CPython (no rounding of
@@ -81,11 +84,10 @@ def fc_lltype(t):
 def _cg_truediv(fc: FunctionGen, s, ts):
     if FLOAT64 in ts:
         a, b = operands(fc, s, FLOAT64)
-        fc.raise_if(fc.b.fcmp_ordered("==", b, ZERO_F), ZeroDivisionError,
-                    "float division by zero")
+        fc.zero_division_if(fc.b.fcmp_ordered("==", b, ZERO_F), "float division by zero")
         return fc.b.fdiv(a, b)
     a, b = operands(fc, s, INT64)
-    fc.raise_if(fc.b.icmp_signed("==", b, ZERO_I), ZeroDivisionError, "division by zero")
+    fc.zero_division_if(fc.b.icmp_signed("==", b, ZERO_I), "division by zero")
     fc.deopt_if(fc.b.or_(_too_big(fc, a), _too_big(fc, b)), "int/int beyond 2**53")
     return fc.b.fdiv(fc.b.sitofp(a, F64), fc.b.sitofp(b, F64))
 
@@ -114,8 +116,7 @@ def _cg_mod(fc: FunctionGen, s, ts):
 def floordiv_values(fc: FunctionGen, a, b, t) -> L.Value:
     """Python's `a // b` for two int64 or two float64 values."""
     if t == FLOAT64:
-        fc.raise_if(fc.b.fcmp_ordered("==", b, ZERO_F), ZeroDivisionError,
-                    "float floor division by zero")
+        fc.zero_division_if(fc.b.fcmp_ordered("==", b, ZERO_F), "float floor division by zero")
         return float_divmod(fc, a, b)[0]
     _int_div_guard(fc, a, b)
     q = fc.b.sdiv(a, b)
@@ -126,18 +127,16 @@ def floordiv_values(fc: FunctionGen, a, b, t) -> L.Value:
 def mod_values(fc: FunctionGen, a, b, t) -> L.Value:
     """Python's `a % b` (the result has the divisor's sign)."""
     if t == FLOAT64:
-        fc.raise_if(fc.b.fcmp_ordered("==", b, ZERO_F), ZeroDivisionError, "float modulo")
+        fc.zero_division_if(fc.b.fcmp_ordered("==", b, ZERO_F), "float modulo")
         return float_divmod(fc, a, b)[1]
-    fc.raise_if(fc.b.icmp_signed("==", b, ZERO_I), ZeroDivisionError,
-                "integer division or modulo by zero")
+    fc.zero_division_if(fc.b.icmp_signed("==", b, ZERO_I), "integer division or modulo by zero")
     safe_b = fc.b.select(fc.b.icmp_signed("==", b, L.Constant(I64, -1)), ONE_I, b)
     r = fc.b.srem(a, safe_b)
     return fc.b.select(_needs_fix(fc, r, b), fc.b.add(r, b), r)
 
 
 def _int_div_guard(fc: FunctionGen, a, b) -> None:
-    fc.raise_if(fc.b.icmp_signed("==", b, ZERO_I), ZeroDivisionError,
-                "integer division or modulo by zero")
+    fc.zero_division_if(fc.b.icmp_signed("==", b, ZERO_I), "integer division or modulo by zero")
     fc.deopt_if(fc.b.and_(fc.b.icmp_signed("==", a, INT_MIN),
                           fc.b.icmp_signed("==", b, L.Constant(I64, -1))), "integer overflow")
 
@@ -190,8 +189,8 @@ def float_pow(fc: FunctionGen, iv, iw, w: Any = None) -> L.Value:
     natural = type(w) in (int, float) and w >= 0 and w == int(w)
     if not natural:
         zero_neg = b.and_(b.fcmp_ordered("==", iv, ZERO_F), b.fcmp_ordered("<", iw, ZERO_F))
-        fc.raise_if(b.and_(zero_neg, _isfinite(fc, iw)), ZeroDivisionError,
-                    "0.0 cannot be raised to a negative power")
+        fc.zero_division_if(b.and_(zero_neg, _isfinite(fc, iw)),
+                            "0.0 cannot be raised to a negative power")
         fractional = b.fcmp_unordered("!=", iw, fintrinsic(fc, "floor", iw))
         fc.deopt_if(b.and_(b.and_(finite, b.fcmp_ordered("<", iv, ZERO_F)), fractional),
                     "negative number raised to a fractional power is complex")

@@ -53,6 +53,7 @@ class DeviceModuleGen(ModuleGen):
 
     max_depth = DEVICE_MAX_DEPTH
     vector_math = False    # (libdevice is the device's math)
+    reruns = False         # a kernel cannot deoptimise: division by zero raises
 
     def __init__(self, engine, root) -> None:
         super().__init__(engine, root)

@@ -459,8 +459,9 @@ def _declare_builtins() -> None:
       lower=_cg_divmod, gpu={"cuda": "inline"})
     d(operator.index, family=MATH, pattern="int", types=_t_index, lower=_cg_index,
       gpu={"cuda": "inline"})
+    # decided by the type alone, or a value passed through: any array too (numpy_too)
     d(builtins.isinstance, family=MATH, pattern="value, constant class", types=_t_isinstance,
-      lower=_cg_isinstance, gpu={"cuda": "inline"}, numpy_too=True)   # (decided by type)
+      lower=_cg_isinstance, gpu={"cuda": "inline"}, numpy_too=True)
     d(check_bound, family=CHECKS, pattern="value[, name, flag]", types=_t_check_bound,
       lower=_cg_check_bound, gpu={"cuda": "inline"}, numpy_too=True)
     d(missing_name, family=CHECKS, pattern="constant exception class, constant message",

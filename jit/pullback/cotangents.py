@@ -13,6 +13,7 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from lowering import UnsupportedError
+from adjoint.passes.reverse import UNREAD
 from adjoint.rules import Pullback
 from adjoint.tape import accum as tape_accum
 from adjoint.tape import unbcast
@@ -266,13 +267,22 @@ def _host_pullback(ctx: Context, s, pb, ts: list, why: Exception) -> Type:
     """A rule the JIT cannot compile runs as Python, called from the compiled adjoint
     (`jit.runtime.host_calls`): its cotangents have the types of its arguments."""
     nout = len(s.args) - 2 - int(pb.uses_result)
-    argtypes = ts[len(ts) - nout:]
+    argtypes = [_operand_type(a, t, ts[1]) for a, t in zip(s.args[len(s.args) - nout:],
+                                                           ts[len(ts) - nout:])]
     kwtypes = [ctx.type_of(v) for v in s.kwargs.values()]
     if not all(host.passable(t) or _known(t) for t in list(ts) + kwtypes):
         raise why
     ctx.typing.calls[s.var] = Call(None, [], pb)
     ctx.typing.impls[("host", s.var)] = True
     return TupleT(tuple(cotangent_type(t) for t in argtypes))
+
+
+def _operand_type(operand, t: Type, dy: Type) -> Type:
+    """The type whose cotangent a host-called rule returns for `operand`.  An operand
+    the rule does not read (`UNREAD`, see `Rule.needs`) is a placeholder, not its
+    value: such a rule can only give that operand a cotangent of the result's form
+    (the elementwise functions that read only their result), so dy's type."""
+    return dy if operand is UNREAD else t
 
 
 def _known(t: Type) -> bool:

@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 from llvmlite import ir as L
 
+from lowering import UnsupportedError
 from ssair.compile_lock import compiling
 from ssair.ir import IR, Const
 
@@ -48,6 +49,7 @@ from jit.types import (
     PythonCallable,
     TupleT,
     Type,
+    TypingError,
 )
 
 
@@ -234,8 +236,8 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     impl = entry.pick(ctx, fake, list(argtypes)) if entry is not None else None
     if impl is None:
         ctx.fail(f"the JIT cannot call {getattr(f, '__name__', f)}")
+    impl, y = _primal_type(ctx, entry, impl, fake, list(argtypes))
     ctx.typing.impls[("primal", s.var)] = impl
-    y = impl.types(ctx, fake, list(argtypes))
     if y is None:
         return None
     if impl.lower is None:     # plain Python: the call of it impl.types recorded
@@ -244,6 +246,21 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     saved = ((y,) if pb is not None and pb.uses_result else ()) + argtypes
     ctx.typing.calls[s.var] = Call(None, operands, f)
     return TupleT((y, RulePBT(id(pb), saved, 1 + len(operands), pb)))
+
+
+def _primal_type(ctx: Context, entry: Any, impl: Any, fake, argtypes: list) -> tuple:
+    """(impl, type) of the primal call: by `impl`, or by the entry's host call when
+    `impl`'s type rule refuses the argument types (as `Registry.type_with` does)."""
+    fallback = entry.fallback(impl)
+    try:
+        return impl, impl.types(ctx, fake, argtypes)
+    except TypingError as exc:
+        if fallback is None:
+            raise
+        try:
+            return fallback, fallback.types(ctx, fake, argtypes)
+        except TypingError:
+            raise exc from None
 
 
 def _t_effect_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> Type:
@@ -453,11 +470,15 @@ def _t_rule_jback(ctx: Context, s, ts) -> Type:
     if pb.rule is not None and dy != NONE:
         from jit.library.registry import REGISTRY  # the JIT's version of a rule, if any
         fn = REGISTRY.pullback_impl(pb.rule, (dy,) + pb.saved) or pb.rule.fn
-        target = ctx.engine.infer(lower_function(fn), (dy,) + pb.saved)
-        ctx.typing.calls[s.var] = Call(target, [], pb.rule)
-        if target.ret is None:
-            return None
-        grads = target.ret.elems if isinstance(target.ret, TupleT) else (target.ret,)
+        try:
+            target = ctx.engine.infer(lower_function(fn), (dy,) + pb.saved)
+        except (TypingError, UnsupportedError) as exc:   # its Python is not compiled
+            grads = _host_rule_grads(ctx, s, pb, dy, exc)
+        else:
+            ctx.typing.calls[s.var] = Call(target, [], pb.rule)
+            if target.ret is None:
+                return None
+            grads = target.ret.elems if isinstance(target.ret, TupleT) else (target.ret,)
     out = ((NONE,) + tuple(grads) + (NONE,) * pb.nops)[:pb.nops]
     curs = cur.elems if isinstance(cur, TupleT) else (NONE,) * pb.nops
     try:
@@ -466,13 +487,43 @@ def _t_rule_jback(ctx: Context, s, ts) -> Type:
         ctx.fail(str(e))
 
 
+def _host_rule_grads(ctx: Context, s, pb: RulePBT, dy: Type, why: Exception) -> tuple:
+    """A rule the JIT cannot compile runs as Python, called from the compiled adjoint
+    (as `cotangents._host_pullback` does for a direct call): its cotangents have the
+    types of its operands."""
+    from jit.pullback.cotangents import cotangent_type
+    from jit.runtime.host_calls import passable
+    if not all(passable(t) for t in (dy,) + pb.saved):
+        raise why
+    operands = pb.saved[1:] if pb.rule.uses_result else pb.saved
+    grads = tuple(cotangent_type(t) for t in operands)
+    ctx.typing.calls[s.var] = Call(None, [], pb.rule)
+    ctx.typing.impls[("host", s.var)] = TupleT(grads)
+    return grads
+
+
+def _host_rule_parts(fc: FunctionGen, s, pb: RulePBT, dy_t: Type, saved) -> list:
+    """(value, type) of each cotangent the host-called rule returns."""
+    from jit.codegen.host_calls import call_host
+    from jit.runtime.host_calls import HostSite
+    want = fc.typing.impls[("host", s.var)]
+    types = (dy_t,) + pb.saved
+    values = [fc.get(s.args[2])] + [fc.b.extract_value(saved, i) for i in range(len(pb.saved))]
+    site = HostSite(pb.rule, f"the derivative of {pb.rule.of}", [("slot", t) for t in types],
+                    (), want, cotangents=True)
+    g = unless_none(fc, dy_t, values[0], lambda: call_host(fc, site, values), want)
+    return [(fc.b.extract_value(g, i), e) for i, e in enumerate(want.elems)]
+
+
 def _cg_rule_jback(fc: FunctionGen, s, ts):
     from jit.pullback.cotangents import accum_values
     pb, cur_t = ts[0], ts[3]
     saved = pop_value(fc, fc.get(s.args[1]), TupleT(pb.saved))
     call = fc.typing.calls.get(s.var)
     parts = [(None, NONE)]
-    if call is not None and call.target is not None:
+    if fc.typing.impls.get(("host", s.var)) is not None:
+        parts += _host_rule_parts(fc, s, pb, ts[2], saved)
+    elif call is not None and call.target is not None:
         target = fc.mg.engine.table.get(call.target.key, call.target)
         lead = [fc.get(s.args[2])] + [fc.b.extract_value(saved, i) for i in range(len(pb.saved))]
         g = unless_none(fc, ts[2], lead[0], lambda: fc.call_user(call.target, [], lead),
