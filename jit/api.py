@@ -246,16 +246,23 @@ def _guard_expr(name: str, t: Any) -> str:
     return "False"
 
 
+def _not_rerun(site: Any) -> BaseException:
+    """The error of a DEOPT that cannot be rerun in Python (the function writes to
+    arrays): a division by zero raises as CPython does for Python numbers; an int64
+    overflow says why it was not rerun."""
+    if site.exc is ZeroDivisionError:
+        return ZeroDivisionError(f"{site.template} (in {site.func} at {site.file}:{site.line})")
+    return site.exc(f"{site.template} in compiled {site.func} at {site.file}:{site.line} "
+                    "(the function writes to arrays, so it is not rerun with Python integers)")
+
+
 def _failure(t: Signature, fallback: Callable) -> Callable:
     def fail(args: tuple) -> Any:
         status = runtime.ERRINFO[0]
         if status == runtime.ERROR:
             raise runtime.current_error()
         if t.writes:
-            site = runtime.current_site()
-            raise OverflowError(f"{site.template} in compiled {site.func} at "
-                                f"{site.file}:{site.line} (the function writes to arrays, "
-                                "so it is not rerun with Python integers)")
+            raise _not_rerun(runtime.current_site())
         return fallback(*args)
     return fail
 

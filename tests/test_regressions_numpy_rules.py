@@ -205,3 +205,19 @@ def test_uncompiled_rules_called_through_a_variable(backend):
     _check_form_and_value(lambda x, y: np.sum(fmax(x, y) ** 2),
                           (_FORMS["2-D"], _FORMS["3-D"] + 0.13), backend)
     _check_form_and_value(lambda x: std(x) * 2.0, (_FORMS["3-D"],), backend)
+
+
+def _writes_then_divides(x):
+    a = np.zeros(2)
+    a[0] = x
+    return a[0] + x / (x - x)
+
+
+def test_division_by_zero_in_a_function_that_writes_arrays_raises_zerodivision():
+    """A function that writes arrays cannot be rerun in Python: a zero divisor there
+    raises CPython's ZeroDivisionError (as for a Python float), not another class."""
+    import jit
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        _writes_then_divides(1.5)
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        jit.jit(_writes_then_divides)(1.5)

@@ -456,9 +456,10 @@ class FunctionGen:
         """The user's name for this function (not `f_forward`/`f_adjoint`)."""
         return self.ir.meta.get("source_name", self.ir.name)
 
-    def deopt_if(self, cond: L.Value, why: str) -> None:
-        """If `cond`, return DEOPT: the result needs exact Python semantics."""
-        sid = runtime.site(OverflowError, why, self.source_name, self.ir.file, self.line)
+    def deopt_if(self, cond: L.Value, why: str, exc: type = OverflowError) -> None:
+        """If `cond`, return DEOPT: the result needs exact Python semantics.  `exc` is
+        raised instead where the call cannot be rerun (a function that writes arrays)."""
+        sid = runtime.site(exc, why, self.source_name, self.ir.file, self.line)
         self._exit_if(cond, runtime.DEOPT, sid, ())
 
     def zero_division_if(self, cond: L.Value, template: str) -> None:
@@ -468,7 +469,7 @@ class FunctionGen:
         the JIT types both as one float64/int64: the call deoptimises, and its rerun
         has exact Python semantics.  A device cannot rerun: it raises."""
         if self.mg.reruns:
-            self.deopt_if(cond, template)
+            self.deopt_if(cond, template, ZeroDivisionError)
         else:
             self.raise_if(cond, ZeroDivisionError, template)
 
