@@ -117,3 +117,67 @@ def test_row_scaled_in_place_interp():
     dM, dv = gradient(row, M, np.array([3.0, 5.0]), backend="interp")
     np.testing.assert_allclose(dv, [3.0, 4.0])
     np.testing.assert_allclose(dM, [[1.0, 1.0], [3.0, 5.0]])
+
+
+def _double(x):
+    return x * 2.0
+
+
+def _both(x):
+    return x, x * 3.0
+
+
+def float_doubled_with_alias(x):          # 5 * 2x
+    v = _double(x)
+    x = v
+    for _ in range(2):
+        x += x
+    return x + v
+
+
+def float_from_tuple(x):                  # 4 * x
+    a, b = _both(x)
+    a *= 4.0
+    return a
+
+
+def float_from_tuple_arg(x, t):           # x + t[0]
+    v = t[0]
+    v += x
+    return v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_number_updated_in_place_is_not_an_alias_write(backend):
+    assert gradient(float_doubled_with_alias, 1.5, backend=backend) == (10.0,)
+    assert gradient(float_from_tuple, 0.5, backend=backend) == (4.0,)
+    assert gradient(float_from_tuple_arg, 0.5, (1.0, 2.0), backend=backend) == (1.0, (1.0, 0.0))
+
+
+def test_number_updated_in_place_forward_mode():
+    from adjoint import jvp
+
+    def two_names(p0, p1):                # 2.25 p1 + p1
+        p0 = p1
+        for _ in range(2):
+            p0 *= 1.5
+        return p0 + p1
+    assert jvp(lambda x: two_names(x, x), (1.0,), (1.0,), backend="interp") == (3.25, 3.25)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_array_alias_and_view_writes_still_refused(backend):
+    def alias(x):
+        v = _double(x)
+        x = v
+        for _ in range(2):
+            x += x
+        return np.sum(x + v)
+
+    def view(x):
+        z = _both(x)[1][0:2]
+        z *= 3.0
+        return np.sum(x)
+    for f in (alias, view):
+        with pytest.raises(TypeError, match="in-place update|view of an array"):
+            gradient(f, np.array([1.0, 2.0]), backend=backend)

@@ -38,6 +38,7 @@ from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
 from .aliases import volatile
+from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
                      missing_rule_error, partial_variant, scalar_variant)
@@ -112,12 +113,12 @@ def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     phis = {p.var: p for b in ir.blocks for p in b.phis}
     for b in ir.blocks:
-        for s in b.stmts:
+        for s in list(b.stmts):
             if s.op != "setitem" or not isinstance(s.args[0], Var):
                 continue
             view = _view_source(s.args[0], defs, phis, set(), kinds)
             if view is not None and view in act.varied:
-                raise TypeError(f"adjoint: writing into a view of an array (here a value "
+                refuse_write(ir, s.var, f"adjoint: writing into a view of an array (here a value "
                                 f"made by {_view_name(defs[view])}) is not differentiable "
                                 f"yet{where(ir, s.line)}; copy it first (`.copy()`)")
 
