@@ -181,3 +181,16 @@ def test_array_alias_and_view_writes_still_refused(backend):
     for f in (alias, view):
         with pytest.raises(TypeError, match="in-place update|view of an array"):
             gradient(f, np.array([1.0, 2.0]), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_keyword_into_differentiable_array_refused(backend):
+    def f(a):
+        t = a * 1.0
+        np.multiply(t, 0.0, out=t)
+        return np.sum(t)
+    with pytest.raises(TypeError, match="out="):
+        gradient(f, np.array([1.0, 2.0]), backend=backend)
+    from adjoint import jvp
+    with pytest.raises(TypeError, match="out="):
+        jvp(f, (np.array([1.0, 2.0]),), (np.ones(2),), backend=backend)

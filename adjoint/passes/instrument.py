@@ -84,6 +84,7 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     out.nfree = 0
     out.meta["tape"] = tape
     _refuse_view_writes(out, act, kinds)
+    _refuse_out_writes(out, act)
     refuse_stale_views(out, act.varied, kinds)
     mutated = volatile(out, kinds, set())
     out.meta["mutated"] = mutated
@@ -121,6 +122,20 @@ def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
                 refuse_write(ir, s.var, f"adjoint: writing into a view of an array (here a value "
                                 f"made by {_view_name(defs[view])}) is not differentiable "
                                 f"yet{where(ir, s.line)}; copy it first (`.copy()`)")
+
+
+def _refuse_out_writes(ir: IR, act: Activity) -> None:
+    """`np.multiply(t, 2.0, out=t)` writes into `t` behind the adjoint's back (it
+    follows values, not the memory `out=` names): refuse it when `t` may carry a
+    derivative instead of giving a wrong gradient.  A constant `out=` array is only
+    a write, which `adjoint.passes.aliases` makes the pullbacks before it copy."""
+    for b in ir.blocks:
+        for s in b.stmts:
+            t = s.kwargs.get("out") if s.op == "call" else None
+            if isinstance(t, Var) and t in act.varied:
+                raise TypeError(f"adjoint: writing a result into a differentiable array "
+                                f"with out= is not differentiable yet{where(ir, s.line)}; "
+                                "assign the result instead (`t[...] = np.multiply(t, y)`)")
 
 
 def _view_source(v, defs: dict, phis: dict, seen: set, kinds: Any = None):
