@@ -31,7 +31,7 @@ VIEW_NAMES = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis",
                         "expand_dims", "diagonal", "view", "asarray", "atleast_1d",
                         "atleast_2d", "atleast_3d", "broadcast_to", "flip", "fliplr",
                         "flipud", "real", "imag", "asanyarray", "ascontiguousarray",
-                        "rot90", "roll_view", "squeeze"})
+                        "rot90"})
 
 
 def volatile(ir: IR, kinds: Any, args: set) -> set:
