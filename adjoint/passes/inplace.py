@@ -72,9 +72,46 @@ def canonical_inplace(ir: IR, types: tuple | None = None) -> IR:
     arrays = Scalars(out)
     for a, orig in zip(out.args, ir.args):
         a.type = orig.type
-    writes = _write_arrays(out, arrays) + _split_all(out)
-    _check_aliases(out, writes, arrays)
+    certain = _write_arrays(out, arrays)
+    guarded = _split_all(out)
+    out.meta["guarded_writes"] = set(guarded)
+    _check_aliases(out, certain + guarded, arrays)
     return out
+
+
+class RefusedWrite:
+    """Stands in an in-place update's array branch (`#arr`, module docstring) that
+    the adjoint cannot follow (an alias of the array is still live, or the array
+    may be a view): raises when that branch runs, so a value that is a number at
+    run time (`x += x` on a float) is updated as CPython does.  A library callable,
+    never lowered: the JIT decides the branch from the type and never types it."""
+
+    __zygopy_symbol__ = "adjoint.passes.inplace.refused_write"
+
+    def __call__(self, message: str) -> None:
+        raise TypeError(message)
+
+    def __zygopy_explain__(self, message) -> str:
+        return "an in-place update of an array that reverse mode cannot follow"
+
+    def __repr__(self) -> str:
+        return "<adjoint.passes.inplace.refused_write>"
+
+
+refused_write = RefusedWrite()
+
+
+def refuse_write(ir: IR, write: Var, message: str) -> None:
+    """Raise `message` now when `write` (a `setitem`) always runs; when it is the
+    array branch of a split update, make that branch raise it instead."""
+    if write not in ir.meta.get("guarded_writes", ()):
+        raise TypeError(message)
+    for b in ir.blocks:
+        for k, s in enumerate(b.stmts):
+            if s.var == write:
+                b.stmts.insert(k, Stmt(ir.new_var(), "call",
+                                       [Const(refused_write), Const(message)], line=s.line))
+                return
 
 
 def _write_arrays(ir: IR, kinds: Scalars) -> list:
@@ -225,7 +262,7 @@ def _check_aliases(ir: IR, writes: list, kinds: Scalars) -> None:
     group = _phi_groups(ir)
     live = _live_after(ir, set(writes))
     for b in ir.blocks:
-        for s in b.stmts:
+        for s in list(b.stmts):
             if s.var not in live:
                 continue
             a = s.args[0]
@@ -234,7 +271,7 @@ def _check_aliases(ir: IR, writes: list, kinds: Scalars) -> None:
             if others:
                 names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
                 other = min(others, key=lambda v: v.id)
-                raise TypeError(
+                refuse_write(ir, s.var, 
                     f"adjoint: in-place update of {names.get(a) or a} at {ir.file}:{s.line} "
                     f"while the same object is still reachable as {names.get(other) or other} "
                     "(an alias "
@@ -320,6 +357,6 @@ def _alias_rules() -> None:
                                  base.scalar, partial=base.partial)
 
 
-nondiff(updates_float_array)
+nondiff(updates_float_array, refused_write)
 _alias_rules()
-__all__ = ["arg_type", "arg_types", "canonical_inplace"]
+__all__ = ["arg_type", "arg_types", "canonical_inplace", "refuse_write", "refused_write"]

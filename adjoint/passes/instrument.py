@@ -10,10 +10,13 @@ copies of arguments it makes, below).  Guarantees:
         %y  = getitem(%t, 0)
         %pb = getitem(%t, 1)
     and `%pb` is its alpha (the callee's pullback data: its env, on the same tape);
-  * an array that is written (`a[i] = v`) somewhere in the function is copied with
-    `snapshot` before a pullback records it, so the adjoint sees the value the
-    primal read, not a later overwrite (`meta["mutated"]`); so is an argument that
-    may be an array, which a caller may write into after this function returns;
+  * an array that is written (`a[i] = v`, a callee's write, `out=`) somewhere in the
+    function, and every value that may share its memory (a view `a[0:2]`, `a.T`, a
+    container holding it, what a user function returns: `adjoint.passes.aliases`),
+    is copied with `snapshot` before a pullback records it, so the adjoint sees the
+    value the primal read, not a later overwrite (`meta["mutated"]`); so is an
+    argument that may be an array (and what shares its memory), which a caller may
+    write into after this function returns;
   * such an argument, a float64 array, that enters a phi (the first value of a loop
     variable) and is not written into is copied once on that edge instead: `%c =
     snapshot(%x)` at the end of the predecessor, and the phi reads `%c`, so that the
@@ -34,6 +37,8 @@ import numpy as np
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
+from .aliases import volatile
+from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
                      missing_rule_error, partial_variant, scalar_variant)
@@ -79,16 +84,17 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     out.nfree = 0
     out.meta["tape"] = tape
     _refuse_view_writes(out, act, kinds)
+    _refuse_out_writes(out, act)
     refuse_stale_views(out, act.varied, kinds)
-    mutated = _mutated(out, act)
+    mutated = volatile(out, kinds, set())
     out.meta["mutated"] = mutated
     _copy_args_into_phis(out, act, _float_array_args(out, kinds) - mutated)
-    volatile = _mutated(out, act, _array_args(out, kinds))
+    reread = volatile(out, kinds, _array_args(out, kinds))
     records = {}
     for b in out.blocks:
         stmts, recs = [], []
         for s in b.stmts:
-            stmts += _instrument_stmt(out, b.id, s, act, tape, volatile, recs, kinds)
+            stmts += _instrument_stmt(out, b.id, s, act, tape, reread, recs, kinds)
         b.stmts = stmts
         records[b.id] = recs
     out.meta["records"] = records
@@ -108,14 +114,28 @@ def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     phis = {p.var: p for b in ir.blocks for p in b.phis}
     for b in ir.blocks:
-        for s in b.stmts:
+        for s in list(b.stmts):
             if s.op != "setitem" or not isinstance(s.args[0], Var):
                 continue
             view = _view_source(s.args[0], defs, phis, set(), kinds)
             if view is not None and view in act.varied:
-                raise TypeError(f"adjoint: writing into a view of an array (here a value "
+                refuse_write(ir, s.var, f"adjoint: writing into a view of an array (here a value "
                                 f"made by {_view_name(defs[view])}) is not differentiable "
                                 f"yet{where(ir, s.line)}; copy it first (`.copy()`)")
+
+
+def _refuse_out_writes(ir: IR, act: Activity) -> None:
+    """`np.multiply(t, 2.0, out=t)` writes into `t` behind the adjoint's back (it
+    follows values, not the memory `out=` names): refuse it when `t` may carry a
+    derivative instead of giving a wrong gradient.  A constant `out=` array is only
+    a write, which `adjoint.passes.aliases` makes the pullbacks before it copy."""
+    for b in ir.blocks:
+        for s in b.stmts:
+            t = s.kwargs.get("out") if s.op == "call" else None
+            if isinstance(t, Var) and t in act.varied:
+                raise TypeError(f"adjoint: writing a result into a differentiable array "
+                                f"with out= is not differentiable yet{where(ir, s.line)}; "
+                                "assign the result instead (`t[...] = np.multiply(t, y)`)")
 
 
 def _view_source(v, defs: dict, phis: dict, seen: set, kinds: Any = None):
@@ -216,25 +236,6 @@ def _copy_args_into_phis(ir: IR, act: Activity, args: set) -> None:
                 p.incoming[pred] = c
                 if p.var in act.useful:
                     act.useful.add(c)
-
-
-def _mutated(ir: IR, act: Activity, seeds: set = frozenset()) -> set:
-    """Values written by `setitem` (and `seeds`), spread over the phis joining them."""
-    out = set(seeds)
-    for b in ir.blocks:
-        for s in b.stmts:
-            if s.op == "setitem" and isinstance(s.args[0], Var):
-                out.add(s.args[0])
-    changed = True
-    while changed:
-        size = len(out)
-        for b in ir.blocks:
-            for p in b.phis:
-                if p.var in out or any(v in out for v in p.operands()):
-                    out.add(p.var)
-                    out.update(v for v in p.operands() if isinstance(v, Var))
-        changed = len(out) != size
-    return out
 
 
 def where(ir: IR, line: Optional[int]) -> str:

@@ -457,6 +457,11 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
              or s.args[1].value in NONDIFF_METHODS or s.args[1].value in STORING_METHODS
              or s.args[1].value == "astype"):
         return None                  # a bound method: its call (below) differentiates it
+    out = s.kwargs.get("out") if s.op == "call" else None
+    if isinstance(out, Var) and tan.get(out) is not None:
+        raise TypeError(f"jvp: writing a result into a differentiable array with out= "
+                        f"({_where(em, s)}) is not differentiable yet; assign the result "
+                        "instead (`t[...] = np.multiply(t, y)`)")
     if s.op == "call":
         f = s.args[0]
         if isinstance(f, Var):

@@ -1,0 +1,128 @@
+"""Which values may share memory with an array that is written after a pullback
+reads it (used by `instrument` to decide which alphas are `snapshot`ted).
+
+A pullback records the operands (and sometimes the result) it reads by reference.
+When the program later writes into that memory (`t[0:2] = ...`, `t[1] *= v`, a
+callee writing into its argument, `out=`), the adjoint would read the new values.
+Memory is shared not only by the written name but by every view of it (`t[0:2]`,
+`t.T`, `t.reshape(...)`), every container holding it (`(t, b)`, `[t]`, a closure
+capturing it), every element taken out of such a container, and every value a user
+function returns (it may be its argument).  `volatile` groups values into classes
+of possibly shared memory (union-find; proven numbers never share) and returns the
+members of the classes holding a root: a written value, an operand of a call that
+may write into it, or an argument that may be an array (a caller may write into it
+after this function returns).  Over-approximating costs copies, never gradients.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ssair import IR, Const, Var
+
+from ..rules import lookup_callee
+
+# ops whose result is a new object that shares no memory with an operand
+FRESH_OPS = frozenset({
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos",
+    "abs", "lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not",
+    "truth", "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "snapshot",
+    "accum", "zero", "setitem", "push", "pop", "unbcast", "take_index", "dget"})
+VIEW_NAMES = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
+                        "expand_dims", "diagonal", "view", "asarray", "atleast_1d",
+                        "atleast_2d", "atleast_3d", "broadcast_to", "flip", "fliplr",
+                        "flipud", "real", "imag", "asanyarray", "ascontiguousarray",
+                        "rot90"})
+
+
+def volatile(ir: IR, kinds: Any, args: set) -> set:
+    """Values that may share memory with a value written later (module docstring);
+    `args`: the arguments that may be arrays (roots)."""
+    find, union = _union_find()
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    roots = set(args)
+    for b in ir.blocks:
+        for p in b.phis:
+            for o in p.operands():
+                _join(union, kinds, p.var, o)
+        for s in b.stmts:
+            roots |= _written(s, defs, kinds)
+            if not _fresh(s, defs):
+                for o in s.operands():
+                    _join(union, kinds, s.var, o)
+    classes = {find(r) for r in roots if isinstance(r, Var)}
+    every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}
+    return {v for v in every if find(v) in classes}
+
+
+def _union_find():
+    parent: dict = {}
+
+    def find(v):
+        while parent.get(v, v) != v:
+            parent[v] = v = parent.get(parent[v], parent[v])
+        return v
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+    return find, union
+
+
+def _join(union, kinds: Any, v, o) -> None:
+    if not isinstance(o, Var) or (kinds is not None and (kinds.is_scalar(v)
+                                                         or kinds.is_scalar(o))):
+        return
+    union(v, o)
+
+
+def _written(s, defs: dict, kinds: Any) -> set:
+    """Values `s` may write into: a `setitem` target, an `out=` array, the array
+    operands of a call without a rule (a user function may write into them)."""
+    if s.op == "setitem":
+        return {s.args[0]} if isinstance(s.args[0], Var) else set()
+    out = {v for k, v in s.kwargs.items() if k == "out" and isinstance(v, Var)} \
+        if getattr(s, "kwargs", None) else set()
+    if s.op in ("call", "jcall") and not _ruled_call(s, defs):
+        out |= {v for v in list(s.operands())[1:] if isinstance(v, Var)
+                and not (kinds is not None and kinds.is_scalar(v))}
+    return out
+
+
+def _fresh(s, defs: dict) -> bool:
+    """`s` makes a new object (no operand's memory)."""
+    if s.op in FRESH_OPS:
+        return True
+    if s.op != "call" or _view_call(s, defs):
+        return False
+    return _ruled_call(s, defs)
+
+
+def _callee_name(s, defs: dict):
+    f = s.args[0]
+    if isinstance(f, Const):
+        return getattr(f.value, "__name__", None)
+    m = defs.get(f)
+    if m is not None and m.op == "getattr" and isinstance(m.args[1], Const):
+        return m.args[1].value
+    return None
+
+
+def _view_call(s, defs: dict) -> bool:
+    return _callee_name(s, defs) in VIEW_NAMES
+
+
+def _ruled_call(s, defs: dict) -> bool:
+    """A library function (or ndarray method) with a derivative rule or none needed:
+    it neither keeps nor writes into its operands (`out=` aside)."""
+    f = s.args[0]
+    if isinstance(f, Const):
+        try:
+            return lookup_callee(f.value) is not None
+        except TypeError:
+            return False
+    m = defs.get(f)
+    if m is None or m.op != "getattr" or not isinstance(m.args[1], Const):
+        return False
+    from ..rules import METHOD_RULES
+    return any(name == m.args[1].value for _, name in METHOD_RULES)
