@@ -34,6 +34,8 @@ import numpy as np
 from ssair import interpret
 
 from .passes.inplace import arg_types
+from .pytrees import (as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
+                      record_fields)
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
 from .tape import Tape, fresh
@@ -119,12 +121,13 @@ def _copy_in(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x.copy(order="K")     # the same layout: order="A" reads it as CPython does
     if isinstance(x, tuple):
-        return tuple(_copy_in(v) for v in x)
+        out = tuple(_copy_in(v) for v in x)
+        return type(x)._make(out) if is_namedtuple(x) else out
     if isinstance(x, list):
         return [_copy_in(v) for v in x]
     if isinstance(x, dict):
         return {k: _copy_in(v) for k, v in x.items()}
-    return x
+    return copy_record(x, _copy_in)
 
 
 def _finish(g: Any, x: Any) -> Any:
@@ -142,7 +145,7 @@ def _finish(g: Any, x: Any) -> Any:
         out = [_finish(v, e) for v, e in zip(parts, x)]
         if isinstance(x, list):
             return out
-        return type(x)(*out) if hasattr(x, "_fields") else tuple(out)
+        return type(x)._make(out) if is_namedtuple(x) else tuple(out)
     if isinstance(x, dict):
         parts = g if g is not None else {}
         if isinstance(parts, tuple):     # a compiled backend's: the values in key order
@@ -150,6 +153,8 @@ def _finish(g: Any, x: Any) -> Any:
         return {k: _finish(parts.get(k), v) for k, v in x.items()}
     if isinstance(x, complex):
         return complex(0.0 if g is None else g)
+    if is_record(x):      # a dataclass, or a namespace of attribute gradients
+        return finish_record(g, x, _finish)
     if g is None:
         return 0.0
     return float(g) if np.ndim(g) == 0 else g
@@ -167,7 +172,7 @@ class Pullback:
         self.select = select
 
     def __call__(self, dy: Any) -> tuple:
-        dy = fresh(dy)
+        dy = fresh(as_cotangent(dy))
         if self.jf.inout:
             dy = (dy, None)
         grads = self.runner.adjoint(self.jf, self.tape.reader(), self.env, dy)
@@ -314,6 +319,8 @@ def _numeric_output(y: Any) -> bool:
         return y.dtype.kind in "biufc"
     if isinstance(y, dict):
         y = tuple(y.values())
+    if is_record(y):
+        y = tuple(v for _, v in record_fields(y))
     if isinstance(y, (tuple, list)):   # other leaves (labels) get no cotangent
         return not y or any(v is not None and _numeric_output(v) for v in y)
     return False
