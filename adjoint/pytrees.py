@@ -143,3 +143,38 @@ def as_cotangent(dy: Any) -> Any:
     if is_record(dy):
         return {name: as_cotangent(v) for name, v in record_fields(dy)}
     return dy
+
+
+def constructor_fields(cls: Any) -> Any:
+    """The fields that `cls(...)` takes, in order, when `cls` is a named tuple class or
+    a dataclass whose generated `__init__` stores its arguments unchanged (no
+    `__post_init__`); else None (such a call is differentiated, or refused, as any
+    other callee)."""
+    if not isinstance(cls, type):
+        return None
+    if issubclass(cls, tuple) and hasattr(cls, "_fields") and \
+            getattr(cls.__new__, "__code__", None) is not None and \
+            cls.__new__.__code__.co_filename == "<string>":
+        return tuple(cls._fields)
+    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+        return None
+    init = getattr(cls.__init__, "__code__", None)
+    if init is None or init.co_filename != "<string>":    # the user's own __init__
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def construct_pullback(fields: tuple) -> Callable:
+    """The pullback of `cls(*args, **kw)` for a class whose constructor takes
+    `fields`: each argument gets the cotangent of the field it fills (the cotangent
+    of a record is a dict, of a named tuple a tuple)."""
+    def d_construct(dy: Any, *args: Any, **kw: Any) -> tuple:
+        if isinstance(dy, dict):
+            parts = [dy.get(name) for name in fields]
+        elif isinstance(dy, tuple):
+            parts = list(dy) + [None] * (len(fields) - len(dy))
+        else:
+            parts = [getattr(dy, name, None) for name in fields]
+        by_name = dict(zip(fields, parts))
+        return tuple(parts[:len(args)]) + tuple(by_name.get(k) for k in kw)
+    return d_construct
