@@ -35,10 +35,11 @@ def is_dataclass_instance(x: Any) -> bool:
 
 
 def is_user_object(x: Any) -> bool:
-    """An instance of a user class with instance attributes (not a dataclass, not a
-    named tuple, not a function, class or module)."""
+    """An instance of a user class with instance attributes: not a function, class or
+    module, and not a subclass of a builtin value type (a float subclass is a float)."""
     if isinstance(x, (type, types.ModuleType, types.FunctionType, types.MethodType,
-                      types.BuiltinFunctionType, tuple, list, dict, np.ndarray)):
+                      types.BuiltinFunctionType, tuple, list, dict, set, frozenset,
+                      int, float, complex, str, bytes, np.ndarray, np.generic)):
         return False
     module = (getattr(type(x), "__module__", None) or "").split(".")[0]
     if module in _OWN_PACKAGES:
