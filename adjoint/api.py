@@ -34,8 +34,9 @@ import numpy as np
 from ssair import interpret
 
 from .passes.inplace import arg_types
+from .passes.activity import SHAPE_ATTRS
 from .pytrees import (as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
-                      record_fields)
+                      record_fields, refuse_shadowed_fields)
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
 from .tape import Tape, fresh
@@ -234,6 +235,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
     if len(all_args) != len(ir.args):
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
+    refuse_shadowed_fields(args, SHAPE_ATTRS)
     jf = transform(ir, activity_of(all_args), arg_types(all_args))
     if checkpoint is not None:
         jf = checkpointed(jf, checkpoint)

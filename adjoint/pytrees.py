@@ -179,3 +179,37 @@ def construct_pullback(fields: tuple) -> Callable:
         by_name = dict(zip(fields, parts))
         return tuple(parts[:len(args)]) + tuple(by_name.get(k) for k in kw)
     return d_construct
+
+
+def refuse_shadowed_fields(value: Any, constant_names: frozenset, seen: Any = None) -> None:
+    """Raise if an object inside `value` keeps a differentiable value under one of
+    `constant_names` (`size`, `shape`, ...): the activity analysis reads those
+    attributes as an array's constant shape, so its gradient would be a silent zero."""
+    seen = set() if seen is None else seen
+    if id(value) in seen or isinstance(value, (np.ndarray, str, bytes, int, float)):
+        return
+    seen.add(id(value))
+    if isinstance(value, (tuple, list)):
+        items = list(value)
+        if is_namedtuple(value):
+            _refuse_names(value, list(zip(type(value)._fields, value)), constant_names)
+    elif isinstance(value, dict):
+        items = list(value.values())
+    elif is_record(value):
+        fields = record_fields(value)
+        _refuse_names(value, fields, constant_names)
+        items = [v for _, v in fields]
+    else:
+        return
+    for v in items:
+        refuse_shadowed_fields(v, constant_names, seen)
+
+
+def _refuse_names(obj: Any, fields: list, constant_names: frozenset) -> None:
+    for name, v in fields:
+        if name in constant_names and isinstance(v, (float, complex, np.ndarray)) and \
+                not isinstance(v, bool):
+            raise TypeError(
+                f"the attribute {name!r} of a {type(obj).__name__} object cannot be "
+                f"differentiated: zygopy reads `.{name}` as an array's constant shape "
+                f"information; rename the attribute")

@@ -194,3 +194,15 @@ def test_dataclass_built_and_read_inside_the_loss(backend):
 
     (ga, gb) = _run(gradient, loss, 2.0, 3.0, backend=backend)
     assert ga == pytest.approx(9.0) and gb == pytest.approx(2 * 3.0 * 3.0)
+
+
+def test_a_field_named_like_an_array_shape_attribute_is_refused_not_zeroed():
+    @dataclass
+    class Box:
+        size: float
+        T: float
+
+    with pytest.raises(TypeError, match="attribute 'size' of a Box"):
+        gradient(lambda b: b.size * b.T, Box(3.0, 5.0), backend="interp")
+    (g,) = gradient(lambda b: b.T * b.T, Box(3, 5.0), backend="interp")   # an int size
+    assert g.T == pytest.approx(10.0) and g.size is None
