@@ -441,6 +441,9 @@ def jacobian(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
 def _stack(parts: list, yshape: tuple, x: Any) -> Any:
     if not is_differentiable(x):
         return None
+    if is_record(x):
+        raise TypeError(f"jacobian: the jacobian of a {type(x).__name__} argument is not "
+                        "supported; use pullback, whose back gives it per attribute")
     arr = np.array([np.asarray(p, dtype=float) for p in parts])
     return arr.reshape(yshape + np.shape(x)) if yshape or np.ndim(x) else float(arr[0])
 

@@ -206,3 +206,9 @@ def test_a_field_named_like_an_array_shape_attribute_is_refused_not_zeroed():
         gradient(lambda b: b.size * b.T, Box(3.0, 5.0), backend="interp")
     (g,) = gradient(lambda b: b.T * b.T, Box(3, 5.0), backend="interp")   # an int size
     assert g.T == pytest.approx(10.0) and g.size is None
+
+
+def test_jacobian_of_an_object_argument_is_refused_clearly():
+    from adjoint import jacobian
+    with pytest.raises(TypeError, match="jacobian of a Point argument"):
+        jacobian(point_loss, Point(1.0, 2.0), backend="interp")
