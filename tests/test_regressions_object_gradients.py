@@ -212,3 +212,30 @@ def test_jacobian_of_an_object_argument_is_refused_clearly():
     from adjoint import jacobian
     with pytest.raises(TypeError, match="jacobian of a Point argument"):
         jacobian(point_loss, Point(1.0, 2.0), backend="interp")
+
+
+@dataclass
+class Segment:
+    a: Point
+    b: Point
+
+
+def _area(p):
+    return p.x * p.y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nested_dataclasses_through_helpers_loops_and_branches(backend):
+    def loss(s):
+        t = _area(s.a) + s.b.x ** 2
+        for p in (s.a, s.b):
+            t = t + (p.y if p.x > 0 else p.x) * p.x
+        return t
+
+    seg = Segment(Point(1.0, 2.0), Point(-3.0, 4.0))
+    (g,) = _run(gradient, loss, seg, backend=backend)
+    assert type(g) is Segment and type(g.a) is Point
+    assert (g.a.x, g.a.y) == pytest.approx((2.0 + 2.0, 1.0 + 1.0))
+    assert (g.b.x, g.b.y) == pytest.approx((-6.0 - 6.0, 0.0))
+    fd = _fd_scalar(loss, lambda v: Segment(Point(1.0, 2.0), Point(v, 4.0)), -3.0)
+    assert g.b.x == pytest.approx(fd, rel=1e-6)
