@@ -34,6 +34,9 @@ import numpy as np
 from ssair import interpret
 
 from .passes.inplace import arg_types
+from .passes.activity import SHAPE_ATTRS
+from .pytrees import (as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
+                      record_fields, refuse_shadowed_fields)
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
 from .structure import conform, has_complex
@@ -120,12 +123,13 @@ def _copy_in(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x.copy(order="K")     # the same layout: order="A" reads it as CPython does
     if isinstance(x, tuple):
-        return tuple(_copy_in(v) for v in x)
+        out = tuple(_copy_in(v) for v in x)
+        return type(x)._make(out) if is_namedtuple(x) else out
     if isinstance(x, list):
         return [_copy_in(v) for v in x]
     if isinstance(x, dict):
         return {k: _copy_in(v) for k, v in x.items()}
-    return x
+    return copy_record(x, _copy_in)
 
 
 def _finish(g: Any, x: Any) -> Any:
@@ -145,7 +149,7 @@ def _finish(g: Any, x: Any) -> Any:
         out = [_finish(v, e) for v, e in zip(parts, x)]
         if isinstance(x, list):
             return out
-        return type(x)(*out) if hasattr(x, "_fields") else tuple(out)
+        return type(x)._make(out) if is_namedtuple(x) else tuple(out)
     if isinstance(x, dict):
         parts = g if g is not None else {}
         if isinstance(parts, tuple):     # a compiled backend's: the values in key order
@@ -153,6 +157,8 @@ def _finish(g: Any, x: Any) -> Any:
         return {k: _finish(parts.get(k), v) for k, v in x.items()}
     if isinstance(x, complex):
         return complex(0.0 if g is None else g)
+    if is_record(x):      # a dataclass, or a namespace of attribute gradients
+        return finish_record(g, x, _finish)
     if g is None:
         return 0.0
     if np.iscomplexobj(g):       # (a real input's cotangent is real: see rules_complex)
@@ -193,7 +199,7 @@ def check_cotangent(y: Any, dy: Any, primal: Any) -> Any:
     if type(dy) is float and type(y) is float:    # (the common case: no message built)
         return dy
     name = primal.meta.get("source_name", primal.name)
-    return conform(y, dy, f"back(dy) of the pullback of {name}: dy")
+    return conform(as_cotangent(y), as_cotangent(dy), f"back(dy) of the pullback of {name}: dy")
 
 
 def _prepare(f: Callable, args: tuple) -> tuple:
@@ -244,6 +250,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
     if len(all_args) != len(ir.args):
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
+    refuse_shadowed_fields(args, SHAPE_ATTRS)
     jf = transform(ir, activity_of(all_args), arg_types(all_args))
     if checkpoint is not None:
         jf = checkpointed(jf, checkpoint)
@@ -329,6 +336,8 @@ def _numeric_output(y: Any) -> bool:
         return y.dtype.kind in "biufc"
     if isinstance(y, dict):
         y = tuple(y.values())
+    if is_record(y):
+        y = tuple(v for _, v in record_fields(y))
     if isinstance(y, (tuple, list)):   # other leaves (labels) get no cotangent
         return not y or any(v is not None and _numeric_output(v) for v in y)
     return False
@@ -457,6 +466,9 @@ def _shaped_like(y: Any, e: np.ndarray) -> Any:
 def _stack(parts: list, yshape: tuple, x: Any) -> Any:
     if not is_differentiable(x):
         return None
+    if is_record(x):
+        raise TypeError(f"jacobian: the jacobian of a {type(x).__name__} argument is not "
+                        "supported; use pullback, whose back gives it per attribute")
     arr = np.array([np.asarray(p, dtype=float) for p in parts])
     return arr.reshape(yshape + np.shape(x)) if yshape or np.ndim(x) else float(arr[0])
 

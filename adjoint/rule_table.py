@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
+from .pytrees import construct_pullback, constructor_fields
 
 
 class Pullback:
@@ -232,7 +233,18 @@ def lookup_callee(f: Any) -> Optional[Rule]:
     hit = _BY_ID.get(id(f))
     if hit is not None and hit[0] is f:
         return hit[1]
-    return _method_rule(f)
+    return _method_rule(f) or _constructor_rule(f)
+
+
+def _constructor_rule(cls: Any) -> Optional[Rule]:
+    """A named tuple class or plain dataclass called as a constructor: its fields'
+    cotangents go back to the arguments that filled them (`adjoint.pytrees`)."""
+    fields = constructor_fields(cls)
+    if fields is None:
+        return None
+    pb = Pullback(construct_pullback(fields))
+    pb.of = f"{cls.__module__}.{cls.__qualname__}"
+    return _store(cls, Rule(cls, pb, needs=lambda active: set()))
 
 
 METHOD_RULES: dict = {}   # (type, method name) -> Rule, for bound methods

@@ -15,6 +15,7 @@ from lowering.runtime import check_bound, column, shortest
 
 from .rule_table import (no_operands, nondiff, other_operand, partial_rule, pullback_rule,
                          scalar_rule)
+from .pytrees import attr_cotangent, is_record
 from .tape import accum_index, unbcast
 
 
@@ -336,12 +337,14 @@ def d_unpack(dy, x, n):
 @pullback_rule("getattr")
 def d_getattr(dy, x, name):
     """`a.T` transposes; a bound method (`a.reshape`) passes the object's cotangent
-    through (its pullback already returned it for the object)."""
-    if name == "T":
+    through (its pullback already returned it for the object); a named tuple's field
+    or an object's attribute gives the object a structural cotangent
+    (`adjoint.pytrees.attr_cotangent`)."""
+    if name == "T" and not is_record(x):
         return np.transpose(dy), None
-    if name == "imag":       # of a real value: the constant 0 (complex: rules_complex)
+    if name == "imag" and not is_record(x):   # of a real value: 0 (complex: rules_complex)
         return 0.0 * dy, None
-    return dy, None
+    return attr_cotangent(x, name, dy), None
 
 
 @pullback_rule(math.fsum)

@@ -45,7 +45,7 @@ import sys
 import types
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -67,6 +67,7 @@ from .passes.merge_returns import merge_returns
 from .passes.reverse import build_adjoint
 from .passes.stacks import emit_stacks
 from .passes.unwind import cut_tapes
+from .pytrees import is_record, record_differentiable
 from .rule_table import method_key
 from .rules import METHOD_RULES, lookup_callee, missing_rule_error
 from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, own_rule_code, rule_function
@@ -267,25 +268,32 @@ def _dump(fwd: IR, adj: IR) -> None:
 
 
 # -- which values are differentiable ---------------------------------------------------
-def is_differentiable(x: Any) -> bool:
-    """Floats, float/complex arrays, and tuples, lists, dicts and closures holding them."""
+def is_differentiable(x: Any, _seen: Optional[set] = None) -> bool:
+    """Floats, float/complex arrays, and tuples, lists, dicts, closures and objects
+    (dataclasses, user objects: `adjoint.pytrees`) holding them."""
     if isinstance(x, (bool, np.bool_)) or x is None:
         return False
     if isinstance(x, (float, complex, np.floating, np.complexfloating)):
         return True
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "fc" or (x.dtype == object)
+    if isinstance(x, (int, str, np.integer)):
+        return False
+    seen = set() if _seen is None else _seen
+
+    def inner(v: Any) -> bool:
+        return is_differentiable(v, seen)
     if isinstance(x, (tuple, list)):
-        return any(is_differentiable(v) for v in x)
+        return any(inner(v) for v in x)
     if isinstance(x, dict):
-        return any(is_differentiable(v) for v in x.values())
+        return any(inner(v) for v in x.values())
     if isinstance(x, interp.Closure):
-        return any(is_differentiable(v) for v in x.values)
+        return any(inner(v) for v in x.values)
     if isinstance(x, CallPB):     # a recorded call: its env (nested AD)
-        return is_differentiable(x.env)
+        return inner(x.env)
     if isinstance(x, RulePB):
-        return is_differentiable(x.args) or is_differentiable(x.y)
-    return False
+        return inner(x.args) or inner(x.y)
+    return is_record(x) and record_differentiable(x, inner, seen)
 
 
 def activity_of(values: tuple) -> tuple:

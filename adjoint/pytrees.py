@@ -1,0 +1,215 @@
+"""Python objects as pytrees: dataclasses, named tuples and other user objects.
+
+Inside the adjoint, the cotangent of an object is structural:
+
+  * a named tuple's is a tuple, entry by entry (as for any tuple), so that `p[0]` and
+    `p.w` add into the same place;
+  * a dataclass's or another user object's is a dict from attribute name to that
+    attribute's cotangent (`getattr`'s pullback, `attr_cotangent`).
+
+At the API boundary (`finish`) the gradient takes the argument's own type: a named
+tuple for a named tuple, a dataclass for a dataclass (fields that cannot be
+differentiated are None; built without calling `__init__`, so frozen classes and
+`__post_init__` checks are no obstacle), and a `types.SimpleNamespace` of attribute
+gradients for any other user object.  An attribute computed by the class (a property)
+is not differentiated: reading one that carries a gradient is refused with an error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+# classes of these packages are zygopy's own or numpy's: never user records
+_OWN_PACKAGES = ("ssair", "lowering", "adjoint", "jit", "numpy", "builtins")
+
+
+def is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def is_dataclass_instance(x: Any) -> bool:
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
+def is_user_object(x: Any) -> bool:
+    """An instance of a user class with instance attributes: not a function, class or
+    module, and not a subclass of a builtin value type (a float subclass is a float)."""
+    if isinstance(x, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                      types.BuiltinFunctionType, tuple, list, dict, set, frozenset,
+                      int, float, complex, str, bytes, np.ndarray, np.generic)):
+        return False
+    module = (getattr(type(x), "__module__", None) or "").split(".")[0]
+    if module in _OWN_PACKAGES:
+        return False
+    return hasattr(x, "__dict__") or bool(_slot_names(type(x)))
+
+
+def is_record(x: Any) -> bool:
+    """A dataclass instance or another user object (named tuples are tuples)."""
+    return is_dataclass_instance(x) or is_user_object(x)
+
+
+def record_fields(x: Any) -> list:
+    """(name, value) of the attributes that make up record `x`'s state."""
+    if is_dataclass_instance(x):
+        return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)
+                if hasattr(x, f.name)]
+    out = [(n, getattr(x, n)) for n in _slot_names(type(x)) if hasattr(x, n)]
+    return out + list(getattr(x, "__dict__", {}).items())
+
+
+def _slot_names(cls: type) -> list:
+    names = []
+    for c in cls.__mro__:
+        slots = c.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else [
+            n for n in slots if n not in ("__dict__", "__weakref__")]
+    return names
+
+
+def record_differentiable(x: Any, leaf: Callable, seen: set) -> bool:
+    """Whether some attribute of record `x` is differentiable (`leaf` decides for the
+    attribute values; `seen` breaks cycles of objects)."""
+    if id(x) in seen:
+        return False
+    seen.add(id(x))
+    try:
+        return any(leaf(v) for _, v in record_fields(x))
+    finally:
+        seen.discard(id(x))
+
+
+def copy_record(x: Any, copy: Callable) -> Any:
+    """A copy of dataclass `x` whose fields are `copy(field)` (arrays copied, so that
+    `f` may write into them); other user objects are passed as they are."""
+    if not is_dataclass_instance(x):
+        return x
+    new = object.__new__(type(x))
+    if hasattr(x, "__dict__"):
+        object.__setattr__(new, "__dict__", dict(x.__dict__))
+    for name, v in record_fields(x):
+        object.__setattr__(new, name, copy(v))
+    return new
+
+
+def attr_cotangent(x: Any, name: str, dy: Any) -> Any:
+    """The cotangent of object `x` when `x.name` has cotangent `dy`: a tuple with
+    `dy` at the field's position for a named tuple, a dict `{name: dy}` for a record.
+    Not a record, or a bound method: `dy` itself (a method's pullback returns the
+    object's cotangent as its own).  None where `dy` is None."""
+    if dy is None:
+        return None
+    if is_namedtuple(x) and name in type(x)._fields:
+        out = [None] * len(x)
+        out[type(x)._fields.index(name)] = dy
+        return tuple(out)
+    if not is_record(x):
+        return dy
+    value = getattr(x, name)
+    if isinstance(value, types.MethodType) and value.__self__ is x:
+        return dy
+    if name not in dict(record_fields(x)):
+        raise TypeError(
+            f"the gradient of attribute {name!r} of a {type(x).__name__} object is not "
+            f"supported: it is computed by its class (a property or a class attribute), "
+            f"not stored in the object; read the stored attributes it is made of instead")
+    return {name: dy}
+
+
+def finish_record(g: Any, x: Any, finish: Callable) -> Any:
+    """The gradient handed to the user for record `x` from its dict cotangent `g`:
+    a dataclass of the same class, or a `types.SimpleNamespace` (other objects)."""
+    parts = g if isinstance(g, dict) else {}
+    grads = {name: finish(parts.get(name), v) for name, v in record_fields(x)}
+    if not is_dataclass_instance(x):
+        return types.SimpleNamespace(**grads)
+    new = object.__new__(type(x))
+    for name, v in grads.items():
+        object.__setattr__(new, name, v)
+    return new
+
+
+def as_cotangent(dy: Any) -> Any:
+    """A cotangent given to `back` in the user's structure, as the adjoint holds it:
+    dataclasses and namespaces (the form `finish` returns) become dicts of their
+    attributes' cotangents, named tuples plain tuples, at any depth."""
+    if isinstance(dy, (tuple, list)):
+        out = [as_cotangent(v) for v in dy]
+        return out if isinstance(dy, list) else tuple(out)
+    if isinstance(dy, dict):
+        return {k: as_cotangent(v) for k, v in dy.items()}
+    if is_record(dy):
+        return {name: as_cotangent(v) for name, v in record_fields(dy)}
+    return dy
+
+
+def constructor_fields(cls: Any) -> Any:
+    """The fields that `cls(...)` takes, in order, when `cls` is a named tuple class or
+    a dataclass whose generated `__init__` stores its arguments unchanged (no
+    `__post_init__`); else None (such a call is differentiated, or refused, as any
+    other callee)."""
+    if not isinstance(cls, type):
+        return None
+    if issubclass(cls, tuple) and hasattr(cls, "_fields") and \
+            getattr(cls.__new__, "__code__", None) is not None and \
+            cls.__new__.__code__.co_filename == "<string>":
+        return tuple(cls._fields)
+    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+        return None
+    init = getattr(cls.__init__, "__code__", None)
+    if init is None or init.co_filename != "<string>":    # the user's own __init__
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def construct_pullback(fields: tuple) -> Callable:
+    """The pullback of `cls(*args, **kw)` for a class whose constructor takes
+    `fields`: each argument gets the cotangent of the field it fills (the cotangent
+    of a record is a dict, of a named tuple a tuple)."""
+    def d_construct(dy: Any, *args: Any, **kw: Any) -> tuple:
+        if isinstance(dy, dict):
+            parts = [dy.get(name) for name in fields]
+        elif isinstance(dy, tuple):
+            parts = list(dy) + [None] * (len(fields) - len(dy))
+        else:
+            parts = [getattr(dy, name, None) for name in fields]
+        by_name = dict(zip(fields, parts))
+        return tuple(parts[:len(args)]) + tuple(by_name.get(k) for k in kw)
+    return d_construct
+
+
+def refuse_shadowed_fields(value: Any, constant_names: frozenset, seen: Any = None) -> None:
+    """Raise if an object inside `value` keeps a differentiable value under one of
+    `constant_names` (`size`, `shape`, ...): the activity analysis reads those
+    attributes as an array's constant shape, so its gradient would be a silent zero."""
+    seen = set() if seen is None else seen
+    if id(value) in seen or isinstance(value, (np.ndarray, str, bytes, int, float)):
+        return
+    seen.add(id(value))
+    if isinstance(value, (tuple, list)):
+        items = list(value)
+        if is_namedtuple(value):
+            _refuse_names(value, list(zip(type(value)._fields, value)), constant_names)
+    elif isinstance(value, dict):
+        items = list(value.values())
+    elif is_record(value):
+        fields = record_fields(value)
+        _refuse_names(value, fields, constant_names)
+        items = [v for _, v in fields]
+    else:
+        return
+    for v in items:
+        refuse_shadowed_fields(v, constant_names, seen)
+
+
+def _refuse_names(obj: Any, fields: list, constant_names: frozenset) -> None:
+    for name, v in fields:
+        if name in constant_names and isinstance(v, (float, complex, np.ndarray)) and \
+                not isinstance(v, bool):
+            raise TypeError(
+                f"the attribute {name!r} of a {type(obj).__name__} object cannot be "
+                f"differentiated: zygopy reads `.{name}` as an array's constant shape "
+                f"information; rename the attribute")
