@@ -27,6 +27,7 @@ import numpy as np
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from lowering import guards
 from ssair.ir import IR
 from ssair.compile_lock import compiling
 
@@ -268,6 +269,22 @@ class Dispatcher:
         self.ir = func if isinstance(func, IR) else None
         self.compiled: dict = {}
         self.fast: dict = {}
+        self.guard: tuple = ()      # the globals compiled code read (`lowering.guards`)
+        self.renew_guard()
+
+    def renew_guard(self) -> None:
+        """Forget the compiled signatures; read the globals' bindings again."""
+        self.compiled.clear()
+        self.fast.clear()
+        target = guards.target_of(self.func) if self.ir is None else None
+        self.guard = guards.guard_of(target) if target is not None else ()
+
+    def fresh(self) -> bool:
+        """True while every global the compiled code read is bound as it was."""
+        for d, n, v in self.guard:
+            if d.get(n, guards.MISSING) is not v:
+                return False
+        return True
 
     def get_ir(self) -> IR:
         return self.ir if self.ir is not None else lower_function(self.func)
@@ -305,6 +322,8 @@ class Dispatcher:
         return c
 
     def call_slow(self, args: tuple) -> Any:
+        if not self.fresh():      # a global was rebound: every lowering is stale
+            guards.invalidate()
         try:
             argtypes = self.signature(args)
         except TypingError:
@@ -338,6 +357,14 @@ def _closure_cells(ir: IR, func: Any) -> tuple:
 
 
 _DISPATCHERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _renew_dispatchers() -> None:
+    for d in list(_DISPATCHERS.values()):
+        d.renew_guard()
+
+
+guards.on_invalidate(_renew_dispatchers)
 
 
 @compiling
@@ -413,10 +440,10 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     TypeError exactly as for the function itself; the arguments then go on in the IR's
     order.  Without a function (an IR) it takes `*args`."""
     if func is None:
-        env = {"fast_get": d.fast.get, "slow": d.call_slow}
+        env = {"fast_get": d.fast.get, "slow": d.call_slow, "fresh": d.fresh}
         src = ("def call(*args):\n"
                "    w = fast_get(tuple(map(type, args)))\n"
-               "    if w is not None:\n        return w(*args)\n"
+               "    if w is not None and fresh():\n        return w(*args)\n"
                "    return slow(args)\n")
         exec(compile(src, "<jit entry>", "exec"), env)
         return env["call"]
@@ -425,10 +452,11 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     values = ", ".join(order) + ("," if len(order) == 1 else "")
     key = ", ".join(f"{prefix}type({n})" for n in order) + ("," if len(order) == 1 else "")
     env = {f"{prefix}fast_get": d.fast.get, f"{prefix}slow": d.call_slow,
-           f"{prefix}type": type, f"{prefix}d": None}
+           f"{prefix}type": type, f"{prefix}d": None, f"{prefix}fresh": d.fresh}
     src = (f"def call({params}):\n"
            f"    {prefix}w = {prefix}fast_get(({key}))\n"
-           f"    if {prefix}w is not None:\n        return {prefix}w({', '.join(order)})\n"
+           f"    if {prefix}w is not None and {prefix}fresh():\n"
+           f"        return {prefix}w({', '.join(order)})\n"
            f"    return {prefix}slow(({values}))\n")
     exec(compile(src, "<jit entry>", "exec"), env)
     call = env["call"]

@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 from llvmlite import ir as L
 
+from lowering.guards import on_invalidate
 from ssair.compile_lock import compiling
 from ssair.ir import IR, Const
 
@@ -328,6 +329,7 @@ def _cg_jcall(fc: FunctionGen, s, ts):
 
 # -- jback -------------------------------------------------------------------------------
 _ADJOINTS: dict = {}
+on_invalidate(_ADJOINTS.clear)
 
 
 @compiling
