@@ -213,7 +213,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
     its snapshot (`adjoint.passes.checkpoint`); the gradient is the same, bit for bit."""
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
-    guards.check(f)       # a global it read was rebound: lower and compile again
+    guards.check(f, args)   # a global it read was rebound: lower and compile again
     code = getattr(f, "__code__", None)
     plain = not kwargs and type(f) is not functools.partial and not (
         code is not None and (code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS))
@@ -375,7 +375,7 @@ def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs
         raise TypeError("gradient: batch= does not take keyword arguments for f or "
                         "checkpoint= yet")
     axes = normalize_axes(batch, len(args))
-    guards.check(f)
+    guards.check(f, args)
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
     run = BATCH_RUNNERS.get(backend)
@@ -411,7 +411,7 @@ _HOT_GRADIENT, _HOT_VALUE_AND_GRAD = HOT_GRADIENTS
 
 
 def _gradient(f: Callable, args: tuple, with_value: bool, backend: str, kwargs: dict) -> tuple:
-    guards.check(f)
+    guards.check(f, args)
     if not kwargs:
         fast = FAST_GRADIENTS.get(backend)
         if fast is None and not _JIT_TRIED and backend != "interp":

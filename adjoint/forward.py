@@ -202,7 +202,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
         primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
                                                        list(tangents), lambda v: v,
                                                        _pack_values))
-    guards.check(f)                          # a global rebound: compile again
+    guards.check(f, primals)                 # a global rebound: compile again
     sig = _signature(primals)
     hot = _HOT.get((f, sig)) if sig is not None else None
     if hot is not None and hot[0] is getattr(f, "__code__", None):

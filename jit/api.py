@@ -324,6 +324,8 @@ class Dispatcher:
     def call_slow(self, args: tuple) -> Any:
         if not self.fresh():      # a global was rebound: every lowering is stale
             guards.invalidate()
+        else:                     # (a function argument's globals)
+            guards.check(None, args)
         try:
             argtypes = self.signature(args)
         except TypingError:

@@ -52,12 +52,16 @@ def holds(guard: tuple) -> bool:
     return True
 
 
-def check(f) -> None:
-    """Invalidate every cache if a global `f` (or a function it reaches) read has been
-    rebound since it was lowered."""
-    f = target_of(f)
-    if f is not None and not holds(guard_of(f)):
-        invalidate()
+def check(f, args: tuple = ()) -> None:
+    """Invalidate every cache if a global that `f`, a function among `args` (compiled
+    code specialises on a function argument too) or a function they reach read has
+    been rebound since it was lowered."""
+    for fn in (f, *args):
+        if callable(fn):
+            fn = target_of(fn)
+            if fn is not None and not holds(guard_of(fn)):
+                invalidate()
+                return
 
 
 def target_of(f):

@@ -139,3 +139,29 @@ def test_clear_cache_then_same_answers():
     assert gradient(scaled, 0.4)[0] == pytest.approx(central(scaled, 0.4), rel=1e-6)
     adjoint.clear_cache()
     assert value_and_grad(scaled, 0.4)[0] == pytest.approx(scaled(0.4))
+
+
+def _plus_twice(fn, x):
+    return fn(x) + 2.0 * x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_function_argument_reads_its_rebound_global(backend):
+    """Compiled code specialised on a function passed as an argument follows the
+    globals that function reads."""
+    x = 1.5
+    for gain in (2.0, 5.0):
+        _rebind(GAIN=gain)
+        want = 2 * gain * x + 2.0
+        assert gradient(_plus_twice, scaled_square, x, backend=backend)[1] == \
+            pytest.approx(want)
+        assert jvp(_plus_twice, (scaled_square, x), (None, 1.0),
+                   backend=backend)[1] == pytest.approx(want)
+    fast = jit.jit(_plus_twice)
+    for gain in (1.0, 3.0):
+        _rebind(GAIN=gain)
+        assert fast(scaled_square, x) == pytest.approx(_plus_twice(scaled_square, x))
+
+
+def scaled_square(x):
+    return GAIN * x * x
