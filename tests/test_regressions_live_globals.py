@@ -3,6 +3,7 @@ rebound or written in place, and a helper function redefined are seen by the nex
 `gradient`, `value_and_grad`, `pullback`, `jvp` and `jit.jit` call, in the interpreter
 and compiled, as CPython sees them in `f(x)`."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -165,3 +166,31 @@ def test_function_argument_reads_its_rebound_global(backend):
 
 def scaled_square(x):
     return GAIN * x * x
+
+
+def _strided_global():
+    raw = np.zeros(12 * 3 + 8, np.uint8)
+    a = np.ndarray((3,), np.float64, raw, strides=(12,))
+    a[...] = [1.0, 2.0, 3.0]
+    return a
+
+
+STRIDED = _strided_global()
+
+
+def _reads_strided(x):
+    return np.sum(STRIDED * x)
+
+
+def test_unaligned_array_global_is_never_a_stale_copy():
+    """Compiled code cannot step through an array whose strides are not multiples of
+    8 bytes in place; it refuses it rather than compiling a copy that would miss the
+    next write, and backend="auto" reads it live in the interpreter."""
+    x = np.array([2.0, 0.5, 1.0])
+    with pytest.raises(TypeError, match="not aligned"):
+        gradient(_reads_strided, x, backend="llvm")
+    with warnings.catch_warnings():      # (the interpreter's fallback, said once)
+        warnings.simplefilter("ignore")
+        assert np.array_equal(gradient(_reads_strided, x)[0], STRIDED)
+        STRIDED[2] = -4.0
+        assert np.array_equal(gradient(_reads_strided, x)[0], [1.0, 2.0, -4.0])
