@@ -3,6 +3,7 @@ rebound or written in place, and a helper function redefined are seen by the nex
 `gradient`, `value_and_grad`, `pullback`, `jvp` and `jit.jit` call, in the interpreter
 and compiled, as CPython sees them in `f(x)`."""
 import math
+import types
 import warnings
 
 import numpy as np
@@ -194,3 +195,22 @@ def test_unaligned_array_global_is_never_a_stale_copy():
         assert np.array_equal(gradient(_reads_strided, x)[0], STRIDED)
         STRIDED[2] = -4.0
         assert np.array_equal(gradient(_reads_strided, x)[0], [1.0, 2.0, -4.0])
+
+
+SETTINGS = types.ModuleType("settings_for_live_globals")
+SETTINGS.__file__ = __file__          # a module of the user's own
+SETTINGS.RATE = 2.0
+
+
+def _uses_setting(x):
+    return SETTINGS.RATE * x * x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_user_module_attribute_rebound(backend):
+    SETTINGS.RATE = 2.0
+    assert gradient(_uses_setting, 1.5, backend=backend)[0] == pytest.approx(6.0)
+    SETTINGS.RATE = -1.0
+    assert gradient(_uses_setting, 1.5, backend=backend)[0] == pytest.approx(-3.0)
+    assert jvp(_uses_setting, (1.5,), (1.0,), backend=backend)[1] == pytest.approx(-3.0)
+    SETTINGS.RATE = 2.0
