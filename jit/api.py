@@ -309,6 +309,8 @@ class Dispatcher:
     def compile(self, argtypes: tuple, listing: bool = False) -> Compiled:
         """The compiled signature (from the disk cache where it has it; `listing`: with
         its typing and LLVM module, so compiled here)."""
+        if not self.fresh():      # (listings too: never of stale globals)
+            guards.invalidate()
         c = self.compiled.get(argtypes)
         if c is None or (listing and c.module is None):
             key = None
