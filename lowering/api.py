@@ -26,7 +26,7 @@ def lower(f) -> IR:
     if type(f) is types.FunctionType:     # the interpreter's path, once per call
         ir = _CACHE.get(f)
         if ir is not None and ir.meta.get("code") is f.__code__:
-            if guards.holds(guards.guard_of(f)):
+            if guards.fresh(f):
                 return ir
             guards.invalidate()           # a global it read was rebound
     f = getattr(f, "__func__", f)

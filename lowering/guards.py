@@ -27,6 +27,8 @@ MISSING = object()     # the value recorded for a name that was not bound
 
 _GUARDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # f -> guard tuple
 _HOOKS: list = []      # callables that drop the caches of one layer
+_BY_CALLABLE: dict = {}   # function without cells -> its guard: the entry points' lookup
+_BY_CALLABLE_MAX = 4096   # (a plain dict, faster than a weak one; emptied when full)
 _LOADS = {"LOAD_GLOBAL", "LOAD_NAME"}
 _ATTRS = {"LOAD_ATTR", "LOAD_METHOD"}
 
@@ -40,6 +42,7 @@ def invalidate() -> None:
     """Drop every cache that holds code derived from a lowering (a global was rebound,
     or `adjoint.clear_cache()`)."""
     _GUARDS.clear()
+    _BY_CALLABLE.clear()
     for hook in _HOOKS:
         hook()
 
@@ -56,12 +59,30 @@ def check(f, args: tuple = ()) -> None:
     """Invalidate every cache if a global that `f`, a function among `args` (compiled
     code specialises on a function argument too) or a function they reach read has
     been rebound since it was lowered."""
-    for fn in (f, *args):
-        if callable(fn):
-            fn = target_of(fn)
-            if fn is not None and not holds(guard_of(fn)):
-                invalidate()
-                return
+    if not fresh(f):
+        invalidate()
+        return
+    for a in args:
+        if callable(a) and not fresh(a):
+            invalidate()
+            return
+
+
+def fresh(fn) -> bool:
+    """True while every global the callable `fn` reaches is bound as when it was
+    first asked (by an entry point, or lowered)."""
+    g = _BY_CALLABLE.get(fn) if type(fn) is types.FunctionType else None
+    if g is None:
+        target = target_of(fn)
+        g = guard_of(target) if target is not None else ()
+        if type(fn) is types.FunctionType and fn.__closure__ is None:
+            if len(_BY_CALLABLE) >= _BY_CALLABLE_MAX:   # (a closure is not kept alive
+                _BY_CALLABLE.clear()                    # here: it may hold big values)
+            _BY_CALLABLE[fn] = g
+    for d, n, v in g:
+        if d.get(n, MISSING) is not v:
+            return False
+    return True
 
 
 def target_of(f):
