@@ -437,6 +437,14 @@ def _parameters(func: Any, prefix: str) -> tuple:
     return ", ".join(params), order
 
 
+# The entry's check that the globals its compiled code read are bound as they were
+# (`Dispatcher.fresh`, inline: a method call would double the cost of a call).
+_GUARD_SRC = ("        for {p}gd, {p}gn, {p}gv in {p}dsp.guard:\n"
+              "            if {p}gd.get({p}gn, {p}M) is not {p}gv:\n"
+              "                break\n"
+              "        else:\n")
+
+
 def _entry_for(d: Dispatcher, func: Any) -> Callable:
     """The user-facing call: look the argument classes up in `d.fast`, else slow path.
     For a Python function it has the function's own parameters (names, defaults,
@@ -444,10 +452,11 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     TypeError exactly as for the function itself; the arguments then go on in the IR's
     order.  Without a function (an IR) it takes `*args`."""
     if func is None:
-        env = {"fast_get": d.fast.get, "slow": d.call_slow, "fresh": d.fresh}
+        env = {"fast_get": d.fast.get, "slow": d.call_slow, "dsp": d, "M": guards.MISSING}
         src = ("def call(*args):\n"
                "    w = fast_get(tuple(map(type, args)))\n"
-               "    if w is not None and fresh():\n        return w(*args)\n"
+               "    if w is not None:\n" + _GUARD_SRC.format(p="") +
+               "            return w(*args)\n"
                "    return slow(args)\n")
         exec(compile(src, "<jit entry>", "exec"), env)
         return env["call"]
@@ -456,11 +465,12 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     values = ", ".join(order) + ("," if len(order) == 1 else "")
     key = ", ".join(f"{prefix}type({n})" for n in order) + ("," if len(order) == 1 else "")
     env = {f"{prefix}fast_get": d.fast.get, f"{prefix}slow": d.call_slow,
-           f"{prefix}type": type, f"{prefix}d": None, f"{prefix}fresh": d.fresh}
+           f"{prefix}type": type, f"{prefix}d": None, f"{prefix}dsp": d,
+           f"{prefix}M": guards.MISSING}
     src = (f"def call({params}):\n"
            f"    {prefix}w = {prefix}fast_get(({key}))\n"
-           f"    if {prefix}w is not None and {prefix}fresh():\n"
-           f"        return {prefix}w({', '.join(order)})\n"
+           f"    if {prefix}w is not None:\n" + _GUARD_SRC.format(p=prefix) +
+           f"            return {prefix}w({', '.join(order)})\n"
            f"    return {prefix}slow(({values}))\n")
     exec(compile(src, "<jit entry>", "exec"), env)
     call = env["call"]
