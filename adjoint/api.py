@@ -31,6 +31,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from lowering import guards
+from lowering.guards import MISSING
 from ssair import interpret
 
 from .passes.inplace import arg_types
@@ -63,7 +65,7 @@ FAST_PATHS: dict = {}
 # backend name -> fast(f, args, with_value) -> gradient (or (y, gradient)) or None: a
 # runner's one-call `gradient` / `value_and_grad` (see jit.pullback.fast_gradient).
 FAST_GRADIENTS: dict = {}
-# Per `with_value`: f -> (f.__code__, call, compiled), the one-call gradient the runner
+# Per `with_value`: f -> (f.__code__, call, compiled, guard), the one-call gradient the runner
 # compiled last for f.  `call(*args)` checks the number and classes of the arguments
 # itself and takes the runner's lookup for anything else.  Not `compiled`: a shortcut to
 # the general path of backend "auto" (so `backend="llvm"` does not take it: a function
@@ -73,6 +75,14 @@ HOT_GRADIENTS: tuple = ({}, {})
 # runner's `gradient(..., batch=)` (jit.batch); None means "row by row".
 BATCH_RUNNERS: dict = {}
 BACKENDS = ("auto", "interp", "llvm")
+
+
+def _drop_hot_gradients() -> None:
+    for hot in HOT_GRADIENTS:
+        hot.clear()
+
+
+guards.on_invalidate(_drop_hot_gradients)
 
 
 def register_backend(name: str, runner: Any) -> None:
@@ -224,6 +234,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
     its snapshot (`adjoint.passes.checkpoint`); the gradient is the same, bit for bit."""
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
+    guards.check(f, args)   # a global it read was rebound: lower and compile again
     code = getattr(f, "__code__", None)
     plain = not kwargs and type(f) is not functools.partial and not (
         code is not None and (code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS))
@@ -361,7 +372,11 @@ def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
     hot = _HOT_GRADIENT.get(f)
     if hot is not None and hot[0] is f.__code__ and not kwargs and (
             backend == "auto" or backend == "llvm" and hot[2]):
-        return hot[1](*args)
+        for d, n, v in hot[3]:    # the globals it was compiled with, still bound so
+            if d.get(n, MISSING) is not v:
+                break
+        else:
+            return hot[1](*args)
     checkpoint, batch = _own_keywords(kwargs)
     if batch is not None:
         return _batched_gradient(f, args, batch, backend, kwargs, checkpoint)
@@ -384,6 +399,7 @@ def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs
         raise TypeError("gradient: batch= does not take keyword arguments for f or "
                         "checkpoint= yet")
     axes = normalize_axes(batch, len(args))
+    guards.check(f, args)
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
     run = BATCH_RUNNERS.get(backend)
@@ -402,7 +418,11 @@ def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any
     hot = _HOT_VALUE_AND_GRAD.get(f)
     if hot is not None and hot[0] is f.__code__ and not kwargs and (
             backend == "auto" or backend == "llvm" and hot[2]):
-        return hot[1](*args)
+        for d, n, v in hot[3]:    # the globals it was compiled with, still bound so
+            if d.get(n, MISSING) is not v:
+                break
+        else:
+            return hot[1](*args)
     checkpoint, batch = _own_keywords(kwargs)
     if batch is not None:      # (values stacked, gradients stacked)
         return _batched_gradient(f, args, batch, backend, kwargs, checkpoint, True)
@@ -415,6 +435,7 @@ _HOT_GRADIENT, _HOT_VALUE_AND_GRAD = HOT_GRADIENTS
 
 
 def _gradient(f: Callable, args: tuple, with_value: bool, backend: str, kwargs: dict) -> tuple:
+    guards.check(f, args)
     if not kwargs:
         fast = FAST_GRADIENTS.get(backend)
         if fast is None and not _JIT_TRIED and backend != "interp":

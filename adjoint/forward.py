@@ -23,6 +23,7 @@ from ssair import IR, Const, VerifyError, verify
 from ssair.compile_lock import COMPILE_LOCK, compiling
 from ssair.interpreter import interpret
 from ssair.primitives import INPLACE
+from lowering import guards
 from lowering.api import register_ir, stub_function
 
 from .api import _load_jit
@@ -238,6 +239,7 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
         primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
                                                        list(tangents), lambda v: v,
                                                        _pack_values))
+    guards.check(f, primals)                 # a global rebound: compile again
     sig = _signature(primals)
     hot = _HOT.get((f, sig)) if sig is not None else None
     if hot is not None and hot[0] is getattr(f, "__code__", None):
@@ -267,6 +269,14 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
 
 
 _HOT: dict = {}   # (f, _signature of the primals) -> (f's code, mask, tangent IR)
+
+
+def _drop_tangents() -> None:
+    for table in (_IRS, _FUNCTIONS, _HOT):
+        table.clear()
+
+
+guards.on_invalidate(_drop_tangents)
 
 
 def _signature(primals: tuple) -> Optional[tuple]:

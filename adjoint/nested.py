@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lowering import UnsupportedError
+from lowering import UnsupportedError, guards
 from ssair import IR, Const, Return
 from ssair.compile_lock import compiling
 from ssair import interpreter as interp
@@ -148,6 +148,7 @@ seed_like.__zygopy_symbol__ = "adjoint.nested.seed_like"
 
 # -- the gradient program ---------------------------------------------------------------
 _PROGRAMS: dict = {}
+guards.on_invalidate(_PROGRAMS.clear)
 
 
 @compiling

@@ -51,6 +51,7 @@ import numpy as np
 
 import lowering
 import ssair
+from lowering import guards
 from lowering.runtime import call_unpacked
 from ssair import IR
 from ssair.compile_lock import compiling
@@ -96,7 +97,14 @@ VERIFY = True
 
 
 def clear_cache() -> None:
+    """Forget every lowering and everything compiled from one, in every layer (the
+    next call lowers and compiles again, with the globals as they are now)."""
+    guards.invalidate()
+
+
+def _drop_transforms() -> None:
     _CACHE.clear()
+    _CHECKPOINTED.clear()
 
 
 @compiling
@@ -118,6 +126,7 @@ def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFuncti
 
 _CHECKPOINTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # forward ->
 # {budget words: checkpointed JFunction} (its own forward is a copy: the key dies with jf)
+guards.on_invalidate(_drop_transforms)
 
 
 @compiling

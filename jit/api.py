@@ -27,6 +27,7 @@ import numpy as np
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from lowering import guards
 from ssair.ir import IR
 from ssair.compile_lock import compiling
 
@@ -275,6 +276,22 @@ class Dispatcher:
         self.ir = func if isinstance(func, IR) else None
         self.compiled: dict = {}
         self.fast: dict = {}
+        self.guard: tuple = ()      # the globals compiled code read (`lowering.guards`)
+        self.renew_guard()
+
+    def renew_guard(self) -> None:
+        """Forget the compiled signatures; read the globals' bindings again."""
+        self.compiled.clear()
+        self.fast.clear()
+        target = guards.target_of(self.func) if self.ir is None else None
+        self.guard = guards.guard_of(target) if target is not None else ()
+
+    def fresh(self) -> bool:
+        """True while every global the compiled code read is bound as it was."""
+        for d, n, v in self.guard:
+            if d.get(n, guards.MISSING) is not v:
+                return False
+        return True
 
     def get_ir(self) -> IR:
         return self.ir if self.ir is not None else lower_function(self.func)
@@ -299,6 +316,8 @@ class Dispatcher:
     def compile(self, argtypes: tuple, listing: bool = False) -> Compiled:
         """The compiled signature (from the disk cache where it has it; `listing`: with
         its typing and LLVM module, so compiled here)."""
+        if not self.fresh():      # (listings too: never of stale globals)
+            guards.invalidate()
         c = self.compiled.get(argtypes)
         if c is None or (listing and c.module is None):
             key = None
@@ -312,6 +331,10 @@ class Dispatcher:
         return c
 
     def call_slow(self, args: tuple) -> Any:
+        if not self.fresh():      # a global was rebound: every lowering is stale
+            guards.invalidate()
+        else:                     # (a function argument's globals)
+            guards.check(None, args)
         try:
             argtypes = self.signature(args)
         except TypingError:
@@ -345,6 +368,14 @@ def _closure_cells(ir: IR, func: Any) -> tuple:
 
 
 _DISPATCHERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _renew_dispatchers() -> None:
+    for d in list(_DISPATCHERS.values()):
+        d.renew_guard()
+
+
+guards.on_invalidate(_renew_dispatchers)
 
 
 @compiling
@@ -413,6 +444,14 @@ def _parameters(func: Any, prefix: str) -> tuple:
     return ", ".join(params), order
 
 
+# The entry's check that the globals its compiled code read are bound as they were
+# (`Dispatcher.fresh`, inline: a method call would double the cost of a call).
+_GUARD_SRC = ("        for {p}gd, {p}gn, {p}gv in {p}dsp.guard:\n"
+              "            if {p}gd.get({p}gn, {p}M) is not {p}gv:\n"
+              "                break\n"
+              "        else:\n")
+
+
 def _entry_for(d: Dispatcher, func: Any) -> Callable:
     """The user-facing call: look the argument classes up in `d.fast`, else slow path.
     For a Python function it has the function's own parameters (names, defaults,
@@ -420,10 +459,11 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     TypeError exactly as for the function itself; the arguments then go on in the IR's
     order.  Without a function (an IR) it takes `*args`."""
     if func is None:
-        env = {"fast_get": d.fast.get, "slow": d.call_slow}
+        env = {"fast_get": d.fast.get, "slow": d.call_slow, "dsp": d, "M": guards.MISSING}
         src = ("def call(*args):\n"
                "    w = fast_get(tuple(map(type, args)))\n"
-               "    if w is not None:\n        return w(*args)\n"
+               "    if w is not None:\n" + _GUARD_SRC.format(p="") +
+               "            return w(*args)\n"
                "    return slow(args)\n")
         exec(compile(src, "<jit entry>", "exec"), env)
         return env["call"]
@@ -432,10 +472,12 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     values = ", ".join(order) + ("," if len(order) == 1 else "")
     key = ", ".join(f"{prefix}type({n})" for n in order) + ("," if len(order) == 1 else "")
     env = {f"{prefix}fast_get": d.fast.get, f"{prefix}slow": d.call_slow,
-           f"{prefix}type": type, f"{prefix}d": None}
+           f"{prefix}type": type, f"{prefix}d": None, f"{prefix}dsp": d,
+           f"{prefix}M": guards.MISSING}
     src = (f"def call({params}):\n"
            f"    {prefix}w = {prefix}fast_get(({key}))\n"
-           f"    if {prefix}w is not None:\n        return {prefix}w({', '.join(order)})\n"
+           f"    if {prefix}w is not None:\n" + _GUARD_SRC.format(p=prefix) +
+           f"            return {prefix}w({', '.join(order)})\n"
            f"    return {prefix}slow(({values}))\n")
     exec(compile(src, "<jit entry>", "exec"), env)
     call = env["call"]

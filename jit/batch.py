@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from lowering.guards import on_invalidate
 from ssair import IR, Branch, Const, Goto, Return
 from ssair.compile_lock import COMPILE_LOCK
 
@@ -49,6 +50,7 @@ _LOCK = threading.Lock()
 
 
 _POOLS: dict = {}
+on_invalidate(_TABLE.clear)
 
 
 def _pool(k: int) -> ThreadPoolExecutor:

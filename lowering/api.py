@@ -8,7 +8,7 @@ from ssair import interpreter
 from ssair.compile_lock import compiling
 from ssair.ir import IR
 
-from . import closures, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
+from . import closures, guards, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
 from .closures import NeedsCell
 from .frame import Lowerer
 from .runtime import call_unpacked
@@ -26,7 +26,9 @@ def lower(f) -> IR:
     if type(f) is types.FunctionType:     # the interpreter's path, once per call
         ir = _CACHE.get(f)
         if ir is not None and ir.meta.get("code") is f.__code__:
-            return ir
+            if guards.fresh(f):
+                return ir
+            guards.invalidate()           # a global it read was rebound
     f = getattr(f, "__func__", f)
     if not hasattr(f, "__code__"):
         raise TypeError(f"lowering.lower: {f!r} is not a Python function")
@@ -42,6 +44,7 @@ def _lowered(f) -> IR:
     J transform's and the JIT's caches are keyed by it)."""
     ir = _CACHE.get(f)
     if ir is None or ir.meta.get("code") is not f.__code__:
+        guards.guard_of(f)                # the values it is lowered with
         ir = _lower_with_cells(f)
         ir.meta["code"] = f.__code__
         _CACHE[f] = ir
@@ -112,4 +115,13 @@ def code_lowered(f) -> CodeLowered:
     return CodeLowered(lower(f))
 
 
+def _drop_lowerings() -> None:
+    """Forget the IR of every user function (`guards.invalidate`); the IRs transforms
+    built for generated functions stay (nothing else could rebuild them)."""
+    for f in list(_CACHE.keys()):
+        if not getattr(f, "__zygopy_generated__", None):
+            _CACHE.pop(f, None)
+
+
+guards.on_invalidate(_drop_lowerings)
 interpreter.set_lowering(lower, call_unpacked)   # the interpreter runs user functions it calls

@@ -23,8 +23,6 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Optional
 
-import numpy as np
-
 from llvmlite import ir as L
 
 from ssair.cfg import reverse_postorder
@@ -135,12 +133,16 @@ _OBJECTS: list = []     # Python objects compiled code addresses as constants
 
 def array_constant(a: Any) -> L.Constant:
     """A module-level array read by compiled code: its own memory, addressed directly
-    (the IR constant keeps the array alive as long as the compiled code); one whose
-    strides are not multiples of its item size, a copy (compiled code steps by
-    elements)."""
+    (the IR constant keeps the array alive as long as the compiled code), so a write
+    in place is seen as in CPython.  One whose strides are not multiples of its item
+    size is refused: compiled code steps by elements, and a copy would miss later
+    writes (globals are live, `lowering.guards`)."""
     if not a.flags.aligned:
-        a = np.ascontiguousarray(a)
-        _OBJECTS.append(a)
+        raise TypingError("jit: a module-level array whose memory is not aligned to its "
+                          "item size (strides of "
+                          f"{', '.join(str(s) for s in a.strides)} bytes) is read in "
+                          "place, which compiled code cannot do; pass it as an argument "
+                          "or make it with np.ascontiguousarray")
     data = symbols.live_ptr("array", a.ctypes.data)   # (it may change: not on disk)
     if a.ndim > 2:
         row = L.ArrayType(I64, a.ndim)

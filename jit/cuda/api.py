@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from lowering import guards
+
 from jit.types import TypingError
 from jit.cuda.compile import DeviceKernel, compile_map, operand_types
 from jit.cuda.driver import DeviceBuffer, device
@@ -50,6 +52,7 @@ def _to_user(buf: DeviceBuffer, on_device: bool) -> Any:
 def map(f: Callable, *args: Any) -> Any:
     """`f` applied elementwise over the broadcast of `args` on the GPU."""
     device()
+    guards.check(f)     # a global it read was rebound: compile again
     kernel = compile_map(f, operand_types(args))
     outs, on_device = _results(kernel, args)
     return _to_user(outs[0], on_device)
@@ -59,6 +62,7 @@ def map_gradient(f: Callable, *args: Any) -> tuple:
     """`(values, grads)`: `grads[k]` is the elementwise derivative of `f` with respect
     to argument k for every float argument, None for the others."""
     device()
+    guards.check(f)     # a global it read was rebound: compile again
     kernel = compile_gradient(f, operand_types(args))
     outs, on_device = _results(kernel, args, gradient=True)
     values = _to_user(outs[0], on_device)
@@ -83,6 +87,7 @@ class PTXListing:
 
 def code_ptx(f: Callable, *args: Any, arch: str = DEFAULT_ARCH) -> PTXListing:
     """The PTX of the primal and gradient kernels of `f` for arguments like `args`."""
+    guards.check(f)
     ops = operand_types(args)
     sections = [(f"primal kernel ({arch})", compile_map(f, ops).ptx(arch))]
     try:

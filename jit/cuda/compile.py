@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from lowering.guards import on_invalidate
 from ssair.ir import IR
 
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
@@ -105,6 +106,9 @@ def build_map(t: Typing, operands: tuple) -> DeviceKernel:
 def compile_map(f: Any, operands: tuple) -> DeviceKernel:
     """The primal kernel of `f` for the given operand layout (cached)."""
     return build_map(typing_for(f, tuple(o.type for o in operands)), operands)
+
+
+on_invalidate(compile_map.cache_clear)
 
 
 def operand_types(args: tuple) -> tuple:

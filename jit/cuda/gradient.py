@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir as L
 
+from lowering.guards import on_invalidate
 from jit.codegen.function import F64, I32, I64
 from jit.typing.infer import ENGINE
 from jit.types import FLOAT64, INT64, NONE, READER, TAPE, TupleT, TypingError
@@ -143,6 +144,7 @@ class _GradientBody:
 
 
 _CACHE: dict = {}
+on_invalidate(_CACHE.clear)
 
 
 def compile_gradient(f, operands: tuple) -> GradientKernel:

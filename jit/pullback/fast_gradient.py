@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lowering.guards import guard_of, on_invalidate
 from ssair import IR, Const, Return
 from ssair.compile_lock import compiling
 
@@ -39,6 +40,7 @@ _HOT: tuple = ({}, {})  # adjoint.api.HOT_GRADIENTS once registered
 _HOT_MAX = 4096
 _RUNNERS: dict = {}     # adjoint.api.RUNNERS: the fast path runs while "llvm" is BACKEND
 _GENERAL: list = []     # adjoint.api's general path: (f, args, with_value) -> result
+on_invalidate(_TABLE.clear)     # (the hot tables are adjoint.api's: it empties them)
 
 
 def fast_gradient(f: Any, args: tuple, with_value: bool) -> Any:
@@ -64,20 +66,20 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
     if any(_has_float_array(t) for t in argtypes):
         # an array in the gradient: see the module docstring.  f's next call goes to
         # pullback's fast path without looking its arguments up again.
-        hot[f] = (code, _pullback_path(f, with_value), False)
+        hot[f] = (code, _pullback_path(f, with_value), False, guard_of(f))
         return None
     key = (code, with_value, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
         entry = _built(key, f, argtypes, with_value)
     if entry is False:        # not compiled this way: f's next call goes to the general
-        hot[f] = (code, _general_path(f, with_value), False)   # path directly
+        hot[f] = (code, _general_path(f, with_value), False, guard_of(f))   # path
         return None
     if entry[0] is not f.__globals__:
         return None
     call = entry[1] if native else entry[2]
     if native and call is not entry[2]:     # a builtin: it checks its arguments itself
-        hot[f] = (code, call, True)
+        hot[f] = (code, call, True, guard_of(f))
     return call(*(int(a) if t == INT64 else float(a) if t == FLOAT64 else a
                   for a, t in zip(args, argtypes)))
 

@@ -27,6 +27,7 @@ import ctypes
 from typing import Any, Callable, Optional
 
 import numpy as np
+from lowering.guards import on_invalidate
 from ssair.compile_lock import compiling
 
 from jit.runtime import native as runtime
@@ -41,6 +42,8 @@ _ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.int64))
 _TABLE: dict = {}     # (code, argument classes) -> (globals, forward) or False
 _HOT: dict = {}       # function -> (code, number of arguments, forward) last compiled
 _HOT_MAX = 4096
+on_invalidate(_TABLE.clear)
+on_invalidate(_HOT.clear)
 _RUNNERS: dict = {}   # adjoint.api.RUNNERS once registered: the fast path only runs
                       # while the llvm runner is this module's BACKEND
 

@@ -29,6 +29,7 @@ from typing import Any, Optional
 from llvmlite import ir as L
 
 from lowering import UnsupportedError
+from lowering.guards import on_invalidate
 from ssair.compile_lock import compiling
 from ssair.ir import IR, Const
 
@@ -345,6 +346,7 @@ def _cg_jcall(fc: FunctionGen, s, ts):
 
 # -- jback -------------------------------------------------------------------------------
 _ADJOINTS: dict = {}
+on_invalidate(_ADJOINTS.clear)
 
 
 @compiling

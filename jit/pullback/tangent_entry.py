@@ -12,6 +12,7 @@ import types as pytypes
 import warnings
 from typing import Any
 
+from lowering.guards import on_invalidate
 from adjoint.passes.tangent import HELPERS
 from adjoint.rule_table import TangentHelper
 from ssair import Const
@@ -32,6 +33,8 @@ _TABLE: dict = {}     # (tangent IR, argument types) -> compiled wrapper, or the
 _HOT: dict = {}       # tangent IR -> the wrapper compiled last for it (it checks the
                       # classes of its arguments and sends others to `_typed`)
 _HOT_MAX = 4096
+on_invalidate(_TABLE.clear)
+on_invalidate(_HOT.clear)
 _WARNED: set = set()  # the reasons already given in a JitFallbackWarning
 
 

@@ -1,0 +1,202 @@
+"""Globals are live: what compiled code specialised on, and the check that it still holds.
+
+Lowering reads a function's globals (and the attributes of user modules it reads
+through them) once and puts their values into the IR as constants; every cache above
+(the J transform, forward mode, the JIT's tables and dispatchers) keys on the function
+or its IR.  `guard_of(f)` lists what those values came from: `(namespace dict, name,
+value)` for each global name the bytecode of `f` (and of the functions nested in it)
+loads, for each attribute of a user module read through such a global, and the same,
+transitively, for every Python function reached that way (a helper, a closure cell).
+`holds(guard)` is true while every name is still bound to the same object (CPython has
+no version counter for a dict, so identity); an unbound name is recorded as `MISSING`.
+
+When a guard fails, `invalidate()` drops every cache derived from a lowering (each
+layer registers its own with `on_invalidate`), and the next call lowers and compiles
+the function again with the new values.  An array mutated in place keeps its identity:
+compiled and interpreted code read its memory as it is now.
+"""
+from __future__ import annotations
+
+import dis
+import sys
+import sysconfig
+import types
+import weakref
+
+MISSING = object()     # the value recorded for a name that was not bound
+
+_GUARDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # f -> guard tuple
+_HOOKS: list = []      # callables that drop the caches of one layer
+_BY_CALLABLE: dict = {}   # function without cells -> its guard: the entry points' lookup
+_BY_CALLABLE_MAX = 4096   # (a plain dict, faster than a weak one; emptied when full)
+_LOADS = {"LOAD_GLOBAL", "LOAD_NAME"}
+_ATTRS = {"LOAD_ATTR", "LOAD_METHOD"}
+
+
+def on_invalidate(hook) -> None:
+    """Make `invalidate()` call `hook()` (a layer's cache clearing)."""
+    _HOOKS.append(hook)
+
+
+def invalidate() -> None:
+    """Drop every cache that holds code derived from a lowering (a global was rebound,
+    or `adjoint.clear_cache()`)."""
+    _GUARDS.clear()
+    _BY_CALLABLE.clear()
+    for hook in _HOOKS:
+        hook()
+
+
+def holds(guard: tuple) -> bool:
+    """True while every `(namespace, name, value)` of `guard` is still bound so."""
+    for d, n, v in guard:
+        if d.get(n, MISSING) is not v:
+            return False
+    return True
+
+
+def check(f, args: tuple = ()) -> None:
+    """Invalidate every cache if a global that `f`, a function among `args` (compiled
+    code specialises on a function argument too) or a function they reach read has
+    been rebound since it was lowered."""
+    if not fresh(f):
+        invalidate()
+        return
+    for a in args:
+        if callable(a) and not fresh(a):
+            invalidate()
+            return
+
+
+def fresh(fn) -> bool:
+    """True while every global the callable `fn` reaches is bound as when it was
+    first asked (by an entry point, or lowered)."""
+    g = _BY_CALLABLE.get(fn) if type(fn) is types.FunctionType else None
+    if g is None:
+        target = target_of(fn)
+        g = guard_of(target) if target is not None else ()
+        if type(fn) is types.FunctionType and fn.__closure__ is None:
+            if len(_BY_CALLABLE) >= _BY_CALLABLE_MAX:   # (a closure is not kept alive
+                _BY_CALLABLE.clear()                    # here: it may hold big values)
+            _BY_CALLABLE[fn] = g
+    for d, n, v in g:
+        if d.get(n, MISSING) is not v:
+            return False
+    return True
+
+
+def target_of(f):
+    """The Python function whose globals `f` reads (a bound method's function, a
+    partial's, a `jit.jit` wrapper's), or None."""
+    for _ in range(8):
+        if type(f) is types.FunctionType:
+            inner = getattr(f, "__zygopy_function__", None)
+            return inner if type(inner) is types.FunctionType else f
+        nxt = getattr(f, "__func__", None) or getattr(f, "func", None)
+        if nxt is None:
+            return None
+        f = nxt
+    return None
+
+
+def guard_of(f) -> tuple:
+    """The guard of Python function `f` (cached until `invalidate()`)."""
+    try:
+        g = _GUARDS.get(f)
+    except TypeError:
+        return ()
+    if g is None:
+        entries: dict = {}
+        _collect(f, entries, set())
+        g = tuple(entries.values())
+        try:
+            _GUARDS[f] = g
+        except TypeError:
+            pass
+    return g
+
+
+def _collect(f, entries: dict, seen: set) -> None:
+    """Add the entries of `f` and of the functions it reaches to `entries`."""
+    if id(f) in seen or type(f) is not types.FunctionType or _library(f):
+        return
+    seen.add(id(f))
+    g = f.__globals__
+    reached = []
+    for code in _codes(f.__code__):
+        for name, attr in _global_loads(code):
+            value = g.get(name, MISSING)
+            entries.setdefault((id(g), name), (g, name, value))
+            reached.append(value)
+            if attr is not None and isinstance(value, types.ModuleType) and _user_module(value):
+                d = vars(value)
+                sub = d.get(attr, MISSING)
+                entries.setdefault((id(d), attr), (d, attr, sub))
+                reached.append(sub)
+    for c in f.__closure__ or ():
+        try:
+            reached.append(c.cell_contents)
+        except ValueError:
+            pass
+    for value in reached:
+        inner = target_of(value) if value is not MISSING else None
+        if inner is not None:
+            _collect(inner, entries, seen)
+
+
+def _codes(code: types.CodeType):
+    """`code` and the code objects nested in it (inner functions, comprehensions)."""
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
+def _global_loads(code: types.CodeType) -> list:
+    """(global name, the attribute read from it next or None) for each global load."""
+    out, pending = [], None
+    for ins in dis.get_instructions(code):
+        if ins.opname in _ATTRS and pending is not None:
+            out.append((pending, ins.argval))
+            pending = None
+            continue
+        if pending is not None:
+            out.append((pending, None))
+            pending = None
+        if ins.opname in _LOADS:
+            pending = ins.argval
+    if pending is not None:
+        out.append((pending, None))
+    return out
+
+
+_LIB_DIRS: list = []
+
+
+def _library_dirs() -> tuple:
+    if not _LIB_DIRS:
+        paths = sysconfig.get_paths()
+        _LIB_DIRS.extend({paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                          if k in paths} | {sys.prefix, sys.base_prefix})
+    return tuple(_LIB_DIRS)
+
+
+def _in_library(filename: str) -> bool:
+    return bool(filename) and filename.startswith(_library_dirs())
+
+
+_OWN = {"adjoint", "jit", "lowering", "ssair", "zygopy"}
+
+
+def _library(f) -> bool:
+    """A function of zygopy, the standard library or an installed package (not
+    guarded: `gradient` called inside a loss is not the user's code)."""
+    module = (getattr(f, "__module__", None) or "").partition(".")[0]
+    return module in _OWN or _in_library(f.__code__.co_filename)
+
+
+def _user_module(m: types.ModuleType) -> bool:
+    """A module of the user's own (its attributes are guarded; numpy's and math's are
+    not: rebinding `np.sin` is not a case compiled code follows)."""
+    path = getattr(m, "__file__", None)
+    return path is not None and not _in_library(path)
