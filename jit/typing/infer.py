@@ -24,16 +24,13 @@ another in-progress guess is not cached, so mutual recursion converges too.
 """
 from __future__ import annotations
 
-import os
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import lowering
-from lowering.runtime import missing_name
 from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
-from ssair.primitives import PRIMITIVES
 from ssair.passes.util import use_counts
 
 from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
@@ -41,6 +38,8 @@ from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListL
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
 from jit.typing.unroll import RetypeNeeded
+from jit.typing.refusals import (describe, internal_call, names_internals, refuse_exceptions,
+                                 uncompiled_construct)
 from jit.typing.unbound import expose_unbound, is_unbound
 
 MAX_ROUNDS = 64
@@ -165,69 +164,6 @@ def _callee_key(f: Any) -> Any:
         return f
     except TypeError:
         return None
-
-
-def _refuse_exceptions(t: Typing) -> None:
-    """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
-    `raise` is refused at typing time, so `backend="auto"` runs the interpreter.  The
-    `raise` after a read of a missing name is compiled: the read raises, and nothing
-    reaches the `raise` (see `raised_before`)."""
-    for b in t.ir.blocks:
-        if isinstance(b.term, Raise) and raised_before(b):
-            continue
-        if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
-            what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
-            name = t.ir.meta.get("source_name", t.ir.name)
-            raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
-                              f"has {what}; compiled code does not handle exceptions yet "
-                              f"(backend='auto' runs it in the interpreter)")
-
-
-def raised_before(b: Any) -> bool:
-    """Block `b` ends in a `raise` of what its last statement returns, a call that
-    always raises (`lowering.runtime.missing_name`, or a user function whose every
-    path raises: `Engine._prune`): the `raise` never runs."""
-    last = b.stmts[-1] if b.stmts else None
-    return (last is not None and last.op == "call" and isinstance(last.args[0], Const)
-            and last.args[0].value is missing_name and b.term.value == last.var)
-
-
-def describe(typing: Typing, d: Any) -> str:
-    """`%5 = mul(%3, %4)` in f at file.py:12, for error messages.  A call of one of
-    zygopy's own helpers is told in the user's terms (see `internal_call`)."""
-    from ssair.printer import format_stmt
-    ir = typing.ir
-    text = internal_call(d) or (format_stmt(d) if isinstance(d, (Stmt, Phi)) else str(d))
-    where = f"{ir.file}:{getattr(d, 'line', None) or ir.firstline}"
-    return f"{text} in {ir.meta.get('source_name', ir.name)} at {where}"
-
-
-# the last: the __module__ of the library's plain-Python code (jit.library.python_impls.MARK)
-_OWN_PACKAGES = ("lowering.", "adjoint.", "jit.", "ssair.", "jit_array_impls")
-
-
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_OWN_DIRS = tuple(os.path.join(_ROOT, p.rstrip("."), "") for p in _OWN_PACKAGES[:4])
-
-
-def names_internals(text: str) -> bool:
-    """Does an error message name zygopy's own code (a module or a source file)?"""
-    return any(p in text for p in _OWN_PACKAGES) or any(d in text for d in _OWN_DIRS)
-
-
-def internal_call(d: Any) -> Optional[str]:
-    """What a call of a zygopy helper does, for a user (`__zygopy_explain__` of the
-    callee, given its constant operands), or None for any other statement."""
-    if not (isinstance(d, Stmt) and d.op in ("call", "jcall") and isinstance(d.args[0], Const)):
-        return None
-    f = d.args[0].value
-    explain = getattr(f, "__zygopy_explain__", None)
-    if explain is not None:
-        return explain(*[a.value if isinstance(a, Const) else None for a in d.args[1:]])
-    module = getattr(f, "__zygopy_symbol__", None) or getattr(f, "__module__", None) or ""
-    if module.startswith(_OWN_PACKAGES):
-        return "a step zygopy adds to differentiate this function"
-    return None
 
 
 def lower_function(func: Any) -> IR:
@@ -368,7 +304,7 @@ class Engine:
         if len(t.argtypes) != len(t.ir.args):
             raise TypingError(f"{t.ir.name} takes {len(t.ir.args)} arguments "
                               f"({len(t.argtypes)} given)")
-        _refuse_exceptions(t)
+        refuse_exceptions(t)
         for a, at in zip(t.ir.args, t.argtypes):   # a constant flag the caller passed
             if isinstance(at, LiteralT) and isinstance(at.value, bool):
                 t.static[a.var] = at.value
@@ -632,54 +568,6 @@ def type_primitive(ctx: Context, op: str, s: Stmt, ts: list) -> Type:
     if fn is None:
         raise TypingError(uncompiled_construct(ctx.typing, s))
     return fn(ctx, s, ts)
-
-
-_CELL_OPS = ("make_cell", "cell_get", "cell_set")
-# the user's construct behind each primitive that compiled code does not have
-_CONSTRUCTS = {
-    "caught": "an `except` block",
-    "spush": "reverse mode over reverse mode (the gradient of a function's own pullback)",
-    "spop": "reverse mode over reverse mode (the gradient of a function's own pullback)",
-}
-
-
-def uncompiled_construct(typing: Typing, s: Stmt) -> str:
-    """The error for statement `s`, whose primitive has no type rule, in the user's
-    terms: the construct, the function and file:line."""
-    ir = typing.ir
-    if s.op in _CELL_OPS:
-        made = _cell_closure(ir, s)
-        line = (made or s).line or ir.firstline
-        name = _cell_name(ir, s)
-        what = (f"makes a function that captures {name!r}, a variable assigned again "
-                "after the function is made (a closure made in a loop)")
-    else:
-        line = s.line or ir.firstline
-        sym = getattr(PRIMITIVES.get(s.op), "symbol", None) or s.op
-        what = f"uses {_CONSTRUCTS.get(s.op, f'an operation ({sym})')}"
-    return (f"jit: {ir.meta.get('source_name', ir.name)} at {ir.file}:{line} {what}; "
-            f"compiled code does not support it yet (backend='auto' runs it in the "
-            f"interpreter)")
-
-
-def _cell_def(ir: IR, s: Stmt) -> Stmt:
-    """The `make_cell` statement of a cell operation."""
-    if s.op == "make_cell" or not s.args or not isinstance(s.args[0], Var):
-        return s
-    return next((d for d in ir.definitions()
-                 if isinstance(d, Stmt) and d.var == s.args[0]), s)
-
-
-def _cell_name(ir: IR, s: Stmt) -> str:
-    return _cell_def(ir, s).name or "a variable"
-
-
-def _cell_closure(ir: IR, s: Stmt) -> Optional[Stmt]:
-    """The first `make_closure` that captures the cell of `s` (where the user made the
-    function), or None."""
-    cell = _cell_def(ir, s).var
-    return next((x for b in ir.blocks for x in b.stmts
-                 if x.op == "make_closure" and cell in x.args), None)
 
 
 @rule("call")
