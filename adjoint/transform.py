@@ -486,6 +486,8 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
         bound = owner is not None and lookup_callee(f) is not None and _is_method_rule(f)
         args = ((owner,) + pos) if bound else pos
         return y, RulePB(rule.pullback, args, kw, y, nops, bound)
+    if isinstance(f, types.MethodType) and not plain:
+        return forward_method(state, f, tape, pos, kw)
     target = (lower_function(f), f, cells(f), False) if plain else _target(f)
     if target is None:
         _refuse_opaque_write(f, pos, kw)
@@ -567,6 +569,30 @@ def forward_partial(state, p, tape, pos: tuple, kw: dict) -> tuple:
 
 
 SPECIAL_TYPES.append((functools.partial, forward_partial))
+
+
+class MethodPB:
+    """Pullback data of a call of a bound method with no rule of its own: that of
+    `method.__func__(self, *pos, **kw)`.  The bound method's cotangent is its
+    object's (`getattr` of a method passes it through to the object)."""
+
+    __slots__ = ("inner",)
+    seeds = True
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def back(self, state, reader, dy, cur=None) -> tuple:
+        inner_cur = None if cur is None else (None, cur[0]) + tuple(cur[1:])
+        out = _jback(state, None, (self.inner, reader, dy, inner_cur))
+        return (out[1],) + tuple(out[2:])
+
+
+def forward_method(state, m, tape, pos: tuple, kw: dict) -> tuple:
+    """jcall of a bound method (`obj.method(x)`, `cm.__enter__()`): the forward of
+    its function called with the object as its first argument."""
+    y, data = call_forward(state, m.__func__, tape, (m.__self__,) + tuple(pos), kw)
+    return y, MethodPB(data)
 
 
 MUTABLE_RECEIVERS = (list, dict, set, bytearray, np.ndarray)

@@ -239,3 +239,25 @@ def test_nested_dataclasses_through_helpers_loops_and_branches(backend):
     assert (g.b.x, g.b.y) == pytest.approx((-6.0 - 6.0, 0.0))
     fd = _fd_scalar(loss, lambda v: Segment(Point(1.0, 2.0), Point(v, 4.0)), -3.0)
     assert g.b.x == pytest.approx(fd, rel=1e-6)
+
+
+class _Quadratic:
+    def __init__(self, w):
+        self.w = w
+
+    def predict(self, x):
+        return self.w * x * x
+
+
+def _method_loss(m, x):
+    return m.predict(x) + m.w
+
+
+def test_a_method_of_a_user_object_differentiates_with_self_as_an_argument():
+    """`m.predict(x)` is `_Quadratic.predict(m, x)`: `self`'s attributes get their share."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for backend in ("interp", "auto"):
+            gm, gx = gradient(_method_loss, _Quadratic(2.0), 3.0, backend=backend)
+            assert gm.w == 3.0 * 3.0 + 1.0 and gx == 2.0 * 2.0 * 3.0
