@@ -15,7 +15,7 @@ from lowering.runtime import check_bound, column, shortest
 
 from .rule_table import (no_operands, nondiff, other_operand, partial_rule, pullback_rule,
                          scalar_rule)
-from .pytrees import attr_cotangent, is_record
+from .pytrees import attr_cotangent
 from .tape import accum_index, unbcast
 
 
@@ -340,10 +340,12 @@ def d_getattr(dy, x, name):
     through (its pullback already returned it for the object); a named tuple's field
     or an object's attribute gives the object a structural cotangent
     (`adjoint.pytrees.attr_cotangent`)."""
-    if name == "T" and not is_record(x):
+    if name == "T" and isinstance(x, np.ndarray):
         return np.transpose(dy), None
-    if name == "imag" and not is_record(x):   # of a real value: 0 (complex: rules_complex)
-        return 0.0 * dy, None
+    if name == "imag" and isinstance(x, (float, np.ndarray, np.generic)):
+        return 0.0 * dy, None       # of a real value: 0 (complex: rules_complex)
+    if isinstance(x, (float, int, np.ndarray, np.generic)):
+        return dy, None             # a bound method of an array or a number
     return attr_cotangent(x, name, dy), None
 
 

@@ -332,7 +332,9 @@ def zero_index(s: Any, *idx: Any) -> Any:
 
 
 def snapshot(x: Any) -> Any:
-    return x.copy() if isinstance(x, np.ndarray) else x
+    """A copy of an array that keeps its memory layout (`np.ravel(.., order="K")` of a
+    snapshot of a view reads the elements in the view's order)."""
+    return x.copy(order="K") if isinstance(x, np.ndarray) else x
 
 
 def contiguous(x: Any) -> Any:
