@@ -43,7 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from ssair import IR, Branch, Const, Goto, Return, Stmt, Var
-from ssair.cfg import natural_loops
+from ssair.cfg import natural_loops, strongly_connected_components
 from ssair.ir import Block
 from ssair.passes.util import rekey_incoming
 
@@ -311,6 +311,44 @@ def _read_segments(adj: IR, pushed: set, snap: Var, recompute: Any) -> None:
         adj.push(fill, "call", Const(recompute), scratch, got)
         adj.push(fill, "ckpt_rewind", scratch, sreader, adj.push(fill, "getitem", got, 0))
         fill.term = Goto(check.id)     # (a segment may hold no records)
+    _drain_on_exit(adj, reads, scratch, sreader, snap)
     for b in adj.blocks:
         if isinstance(b.term, Return):
             adj.push(b, "ckpt_free", scratch)
+
+
+def _loop_of_reads(adj: IR, reads: set) -> set:
+    """The blocks of the adjoint's cycle (a strongly connected component, which
+    early exits of the loop may make irreducible) that holds every read of the loop's
+    records: the adjoint of the loop."""
+    where = {b.id for b in adj.blocks if any(s.var in reads for s in b.stmts)}
+    comps = [set(c) for c in strongly_connected_components(adj) if where & set(c)]
+    if len(comps) != 1 or len(comps[0]) < 2:
+        raise CheckpointError(f"pullback: checkpoint=: the adjoint of a loop of "
+                              f"{adj.meta.get('source_name', adj.name)} is not one loop")
+    return comps[0]
+
+
+def _drain_on_exit(adj: IR, reads: set, scratch: Var, sreader: Var, snap: Var) -> None:
+    """On every edge leaving the loop's adjoint, pop the loop's snapshots that no read
+    asked for (down to the one of visit 0, which the forward always pushes): a loop
+    that ran zero times, or whose first segments recorded nothing, leaves them on the
+    main tape, where the code before the loop would read them as its own records."""
+    reader = adj.args[0].var
+    pop_of = adj.meta["pop_of"]
+    loop = _loop_of_reads(adj, reads)
+    exits = [(b, s) for b in adj.blocks if b.id in loop
+             for s in dict.fromkeys(b.successors()) if s not in loop]
+    for b, s in exits:
+        check = _new_block(adj, b)
+        drop = _new_block(adj, check)
+        spent = adj.push(check, "ckpt_spent", scratch, sreader)
+        check.term = Branch(spent, drop.id, s)
+        got = adj.push(drop, "pop", reader, name="snapshot")
+        pop_of[got.id] = snap.id
+        adj.push(drop, "tape_cut", scratch, 0)
+        adj.push(drop, "ckpt_rewind", scratch, sreader, adj.push(drop, "getitem", got, 0))
+        drop.term = Goto(check.id)
+        b.term.retarget(s, check.id)
+        for p in adj.block(s).phis:
+            rekey_incoming(p, b.id, check.id)
