@@ -235,6 +235,8 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
     guards.check(f, args)   # a global it read was rebound: lower and compile again
+    if checkpoint is not None:
+        refuse_shadowed_options(f, ["checkpoint"])
     code = getattr(f, "__code__", None)
     plain = not kwargs and type(f) is not functools.partial and not (
         code is not None and (code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS))
@@ -377,7 +379,7 @@ def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
                 break
         else:
             return hot[1](*args)
-    checkpoint, batch = _own_keywords(kwargs)
+    checkpoint, batch = _own_keywords(f, kwargs)
     if batch is not None:
         return _batched_gradient(f, args, batch, backend, kwargs, checkpoint)
     if checkpoint is not None:
@@ -385,11 +387,38 @@ def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> t
     return _gradient(f, args, False, backend, kwargs)
 
 
-def _own_keywords(kwargs: dict) -> tuple:
+def _own_keywords(f: Callable, kwargs: dict) -> tuple:
     """(checkpoint, batch), taken out of `kwargs`."""
     if not kwargs:
         return None, None
+    refuse_shadowed_options(f, [k for k in OWN_OPTIONS if k in kwargs])
     return kwargs.pop("checkpoint", None), kwargs.pop("batch", None)
+
+
+OWN_OPTIONS = ("checkpoint", "batch")
+
+
+def refuse_shadowed_options(f: Callable, given: list) -> None:
+    """A keyword given to `gradient`/`pullback` that names both one of zygopy's own
+    options and a parameter of `f` is ambiguous: taking it as the option would run `f`
+    with its default instead, a silently wrong gradient.  Refuse it."""
+    if not given:
+        return
+    try:
+        params = inspect.signature(f).parameters
+    except (TypeError, ValueError):
+        return
+    bound = f.keywords if isinstance(f, functools.partial) else {}
+    for name in given:
+        p = params.get(name)
+        if p is not None and name not in bound and p.kind not in (p.VAR_POSITIONAL,
+                                                                    p.VAR_KEYWORD):
+            fname = getattr(f, "__qualname__", None) or type(f).__name__
+            raise TypeError(
+                f"{name}= is both an option of zygopy's gradient and pullback and a "
+                f"parameter of {fname}: it is ambiguous; pass {fname}'s {name} with "
+                f"functools.partial({fname}, {name}=...) (then {name}= is zygopy's "
+                f"option), or by position")
 
 
 def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs: dict,
@@ -423,7 +452,7 @@ def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any
                 break
         else:
             return hot[1](*args)
-    checkpoint, batch = _own_keywords(kwargs)
+    checkpoint, batch = _own_keywords(f, kwargs)
     if batch is not None:      # (values stacked, gradients stacked)
         return _batched_gradient(f, args, batch, backend, kwargs, checkpoint, True)
     if checkpoint is not None:
