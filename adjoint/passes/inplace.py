@@ -154,9 +154,27 @@ def _augmented_subscripts(ir: IR) -> None:
                 continue
             read = defs.get(op.args[0])
             if (read is not None and read.op == "getitem" and read.args[0] == s.args[0]
-                    and read.args[1:] == s.args[2:] and uses[read.var] == 1
+                    and _same_indices(read.args[1:], s.args[2:], defs) and uses[read.var] == 1
                     and uses[op.var] == 1):
                 op.op = INPLACE[op.op]
+
+
+def _same_indices(xs: list, ys: list, defs: dict) -> bool:
+    """Do two index operand lists name the same index?  Python 3.12+ lowers `a[1:] OP=
+    b` with the slice built twice (BINARY_SLICE, STORE_SLICE): `slice(...)` calls and
+    tuples of the same operands are the same index."""
+    return len(xs) == len(ys) and all(_same_index(x, y, defs) for x, y in zip(xs, ys))
+
+
+def _same_index(x, y, defs: dict) -> bool:
+    if x == y:
+        return True
+    dx, dy = defs.get(x), defs.get(y)
+    if dx is None or dy is None or dx.op != dy.op or dx.kwargs or dy.kwargs:
+        return False
+    if dx.op == "call" and isinstance(dx.args[0], Const) and dx.args[0].value is slice:
+        return dx.args == dy.args
+    return dx.op == "tuple" and _same_indices(dx.args, dy.args, defs)
 
 
 def _drop_trivial_phis(ir: IR) -> None:
