@@ -12,6 +12,21 @@ which every executor must raise too.  `try` statements (`except ValueError`, `el
 `finally`, around a `math.log` that raises on some inputs, or a `raise`) and
 `with np.errstate(...)` blocks run in the interpreter only (the JIT refuses them).
 
+Optional shapes (`SHAPES`; `ZYGOPY_FUZZ_SHAPES` picks them: a comma-separated list,
+"all" or "none"; the default is `DEFAULT_SHAPES`), each with its own checks:
+  * `early_return`: `if ...: return a` inside for and while loops, on a test that is
+    taken (`i == 1`), never taken (`i == 5`, `a > 20.0`) or drawn, where `a` is often
+    what `f` returns after its loops too;
+  * `slice_write`: a local array written with a product of its own slice or row
+    (`w[0:2] = w[0:2] * b`, `w[1:] *= b`, `m[1] *= arr`, ...);
+  * `ckpt`: loops that run zero times (`range(k - 2)`, `while j < k - 2`) and two
+    loops in a row; every gradient is checked again with `checkpoint=` small budgets
+    (`CKPT_BUDGETS`), bit for bit equal to the plain one, values and errors too;
+  * `jvp_after_error`: `h` may call a function made by a closure (forward mode
+    refuses it, reverse mode does not); `jvp(f, ...)` is called three times and
+    must give the same answer each time (the same error, or a tangent equal to
+    <gradient, tangents> by reverse mode).
+
 `check_program(source, inputs)` raises `FuzzFailure` naming what disagreed:
   * CPython, the interpreter and the JIT give the same value or the same exception
     type (the JIT may refuse a program at typing time: counted, not a failure);
@@ -38,12 +53,31 @@ import warnings
 import numpy as np
 from hypothesis import strategies as st
 
-from adjoint import pullback
+from adjoint import jvp, pullback
+from adjoint.passes.checkpoint import CheckpointError
 from jit import TypingError
 from jit.pullback.backend import JitFallbackWarning
 
 FLOATS = ("a", "b", "c", "x", "y")
 _DIR = tempfile.mkdtemp(prefix="zygopy_fuzz_")
+SHAPES = ("early_return", "slice_write", "ckpt", "jvp_after_error")
+DEFAULT_SHAPES = ()      # CI: the programs and checks as before (same time)
+# MiB: one tape word a segment (a snapshot at every header visit), 64 words; the JIT
+# is checked with the first only (each budget is a compile of its own)
+CKPT_BUDGETS = {"interp": (1e-9, 64 * 32 / 2**20), "llvm": (1e-9,)}
+
+
+def shapes_from_env() -> frozenset:
+    """The optional shapes `ZYGOPY_FUZZ_SHAPES` names ("all", "none", or a list)."""
+    text = os.environ.get("ZYGOPY_FUZZ_SHAPES", ",".join(DEFAULT_SHAPES)).strip()
+    if text == "all":
+        return frozenset(SHAPES)
+    names = {n.strip() for n in text.split(",") if n.strip() and n.strip() != "none"}
+    unknown = names - set(SHAPES)
+    if unknown:
+        raise ValueError(f"ZYGOPY_FUZZ_SHAPES: unknown shape(s) {sorted(unknown)}; "
+                         f"known: {', '.join(SHAPES)}, all, none")
+    return frozenset(names)
 
 
 class FuzzFailure(AssertionError):
@@ -99,8 +133,10 @@ def cond(draw, env: dict) -> str:
 class Body:
     """One function body; counters name the loops so nested loops do not clash."""
 
-    def __init__(self, draw, env: dict):
+    def __init__(self, draw, env: dict, shapes: frozenset = frozenset()):
         self.draw, self.env, self.lines, self.loops = draw, env, [], 0
+        self.shapes = shapes
+        self.returning = False     # the next loop body starts with an early return
 
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
@@ -117,7 +153,21 @@ class Body:
             kinds += ["break", "continue"]
         if self.env.get("calls"):
             kinds += ["return"]
+        if self.env["main"]:
+            kinds += self._shape_kinds(depth, in_loop)
         getattr(self, "stmt_" + self.draw(st.sampled_from(kinds)))(indent, depth, in_loop)
+
+    def _shape_kinds(self, depth: int, in_loop: bool) -> list:
+        """The statements of the optional shapes that are on (main function only)."""
+        kinds = []
+        if "early_return" in self.shapes:
+            kinds += ["loop_return", "loop_return"] if in_loop else []
+            kinds += ["returning_loop"] if depth > 0 else []
+        if "slice_write" in self.shapes:
+            kinds += ["slice_write"]
+        if "ckpt" in self.shapes and depth > 0:
+            kinds += ["two_loops"]
+        return kinds
 
     def stmt_assign(self, indent, depth, in_loop) -> None:
         target = self.draw(st.sampled_from(["a", "b", "c"]))
@@ -172,14 +222,25 @@ class Body:
     def _loop_body(self, indent, depth, counter) -> None:
         saved = self.env.get("index")
         self.env["index"] = counter
+        if self.returning:       # (`stmt_returning_loop`)
+            self.returning = False
+            if self.draw(st.booleans()):
+                self.stmt(indent + 1, depth - 1, True)
+            self.stmt_loop_return(indent + 1, depth - 1, True)
         self.block(indent + 1, depth - 1, True)
         self.env["index"] = saved
+
+    def _bounds(self, main_bounds: list) -> list:
+        """Loop bounds: with the `ckpt` shape the main function's loops may also run
+        zero times whatever k is, or unless k is 3."""
+        if not self.env["main"]:
+            return ["2", "3"]
+        return main_bounds + (["0", "k - 2"] if "ckpt" in self.shapes else [])
 
     def stmt_for(self, indent, depth, in_loop) -> None:
         self.loops += 1
         i = f"i{self.loops}"
-        bound = self.draw(st.sampled_from(["k", "3", "k + 1", "len(arr)"] if self.env["main"]
-                                          else ["2", "3"]))
+        bound = self.draw(st.sampled_from(self._bounds(["k", "3", "k + 1", "len(arr)"])))
         self.emit(indent, f"for {i} in range({bound}):")
         self._loop_body(indent, depth, i)
 
@@ -187,7 +248,7 @@ class Body:
         self.loops += 1
         j = f"j{self.loops}"
         self.emit(indent, f"{j} = 0")
-        bound = self.draw(st.sampled_from(["k", "2", "3"] if self.env["main"] else ["2", "3"]))
+        bound = self.draw(st.sampled_from(self._bounds(["k", "2", "3"])))
         self.emit(indent, f"while {j} < {bound}:")
         self.emit(indent + 1, f"{j} += 1")
         self._loop_body(indent, depth, j)
@@ -200,26 +261,97 @@ class Body:
 
     def stmt_return(self, indent, depth, in_loop) -> None:
         self.emit(indent, f"if {cond(self.draw, self.env)}:")
-        self.emit(indent + 1, f"return float({expr(self.draw, self.env, 2)})")
+        value = f"float({expr(self.draw, self.env, 2)})"
+        if "early_return" in self.shapes and self.env["main"] and self.draw(st.booleans()):
+            value = self.env["final"]      # every return may return one variable
+        self.emit(indent + 1, f"return {value}")
+
+    def stmt_loop_return(self, indent, depth, in_loop) -> None:
+        """`early_return`: leave the function from inside a loop, on a test that is
+        taken on the second visit, never taken, or drawn; often returning the same
+        variable `f` returns at its end."""
+        counter = self.env.get("index")
+        tests = ["a > 20.0", cond(self.draw, self.env)]
+        if counter:
+            tests += [f"{counter} == 1", f"{counter} == 5"]
+        self.emit(indent, f"if {self.draw(st.sampled_from(tests))}:")
+        final = self.env.get("final", "a")
+        value = self.draw(st.sampled_from([final, final, final, "b",
+                                           f"float({expr(self.draw, self.env, 1)})"]))
+        self.emit(indent + 1, f"return {value}")
+
+    def stmt_returning_loop(self, indent, depth, in_loop) -> None:
+        """`early_return`: a for or while loop whose body may return early."""
+        self.returning = True
+        getattr(self, self.draw(st.sampled_from(["stmt_for", "stmt_while"])))(
+            indent, depth, in_loop)
+
+    def stmt_slice_write(self, indent, depth, in_loop) -> None:
+        """`slice_write`: a local array updated with a product of its own slice or
+        row, read afterwards (the update's pullback needs the values it overwrote)."""
+        if self.draw(st.booleans()):
+            start = self.draw(st.sampled_from(["arr * a", "arr + b", "np.sin(arr) * c"]))
+            self.emit(indent, f"w = {start}")
+            self.emit(indent, self.draw(st.sampled_from([
+                "w[0:2] = w[0:2] * b", "w[1:] *= b", "w[0:2] *= w[1:3]", "w[1] *= a",
+                "w[::2] = w[::2] * c", "w[1:] = w[1:] * w[:2]"])))
+            self.emit(indent, "a = a + math.tanh(float(np.sum(w * w)))")
+            return
+        self.emit(indent, "m = np.zeros((2, 3))")
+        self.emit(indent, "m[0] = arr * a")
+        self.emit(indent, "m[1] = arr + b")
+        self.emit(indent, self.draw(st.sampled_from([
+            "m[1] *= arr", "m[1] *= m[0]", "m[0:1] = m[0:1] * b", "m[:, 1:] *= c",
+            "m[1] = m[1] * m[0]"])))
+        self.emit(indent, "b = b + math.tanh(float(np.sum(m)))")
+
+    def stmt_two_loops(self, indent, depth, in_loop) -> None:
+        """`ckpt`: two loops in a row (either may run zero times)."""
+        for _ in range(2):
+            getattr(self, self.draw(st.sampled_from(["stmt_for", "stmt_while"])))(
+                indent, depth, in_loop)
+
+
+# `jvp_after_error`: a function made by a closure, which forward mode refuses to call
+# from inside another function (reverse mode and the JIT call it)
+MADE = ["def make(s):", "    def scaled(u, v):", "        return u * s + v",
+        "    return scaled", "", "", "hc = make(0.5)", "", ""]
 
 
 @st.composite
-def programs(draw) -> str:
-    """The source text of one program module."""
+def programs(draw, shapes: frozenset = frozenset()) -> str:
+    """The source text of one program module, with the optional `shapes` on."""
     helper = Body(draw, {"calls": False, "main": False})
     helper.emit(1, "a, b, c = u, v, 0.5")
     helper.block(1, 1, False)
-    main = Body(draw, {"calls": True, "main": True})
+    helper_value = "a * b + c"
+    if "jvp_after_error" in shapes and draw(st.booleans()):
+        helper_value += " + math.tanh(hc(a, b))"
+    final = "float(a + b * c + np.sum(buf))"
+    if "early_return" in shapes and draw(st.booleans()):
+        final = "a"
+    main = Body(draw, {"calls": True, "main": True, "final": final}, shapes)
     main.emit(1, "a, b, c = x, y, 0.25")
     main.emit(1, "buf = np.zeros(3)")
     main.emit(1, f"scale = {draw(st.sampled_from(['0.5', 'y', 'arr[0]']))}")
     main.emit(1, "g = lambda u: u * scale + x")
+    if "jvp_after_error" in shapes and draw(st.booleans()):
+        main.emit(1, "c = c + h(x, y)")
+    returning = draw(st.sampled_from(["first", "last", "inside"])) \
+        if "early_return" in shapes else "inside"
+    if returning == "first":
+        main.stmt_returning_loop(1, 2, False)
+    if "ckpt" in shapes and draw(st.booleans()):
+        main.stmt_two_loops(1, 2, False)
     main.block(1, 2, False)
-    main.emit(1, "return float(a + b * c + np.sum(buf))")
+    if returning == "last":      # its early return may return what `f` returns
+        main.stmt_returning_loop(1, 2, False)
+    main.emit(1, f"return {final}")
     return "\n".join([
         "import math", "import numpy as np", "", "",
+        *(MADE if "jvp_after_error" in shapes else []),
         "def h(u, v):", "    x, y, arr = u, v, (u, v, 0.5)", *helper.lines,
-        "    return a * b + c", "", "",
+        f"    return {helper_value}", "", "",
         "def r(u, n):", "    if n <= 0:", "        return u",
         "    return math.sin(r(u, n - 1)) + 0.5 * u", "", "",
         "def f(x, y, k, arr):", *main.lines, ""])
@@ -255,12 +387,12 @@ def _outcome(thunk):
 ALIAS_REFUSAL = "adjoint: in-place update of"
 
 
-def _run(f, args: tuple, backend: str):
+def _run(f, args: tuple, backend: str, checkpoint=None):
     def go():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", JitFallbackWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
-            y, back = pullback(f, *args, backend=backend)
+            y, back = pullback(f, *args, backend=backend, checkpoint=checkpoint)
             g1, g2 = back(1.0), back(1.0)
         return y, g1, g2
     try:
@@ -280,9 +412,10 @@ def _same(a: float, b: float, tol: float) -> bool:
     return a == b or abs(a - b) <= tol * max(1.0, abs(a), abs(b)) or (a != a and b != b)
 
 
-def check_program(source: str, values: tuple) -> str:
-    """Run one program on one input; returns "compiled" or "refused" (the JIT's
-    answer), or "alias-refused" (see ALIAS_REFUSAL), or raises FuzzFailure."""
+def check_program(source: str, values: tuple, shapes: frozenset = frozenset()) -> str:
+    """Run one program on one input, with the checks of the optional `shapes`;
+    returns "compiled" or "refused" (the JIT's answer), or "alias-refused" (see
+    ALIAS_REFUSAL), or raises FuzzFailure."""
     f = load(source).f
     x, y, k, arr = values
     args = (x, y, k, np.array(arr, dtype=float))
@@ -306,7 +439,91 @@ def check_program(source: str, values: tuple) -> str:
     if interp[0] == "ok":
         _check_twice(interp[1])
         _check_differences(f, args, _flat(interp[1][1]))
+    if "ckpt" in shapes and ("for " in source or "while " in source):
+        _check_checkpointed(f, args, {"interp": interp, "llvm": compiled})
+    if "jvp_after_error" in shapes:
+        _check_jvp_repeated(f, args, expect, interp)
     return "refused" if compiled is None else "compiled"
+
+
+def _same_bits(a, b) -> bool:
+    """Equal bit for bit (floats, arrays, None, tuples of them)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+            all(map(_same_bits, a, b))
+    if a is None or b is None:
+        return a is b
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _check_checkpointed(f, args: tuple, plain: dict) -> None:
+    """`ckpt`: with `checkpoint=` each small budget, every backend that ran gives the
+    plain value and gradient bit for bit, or raises what the plain pullback raised.
+    A loop with a try statement is refused (CheckpointError): not checked."""
+    for backend, want in plain.items():
+        if want is None or want[0] == "alias-refused":
+            continue
+        for mb in CKPT_BUDGETS[backend]:
+            try:
+                got = _run(f, args, backend, checkpoint=mb)
+            except CheckpointError:
+                return
+            tag = f"{backend} checkpoint={mb:g}"
+            if got[0] != want[0]:
+                raise FuzzFailure(f"{tag}: {got[0]} {got[1]!r} where the plain pullback "
+                                  f"{want[0]} {want[1]!r}")
+            if got[0] == "raised":
+                if got[1] is not want[1]:
+                    raise FuzzFailure(f"{tag} raised {got[1].__name__}, plain "
+                                      f"{want[1].__name__}")
+                continue
+            if not _same_bits(got[1][0], want[1][0]):
+                raise FuzzFailure(f"{tag}: value {got[1][0]!r} != plain {want[1][0]!r}")
+            for k in (1, 2):
+                if not _same_bits(got[1][k], want[1][1]):
+                    raise FuzzFailure(f"{tag}: gradient {got[1][k]} != plain {want[1][1]}")
+
+
+TANGENTS = (0.5, -0.25, None, np.array([0.3, -0.2, 0.1]))
+
+
+def _jvp_outcome(f, args: tuple, backend: str):
+    """("ok", (y, tangent)) or ("raised", "Type: message") of one jvp call."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return "ok", jvp(f, args, TANGENTS, backend=backend)
+    except Exception as e:      # noqa: BLE001 -- every call must fail the same way
+        return "raised", f"{type(e).__name__}: {e}"
+
+
+def _check_jvp_repeated(f, args: tuple, expect, interp) -> None:
+    """`jvp_after_error`: three jvp calls in a row give the same outcome (a forward
+    mode refusal stays a refusal, not a later wrong answer); an answer's tangent is
+    <gradient, tangents> by reverse mode and its value CPython's."""
+    for backend in ("interp", "llvm"):
+        runs = [_jvp_outcome(f, args, backend) for _ in range(3)]
+        first = runs[0]
+        for k, run in enumerate(runs[1:], 2):
+            same = run[0] == first[0] and (run[1] == first[1] if run[0] == "raised" else
+                                            _same_bits(run[1], first[1]))
+            if not same:
+                raise FuzzFailure(f"jvp ({backend}) call {k} gave {run[1]!r}, the first "
+                                  f"{first[1]!r}")
+        if first[0] == "raised" or expect[0] != "ok" or interp[0] != "ok":
+            continue
+        y, t = first[1]
+        if not _same(expect[1], float(y), 1e-12):
+            raise FuzzFailure(f"jvp ({backend}) value {y!r} != CPython {expect[1]!r}")
+        g = interp[1][1]
+        parts = [g[0] * TANGENTS[0], g[1] * TANGENTS[1], float(np.dot(g[3], TANGENTS[3]))]
+        want = sum(parts)
+        if math.isfinite(want) and \
+                abs(float(t) - want) > 1e-9 * sum(abs(p) for p in parts) + 1e-12:
+            raise FuzzFailure(f"jvp ({backend}) tangent {t!r} != <gradient, tangents> "
+                              f"{want!r}")
 
 
 def _agree(who: str, expect, got) -> None:
