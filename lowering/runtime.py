@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import operator
 
+from ssair.ir import Const
+
 
 class _Unbound:
     """The value of a local variable read before any assignment reaches it."""
@@ -63,6 +65,14 @@ def missing_name(kind: type, message: str):
     module attribute that does not exist (AttributeError).  The lowering finds the name
     missing; the error is raised only where the read runs."""
     raise kind(message)
+
+
+def raised_by_missing_name(block) -> bool:
+    """Does IR `block` end in the `raise` of a `missing_name` call's result (the
+    lowering's `raise_when_run`)?  That call raises itself, so the `raise` never runs."""
+    last = block.stmts[-1] if block.stmts else None
+    return (last is not None and last.op == "call" and isinstance(last.args[0], Const)
+            and last.args[0].value is missing_name and block.term.value == last.var)
 
 
 def check_bound(value, name: str, bound: bool = True):

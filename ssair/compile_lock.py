@@ -30,4 +30,14 @@ def compiling(fn: Callable) -> Callable:
     return locked
 
 
-__all__ = ["COMPILE_LOCK", "compiling"]
+@compiling
+def built_once(table: dict, key: Any, build: Callable, *args: Any) -> Any:
+    """`table[key]`, made by `build(*args)` by the first thread that asks (the hot
+    paths look `key` up without the lock first)."""
+    entry = table.get(key)
+    if entry is None:
+        entry = table[key] = build(*args)
+    return entry
+
+
+__all__ = ["COMPILE_LOCK", "built_once", "compiling"]

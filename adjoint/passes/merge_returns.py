@@ -11,7 +11,7 @@ input is not modified.  `meta["exit"]` names the exit block.
 """
 from __future__ import annotations
 
-from lowering.runtime import missing_name
+from lowering.runtime import raised_by_missing_name
 from ssair import IR, Const, Goto, Raise, Return
 
 
@@ -39,7 +39,7 @@ def _exit_after_reads(ir: IR) -> list:
     """For a function whose every path ends reading a missing name: each `raise` of
     `missing_name`'s result (which raises itself, so the `raise` never runs) becomes a
     jump to a new `return None` block, which is returned (in a list).  Otherwise []."""
-    ends = [b for b in ir.blocks if isinstance(b.term, Raise) and _raised_before(b)]
+    ends = [b for b in ir.blocks if isinstance(b.term, Raise) and raised_by_missing_name(b)]
     if not ends or any(isinstance(b.term, Raise) for b in ir.blocks if b not in ends):
         return []
     exit_block = ir.add_block()
@@ -47,12 +47,6 @@ def _exit_after_reads(ir: IR) -> list:
     for b in ends:
         b.term = Goto(exit_block.id, b.term.line)
     return [exit_block]
-
-
-def _raised_before(b) -> bool:
-    last = b.stmts[-1] if b.stmts else None
-    return (last is not None and last.op == "call" and isinstance(last.args[0], Const)
-            and last.args[0].value is missing_name and b.term.value == last.var)
 
 
 def _fresh_entry(ir: IR) -> None:

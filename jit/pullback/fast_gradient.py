@@ -29,7 +29,7 @@ from typing import Any
 
 from lowering.guards import guard_of, on_invalidate
 from ssair import IR, Const, Return
-from ssair.compile_lock import compiling
+from ssair.compile_lock import built_once
 
 from jit.pullback.backend import BACKEND
 from jit.types import FLOAT64, INT64, ArrayT, TupleT, TypingError, typeof
@@ -71,7 +71,7 @@ def _lookup(f: Any, args: tuple, with_value: bool, native: bool = True) -> Any:
     key = (code, with_value, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
-        entry = _built(key, f, argtypes, with_value)
+        entry = built_once(_TABLE, key, _build, f, argtypes, with_value)
     if entry is False:        # not compiled this way: f's next call goes to the general
         hot[f] = (code, _general_path(f, with_value), False, guard_of(f))   # path
         return None
@@ -129,15 +129,6 @@ def _wrapper_ir(f: Any, nargs: int, with_value: bool) -> IR:
     target = api.value_and_grad if with_value else api.gradient
     b.term = Return(ir.push(b, "call", Const(target), Const(f), *xs))
     return ir
-
-
-@compiling
-def _built(key: tuple, f: Any, argtypes: tuple, with_value: bool) -> Any:
-    """`_TABLE[key]`, built by the first thread that asks."""
-    entry = _TABLE.get(key)
-    if entry is None:
-        entry = _TABLE[key] = _build(f, argtypes, with_value)
-    return entry
 
 
 def _build(f: Any, argtypes: tuple, with_value: bool) -> Any:

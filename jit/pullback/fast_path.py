@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 from lowering.guards import on_invalidate
-from ssair.compile_lock import compiling
+from ssair.compile_lock import built_once
 
 from jit.runtime import native as runtime
 from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
@@ -66,7 +66,7 @@ def fast_pullback(f: Any, args: tuple) -> Any:
     key = (code, tuple(map(type, args)))
     entry = _TABLE.get(key)
     if entry is None:
-        entry = _built(key, f, args)
+        entry = built_once(_TABLE, key, _build, f, args)
     if entry is False or entry[0] is not f.__globals__:
         return None
     if len(_HOT) >= _HOT_MAX:
@@ -99,15 +99,6 @@ def _eligible(f: Any, args: tuple) -> bool:
 
 def _array_ok(a: Any) -> bool:
     return type(a) is np.ndarray and a.dtype in _ARRAY_DTYPES and a.ndim in (1, 2)
-
-
-@compiling
-def _built(key: tuple, f: Any, args: tuple) -> Any:
-    """`_TABLE[key]`, built by the first thread that asks."""
-    entry = _TABLE.get(key)
-    if entry is None:
-        entry = _TABLE[key] = _build(f, args)
-    return entry
 
 
 def _build(f: Any, args: tuple) -> Any:

@@ -16,7 +16,7 @@ from lowering.guards import on_invalidate
 from adjoint.passes.tangent import HELPERS
 from adjoint.rule_table import TangentHelper
 from ssair import Const
-from ssair.compile_lock import compiling
+from ssair.compile_lock import built_once
 from jit.library.registry import REGISTRY
 from jit.pullback.backend import JitFallbackWarning
 from jit.library.python_impls import impl_call
@@ -57,7 +57,7 @@ def _typed(ir: Any, args: tuple, strict: bool) -> Any:
     key = (ir, argtypes)
     entry = _TABLE.get(key)
     if entry is None:
-        entry = _built(key, ir, argtypes)
+        entry = built_once(_TABLE, key, _build, ir, argtypes)
     if isinstance(entry, Exception):
         if strict:
             raise entry
@@ -71,15 +71,6 @@ def _typed(ir: Any, args: tuple, strict: bool) -> Any:
         _HOT.clear()
     _HOT[ir] = entry
     return entry(*args)
-
-
-@compiling
-def _built(key: tuple, ir: Any, argtypes: tuple) -> Any:
-    """`_TABLE[key]`, built by the first thread that asks."""
-    entry = _TABLE.get(key)
-    if entry is None:
-        entry = _TABLE[key] = _build(ir, argtypes)
-    return entry
 
 
 def _build(ir: Any, argtypes: tuple) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from lowering.runtime import missing_name
+from lowering.runtime import raised_by_missing_name
 from ssair.ir import IR, Const, Goto, Phi, Raise, Stmt, Var
 from ssair.primitives import PRIMITIVES
 
@@ -22,9 +22,9 @@ def refuse_exceptions(t: Any) -> None:
     """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
     `raise` is refused at typing time, so `backend="auto"` runs the interpreter.  The
     `raise` after a read of a missing name is compiled: the read raises, and nothing
-    reaches the `raise` (see `raised_before`)."""
+    reaches the `raise` (see `lowering.runtime.raised_by_missing_name`)."""
     for b in t.ir.blocks:
-        if isinstance(b.term, Raise) and raised_before(b):
+        if isinstance(b.term, Raise) and raised_by_missing_name(b):
             continue
         if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
             what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
@@ -32,15 +32,6 @@ def refuse_exceptions(t: Any) -> None:
             raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
                               f"has {what}; compiled code does not handle exceptions yet "
                               f"(backend='auto' runs it in the interpreter)")
-
-
-def raised_before(b: Any) -> bool:
-    """Block `b` ends in a `raise` of what its last statement returns, a call that
-    always raises (`lowering.runtime.missing_name`, or a user function whose every
-    path raises: `Engine._prune`): the `raise` never runs."""
-    last = b.stmts[-1] if b.stmts else None
-    return (last is not None and last.op == "call" and isinstance(last.args[0], Const)
-            and last.args[0].value is missing_name and b.term.value == last.var)
 
 
 def describe(typing: Any, d: Any) -> str:
