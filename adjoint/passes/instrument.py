@@ -37,7 +37,7 @@ import numpy as np
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
-from .aliases import volatile
+from .aliases import VIEW_NAMES, volatile
 from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
@@ -102,9 +102,6 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
 
 
 VIEW_ATTRS = frozenset({"T", "real", "imag", "flat", "mT"})
-VIEW_CALLS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
-                        "expand_dims", "diagonal", "view", "asarray", "atleast_1d",
-                        "atleast_2d", "broadcast_to", "flip", "fliplr", "flipud"})
 
 
 def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
@@ -187,10 +184,10 @@ def _makes_view(s, defs: dict) -> bool:
         return False
     f = s.args[0]
     if isinstance(f, Const):
-        return getattr(f.value, "__name__", None) in VIEW_CALLS
+        return getattr(f.value, "__name__", None) in VIEW_NAMES
     m = defs.get(f)
     return (m is not None and m.op == "getattr" and isinstance(m.args[1], Const)
-            and m.args[1].value in VIEW_CALLS)
+            and m.args[1].value in VIEW_NAMES)
 
 
 def _view_name(s) -> str:
