@@ -9,15 +9,19 @@ from ssair.compile_lock import compiling
 from ssair.ir import IR
 
 from . import closures, guards, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
-from .closures import NeedsCell
+from .closures import CELLS_ATTR, SELF_ATTR, NeedsCell
 from .frame import Lowerer
 from .runtime import call_unpacked
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# code object -> {sharing key: IR}: functions made at run time from one code object
+# (closures, lambdas made in a loop) share one IR; what they capture are its arguments
+_BY_CODE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def lower(f) -> IR:
-    """The SSA IR of Python function `f` (cached per function object).
+    """The SSA IR of Python function `f` (cached per function object, and shared by
+    the functions of one code object: see `shared_ir`).
 
     Raises `lowering.UnsupportedError` for constructs outside the supported subset.
     A global that is not defined (a module attribute that does not exist) lowers to
@@ -45,10 +49,55 @@ def _lowered(f) -> IR:
     ir = _CACHE.get(f)
     if ir is None or ir.meta.get("code") is not f.__code__:
         guards.guard_of(f)                # the values it is lowered with
-        ir = _lower_with_cells(f)
-        ir.meta["code"] = f.__code__
+        ir = shared_ir(f)
         _CACHE[f] = ir
     return ir
+
+
+def shared_ir(f) -> IR:
+    """The IR of `f`, lowered once per code object and sharing key (`_sharing_key`).
+
+    Lowering reads nothing of `f` but its code, globals and the markers
+    `lowering.closures` sets: closure cells are the IR's leading arguments and the
+    defaults are bound per call, so a closure made anew (a factory's result, a
+    lambda made in a loop) reuses the IR, and with it every transform and compiled
+    specialisation keyed by the IR and the argument types.  The IR's `func` is a
+    template of its own (empty cells), not `f`: the IR keeps no user value alive."""
+    key = _sharing_key(f)
+    per_code = _BY_CODE.get(f.__code__)
+    if per_code is None:
+        per_code = _BY_CODE[f.__code__] = {}
+    ir = per_code.get(key)
+    if ir is None or ir.func.__globals__ is not f.__globals__:
+        template = _template(f)
+        ir = _lower_with_cells(template)
+        ir.meta["code"] = f.__code__
+        _CACHE[template] = ir
+        per_code[key] = ir
+    return ir
+
+
+def _sharing_key(f) -> tuple:
+    """What of `f` beyond its code the lowering depends on: its globals (by identity),
+    the cell markers of `lowering.closures`, and the types of its defaults (the
+    values are bound per call)."""
+    kw = f.__kwdefaults__ or {}
+    return (id(f.__globals__), getattr(f, CELLS_ATTR, None), getattr(f, SELF_ATTR, None),
+            None if f.__defaults__ is None else tuple(map(type, f.__defaults__)),
+            tuple((k, type(v)) for k, v in kw.items()))
+
+
+def _template(f) -> types.FunctionType:
+    """A function like `f` (code, globals, names, defaults, cell markers) whose closure
+    cells are empty: what the shared IR was lowered from."""
+    cells = tuple(types.CellType() for _ in f.__code__.co_freevars) or None
+    t = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, cells)
+    t.__qualname__, t.__module__ = f.__qualname__, f.__module__
+    t.__kwdefaults__ = dict(f.__kwdefaults__) if f.__kwdefaults__ else None
+    for attr in (CELLS_ATTR, SELF_ATTR):
+        if hasattr(f, attr):
+            setattr(t, attr, getattr(f, attr))
+    return t
 
 
 def _lower_with_cells(f) -> IR:
@@ -121,6 +170,7 @@ def _drop_lowerings() -> None:
     for f in list(_CACHE.keys()):
         if not getattr(f, "__zygopy_generated__", None):
             _CACHE.pop(f, None)
+    _BY_CODE.clear()
 
 
 guards.on_invalidate(_drop_lowerings)

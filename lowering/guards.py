@@ -26,6 +26,7 @@ import weakref
 MISSING = object()     # the value recorded for a name that was not bound
 
 _GUARDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # f -> guard tuple
+_CODE_GUARDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # see code_guard
 _HOOKS: list = []      # callables that drop the caches of one layer
 _BY_CALLABLE: dict = {}   # function without cells -> its guard: the entry points' lookup
 _BY_CALLABLE_MAX = 4096   # (a plain dict, faster than a weak one; emptied when full)
@@ -42,6 +43,7 @@ def invalidate() -> None:
     """Drop every cache that holds code derived from a lowering (a global was rebound,
     or `adjoint.clear_cache()`)."""
     _GUARDS.clear()
+    _CODE_GUARDS.clear()
     _BY_CALLABLE.clear()
     for hook in _HOOKS:
         hook()
@@ -116,32 +118,77 @@ def guard_of(f) -> tuple:
     return g
 
 
-def _collect(f, entries: dict, seen: set) -> None:
-    """Add the entries of `f` and of the functions it reaches to `entries`."""
+def _collect(f, entries: dict, seen: set, recorded: bool = True) -> None:
+    """Add the entries of `f` and of the functions it reaches to `entries`: those of
+    its code (as `code_guard` recorded them, or as they are now when not
+    `recorded`), then those of the functions in its closure cells."""
     if id(f) in seen or type(f) is not types.FunctionType or _library(f):
         return
     seen.add(id(f))
-    g = f.__globals__
-    reached = []
-    for code in _codes(f.__code__):
-        for name, attr in _global_loads(code):
-            value = g.get(name, MISSING)
-            entries.setdefault((id(g), name), (g, name, value))
-            reached.append(value)
-            if attr is not None and isinstance(value, types.ModuleType) and _user_module(value):
-                d = vars(value)
-                sub = d.get(attr, MISSING)
-                entries.setdefault((id(d), attr), (d, attr, sub))
-                reached.append(sub)
+    if recorded:
+        for key, entry in code_guard(f):
+            entries.setdefault(key, entry)
+    else:
+        _code_entries(f, entries, seen)
     for c in f.__closure__ or ():
         try:
-            reached.append(c.cell_contents)
+            inner = target_of(c.cell_contents)
         except ValueError:
-            pass
+            continue
+        if inner is not None:
+            _collect(inner, entries, seen, recorded)
+
+
+def code_guard(f) -> tuple:
+    """((key, entry), ...) for the globals the code of `f` reads in `f.__globals__`,
+    and, transitively, for the functions those globals hold: recorded the first time
+    a function of this code and globals is asked (until `invalidate()`).  Functions
+    made anew from one code object share one lowering and compiled code (see
+    `lowering.api.shared_ir`), so they share the values that code was built with: a
+    closure made after a global was rebound still sees the rebinding."""
+    code, g = f.__code__, f.__globals__
+    per_code = _CODE_GUARDS.get(code)
+    hit = per_code.get(id(g)) if per_code is not None else None
+    if hit is not None and hit[0] is g:
+        return hit[1]
+    entries: dict = {}
+    _code_entries(f, entries, {id(f)})
+    out = tuple(entries.items())
+    if per_code is None:
+        per_code = _CODE_GUARDS[code] = {}
+    per_code[id(g)] = (g, out)
+    return out
+
+
+def _code_entries(f, entries: dict, seen: set) -> None:
+    """The entries of the globals `f`'s code reads now, and of the functions they hold."""
+    g = f.__globals__
+    reached = []
+    for name, attr in loads_of(f.__code__):
+        value = g.get(name, MISSING)
+        entries.setdefault((id(g), name), (g, name, value))
+        reached.append(value)
+        if attr is not None and isinstance(value, types.ModuleType) and _user_module(value):
+            d = vars(value)
+            sub = d.get(attr, MISSING)
+            entries.setdefault((id(d), attr), (d, attr, sub))
+            reached.append(sub)
     for value in reached:
         inner = target_of(value) if value is not MISSING else None
         if inner is not None:
-            _collect(inner, entries, seen)
+            _collect(inner, entries, seen, recorded=False)
+
+
+_LOADS_OF: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def loads_of(code: types.CodeType) -> tuple:
+    """The global loads of `code` and of the code nested in it (cached per code
+    object: a closure made anew per call is guarded without reading its bytecode)."""
+    out = _LOADS_OF.get(code)
+    if out is None:
+        out = _LOADS_OF[code] = tuple(x for c in _codes(code) for x in _global_loads(c))
+    return out
 
 
 def _codes(code: types.CodeType):
