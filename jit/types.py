@@ -277,10 +277,27 @@ def typeof(value: Any) -> Type:
             cells = tuple(typeof(c.cell_contents) for c in value.__closure__)
         except ValueError:  # an empty cell: the nested function as a constant
             return FunctionT(value)
-        return ClosureT(value, cells)
+        return ClosureT(closure_key(value), cells)
     if callable(value):
         return FunctionT(value)
     raise TypingError(f"values of type {type(value).__name__} are not supported by the JIT")
+
+
+def closure_key(f: pytypes.FunctionType) -> Any:
+    """The function a closure's type names: the template of its code (shared by every
+    closure of that code, `lowering.api.template_of`), so that a closure made anew
+    reuses the code compiled for an earlier one with captured values of the same types
+    (they are passed, never baked in).  A closure that differs from its code in more
+    than its cells keeps its own identity: one with defaults (compiled calls bind
+    them as constants), attributes, or a derivative rule of its own."""
+    from adjoint.rules import lookup_callee
+    from lowering.api import template_of
+    from lowering.closures import CELLS_ATTR, SELF_ATTR
+    if f.__defaults__ or f.__kwdefaults__ or set(f.__dict__) - {CELLS_ATTR, SELF_ATTR}:
+        return f
+    if lookup_callee(f) is not None:
+        return f
+    return template_of(f)
 
 
 def _array_type(a: np.ndarray) -> ArrayT:

@@ -61,20 +61,35 @@ def shared_ir(f) -> IR:
     `lowering.closures` sets: closure cells are the IR's leading arguments and the
     defaults are bound per call, so a closure made anew (a factory's result, a
     lambda made in a loop) reuses the IR, and with it every transform and compiled
-    specialisation keyed by the IR and the argument types.  The IR's `func` is a
-    template of its own (empty cells), not `f`: the IR keeps no user value alive."""
+    specialisation keyed by the IR and the argument types.  The IR's `func` is the
+    template `template_of(f)`, not `f`: the IR keeps no user value alive."""
+    entry = _shared_entry(f)
+    if entry[1] is None:
+        ir = _lower_with_cells(entry[0])
+        ir.meta["code"] = f.__code__
+        _CACHE[entry[0]] = ir
+        entry[1] = ir
+    return entry[1]
+
+
+def template_of(f) -> types.FunctionType:
+    """The function standing for every function of `f`'s code and sharing key: `f`'s
+    code, globals, names, cell markers and first defaults, with empty closure cells.
+    Compiled code specialised on a closure value keys on it and on the types of the
+    captured values (`jit.types.typeof`)."""
+    return _shared_entry(f)[0]
+
+
+def _shared_entry(f) -> list:
+    """[template, its IR or None] for `f`'s code and sharing key."""
     key = _sharing_key(f)
     per_code = _BY_CODE.get(f.__code__)
     if per_code is None:
         per_code = _BY_CODE[f.__code__] = {}
-    ir = per_code.get(key)
-    if ir is None or ir.func.__globals__ is not f.__globals__:
-        template = _template(f)
-        ir = _lower_with_cells(template)
-        ir.meta["code"] = f.__code__
-        _CACHE[template] = ir
-        per_code[key] = ir
-    return ir
+    entry = per_code.get(key)
+    if entry is None or entry[0].__globals__ is not f.__globals__:
+        entry = per_code[key] = [_template(f), None]
+    return entry
 
 
 def _sharing_key(f) -> tuple:
@@ -89,7 +104,10 @@ def _sharing_key(f) -> tuple:
 
 def _template(f) -> types.FunctionType:
     """A function like `f` (code, globals, names, defaults, cell markers) whose closure
-    cells are empty: what the shared IR was lowered from."""
+    cells are empty: what the shared IR was lowered from (`f` itself when it has no
+    cells: it holds no captured value)."""
+    if not f.__closure__:
+        return f
     cells = tuple(types.CellType() for _ in f.__code__.co_freevars) or None
     t = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, cells)
     t.__qualname__, t.__module__ = f.__qualname__, f.__module__
