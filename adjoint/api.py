@@ -40,7 +40,7 @@ from .passes.activity import SHAPE_ATTRS
 from .pytrees import (as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
                       record_fields, refuse_shadowed_fields)
 from .rules import Pullback as RulePullback
-from .rules import callee_name, defpullback
+from .rules import callee_name, defpullback, lookup_callee
 from .structure import conform, has_complex
 from .tape import Tape
 from .transform import (ArgSlot, JFunction, activity_of, cells, checkpointed, clear_cache,
@@ -212,6 +212,29 @@ def check_cotangent(y: Any, dy: Any, primal: Any) -> Any:
     return conform(as_cotangent(y), as_cotangent(dy), f"back(dy) of the pullback of {name}: dy")
 
 
+def as_function(f: Callable, nargs: int) -> Callable:
+    """`f`, or for a library callable with a derivative rule (`np.sqrt`, `math.sin`)
+    a Python function of `nargs` parameters that calls it: such a callable is a valid
+    `f` for `pullback` and `gradient` (as `jax.grad(jnp.sin)` is), at every order."""
+    if hasattr(f, "__code__") or type(f) is functools.partial or lookup_callee(f) is None:
+        return f
+    try:
+        hit = _LIBRARY_CALLS.get((f, nargs))
+    except TypeError:
+        return f
+    if hit is None:
+        name = getattr(f, "__name__", "f")
+        params = ", ".join(f"x{k}" for k in range(nargs))
+        scope = {"__name__": name, "callee": f}
+        exec(compile(f"def {name}({params}):\n    return callee({params})\n",
+                     f"<{callee_name(f)}>", "exec"), scope)
+        hit = _LIBRARY_CALLS[(f, nargs)] = scope[name]
+    return hit
+
+
+_LIBRARY_CALLS: dict = {}    # (library callable, number of arguments) -> function
+
+
 def _prepare(f: Callable, args: tuple) -> tuple:
     from ssair.interpreter import Closure
     if isinstance(f, Closure):
@@ -234,6 +257,7 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
     its snapshot (`adjoint.passes.checkpoint`); the gradient is the same, bit for bit."""
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
+    f = as_function(f, len(args))
     guards.check(f, args)   # a global it read was rebound: lower and compile again
     if checkpoint is not None:
         refuse_shadowed_options(f, ["checkpoint"])

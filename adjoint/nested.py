@@ -192,8 +192,9 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = Fa
     program of fn)."""
     _check_nested_keywords("value_and_grad" if with_value else "gradient", kw)
     fn, args = pos[0], tuple(pos[1:])
+    fn = api.as_function(fn, len(args))
     ir, free = api._prepare(fn, args)
-    all_args = tuple(free) + args
+    all_args = tuple(free) + args + api._defaults(fn, len(ir.args) - len(free) - len(args))
     active = T.activity_of(all_args)
     types = T.arg_types(all_args)
     jf = T.transform(ir, active, types)
@@ -262,6 +263,7 @@ def forward_pullback_call(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
     so that calling `back(dy)` is differentiated like any closure call."""
     _check_nested_keywords("pullback", kw)
     fn, args = pos[0], tuple(pos[1:])
+    fn = api.as_function(fn, len(args))
     ir, free = api._prepare(fn, args)
     all_args = tuple(free) + args
     jf = T.transform(ir, T.activity_of(all_args), T.arg_types(all_args))

@@ -56,6 +56,7 @@ class Compiled:
     entry: str
     wrapper: Callable
     python_wrapper: Callable
+    linked: tuple = ()        # (signature, entry, fast entry): what `rewrapped` needs
 
     def optimized_llvm(self) -> str:
         return str(self.module)
@@ -99,7 +100,15 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
                                          "entry": entry.name, "fast": fast})
             _LINKED[cache_key.digest] = (sig, entry.name, fast)
     return _wrap(sig, entry.name, fast, fallback, reroute, other_classes,
-                 Compiled(t, text, mod, entry.name, None, None))
+                 Compiled(t, text, mod, entry.name, None, None, (sig, entry.name, fast)))
+
+
+def rewrapped(c: Compiled, fallback: Callable, reroute: Callable = None) -> Compiled:
+    """The compiled code of `c` with wrappers of its own: another function of the same
+    code (a closure made anew) calls it with its own fallback."""
+    sig, entry, fast = c.linked
+    return _wrap(sig, entry, fast, fallback, reroute, None,
+                 Compiled(c.typing, c.llvm_text, c.module, entry, None, None, c.linked))
 
 
 _LINKED: dict = {}   # key digest -> (signature, entry, wrapper): linked in this process
@@ -268,6 +277,9 @@ def _failure(t: Signature, fallback: Callable) -> Callable:
     return fail
 
 
+_BY_IR: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # IR -> {types: Compiled}
+
+
 class Dispatcher:
     """Compiled signatures of one function, keyed by argument types."""
 
@@ -325,10 +337,26 @@ class Dispatcher:
                 key = disk_cache.key_for(self.func, "primal", argtypes)
             c = load_compiled(key, self.python_fallback, self.call_slow) if key else None
             if c is None:
-                t = infer(self.get_ir(), argtypes)
-                c = compile_typing(t, self.python_fallback, self.call_slow, cache_key=key)
+                c = self._compile_shared(argtypes, key)
             self.compiled[argtypes] = c
         return c
+
+    def _compile_shared(self, argtypes: tuple, key: Any) -> Compiled:
+        """Compiled code for `argtypes`, shared by the dispatchers of every function
+        lowered to the same IR (closures of one code: their captured values are
+        leading arguments, so `argtypes` holds their types)."""
+        ir = self.get_ir()
+        per_ir = _BY_IR.get(ir)
+        if per_ir is None:
+            per_ir = _BY_IR[ir] = {}
+        c = per_ir.get(argtypes)
+        if c is not None and c.linked:
+            return rewrapped(c, self.python_fallback, self.call_slow)
+        c = compile_typing(infer(ir, argtypes), self.python_fallback, self.call_slow,
+                           cache_key=key)
+        per_ir[argtypes] = c
+        return c
+
 
     def call_slow(self, args: tuple) -> Any:
         if not self.fresh():      # a global was rebound: every lowering is stale
