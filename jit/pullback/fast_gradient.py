@@ -113,10 +113,14 @@ def _has_float_array(t: Any) -> bool:
 
 
 def _eligible(f: Any, args: tuple) -> bool:
+    """A plain function called with positional arguments.  Its defaults must not be
+    used: the compiled call, shared by the functions of one code object, binds the
+    first one's (lambdas made in a loop with `k=k` differ in nothing else)."""
     code = f.__code__
     return (type(f).__name__ == "function" and not f.__closure__
-            and code.co_argcount >= len(args) and not code.co_kwonlyargcount
-            and not code.co_flags & 0x0C)
+            and (code.co_argcount == len(args) or not f.__defaults__
+                 and code.co_argcount > len(args))
+            and not code.co_kwonlyargcount and not code.co_flags & 0x0C)
 
 
 def _wrapper_ir(f: Any, nargs: int, with_value: bool) -> IR:
