@@ -22,6 +22,8 @@ with a derivative rule called through a value, library callees without rules, ne
 """
 from __future__ import annotations
 
+import functools
+
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -96,6 +98,9 @@ def _callee(ctx: Context, ft: Type) -> tuple:
     if not isinstance(ft, FunctionT):
         ctx.fail(f"jcall of a value of type {ft} is not supported")
     f = rule_function(ft.func)     # forward mode's rule object: its Python function
+    if isinstance(f, functools.partial):
+        ctx.fail(f"a functools.partial of {getattr(f.func, '__qualname__', f.func)} "
+                 "passed as a value is not compiled yet")
     if _special(f) is not None:
         ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
                  "is not compiled")
