@@ -210,6 +210,10 @@ def table(results: dict, rows: list) -> str:
         as_ = f"{a[key]:.3f} ms" if key in a else a.get("error", "n/a")
         ratio = f"{a[key] / z[key]:.1f}x" if key in z and key in a else "n/a"
         out.append(f"| {label} | {zs} | {as_} | {ratio} |")
+    if "run_example_s" in z and "run_example_s" in a:
+        zs, as_ = z["run_example_s"] * 1e3, a["run_example_s"] * 1e3
+        out.append(f"| the example's body, once (compiles; both orders) | {zs:.1f} ms | "
+                   f"{as_:.1f} ms | {as_ / zs:.2f}x |")
     out += ["", "| check | zygopy | reference | agrees |", "|---|---:|---:|---|"]
     out += [f"| {w} | {zv!r} | {rv!r} | {'yes' if ok else 'NO'} |" for w, zv, rv, ok in rows]
     return "\n".join(out)
