@@ -14,6 +14,7 @@ Numba does: bool < int64 < float64; tuples join element-wise; anything else must
 """
 from __future__ import annotations
 
+import threading
 import types as pytypes
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -273,14 +274,31 @@ def typeof(value: Any) -> Type:
     if type(value) is dict and all(type(k) is str for k in value):
         return DictT(tuple(typeof(v) for v in value.values()), tuple(value))
     if isinstance(value, pytypes.FunctionType) and value.__closure__:
-        try:
-            cells = tuple(typeof(c.cell_contents) for c in value.__closure__)
-        except ValueError:  # an empty cell: the nested function as a constant
-            return FunctionT(value)
-        return ClosureT(closure_key(value), cells)
+        return _closure_type(value)
     if callable(value):
         return FunctionT(value)
     raise TypingError(f"values of type {type(value).__name__} are not supported by the JIT")
+
+
+_TYPING = threading.local()    # .cells: the closures whose cells this thread is typing
+
+
+def _closure_type(f: pytypes.FunctionType) -> Type:
+    """The type of a closure value: its code's template and its cells' types."""
+    typing = getattr(_TYPING, "cells", None)
+    if typing is None:
+        typing = _TYPING.cells = []
+    if any(g is f for g in typing):
+        raise TypingError(f"{f.__qualname__} captures itself (a recursive inner function "
+                          "returned by its enclosing function): not supported by the JIT")
+    typing.append(f)
+    try:
+        cells = tuple(typeof(c.cell_contents) for c in f.__closure__)
+    except ValueError:  # an empty cell: the nested function as a constant
+        return FunctionT(f)
+    finally:
+        typing.pop()
+    return ClosureT(closure_key(f), cells)
 
 
 def closure_key(f: pytypes.FunctionType) -> Any:

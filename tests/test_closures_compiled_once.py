@@ -262,3 +262,20 @@ def test_a_library_callable_with_a_rule_is_a_valid_f(backend):
         d2 = gradient(lambda x: gradient(np.sqrt, x)[0], 2.0,       # (nested: not
                       backend="interp" if backend == "interp" else "auto")  # compiled)
         assert d2[0] == pytest.approx(-0.25 * 2.0 ** -1.5)
+
+
+def recursive_power(a):
+    def inner(x, k):
+        return a * x if k == 0 else x * inner(x, k - 1)
+    return inner
+
+
+@pytest.mark.parametrize("backend", ("auto", "interp"))
+def test_a_returned_recursive_inner_function(backend):
+    """Its cell holds itself: the JIT refuses it by name (no RecursionError), and the
+    interpreter gives the gradient with each closure's own value."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for a in (1.0, 2.0, 1.0):
+            assert gradient(recursive_power(a), 1.5, 3, backend=backend) == \
+                (pytest.approx(4 * a * 1.5 ** 3), None)
