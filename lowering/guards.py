@@ -9,6 +9,12 @@ loads, for each attribute of a user module read through such a global, and the s
 transitively, for every Python function reached that way (a helper, a closure cell).
 `holds(guard)` is true while every name is still bound to the same object (CPython has
 no version counter for a dict, so identity); an unbound name is recorded as `MISSING`.
+A closure reached through a global is a constant too, captured values included: its
+cells are entries of their own (`CellView`), so a `nonlocal` rebinding counts as a
+rebound global.  The entries of a code object's globals are recorded once per (code,
+globals) (`code_guard`): every function of that code shares one lowering and its
+compiled code (`lowering.api.shared_ir`), so a closure made after a rebinding is
+checked against the values that code was built with.
 
 When a guard fails, `invalidate()` drops every cache derived from a lowering (each
 layer registers its own with `on_invalidate`), and the next call lowers and compiles
@@ -130,6 +136,7 @@ def _collect(f, entries: dict, seen: set, recorded: bool = True) -> None:
             entries.setdefault(key, entry)
     else:
         _code_entries(f, entries, seen)
+        _cell_entries(f, entries)
     for c in f.__closure__ or ():
         try:
             inner = target_of(c.cell_contents)
@@ -137,6 +144,35 @@ def _collect(f, entries: dict, seen: set, recorded: bool = True) -> None:
             continue
         if inner is not None:
             _collect(inner, entries, seen, recorded)
+
+
+class CellView:
+    """A closure cell seen as a namespace of one name, so that a guard entry
+    `(CellView(cell), "cell", value)` holds while the cell still holds `value`."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell) -> None:
+        self.cell = cell
+
+    def get(self, _name: str, default=None):
+        try:
+            return self.cell.cell_contents
+        except ValueError:
+            return default
+
+
+def _cell_entries(f, entries: dict) -> None:
+    """Entries for the cells of a closure reached through a global: lowering takes the
+    closure as a constant and compiled code its captured values with it, so a cell
+    rebound afterwards (`nonlocal`) must rebuild them, as a rebound global does.  (The
+    cells of a function passed to `pullback` or `jit` are arguments: not guarded.)"""
+    for c in f.__closure__ or ():
+        try:
+            value = c.cell_contents
+        except ValueError:
+            value = MISSING
+        entries.setdefault((id(c), "cell"), (CellView(c), "cell", value))
 
 
 def code_guard(f) -> tuple:

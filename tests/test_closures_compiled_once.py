@@ -194,6 +194,28 @@ def over_weights(w):
     return lambda x: np.sum(w * x * x)
 
 
+GLOBAL_SQUARE, SET_GLOBAL_SQUARE = rebindable(1.0)
+
+
+def through_a_global(x):
+    return GLOBAL_SQUARE(x) + x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_global_closure_whose_cell_is_rebound(backend):
+    """A closure read from a global is a constant of the code that reads it: its
+    cells are guarded like globals, and a rebinding compiles again."""
+    try:
+        for a in (1.0, 3.0, 1.0):
+            SET_GLOBAL_SQUARE(a)
+            assert gradient(through_a_global, 2.0, backend=backend)[0] == 4 * a + 1
+        compiled = jit.jit(through_a_global)
+        SET_GLOBAL_SQUARE(2.0)
+        assert compiled(2.0) == through_a_global(2.0) == 10.0
+    finally:
+        SET_GLOBAL_SQUARE(1.0)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_captured_arrays_are_read_as_they_are_now(backend, compiles):
     w = np.array([1.0, 2.0, 3.0])
