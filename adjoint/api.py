@@ -233,6 +233,7 @@ def as_function(f: Callable, nargs: int) -> Callable:
 
 
 _LIBRARY_CALLS: dict = {}    # (library callable, number of arguments) -> function
+_FUNCTION = type(_finish)
 
 
 def _prepare(f: Callable, args: tuple) -> tuple:
@@ -257,7 +258,8 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
     its snapshot (`adjoint.passes.checkpoint`); the gradient is the same, bit for bit."""
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
-    f = as_function(f, len(args))
+    if type(f) is not _FUNCTION:
+        f = as_function(f, len(args))
     guards.check(f, args)   # a global it read was rebound: lower and compile again
     if checkpoint is not None:
         refuse_shadowed_options(f, ["checkpoint"])
