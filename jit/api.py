@@ -357,7 +357,6 @@ class Dispatcher:
         per_ir[argtypes] = c
         return c
 
-
     def call_slow(self, args: tuple) -> Any:
         if not self.fresh():      # a global was rebound: every lowering is stale
             guards.invalidate()

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-import jit  # noqa: F401  (registers backend "llvm")
+import jit
 import lowering
 from adjoint import gradient, jvp, pullback, value_and_grad
 from jit.runtime import native
@@ -108,7 +108,7 @@ def loop_made(ks):
     CPython has it: every one reads the last k) and one over a default (its own k)."""
     late, own = [], []
     for k in ks:
-        late.append(lambda x: k * x ** 3)
+        late.append(lambda x: k * x ** 3)    # noqa: B023  (late binding on purpose)
         own.append(lambda x, k=k: k * x ** 3)
     return late, own
 
@@ -253,7 +253,7 @@ def test_jit_of_fresh_closures_compiles_once(compiles):
 def test_nested_gradient_through_a_closure_over_the_outer_variable(backend):
     with warnings.catch_warnings():      # (nested AD runs in the interpreter)
         warnings.simplefilter("ignore")
-        inner = lambda a: gradient(scaled_square(a), 0.75, backend=backend)[0]  # noqa: E731
+        inner = lambda a: gradient(scaled_square(a), 0.75, backend=backend)[0]
         for a in (1.0, 2.0):
             assert gradient(inner, a, backend=backend)[0] == pytest.approx(1.5)
 

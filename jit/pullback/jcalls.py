@@ -23,7 +23,6 @@ with a derivative rule called through a value, library callees without rules, ne
 from __future__ import annotations
 
 import functools
-
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any, Optional
