@@ -14,6 +14,7 @@ Numba does: bool < int64 < float64; tuples join element-wise; anything else must
 """
 from __future__ import annotations
 
+import functools
 import threading
 import types as pytypes
 from dataclasses import dataclass
@@ -169,6 +170,17 @@ class ClosureT(Type):
 
 
 @dataclass(frozen=True, repr=False)
+class PartialT(ClosureT):
+    """A `functools.partial(g, *bound)` value of a plain user function `g`, as a closure
+    (`partial_template(g, len(bound))`) whose captured values are the bound arguments
+    (`captured`, in order), read from the partial's `args` per call."""
+
+    def __str__(self) -> str:
+        inner = ", ".join(str(c) for c in self.captured)
+        return f"partial({getattr(self.func, '__qualname__', self.func)}; {inner})"
+
+
+@dataclass(frozen=True, repr=False)
 class OpaqueT(Type):
     """A runtime object passed by pointer (`tape`, `reader`: see jit.runtime.tape)."""
 
@@ -275,6 +287,10 @@ def typeof(value: Any) -> Type:
         return DictT(tuple(typeof(v) for v in value.values()), tuple(value))
     if isinstance(value, pytypes.FunctionType) and value.__closure__:
         return _closure_type(value)
+    if type(value) is functools.partial:
+        template = partial_template(value)
+        if template is not None:
+            return PartialT(template, tuple(typeof(a) for a in value.args))
     if callable(value):
         return FunctionT(value)
     raise TypingError(f"values of type {type(value).__name__} are not supported by the JIT")
@@ -316,6 +332,55 @@ def closure_key(f: pytypes.FunctionType) -> Any:
     if lookup_callee(f) is not None:
         return f
     return template_of(f)
+
+
+_PARTIALS: dict = {}    # (function, number bound) -> its partial template, or None
+_MAX_BOUND = 10
+
+
+def partial_template(p: functools.partial) -> Any:
+    """For `functools.partial(g, *bound)` of a plain user function `g` (positional
+    parameters only, no defaults, no rule of its own, no keywords bound), the template
+    of a closure over `bound` calling `g`: `lambda *rest: g(*bound, *rest)` spelled
+    with `g`'s own parameter names.  Partials of one function and number of bound
+    arguments share it, and so the code compiled for it; otherwise None."""
+    g, n = p.func, len(p.args)
+    if p.keywords or type(g) is not pytypes.FunctionType or not 0 < n <= _MAX_BOUND:
+        return None
+    try:
+        key = (g, n)
+        hit = _PARTIALS.get(key, False)
+    except TypeError:
+        return None
+    if hit is False:
+        hit = _PARTIALS[key] = _new_partial_template(g, n)
+    return hit
+
+
+def _new_partial_template(g: pytypes.FunctionType, n: int) -> Any:
+    from adjoint.rules import lookup_callee
+    from lowering.api import template_of
+    from ssair.interpreter import is_user_function
+    code = g.__code__
+    params = code.co_varnames[:code.co_argcount]
+    bound = [f"_zy_b{k}" for k in range(n)]
+    if (g.__closure__ or g.__defaults__ or g.__kwdefaults__ or code.co_kwonlyargcount
+            or code.co_posonlyargcount or code.co_flags & 0x0C or len(params) < n
+            or not is_user_function(g) or lookup_callee(g) is not None
+            or {"_zy_callee", *bound} & set(code.co_varnames)):
+        return None
+    rest = list(params[n:])
+    src = (f"def _zy_outer({', '.join(bound)}):\n"
+           f"    def {g.__name__}({', '.join(rest)}):\n"
+           f"        return _zy_callee({', '.join(bound + rest)})\n"
+           f"    return {g.__name__}\n")
+    scope = {"_zy_callee": g, "__name__": g.__module__}
+    exec(compile(src, code.co_filename, "exec"), scope)
+    inner = scope["_zy_outer"](*bound)
+    inner.__qualname__ = f"functools.partial({g.__qualname__})"
+    if list(inner.__code__.co_freevars) != bound:
+        return None
+    return template_of(inner)
 
 
 def _array_type(a: np.ndarray) -> ArrayT:

@@ -103,6 +103,35 @@ def test_partials_with_fresh_bound_values(backend, compiles):
     assert len(compiles) == before
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_partials_passed_to_a_helper(backend, compiles):
+    """A partial of a plain function passed as a value is a closure over its bound
+    arguments: compiled once per function and number of bound arguments."""
+    gradient(apply_twice, functools.partial(weighted, 1.0, 2.0), 0.3, backend=backend)
+    before = len(compiles)
+    for a, b in ((1.0, 2.0), (-3.0, 0.5), (2.0, 2.0)):
+        p = functools.partial(weighted, a, b)
+        g = gradient(apply_twice, p, 0.3, backend=backend)
+        assert g[0] is None
+        assert g[1] == pytest.approx(central(lambda x: apply_twice(p, x), 0.3), rel=1e-7)
+    assert len(compiles) == before
+    other = functools.partial(cube_scaled, 2.0)      # another function: its own code
+    g = gradient(apply_twice, other, 0.3, backend=backend)[1]
+    assert g == pytest.approx(central(lambda x: apply_twice(other, x), 0.3), rel=1e-7)
+
+
+def cube_scaled(a, x):
+    return a * x ** 3
+
+
+def test_jit_and_jvp_of_a_helper_given_partials():
+    for a in (2.0, 3.0):
+        p = functools.partial(weighted, a, 1.0)
+        assert jit.jit(apply_twice)(p, 0.3) == pytest.approx(apply_twice(p, 0.3), rel=1e-15)
+        y, t = jvp(apply_twice, (p, 0.3), (None, 1.0))
+        assert t == pytest.approx(central(lambda x: apply_twice(p, x), 0.3), rel=1e-7)
+
+
 def loop_made(ks):
     """Lambdas made in a loop: one over the loop variable's cell (late binding, as
     CPython has it: every one reads the last k) and one over a default (its own k)."""

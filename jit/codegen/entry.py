@@ -25,8 +25,8 @@ from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltyp
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT, StrT,
-                       TupleT, Type, TypingError)
+                       BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT,
+                       PartialT, StrT, TupleT, Type, TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -230,6 +230,9 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
                                                                         strict)]
     if isinstance(t, TupleT):
         return [x for i, e in enumerate(t.elems) for x in flat_names(f"{name}[{i}]", e, strict)]
+    if isinstance(t, PartialT):
+        return [x for i, e in enumerate(t.captured)
+                for x in flat_names(f"{name}.args[{i}]", e, strict)]
     if isinstance(t, ClosureT):
         return [x for i, e in enumerate(t.captured)
                 for x in flat_names(f"{name}.__closure__[{i}].cell_contents", e, strict)]

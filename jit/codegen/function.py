@@ -33,7 +33,7 @@ from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, FunctionT,
-                       ObjectT, OpaqueT, Scalar, StrT, TupleT, Type, TypingError)
+                       ObjectT, OpaqueT, PartialT, Scalar, StrT, TupleT, Type, TypingError)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
@@ -123,7 +123,8 @@ def const_value(value: Any, t: Type) -> L.Constant:
         _OBJECTS.append(value)
         return symbols.object_ptr(value)
     if isinstance(t, ClosureT):      # a closure read from a global: its captured values
-        cells = [c.cell_contents for c in value.__closure__]
+        cells = list(value.args) if isinstance(t, PartialT) else \
+            [c.cell_contents for c in value.__closure__]
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(cells, t.captured)])
     raise TypingError(f"jit: constant {value!r} of type {t} cannot be compiled")
 
