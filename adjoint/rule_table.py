@@ -152,9 +152,12 @@ class TangentHelper:
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__
         self.__zygopy_symbol__ = f"{fn.__module__}.{fn.__name__}"
+        # check(self, out, args) -> out: a user's jvp rule's result checked (adjoint.custom)
+        self.check: Optional[Callable] = None
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
-        return self.fn(*args, **kw)
+        out = self.fn(*args, **kw)
+        return out if self.check is None else self.check(self, out, args)
 
     def __zygopy_explain__(self, *operands) -> str:
         return "the forward-mode derivative of the operation on this line"

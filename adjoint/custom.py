@@ -1,0 +1,340 @@
+"""Derivatives the user controls: `stop_gradient`, `custom_vjp`, `custom_jvp` and
+`jvp_rule`, in JAX's spelling.
+
+    y = f(x) + stop_gradient(g(x))     # g's value, no derivative through it
+
+    @custom_vjp
+    def clip(x):  return x
+    def clip_fwd(x):  return x, ()            # (y, residuals)
+    def clip_bwd(res, dy):  return (np.clip(dy, -1, 1),)   # one cotangent per argument
+    clip.defvjp(clip_fwd, clip_bwd)
+
+    @custom_jvp
+    def softplus(x):  return np.log1p(np.exp(x))
+    @softplus.defjvp
+    def softplus_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t / (1 + np.exp(-x))
+
+How each is made, with the rule table's own means (so the interpreter, the JIT and
+both modes see it as any rule):
+
+  * `stop_gradient` is a library function without a derivative (`nondiff`): its
+    result carries no cotangent and no tangent.  It returns its argument with every
+    array copied (the alias analysis takes the result of a ruled call as new memory).
+  * A `custom_vjp` function is a generated Python function, lowered like any user
+    function, whose body is `return CALL(args...)[0]`, where `CALL` (a
+    `CustomVJPCall`, one per function) runs the user's `fwd` and has a derivative rule
+    that reads its result (`uses_result`): the rule passes the residuals it returned
+    and `dy` to the user's `bwd`.  The residuals are recorded once, as any rule's
+    operands are; `fwd` runs once per call.  Forward mode refuses it, as JAX does.
+  * A `custom_jvp` function is the user's function with a rule of its own (as
+    `@adjoint.rule` gives one): forward mode calls the user's jvp rule with the
+    primals and tangents (zeros where none flows); reverse mode transposes it, one
+    call of the jvp rule per element of each differentiable argument (exact; its cost
+    grows with the arguments' size, so give large inputs a `custom_vjp`).
+    `jvp_rule(f)` gives the same forward-mode rule to a function that has a reverse
+    rule from `@adjoint.rule(f)`, so that one function has both.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from .passes.tangent import zero_tangent
+from .rule_table import Pullback, Rule, TangentHelper, _store, lookup_callee, nondiff
+from .structure import conform
+from .transform import clear_cache
+
+
+# -- stop_gradient -------------------------------------------------------------------------
+def stop_gradient(x: Any) -> Any:
+    """`x` itself as a value (arrays copied, containers rebuilt), with no derivative:
+    gradients and tangents through it are zero, at every order."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    if isinstance(x, tuple):
+        out = tuple(stop_gradient(v) for v in x)
+        return type(x)._make(out) if hasattr(type(x), "_make") else out
+    if isinstance(x, list):
+        return [stop_gradient(v) for v in x]
+    if isinstance(x, dict):
+        return {k: stop_gradient(v) for k, v in x.items()}
+    return x
+
+
+nondiff(stop_gradient)
+
+
+# -- shared: the user's function, its name, its generated companions ---------------------------
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+def _positional_names(fun: Callable, what: str) -> list:
+    """The parameter names of `fun`, which may only have positional parameters (with
+    defaults): the generated function takes the same."""
+    if type(fun) is not types.FunctionType:
+        raise TypeError(f"{what}: decorate a Python function (def or lambda), not "
+                        f"{type(fun).__name__}")
+    names = []
+    for p in inspect.signature(fun).parameters.values():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise TypeError(f"{what}: {_name(fun)} has the parameter {p}; a function with "
+                            "a custom derivative takes positional parameters only")
+        names.append(p.name)
+    return names
+
+
+def _generated(fun: Callable, names: list, body: str, env: dict) -> types.FunctionType:
+    """A Python function with `fun`'s name, parameters, defaults, module and file:
+    `def f(names): return <body>`, reading `env` as its globals (no closure, so the
+    JIT compiles it like any user function)."""
+    params = ", ".join(names)
+    src = f"def generated({params}):\n    return {body}\n"
+    scope: dict = {}
+    exec(compile(src, fun.__code__.co_filename, "exec"), scope)
+    code = scope["generated"].__code__.replace(co_name=fun.__name__,
+                                               co_firstlineno=fun.__code__.co_firstlineno)
+    glob = {"__name__": fun.__module__, "__builtins__": builtins, **env}
+    out = types.FunctionType(code, glob, fun.__name__, fun.__defaults__)
+    out.__qualname__ = fun.__qualname__
+    out.__doc__ = fun.__doc__
+    out.__wrapped__ = fun
+    out.__zygopy_generated__ = fun.__qualname__    # (never stored by jit.disk_cache)
+    return out
+
+
+# -- forward-mode rules from the user's jvp ---------------------------------------------------
+def user_tangent_rule(rule: Callable, of: str) -> TangentHelper:
+    """A user's jvp rule `rule(primals, tangents) -> (y, ydot)` of function `of`, as a
+    forward-mode rule object called from tangent IR: the interpreter calls it and
+    checks what it returns, the JIT compiles the user's function itself."""
+    helper = TangentHelper(rule)
+    helper.of = of
+    helper.check = _check_pair
+    return helper
+
+
+def _check_pair(helper: TangentHelper, out: Any, args: tuple) -> tuple:
+    """A jvp rule's result: a pair (y, ydot), ydot of y's structure."""
+    who = f"jvp: the jvp rule {_name(helper.fn)} of {helper.of}"
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise TypeError(f"{who} must return a pair (y, ydot); got {type(out).__name__}")
+    y, t = out
+    return y, conform(y, t, f"{who}: ydot")
+
+
+def _jvp_emitter(helper: TangentHelper) -> Callable:
+    """The rule table's `jvp` for a function with a user jvp rule: the tangent of
+    `y = f(args)` is `helper(args, tangents)[1]` (a zero for an operand without one)."""
+    def jvp(em, s, ts):
+        if s.kwargs:
+            raise TypeError(f"jvp: {helper.of} is called with keyword arguments "
+                            f"({', '.join(s.kwargs)}); a function with a jvp rule takes "
+                            "its arguments by position")
+        args = em.operands(s)
+        tans = [t if t is not None else em.zero(a) for a, t in zip(args, ts)]
+        out = em.op("call", helper, em.op("tuple", *args), em.op("tuple", *tans))
+        return em.op("getitem", out, 1)
+    return jvp
+
+
+def _transposed(helper: TangentHelper) -> Callable:
+    """A reverse rule from a jvp rule: the cotangent of argument i is, element by
+    element, `<jvp(e_k), dy>` for the unit tangent e_k of that element (exact; one jvp
+    rule call per element of the differentiable arguments)."""
+    def back(dy: Any, *args: Any) -> tuple:
+        zeros = [zero_tangent(a) for a in args]
+        out = []
+        for i, a in enumerate(args):
+            slots = _unit_slots(a)
+            if slots is None:
+                out.append(None)
+                continue
+            grads = []
+            for unit in slots:
+                tangents = zeros[:i] + [unit] + zeros[i + 1:]
+                _, ydot = helper(tuple(args), tuple(tangents))
+                grads.append(_inner(ydot, dy))
+            out.append(_assemble(a, grads))
+        return tuple(out)
+    back.__name__ = back.__qualname__ = f"{helper.of}_transposed_jvp"
+    back.__module__ = __name__
+    return back
+
+
+def _unit_slots(a: Any) -> Any:
+    """The unit tangents of value `a`, one per real number in it (None when it has
+    no derivative: ints, bools, strings)."""
+    if isinstance(a, bool) or isinstance(a, (int, np.integer)):
+        return None
+    if isinstance(a, (float, np.floating)):
+        return [1.0]
+    if isinstance(a, np.ndarray):
+        if a.dtype.kind != "f":
+            if a.dtype.kind == "c":
+                raise TypeError("adjoint: the reverse rule derived from a jvp rule does not "
+                                "support complex arrays")
+            return None
+        units = []
+        for k in range(a.size):
+            e = np.zeros(a.shape)
+            e.reshape(-1)[k] = 1.0
+            units.append(e)
+        return units
+    if isinstance(a, (tuple, list)):
+        parts = [_unit_slots(v) for v in a]
+        if all(p is None for p in parts):
+            return None
+        units = []
+        for k, p in enumerate(parts):
+            for u in p or ():
+                z = [zero_tangent(v) for v in a]
+                z[k] = u
+                units.append(tuple(z) if isinstance(a, tuple) else z)
+        return units
+    if isinstance(a, complex):
+        raise TypeError("adjoint: the reverse rule derived from a jvp rule does not support "
+                        "complex numbers")
+    return None
+
+
+def _inner(t: Any, dy: Any) -> float:
+    """<t, dy> summed over every leaf (a None on either side is a zero)."""
+    if t is None or dy is None:
+        return 0.0
+    if isinstance(t, (tuple, list)):
+        return sum(_inner(a, b) for a, b in zip(t, dy))
+    if isinstance(t, dict):
+        return sum(_inner(v, dy.get(k)) for k, v in t.items())
+    return float(np.sum(np.asarray(t, dtype=float) * np.asarray(dy, dtype=float)))
+
+
+def _assemble(a: Any, grads: list) -> Any:
+    """The per-element gradients `grads` (in `_unit_slots` order) in the form of `a`."""
+    if isinstance(a, (float, np.floating)):
+        return float(grads[0])
+    if isinstance(a, np.ndarray):
+        return np.array(grads, dtype=float).reshape(a.shape)
+    out, k = [], 0
+    for v in a:
+        n = len(_unit_slots(v) or ())
+        out.append(_assemble(v, grads[k:k + n]) if n else None)
+        k += n
+    return tuple(out) if isinstance(a, tuple) else out
+
+
+def jvp_rule(f: Callable) -> Callable:
+    """Decorator: `@adjoint.jvp_rule(f)` on `rule(primals, tangents) -> (y, ydot)`
+    gives `f` that forward-mode rule.  With a reverse rule from `@adjoint.rule(f)`
+    (registered first), `f` has both; without one, reverse mode transposes this
+    rule (see the module docstring)."""
+    def deco(rule: Callable) -> Callable:
+        helper = user_tangent_rule(rule, _name(f))
+        known = lookup_callee(f)
+        if known is not None and known.pullback is not None:   # e.g. from @adjoint.rule
+            known.jvp = _jvp_emitter(helper)
+        else:
+            pb = Pullback(_transposed(helper))
+            pb.of = _name(f)
+            pb.check = _check_cotangents(f"the reverse rule of {_name(f)} (its jvp rule "
+                                         f"{_name(rule)} transposed)")
+            _store(f, Rule(f, pullback=pb, jvp=_jvp_emitter(helper)))
+        clear_cache()
+        return rule
+    return deco
+
+
+def custom_jvp(fun: Callable) -> Callable:
+    """JAX's `custom_jvp`: `fun` itself, given `fun.defjvp(rule)`, with `rule(primals,
+    tangents) -> (y, ydot)`.  Forward mode uses the rule; reverse mode transposes it
+    (one rule call per element of the arguments)."""
+    _positional_names(fun, "custom_jvp")
+
+    def defjvp(rule: Callable) -> Callable:
+        return jvp_rule(fun)(rule)
+    fun.defjvp = defjvp
+    return fun
+
+
+# -- custom_vjp ----------------------------------------------------------------------------------
+class CustomVJPCall:
+    """What the body of a `custom_vjp` function calls: `fwd(*args) -> (y, residuals)`,
+    a library callable whose derivative rule runs `bwd` (see the module docstring).
+    The JIT compiles `fwd` as a user function (`jit.library.custom_derivatives`)."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self.of = _name(fun)
+        self.fwd = None
+        self.bwd = None
+        self.__name__ = f"{fun.__name__}_fwd_call"
+        self.__qualname__ = f"{fun.__qualname__}.fwd"
+        self.__zygopy_symbol__ = f"{fun.__module__}.{fun.__qualname__}.fwd"
+
+    def __call__(self, *args: Any) -> tuple:
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp: {self.of} has no rule yet; call "
+                            f"{self.of}.defvjp(fwd, bwd) before calling it")
+        out = self.fwd(*args)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError(f"custom_vjp: fwd {_name(self.fwd)} of {self.of} must return "
+                            f"a pair (y, residuals); got {type(out).__name__}")
+        return out
+
+    def __zygopy_explain__(self, *operands) -> str:
+        return f"the fwd of custom_vjp function {self.of}"
+
+    def __repr__(self) -> str:
+        return f"<custom_vjp fwd of {self.of}>"
+
+
+def custom_vjp(fun: Callable) -> Callable:
+    """JAX's `custom_vjp`: a function like `fun`, given `f.defvjp(fwd, bwd)` with
+    `fwd(*args) -> (y, residuals)` and `bwd(residuals, dy) -> tuple` (one cotangent per
+    positional argument, None for none).  Calls of it run `fwd` (and drop the
+    residuals); reverse mode passes what `fwd` returned to `bwd`; forward mode refuses
+    it (give the function a `custom_jvp` instead)."""
+    names = _positional_names(fun, "custom_vjp")
+    call = CustomVJPCall(fun)
+    params = ", ".join(names)
+    f = _generated(fun, names, f"__zygopy_fwd__({params})[0]", {"__zygopy_fwd__": call})
+
+    def defvjp(fwd: Callable, bwd: Callable) -> None:
+        call.fwd, call.bwd = fwd, bwd
+        back = _generated(fun, ["dy", "out"] + [f"a{k}" for k in range(len(names))],
+                          "__zygopy_bwd__(out[1], dy[0])", {"__zygopy_bwd__": bwd})
+        back.__name__ = back.__qualname__ = f"{fun.__name__}_bwd_call"
+        pb = Pullback(back, uses_result=True)
+        pb.of = call.of
+        pb.check = _check_cotangents(f"custom_vjp: bwd {_name(bwd)} of {call.of}")
+        pb.fn = back
+        _store(call, Rule(call, pullback=pb, jvp=_refuse_forward(call)))
+        clear_cache()
+    f.defvjp = defvjp
+    return f
+
+
+def _refuse_forward(call: CustomVJPCall) -> Callable:
+    def jvp(em, s, ts):
+        raise TypeError(f"jvp: {call.of} is a custom_vjp function, which has no forward-"
+                        "mode derivative (as in JAX); give it a custom_jvp rule instead")
+    return jvp
+
+
+def _check_cotangents(who: str) -> Callable:
+    """`Pullback.check` for a user's rule: one cotangent per argument, each of its
+    argument's structure and shape; errors name the user's function (`who`)."""
+    def check(pb: Pullback, out: tuple, operands: tuple) -> tuple:
+        if len(out) != len(operands):
+            raise TypeError(f"{who} returned {len(out)} cotangent"
+                            f"{'s' if len(out) != 1 else ''} for {len(operands)} "
+                            f"argument{'s' if len(operands) != 1 else ''}")
+        return tuple(conform(x, g, f"{who}: cotangent {k}")
+                     for k, (x, g) in enumerate(zip(operands, out)))
+    return check
