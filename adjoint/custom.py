@@ -90,22 +90,21 @@ def _positional_names(fun: Callable, what: str) -> list:
     return names
 
 
-def _generated(fun: Callable, names: list, body: str, env: dict) -> types.FunctionType:
-    """A Python function with `fun`'s name, parameters, defaults, module and file:
-    `def f(names): return <body>`, reading `env` as its globals (no closure, so the
-    JIT compiles it like any user function)."""
-    params = ", ".join(names)
-    src = f"def generated({params}):\n    return {body}\n"
+def _generated(fun: Callable, name: str, params: list, lines: list, env: dict,
+               defaults: Any = None) -> types.FunctionType:
+    """A Python function `name(params)` running `lines`, in `fun`'s module and file,
+    reading `env` as its globals (no closure: the JIT compiles it like any user
+    function).  Marked generated (`jit.disk_cache` never stores it)."""
+    src = f"def generated({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
     scope: dict = {}
     exec(compile(src, fun.__code__.co_filename, "exec"), scope)
-    code = scope["generated"].__code__.replace(co_name=fun.__name__,
+    code = scope["generated"].__code__.replace(co_name=name,
                                                co_firstlineno=fun.__code__.co_firstlineno)
     glob = {"__name__": fun.__module__, "__builtins__": builtins, **env}
-    out = types.FunctionType(code, glob, fun.__name__, fun.__defaults__)
-    out.__qualname__ = fun.__qualname__
-    out.__doc__ = fun.__doc__
-    out.__wrapped__ = fun
-    out.__zygopy_generated__ = fun.__qualname__    # (never stored by jit.disk_cache)
+    out = types.FunctionType(code, glob, name, defaults)
+    out.__qualname__ = fun.__qualname__ if name == fun.__name__ else \
+        f"{fun.__qualname__}.{name}"
+    out.__zygopy_generated__ = out.__qualname__
     return out
 
 
@@ -264,16 +263,15 @@ def custom_jvp(fun: Callable) -> Callable:
 
 # -- custom_vjp ----------------------------------------------------------------------------------
 class CustomVJPCall:
-    """What the body of a `custom_vjp` function calls: `fwd(*args) -> (y, residuals)`,
-    a library callable whose derivative rule runs `bwd` (see the module docstring).
-    The JIT compiles `fwd` as a user function (`jit.library.custom_derivatives`)."""
+    """The first call in the body of a `custom_vjp` function: `fwd(*args) -> (y,
+    residuals)`, a library callable without a derivative (what flows back goes
+    through `CustomVJPOutput`).  The JIT compiles `fwd` as a user function
+    (`jit.pullback.custom_calls`)."""
 
     def __init__(self, fun: Callable):
-        self.fun = fun
         self.of = _name(fun)
         self.fwd = None
-        self.bwd = None
-        self.__name__ = f"{fun.__name__}_fwd_call"
+        self.__name__ = f"{fun.__name__}_fwd"
         self.__qualname__ = f"{fun.__qualname__}.fwd"
         self.__zygopy_symbol__ = f"{fun.__module__}.{fun.__qualname__}.fwd"
 
@@ -294,6 +292,41 @@ class CustomVJPCall:
         return f"<custom_vjp fwd of {self.of}>"
 
 
+class CustomVJPOutput:
+    """The second call in the body of a `custom_vjp` function: `out(y, residuals,
+    *args)` is `y`; its derivative rule (set by `defvjp`) is the user's `bwd`: the
+    cotangents of `args` are `bwd(residuals, dy)`, checked (`checked_cotangents`)."""
+
+    def __init__(self, fun: Callable):
+        self.of = _name(fun)
+        self.__name__ = f"{fun.__name__}_output"
+        self.__qualname__ = f"{fun.__qualname__}.output"
+        self.__zygopy_symbol__ = f"{fun.__module__}.{fun.__qualname__}.output"
+
+    def __call__(self, y: Any, residuals: Any, *args: Any) -> Any:
+        return y
+
+    def __zygopy_explain__(self, *operands) -> str:
+        return f"the output of custom_vjp function {self.of}"
+
+    def __repr__(self) -> str:
+        return f"<custom_vjp output of {self.of}>"
+
+
+def checked_cotangents(g: Any, who: str, *args: Any) -> tuple:
+    """What a user's `bwd` returned (`g`), checked: a tuple of one cotangent per
+    argument in `args`, each of its argument's structure and shape; errors name the
+    user's function (`who`).  (The JIT checks the same, `jit.pullback.custom_calls`.)"""
+    n = len(args)
+    if not isinstance(g, tuple):
+        raise TypeError(f"{who} must return a tuple of {n} cotangent{'s' if n != 1 else ''}"
+                        f" (one per argument), got {type(g).__name__}")
+    if len(g) != n:
+        raise TypeError(f"{who} returned {len(g)} cotangent{'s' if len(g) != 1 else ''} "
+                        f"for {n} argument{'s' if n != 1 else ''}")
+    return tuple(conform(x, t, f"{who}: cotangent {k}") for k, (x, t) in enumerate(zip(args, g)))
+
+
 def custom_vjp(fun: Callable) -> Callable:
     """JAX's `custom_vjp`: a function like `fun`, given `f.defvjp(fwd, bwd)` with
     `fwd(*args) -> (y, residuals)` and `bwd(residuals, dy) -> tuple` (one cotangent per
@@ -301,40 +334,48 @@ def custom_vjp(fun: Callable) -> Callable:
     residuals); reverse mode passes what `fwd` returned to `bwd`; forward mode refuses
     it (give the function a `custom_jvp` instead)."""
     names = _positional_names(fun, "custom_vjp")
-    call = CustomVJPCall(fun)
+    fwd, out = CustomVJPCall(fun), CustomVJPOutput(fun)
     params = ", ".join(names)
-    f = _generated(fun, names, f"__zygopy_fwd__({params})[0]", {"__zygopy_fwd__": call})
+    f = _generated(fun, fun.__name__, names,
+                   [f"y, residuals = __zygopy_fwd__({params})",
+                    f"return __zygopy_out__(y, residuals{''.join(', ' + a for a in names)})"],
+                   {"__zygopy_fwd__": fwd, "__zygopy_out__": out}, fun.__defaults__)
+    f.__doc__, f.__wrapped__ = fun.__doc__, fun
+    nondiff(fwd)
 
-    def defvjp(fwd: Callable, bwd: Callable) -> None:
-        call.fwd, call.bwd = fwd, bwd
-        back = _generated(fun, ["dy", "out"] + [f"a{k}" for k in range(len(names))],
-                          "__zygopy_bwd__(out[1], dy[0])", {"__zygopy_bwd__": bwd})
-        back.__name__ = back.__qualname__ = f"{fun.__name__}_bwd_call"
-        pb = Pullback(back, uses_result=True)
-        pb.of = call.of
-        pb.check = _check_cotangents(f"custom_vjp: bwd {_name(bwd)} of {call.of}")
-        pb.fn = back
-        _store(call, Rule(call, pullback=pb, jvp=_refuse_forward(call)))
+    def defvjp(fwd_rule: Callable, bwd_rule: Callable) -> None:
+        fwd.fwd = fwd_rule
+        pb = Pullback(_back_of(fun, len(names), bwd_rule))
+        pb.of = out.of
+        _store(out, Rule(out, pullback=pb, needs=lambda active: set(range(1, len(active))),
+                         jvp=_refuse_forward(out)))
         clear_cache()
     f.defvjp = defvjp
     return f
 
 
-def _refuse_forward(call: CustomVJPCall) -> Callable:
+def _back_of(fun: Callable, n: int, bwd: Callable) -> types.FunctionType:
+    """The pullback of a custom_vjp function's output call `out(y, residuals, *args)`:
+    `bwd(residuals, dy)` checked, one cotangent per operand (None for y and the
+    residuals)."""
+    args = [f"a{k}" for k in range(n)]
+    who = f"custom_vjp: bwd {_name(bwd)} of {_name(fun)}"
+    return _generated(fun, "bwd_call", ["dy", "y", "residuals"] + args, [
+        "g = __zygopy_check__(__zygopy_bwd__(residuals, dy), __zygopy_who__"
+        f"{''.join(', ' + a for a in args)})",
+        f"return (None, None{''.join(f', g[{k}]' for k in range(n))})"],
+        {"__zygopy_bwd__": bwd, "__zygopy_who__": who, "__zygopy_check__": checked_cotangents})
+
+
+def _refuse_forward(out: CustomVJPOutput) -> Callable:
     def jvp(em, s, ts):
-        raise TypeError(f"jvp: {call.of} is a custom_vjp function, which has no forward-"
+        raise TypeError(f"jvp: {out.of} is a custom_vjp function, which has no forward-"
                         "mode derivative (as in JAX); give it a custom_jvp rule instead")
     return jvp
 
 
 def _check_cotangents(who: str) -> Callable:
-    """`Pullback.check` for a user's rule: one cotangent per argument, each of its
-    argument's structure and shape; errors name the user's function (`who`)."""
+    """`Pullback.check` for a reverse rule made here: `checked_cotangents`."""
     def check(pb: Pullback, out: tuple, operands: tuple) -> tuple:
-        if len(out) != len(operands):
-            raise TypeError(f"{who} returned {len(out)} cotangent"
-                            f"{'s' if len(out) != 1 else ''} for {len(operands)} "
-                            f"argument{'s' if len(operands) != 1 else ''}")
-        return tuple(conform(x, g, f"{who}: cotangent {k}")
-                     for k, (x, g) in enumerate(zip(operands, out)))
+        return checked_cotangents(out, who, *operands)
     return check

@@ -16,12 +16,13 @@ from typing import Any
 
 from llvmlite import ir as L
 
-from adjoint.custom import CustomVJPCall, stop_gradient
+from adjoint.custom import CustomVJPCall, CustomVJPOutput, checked_cotangents, stop_gradient
 from jit.codegen.function import FunctionGen
 from jit.library.registry import REGISTRY
 from jit.pullback.array_values import copy_array
 from jit.typing.infer import Context, LiteralT, user_call
-from jit.types import ArrayT, Scalar, StrT, TupleT, Type
+from jit.codegen.arrays import shape
+from jit.types import NONE, NUMERIC, ArrayT, Scalar, StrT, TupleT, Type
 
 
 # -- stop_gradient ------------------------------------------------------------------------
@@ -71,15 +72,15 @@ REGISTRY.declare(stop_gradient, family="derivatives", pattern="any value (arrays
                  gpu={"cuda": "inline"})
 
 
-# -- the fwd of a custom_vjp function ----------------------------------------------------------
+# -- a custom_vjp function: its fwd call, its output call, its bwd's result checked -------------
 def _t_custom_fwd(ctx: Context, s: Any, ts: list) -> Type:
     call = s.args[0].value
     if call.fwd is None:
         ctx.fail(f"custom_vjp function {call.of} has no rule yet (call its defvjp)")
     out = user_call(ctx, s, call.fwd)
     if not isinstance(out, TupleT) or len(out.elems) != 2:
-        ctx.fail(f"the fwd of custom_vjp function {call.of} returns {out}, not a pair "
-                 "(y, residuals)")
+        raise TypeError(f"custom_vjp: fwd {call.fwd.__qualname__} of {call.of} must return "
+                        f"a pair (y, residuals); it returns {out}")
     return out
 
 
@@ -92,3 +93,74 @@ _FWD = REGISTRY.entry(CustomVJPCall, family="derivatives", name="custom_vjp fwd 
                       by_class=True)
 REGISTRY.add(_FWD, "the user's fwd (compiled as a user function)", None, _t_custom_fwd,
              _cg_custom_fwd, numpy_too=True)
+
+_OUT = REGISTRY.entry(CustomVJPOutput, family="derivatives", name="custom_vjp output call",
+                      by_class=True)
+REGISTRY.add(_OUT, "y, residuals, arguments (its value: y)", None,
+             lambda ctx, s, ts: ts[1],      # (ts: the callee's type, then the operands')
+             lambda fc, s, ts: fc.get(s.args[1]), numpy_too=True)
+
+
+def _t_checked(ctx: Context, s: Any, ts: list) -> Type:
+    """`checked_cotangents(g, who, *args)`: what `adjoint.custom.checked_cotangents`
+    checks, from the types (the shapes of arrays: at run time, `_cg_checked`)."""
+    who, g, args = ctx.const(s.args[2]), ts[0], ts[2:]
+    n = len(args)
+    if not isinstance(g, TupleT) or type(g) is not TupleT:
+        raise TypeError(f"{who} must return a tuple of {n} cotangent{'s' if n != 1 else ''}"
+                        f" (one per argument), got {g}")
+    if len(g.elems) != n:
+        raise TypeError(f"{who} returned {len(g.elems)} cotangent"
+                        f"{'s' if len(g.elems) != 1 else ''} for {n} argument"
+                        f"{'s' if n != 1 else ''}")
+    for k, (t, x) in enumerate(zip(g.elems, args)):
+        _check_like(who, f"cotangent {k}", t, x)
+    return g
+
+
+def _check_like(who: str, what: str, t: Type, x: Type) -> None:
+    """Cotangent type `t` against its argument's type `x` (None always fits)."""
+    if t == NONE:
+        return
+    if isinstance(x, ArrayT):
+        if not isinstance(t, ArrayT) or t.ndim != x.ndim:
+            raise ValueError(f"{who}: {what} must be an array of {x.ndim} dimension"
+                             f"{'s' if x.ndim != 1 else ''}, got {t}")
+        return
+    if isinstance(x, TupleT):
+        if not isinstance(t, TupleT) or len(t.elems) != len(x.elems):
+            raise ValueError(f"{who}: {what} must be a sequence of {len(x.elems)}, got {t}")
+        for k, (a, b) in enumerate(zip(t.elems, x.elems)):
+            _check_like(who, f"{what}[{k}]", a, b)
+        return
+    if x in NUMERIC and t not in NUMERIC:
+        raise ValueError(f"{who}: {what} must be a number, got {t}")
+
+
+def _cg_checked(fc: FunctionGen, s: Any, ts: list) -> L.Value:
+    who = s.args[2].value
+    g = fc.get(s.args[1])
+    for k, (t, x) in enumerate(zip(ts[0].elems, ts[2:])):
+        _check_shapes(fc, f"{who}: cotangent {k}", fc.b.extract_value(g, k), t,
+                      fc.get(s.args[3 + k]), x)
+    return g
+
+
+def _check_shapes(fc: FunctionGen, what: str, v: L.Value, t: Type, a: L.Value,
+                  x: Type) -> None:
+    """At run time: array cotangent `v` has the shape of its argument `a`."""
+    if isinstance(t, ArrayT) and isinstance(x, ArrayT):
+        for axis in range(x.ndim):
+            got, want = shape(fc, v, axis), shape(fc, a, axis)
+            fc.raise_if(fc.b.icmp_signed("!=", got, want), ValueError,
+                        f"{what} has {{}} entries along axis {axis} where its argument "
+                        "has {}", (got, want))
+    elif isinstance(t, TupleT) and isinstance(x, TupleT):
+        for k, (e, xe) in enumerate(zip(t.elems, x.elems)):
+            _check_shapes(fc, f"{what}[{k}]", fc.b.extract_value(v, k), e,
+                          fc.b.extract_value(a, k), xe)
+
+
+REGISTRY.declare(checked_cotangents, family="derivatives",
+                 pattern="a bwd's cotangents, its arguments", types=_t_checked,
+                 lower=_cg_checked, numpy_too=True)
