@@ -46,7 +46,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .passes.tangent import zero_tangent
-from .rule_table import Pullback, Rule, TangentHelper, _store, lookup_callee, nondiff
+from .rule_table import (Pullback, Rule, TangentHelper, _store, defpullback, lookup_callee,
+                         nondiff)
 from .structure import conform
 from .transform import clear_cache
 
@@ -230,35 +231,78 @@ def _assemble(a: Any, grads: list) -> Any:
 
 def jvp_rule(f: Callable) -> Callable:
     """Decorator: `@adjoint.jvp_rule(f)` on `rule(primals, tangents) -> (y, ydot)`
-    gives `f` that forward-mode rule.  With a reverse rule from `@adjoint.rule(f)`
-    (registered first), `f` has both; without one, reverse mode transposes this
-    rule (see the module docstring)."""
+    gives `f` that forward-mode rule where `f` is called in differentiated code.  With
+    a reverse rule from `@adjoint.rule(f)` (registered first), `f` has both; without
+    one, reverse mode transposes this rule (see the module docstring)."""
     def deco(rule: Callable) -> Callable:
-        helper = user_tangent_rule(rule, _name(f))
-        known = lookup_callee(f)
-        if known is not None and known.pullback is not None:   # e.g. from @adjoint.rule
-            known.jvp = _jvp_emitter(helper)
-        else:
-            pb = Pullback(_transposed(helper))
-            pb.of = _name(f)
-            pb.check = _check_cotangents(f"the reverse rule of {_name(f)} (its jvp rule "
-                                         f"{_name(rule)} transposed)")
-            _store(f, Rule(f, pullback=pb, jvp=_jvp_emitter(helper)))
-        clear_cache()
+        _give_jvp(f, rule, _name(f))
         return rule
     return deco
 
 
+def _give_jvp(key: Any, rule: Callable, of: str) -> None:
+    """Register jvp rule `rule` for callee `key` (named `of` in errors), keeping a
+    reverse rule it has, else adding the transposed one."""
+    helper = user_tangent_rule(rule, of)
+    known = lookup_callee(key)
+    if known is not None and known.pullback is not None:   # e.g. from @adjoint.rule
+        known.jvp = _jvp_emitter(helper)
+    else:
+        pb = Pullback(_transposed(helper))
+        pb.of = of
+        pb.check = _check_cotangents(f"the reverse rule of {of} (its jvp rule "
+                                     f"{_name(rule)} transposed)")
+        _store(key, Rule(key, pullback=pb, jvp=_jvp_emitter(helper)))
+    clear_cache()
+
+
+class CustomJVPCall:
+    """The call in the body of a `custom_jvp` function: the user's function, as a
+    library callable whose rule is the user's jvp rule (`defjvp`).  The JIT compiles
+    the function as a user function (`jit.pullback.custom_calls`)."""
+
+    def __init__(self, fun: Callable):
+        self.fun = fun
+        self.of = _name(fun)
+        self.__name__ = fun.__name__
+        self.__qualname__ = fun.__qualname__
+        self.__zygopy_symbol__ = f"{fun.__module__}.{fun.__qualname__}.call"
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fun(*args)
+
+    def __zygopy_explain__(self, *operands) -> str:
+        return f"custom_jvp function {self.of}"
+
+    def __repr__(self) -> str:
+        return f"<custom_jvp call of {self.of}>"
+
+
+def _no_rule_yet(of: str) -> Callable:
+    """The rule of a custom_jvp function before its `defjvp`: a clear error."""
+    def no_rule(*args: Any) -> None:
+        raise TypeError(f"custom_jvp: {of} has no jvp rule yet; give it one with "
+                        f"{of}.defjvp(rule) before differentiating it")
+    no_rule.__name__ = no_rule.__qualname__ = "custom_jvp_without_rule"
+    return no_rule
+
+
 def custom_jvp(fun: Callable) -> Callable:
-    """JAX's `custom_jvp`: `fun` itself, given `fun.defjvp(rule)`, with `rule(primals,
-    tangents) -> (y, ydot)`.  Forward mode uses the rule; reverse mode transposes it
-    (one rule call per element of the arguments)."""
-    _positional_names(fun, "custom_jvp")
+    """JAX's `custom_jvp`: a function like `fun`, given `f.defjvp(rule)` with
+    `rule(primals, tangents) -> (y, ydot)`.  Forward mode uses the rule; reverse mode
+    transposes it (one rule call per element of the arguments)."""
+    names = _positional_names(fun, "custom_jvp")
+    call = CustomJVPCall(fun)
+    f = _generated(fun, fun.__name__, names, [f"return __zygopy_call__({', '.join(names)})"],
+                   {"__zygopy_call__": call}, fun.__defaults__)
+    f.__doc__, f.__wrapped__ = fun.__doc__, fun
+    _store(call, Rule(call, pullback=Pullback(_no_rule_yet(call.of)), jvp=_no_rule_yet(call.of)))
 
     def defjvp(rule: Callable) -> Callable:
-        return jvp_rule(fun)(rule)
-    fun.defjvp = defjvp
-    return fun
+        _give_jvp(call, rule, call.of)
+        return rule
+    f.defjvp = defjvp
+    return f
 
 
 # -- custom_vjp ----------------------------------------------------------------------------------
@@ -325,6 +369,14 @@ def checked_cotangents(g: Any, who: str, *args: Any) -> tuple:
         raise TypeError(f"{who} returned {len(g)} cotangent{'s' if len(g) != 1 else ''} "
                         f"for {n} argument{'s' if n != 1 else ''}")
     return tuple(conform(x, t, f"{who}: cotangent {k}") for k, (x, t) in enumerate(zip(args, g)))
+
+
+def d_checked_cotangents(dy: Any, g: Any, who: str, *args: Any) -> tuple:
+    """The check is the identity on `g` (differentiated again: nested reverse mode)."""
+    return (dy, None) + (None,) * len(args)
+
+
+defpullback(checked_cotangents, d_checked_cotangents, needs=lambda active: set())
 
 
 def custom_vjp(fun: Callable) -> Callable:

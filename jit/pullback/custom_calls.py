@@ -7,8 +7,10 @@ derivatives are adjoint's rules for the same keys, as for every entry:
     call of the user's `fwd`, compiled like any user function (its `bwd` is compiled
     through the rule's pullback, the `adjoint.rules.Pullback` entry).
 
-A `custom_jvp` function needs no entry: it is the user's function (compiled as one),
-its jvp rule a forward-mode rule object (`jit.pullback.tangent_entry`).
+  * the call in the body of a `custom_jvp` function (`CustomJVPCall`): a native call
+    of the user's function (its jvp rule is a forward-mode rule object,
+    `jit.pullback.tangent_entry`; its reverse rule, the jvp rule transposed, runs as
+    Python called from the compiled adjoint).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from typing import Any
 
 from llvmlite import ir as L
 
-from adjoint.custom import CustomVJPCall, CustomVJPOutput, checked_cotangents, stop_gradient
+from adjoint.custom import (CustomJVPCall, CustomVJPCall, CustomVJPOutput, checked_cotangents,
+                           stop_gradient)
 from jit.codegen.function import FunctionGen
 from jit.library.registry import REGISTRY
 from jit.pullback.array_values import copy_array
@@ -84,15 +87,26 @@ def _t_custom_fwd(ctx: Context, s: Any, ts: list) -> Type:
     return out
 
 
-def _cg_custom_fwd(fc: FunctionGen, s: Any, ts: list) -> L.Value:
+def _cg_user_call(fc: FunctionGen, s: Any, ts: list) -> L.Value:
+    """The native call of the user function that the type rule chose."""
     call = fc.typing.calls[s.var]
     return fc.call_user(call.target, call.operands, [])
+
+
+def _t_custom_jvp_call(ctx: Context, s: Any, ts: list) -> Type:
+    return user_call(ctx, s, s.args[0].value.fun)
+
+
+_JVP = REGISTRY.entry(CustomJVPCall, family="derivatives", name="custom_jvp call",
+                      by_class=True)
+REGISTRY.add(_JVP, "the user's function (compiled as a user function)", None,
+             _t_custom_jvp_call, _cg_user_call, numpy_too=True)
 
 
 _FWD = REGISTRY.entry(CustomVJPCall, family="derivatives", name="custom_vjp fwd call",
                       by_class=True)
 REGISTRY.add(_FWD, "the user's fwd (compiled as a user function)", None, _t_custom_fwd,
-             _cg_custom_fwd, numpy_too=True)
+             _cg_user_call, numpy_too=True)
 
 _OUT = REGISTRY.entry(CustomVJPOutput, family="derivatives", name="custom_vjp output call",
                       by_class=True)
