@@ -46,8 +46,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .passes.tangent import zero_tangent
-from .rule_table import (Pullback, Rule, TangentHelper, _store, defpullback, lookup_callee,
-                         nondiff)
+from .rule_table import Pullback, TangentHelper, defpullback, lookup_callee, nondiff
 from .structure import conform
 from .transform import clear_cache
 
@@ -252,7 +251,7 @@ def _give_jvp(key: Any, rule: Callable, of: str) -> None:
         pb.of = of
         pb.check = _check_cotangents(f"the reverse rule of {of} (its jvp rule "
                                      f"{_name(rule)} transposed)")
-        _store(key, Rule(key, pullback=pb, jvp=_jvp_emitter(helper)))
+        defpullback(key, pb).jvp = _jvp_emitter(helper)
     clear_cache()
 
 
@@ -296,7 +295,7 @@ def custom_jvp(fun: Callable) -> Callable:
     f = _generated(fun, fun.__name__, names, [f"return __zygopy_call__({', '.join(names)})"],
                    {"__zygopy_call__": call}, fun.__defaults__)
     f.__doc__, f.__wrapped__ = fun.__doc__, fun
-    _store(call, Rule(call, pullback=Pullback(_no_rule_yet(call.of)), jvp=_no_rule_yet(call.of)))
+    defpullback(call, _no_rule_yet(call.of)).jvp = _no_rule_yet(call.of)
 
     def defjvp(rule: Callable) -> Callable:
         _give_jvp(call, rule, call.of)
@@ -399,8 +398,8 @@ def custom_vjp(fun: Callable) -> Callable:
         fwd.fwd = fwd_rule
         pb = Pullback(_back_of(fun, len(names), bwd_rule))
         pb.of = out.of
-        _store(out, Rule(out, pullback=pb, needs=lambda active: set(range(1, len(active))),
-                         jvp=_refuse_forward(out)))
+        defpullback(out, pb, needs=lambda active: set(range(1, len(active)))).jvp = \
+            _refuse_forward(out)
         clear_cache()
     f.defvjp = defvjp
     return f

@@ -71,8 +71,7 @@ def _cg_stop_gradient(fc: FunctionGen, s: Any, ts: list) -> L.Value:
 
 
 REGISTRY.declare(stop_gradient, family="derivatives", pattern="any value (arrays copied)",
-                 types=_t_stop_gradient, lower=_cg_stop_gradient, numpy_too=True,
-                 gpu={"cuda": "inline"})
+                 types=_t_stop_gradient, lower=_cg_stop_gradient, numpy_too=True)
 
 
 # -- a custom_vjp function: its fwd call, its output call, its bwd's result checked -------------
