@@ -239,13 +239,13 @@ def jvp_rule(f: Callable) -> Callable:
     return deco
 
 
-def _give_jvp(key: Any, rule: Callable, of: str) -> None:
-    """Register jvp rule `rule` for callee `key` (named `of` in errors), keeping a
-    reverse rule it has, else adding the transposed one."""
+def _give_jvp(key: Any, rule: Callable, of: str, keep_reverse: bool = True) -> None:
+    """Register jvp rule `rule` for callee `key` (named `of` in errors), keeping the
+    reverse rule it has (with `keep_reverse`), else adding the transposed one."""
     helper = user_tangent_rule(rule, of)
     known = lookup_callee(key)
-    if known is not None and known.pullback is not None:   # e.g. from @adjoint.rule
-        known.jvp = _jvp_emitter(helper)
+    if keep_reverse and known is not None and known.pullback is not None:
+        known.jvp = _jvp_emitter(helper)       # e.g. a rule from @adjoint.rule
     else:
         pb = Pullback(_transposed(helper))
         pb.of = of
@@ -298,7 +298,7 @@ def custom_jvp(fun: Callable) -> Callable:
     defpullback(call, _no_rule_yet(call.of)).jvp = _no_rule_yet(call.of)
 
     def defjvp(rule: Callable) -> Callable:
-        _give_jvp(call, rule, call.of)
+        _give_jvp(call, rule, call.of, keep_reverse=False)
         return rule
     f.defjvp = defjvp
     return f
