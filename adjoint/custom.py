@@ -112,16 +112,19 @@ def _generated(fun: Callable, name: str, params: list, lines: list, env: dict,
 def user_tangent_rule(rule: Callable, of: str) -> TangentHelper:
     """A user's jvp rule `rule(primals, tangents) -> (y, ydot)` of function `of`, as a
     forward-mode rule object called from tangent IR: the interpreter calls it and
-    checks what it returns, the JIT compiles the user's function itself."""
-    helper = TangentHelper(rule)
-    helper.of = of
+    checks what it returns; the JIT compiles its function, a generated call of the
+    user's rule (the rule may be a closure, which the JIT compiles as a value)."""
+    call = _generated(rule, f"{rule.__name__}_call", ["primals", "tangents"],
+                      ["return __zygopy_rule__(primals, tangents)"], {"__zygopy_rule__": rule})
+    helper = TangentHelper(call)
+    helper.of, helper.rule = of, rule
     helper.check = _check_pair
     return helper
 
 
 def _check_pair(helper: TangentHelper, out: Any, args: tuple) -> tuple:
     """A jvp rule's result: a pair (y, ydot), ydot of y's structure."""
-    who = f"jvp: the jvp rule {_name(helper.fn)} of {helper.of}"
+    who = f"jvp: the jvp rule {_name(helper.rule)} of {helper.of}"
     if not isinstance(out, tuple) or len(out) != 2:
         raise TypeError(f"{who} must return a pair (y, ydot); got {type(out).__name__}")
     y, t = out

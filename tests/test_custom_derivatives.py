@@ -340,3 +340,51 @@ def test_custom_decorators_refuse_keyword_only_parameters():
         custom_vjp(f)
     with pytest.raises(TypeError, match="positional parameters only"):
         custom_jvp(f)
+
+
+def make_scaled_pair(scale):
+    """A custom_vjp and a custom_jvp function whose rules are closures."""
+    @custom_vjp
+    def up(x):
+        return x * scale
+
+    def up_fwd(x):
+        return x * scale, (x,)
+
+    def up_bwd(res, dy):
+        return (dy * scale * 10.0 + res[0],)
+    up.defvjp(up_fwd, up_bwd)
+
+    @custom_jvp
+    def down(x):
+        return x / scale
+
+    @down.defjvp
+    def down_jvp(primals, tangents):
+        return primals[0] / scale, tangents[0] * 10.0 / scale
+    return up, down
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rules_that_are_closures(backend):
+    up, down = make_scaled_pair(2.0)
+    assert adjoint.gradient(lambda x: up(x) + 1.0, 1.5, backend=backend)[0] == \
+        pytest.approx(20.0 + 1.5)
+    assert adjoint.jvp(lambda x: down(x) * 3.0, (1.0,), (1.0,), backend=backend) == \
+        pytest.approx((1.5, 15.0))
+    assert adjoint.gradient(lambda x: down(x) * 3.0, 1.0, backend=backend)[0] == \
+        pytest.approx(15.0)
+
+
+def test_redefining_a_rule_takes_effect():
+    @custom_vjp
+    def f(x):
+        return 2.0 * x
+
+    def outer(x):
+        return f(x) * 3.0
+    for backend in BACKENDS:
+        for factor in (100.0, 7.0):
+            f.defvjp(lambda x: (2.0 * x, ()), lambda res, dy, k=factor: (dy * k,))
+            y, (g,) = adjoint.value_and_grad(outer, 1.0, backend=backend)
+            assert (y, g) == pytest.approx((6.0, 3.0 * factor))

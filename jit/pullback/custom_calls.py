@@ -18,9 +18,12 @@ from typing import Any
 
 from llvmlite import ir as L
 
+from ssair import Const
+
 from adjoint.custom import (CustomJVPCall, CustomVJPCall, CustomVJPOutput, checked_cotangents,
                            stop_gradient)
 from jit.codegen.function import FunctionGen
+from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY
 from jit.pullback.array_values import copy_array
 from jit.typing.infer import Context, LiteralT, user_call
@@ -74,12 +77,28 @@ REGISTRY.declare(stop_gradient, family="derivatives", pattern="any value (arrays
                  types=_t_stop_gradient, lower=_cg_stop_gradient, numpy_too=True)
 
 
+def call_user_function(ctx: Context, s: Any, fn: Any) -> Type:
+    """Type `s` as a native call of user function `fn` with `s`'s operands; a closure's
+    captured values are passed as constants first (as `jit.pullback.tangent_entry`
+    passes a closure's)."""
+    if not fn.__closure__:
+        return user_call(ctx, s, fn)
+    try:
+        cells = [Const(c.cell_contents) for c in fn.__closure__]
+    except ValueError:
+        ctx.fail(f"{fn.__qualname__} reads a variable of its enclosing function that is "
+                 "not assigned yet")
+    if s.kwargs:
+        ctx.fail(f"a call of {fn.__qualname__} with keyword arguments")
+    return impl_call(ctx, s, fn, cells + list(s.args[1:]))
+
+
 # -- a custom_vjp function: its fwd call, its output call, its bwd's result checked -------------
 def _t_custom_fwd(ctx: Context, s: Any, ts: list) -> Type:
     call = s.args[0].value
     if call.fwd is None:
         ctx.fail(f"custom_vjp function {call.of} has no rule yet (call its defvjp)")
-    out = user_call(ctx, s, call.fwd)
+    out = call_user_function(ctx, s, call.fwd)
     if not isinstance(out, TupleT) or len(out.elems) != 2:
         raise TypeError(f"custom_vjp: fwd {call.fwd.__qualname__} of {call.of} must return "
                         f"a pair (y, residuals); it returns {out}")
@@ -93,7 +112,7 @@ def _cg_user_call(fc: FunctionGen, s: Any, ts: list) -> L.Value:
 
 
 def _t_custom_jvp_call(ctx: Context, s: Any, ts: list) -> Type:
-    return user_call(ctx, s, s.args[0].value.fun)
+    return call_user_function(ctx, s, s.args[0].value.fun)
 
 
 _JVP = REGISTRY.entry(CustomJVPCall, family="derivatives", name="custom_jvp call",
