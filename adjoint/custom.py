@@ -254,7 +254,8 @@ def _give_jvp(key: Any, rule: Callable, of: str, keep_reverse: bool = True) -> N
         pb.of = of
         pb.check = _check_cotangents(f"the reverse rule of {of} (its jvp rule "
                                      f"{_name(rule)} transposed)")
-        defpullback(key, pb).jvp = _jvp_emitter(helper)
+        rule = defpullback(key, pb)
+        rule.jvp, rule.keeps_operands = _jvp_emitter(helper), True
     clear_cache()
 
 
@@ -298,7 +299,8 @@ def custom_jvp(fun: Callable) -> Callable:
     f = _generated(fun, fun.__name__, names, [f"return __zygopy_call__({', '.join(names)})"],
                    {"__zygopy_call__": call}, fun.__defaults__)
     f.__doc__, f.__wrapped__ = fun.__doc__, fun
-    defpullback(call, _no_rule_yet(call.of)).jvp = _no_rule_yet(call.of)
+    rule = defpullback(call, _no_rule_yet(call.of))
+    rule.jvp, rule.keeps_operands = _no_rule_yet(call.of), True
 
     def defjvp(rule: Callable) -> Callable:
         _give_jvp(call, rule, call.of, keep_reverse=False)
@@ -396,13 +398,14 @@ def custom_vjp(fun: Callable) -> Callable:
                    {"__zygopy_fwd__": fwd, "__zygopy_out__": out}, fun.__defaults__)
     f.__doc__, f.__wrapped__ = fun.__doc__, fun
     nondiff(fwd)
+    lookup_callee(fwd).keeps_operands = True     # fwd may return x, as y or a residual
 
     def defvjp(fwd_rule: Callable, bwd_rule: Callable) -> None:
         fwd.fwd = fwd_rule
         pb = Pullback(_back_of(fun, len(names), bwd_rule))
         pb.of = out.of
-        defpullback(out, pb, needs=lambda active: set(range(1, len(active)))).jvp = \
-            _refuse_forward(out)
+        rule = defpullback(out, pb, needs=lambda active: set(range(1, len(active))))
+        rule.jvp, rule.keeps_operands = _refuse_forward(out), True   # (its y is fwd's)
         clear_cache()
     f.defvjp = defvjp
     return f

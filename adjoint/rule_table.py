@@ -191,6 +191,9 @@ class Rule:
     when: Optional[Callable] = None    # a variant's condition on the active mask
     partial: tuple = ()                # variants for an operand without a cotangent
     jvp: Optional[Callable] = None     # forward mode's emitter (adjoint.rules_tangent)
+    # the callee may return its operands or views of them (a user's function with a
+    # rule): its result shares their memory (adjoint.passes.aliases)
+    keeps_operands: bool = False
 
     @property
     def differentiable(self) -> bool:

@@ -25,7 +25,7 @@ from adjoint.custom import (CustomJVPCall, CustomVJPCall, CustomVJPOutput, check
 from jit.codegen.function import FunctionGen
 from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY
-from jit.pullback.array_values import copy_array
+from jit.pullback.array_values import copy_value
 from jit.typing.infer import Context, LiteralT, user_call
 from jit.codegen.arrays import shape
 from jit.types import NONE, NUMERIC, ArrayT, Scalar, StrT, TupleT, Type
@@ -51,26 +51,8 @@ def _t_stop_gradient(ctx: Context, s: Any, ts: list) -> Type:
     return ts[0]
 
 
-def _copied(fc: FunctionGen, v: L.Value, t: Type) -> L.Value:
-    """LLVM value `v` of type `t` with its arrays copied."""
-    if isinstance(t, ArrayT):
-        return copy_array(fc, v, t)
-    if isinstance(t, TupleT) and _has_array(t):
-        out = v
-        for i, e in enumerate(t.elems):
-            out = fc.b.insert_value(out, _copied(fc, fc.b.extract_value(v, i), e), i)
-        return out
-    return v
-
-
-def _has_array(t: Type) -> bool:
-    if isinstance(t, ArrayT):
-        return True
-    return isinstance(t, TupleT) and any(_has_array(e) for e in t.elems)
-
-
 def _cg_stop_gradient(fc: FunctionGen, s: Any, ts: list) -> L.Value:
-    return _copied(fc, fc.get(s.args[1]), ts[0])
+    return copy_value(fc, fc.get(s.args[1]), ts[0])
 
 
 REGISTRY.declare(stop_gradient, family="derivatives", pattern="any value (arrays copied)",
