@@ -17,24 +17,30 @@
         return softplus(x), t / (1 + np.exp(-x))
 
 How each is made, with the rule table's own means (so the interpreter, the JIT and
-both modes see it as any rule):
+both modes see them as any rule):
 
   * `stop_gradient` is a library function without a derivative (`nondiff`): its
     result carries no cotangent and no tangent.  It returns its argument with every
     array copied (the alias analysis takes the result of a ruled call as new memory).
   * A `custom_vjp` function is a generated Python function, lowered like any user
-    function, whose body is `return CALL(args...)[0]`, where `CALL` (a
-    `CustomVJPCall`, one per function) runs the user's `fwd` and has a derivative rule
-    that reads its result (`uses_result`): the rule passes the residuals it returned
-    and `dy` to the user's `bwd`.  The residuals are recorded once, as any rule's
-    operands are; `fwd` runs once per call.  Forward mode refuses it, as JAX does.
-  * A `custom_jvp` function is the user's function with a rule of its own (as
-    `@adjoint.rule` gives one): forward mode calls the user's jvp rule with the
-    primals and tangents (zeros where none flows); reverse mode transposes it, one
-    call of the jvp rule per element of each differentiable argument (exact; its cost
-    grows with the arguments' size, so give large inputs a `custom_vjp`).
-    `jvp_rule(f)` gives the same forward-mode rule to a function that has a reverse
-    rule from `@adjoint.rule(f)`, so that one function has both.
+    function (so `pullback(f, ...)` itself uses the rule), whose body is
+    `y, residuals = FWD(args); return OUT(y, residuals, args)`.  `FWD`
+    (`CustomVJPCall`) runs the user's `fwd` and has no derivative; `OUT`
+    (`CustomVJPOutput`) returns `y`, and its rule, which reads the residuals and the
+    arguments, is a generated function calling the user's `bwd(residuals, dy)` and
+    checking its result (`checked_cotangents`).  `fwd` runs once per call; forward
+    mode refuses `OUT`, as JAX does.
+  * A `custom_jvp` function is a generated function whose body calls the user's
+    function through `CALL` (`CustomJVPCall`), whose rule is the user's jvp rule:
+    forward mode calls it with the primals and tangents (zeros where none flows);
+    reverse mode transposes it, one call of the jvp rule per element of each float
+    argument (exact; its cost grows with the arguments' size, so give large inputs a
+    `custom_vjp`).  `jvp_rule(f)` gives the same forward-mode rule to a function that
+    has a reverse rule from `@adjoint.rule(f)`, so that one function has both.
+  * The user's functions may return their arguments (`Rule.keeps_operands`): the
+    alias analysis then snapshots what a later write would change.
+The generated functions read the user's functions as globals, not through a closure,
+so the JIT compiles them like any user function (`jit.pullback.custom_calls`).
 """
 from __future__ import annotations
 
@@ -46,6 +52,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .passes.tangent import zero_tangent
+from .pytrees import is_record
 from .rule_table import Pullback, TangentHelper, defpullback, lookup_callee, nondiff
 from .structure import conform
 from .transform import clear_cache
@@ -180,8 +187,7 @@ def _unit_slots(a: Any) -> Any:
     if isinstance(a, np.ndarray):
         if a.dtype.kind != "f":
             if a.dtype.kind == "c":
-                raise TypeError("adjoint: the reverse rule derived from a jvp rule does not "
-                                "support complex arrays")
+                _refuse_transposing(a)
             return None
         units = []
         for k in range(a.size):
@@ -200,10 +206,14 @@ def _unit_slots(a: Any) -> Any:
                 z[k] = u
                 units.append(tuple(z) if isinstance(a, tuple) else z)
         return units
-    if isinstance(a, complex):
-        raise TypeError("adjoint: the reverse rule derived from a jvp rule does not support "
-                        "complex numbers")
+    if isinstance(a, complex) or isinstance(a, dict) or is_record(a):
+        _refuse_transposing(a)
     return None
+
+
+def _refuse_transposing(a: Any) -> None:
+    raise TypeError(f"adjoint: the reverse rule derived from a jvp rule does not support "
+                    f"{type(a).__name__} arguments yet; give the function a custom_vjp")
 
 
 def _inner(t: Any, dy: Any) -> float:
@@ -254,8 +264,8 @@ def _give_jvp(key: Any, rule: Callable, of: str, keep_reverse: bool = True) -> N
         pb.of = of
         pb.check = _check_cotangents(f"the reverse rule of {of} (its jvp rule "
                                      f"{_name(rule)} transposed)")
-        rule = defpullback(key, pb)
-        rule.jvp, rule.keeps_operands = _jvp_emitter(helper), True
+        entry = defpullback(key, pb)
+        entry.jvp, entry.keeps_operands = _jvp_emitter(helper), True
     clear_cache()
 
 
@@ -299,8 +309,8 @@ def custom_jvp(fun: Callable) -> Callable:
     f = _generated(fun, fun.__name__, names, [f"return __zygopy_call__({', '.join(names)})"],
                    {"__zygopy_call__": call}, fun.__defaults__)
     f.__doc__, f.__wrapped__ = fun.__doc__, fun
-    rule = defpullback(call, _no_rule_yet(call.of))
-    rule.jvp, rule.keeps_operands = _no_rule_yet(call.of), True
+    entry = defpullback(call, _no_rule_yet(call.of))
+    entry.jvp, entry.keeps_operands = _no_rule_yet(call.of), True
 
     def defjvp(rule: Callable) -> Callable:
         _give_jvp(call, rule, call.of, keep_reverse=False)
@@ -404,8 +414,8 @@ def custom_vjp(fun: Callable) -> Callable:
         fwd.fwd = fwd_rule
         pb = Pullback(_back_of(fun, len(names), bwd_rule))
         pb.of = out.of
-        rule = defpullback(out, pb, needs=lambda active: set(range(1, len(active))))
-        rule.jvp, rule.keeps_operands = _refuse_forward(out), True   # (its y is fwd's)
+        entry = defpullback(out, pb, needs=lambda active: set(range(1, len(active))))
+        entry.jvp, entry.keeps_operands = _refuse_forward(out), True   # (its y is fwd's)
         clear_cache()
     f.defvjp = defvjp
     return f

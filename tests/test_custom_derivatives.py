@@ -430,3 +430,16 @@ def test_writes_after_a_call_that_returns_its_argument(backend):
     np.testing.assert_allclose(adjoint.gradient(write_after_custom_vjp, x, backend=backend)[0],
                                [1.0, 2.0 + 4.0])
     np.testing.assert_allclose(adjoint.gradient(write_after_rule, x, backend=backend)[0], 2 * x)
+
+
+def test_custom_jvp_reverse_refuses_what_it_cannot_transpose():
+    @custom_jvp
+    def f(d):
+        return d["a"] * 2.0
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), tangents[0]["a"] * 2.0
+    assert adjoint.jvp(f, ({"a": 1.0},), ({"a": 1.0},), backend="interp")[1] == 2.0
+    with pytest.raises(TypeError, match="does not support dict arguments yet"):
+        adjoint.gradient(f, {"a": 1.0}, backend="interp")
