@@ -33,9 +33,10 @@ both modes see them as any rule):
   * A `custom_jvp` function is a generated function whose body calls the user's
     function through `CALL` (`CustomJVPCall`), whose rule is the user's jvp rule:
     forward mode calls it with the primals and tangents (zeros where none flows);
-    reverse mode transposes it, one call of the jvp rule per element of each float
-    argument (exact; its cost grows with the arguments' size, so give large inputs a
-    `custom_vjp`).  `jvp_rule(f)` gives the same forward-mode rule to a function that
+    reverse mode transposes it: `ydot` is linear in the tangents, so the cotangents
+    are the gradient in the tangents of `<ydot, dy>`, one reverse pass (in the
+    interpreter) over the user's rule at zero tangents (exact, as JAX's transposition
+    requires the rule to be linear in the tangents).  `jvp_rule(f)` gives the same forward-mode rule to a function that
     has a reverse rule from `@adjoint.rule(f)`, so that one function has both.
   * The user's functions may return their arguments (`Rule.keeps_operands`): the
     alias analysis then snapshots what a later write would change.
@@ -51,6 +52,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .api import pullback
 from .passes.tangent import zero_tangent
 from .pytrees import is_record
 from .rule_table import Pullback, TangentHelper, defpullback, lookup_callee, nondiff
@@ -154,91 +156,46 @@ def _jvp_emitter(helper: TangentHelper) -> Callable:
 
 
 def _transposed(helper: TangentHelper) -> Callable:
-    """A reverse rule from a jvp rule: the cotangent of argument i is, element by
-    element, `<jvp(e_k), dy>` for the unit tangent e_k of that element (exact; one jvp
-    rule call per element of the differentiable arguments)."""
+    """A reverse rule from a jvp rule: `ydot` is linear in the tangents (`ydot = J t`),
+    so `J^T dy` is the gradient in the tangents of `<ydot, dy>`, which reverse mode
+    computes in one pass over the user's rule (at zero tangents; exact)."""
     def back(dy: Any, *args: Any) -> tuple:
+        wanted = [_has_derivative(a) for a in args]
         zeros = [zero_tangent(a) for a in args]
-        out = []
-        for i, a in enumerate(args):
-            slots = _unit_slots(a)
-            if slots is None:
-                out.append(None)
-                continue
-            grads = []
-            for unit in slots:
-                tangents = zeros[:i] + [unit] + zeros[i + 1:]
-                _, ydot = helper(tuple(args), tuple(tangents))
-                grads.append(_inner(ydot, dy))
-            out.append(_assemble(a, grads))
-        return tuple(out)
+        _, pb = pullback(tangent_part, helper, tuple(args), tuple(zeros), backend="interp")
+        grads = pb(dy)[2]
+        return tuple(g if w else None for w, g in zip(wanted, grads))
     back.__name__ = back.__qualname__ = f"{helper.of}_transposed_jvp"
     back.__module__ = __name__
     return back
 
 
-def _unit_slots(a: Any) -> Any:
-    """The unit tangents of value `a`, one per real number in it (None when it has
-    no derivative: ints, bools, strings)."""
-    if isinstance(a, bool) or isinstance(a, (int, np.integer)):
-        return None
+def tangent_part(rule: TangentHelper, primals: tuple, tangents: tuple) -> Any:
+    """`ydot` of a jvp rule, as a function of the tangents (transposed above)."""
+    return rule.fn(primals, tangents)[1]
+
+
+def _has_derivative(a: Any) -> bool:
+    """Does value `a` hold a float (a number or array the transposed rule gives a
+    cotangent)?  Refuses, clearly, the values it cannot transpose yet."""
+    if isinstance(a, (bool, int, np.integer)):
+        return False
     if isinstance(a, (float, np.floating)):
-        return [1.0]
+        return True
     if isinstance(a, np.ndarray):
-        if a.dtype.kind != "f":
-            if a.dtype.kind == "c":
-                _refuse_transposing(a)
-            return None
-        units = []
-        for k in range(a.size):
-            e = np.zeros(a.shape)
-            e.reshape(-1)[k] = 1.0
-            units.append(e)
-        return units
+        if a.dtype.kind == "c":
+            _refuse_transposing(a)
+        return a.dtype.kind == "f"
     if isinstance(a, (tuple, list)):
-        parts = [_unit_slots(v) for v in a]
-        if all(p is None for p in parts):
-            return None
-        units = []
-        for k, p in enumerate(parts):
-            for u in p or ():
-                z = [zero_tangent(v) for v in a]
-                z[k] = u
-                units.append(tuple(z) if isinstance(a, tuple) else z)
-        return units
+        return any([_has_derivative(v) for v in a])
     if isinstance(a, complex) or isinstance(a, dict) or is_record(a):
         _refuse_transposing(a)
-    return None
+    return False
 
 
 def _refuse_transposing(a: Any) -> None:
     raise TypeError(f"adjoint: the reverse rule derived from a jvp rule does not support "
                     f"{type(a).__name__} arguments yet; give the function a custom_vjp")
-
-
-def _inner(t: Any, dy: Any) -> float:
-    """<t, dy> summed over every leaf (a None on either side is a zero)."""
-    if t is None or dy is None:
-        return 0.0
-    if isinstance(t, (tuple, list)):
-        return sum(_inner(a, b) for a, b in zip(t, dy))
-    if isinstance(t, dict):
-        return sum(_inner(v, dy.get(k)) for k, v in t.items())
-    return float(np.sum(np.asarray(t, dtype=float) * np.asarray(dy, dtype=float)))
-
-
-def _assemble(a: Any, grads: list) -> Any:
-    """The per-element gradients `grads` (in `_unit_slots` order) in the form of `a`."""
-    if isinstance(a, (float, np.floating)):
-        return float(grads[0])
-    if isinstance(a, np.ndarray):
-        return np.array(grads, dtype=float).reshape(a.shape)
-    out, k = [], 0
-    for v in a:
-        n = len(_unit_slots(v) or ())
-        out.append(_assemble(v, grads[k:k + n]) if n else None)
-        k += n
-    return tuple(out) if isinstance(a, tuple) else out
 
 
 def jvp_rule(f: Callable) -> Callable:
@@ -303,7 +260,7 @@ def _no_rule_yet(of: str) -> Callable:
 def custom_jvp(fun: Callable) -> Callable:
     """JAX's `custom_jvp`: a function like `fun`, given `f.defjvp(rule)` with
     `rule(primals, tangents) -> (y, ydot)`.  Forward mode uses the rule; reverse mode
-    transposes it (one rule call per element of the arguments)."""
+    transposes it (one reverse pass over the rule, see the module docstring)."""
     names = _positional_names(fun, "custom_jvp")
     call = CustomJVPCall(fun)
     f = _generated(fun, fun.__name__, names, [f"return __zygopy_call__({', '.join(names)})"],
