@@ -371,6 +371,7 @@ def custom_vjp(fun: Callable) -> Callable:
         fwd.fwd = fwd_rule
         pb = Pullback(_back_of(fun, len(names), bwd_rule))
         pb.of = out.of
+        pb.__zygopy_symbol__ = f"{fun.__module__}.{fun.__qualname__}.bwd"
         entry = defpullback(out, pb, needs=lambda active: set(range(1, len(active))))
         entry.jvp, entry.keeps_operands = _refuse_forward(out), True   # (its y is fwd's)
         clear_cache()
