@@ -3,14 +3,17 @@ derivatives are adjoint's rules for the same keys, as for every entry:
 
   * `adjoint.stop_gradient(x)`: native, its operand with every array copied (a
     tuple, list or dict rebuilt around the copies), as the Python function returns;
-  * the `fwd` call in the body of a `custom_vjp` function (`CustomVJPCall`): a native
-    call of the user's `fwd`, compiled like any user function (its `bwd` is compiled
-    through the rule's pullback, the `adjoint.rules.Pullback` entry).
-
+  * the calls in the body of a `custom_vjp` function: `CustomVJPCall`, a native call
+    of the user's `fwd`, compiled like any user function; `CustomVJPOutput`, its `y`
+    (the rule of which, a generated function calling the user's `bwd`, compiles
+    through the `adjoint.rules.Pullback` entry); `checked_cotangents`, what `bwd`
+    returned checked against the arguments: their number and kinds when typed, the
+    shapes of arrays at run time;
   * the call in the body of a `custom_jvp` function (`CustomJVPCall`): a native call
     of the user's function (its jvp rule is a forward-mode rule object,
     `jit.pullback.tangent_entry`; its reverse rule, the jvp rule transposed, runs as
     Python called from the compiled adjoint).
+The user's functions may be closures: their captured values are passed as constants.
 """
 from __future__ import annotations
 
