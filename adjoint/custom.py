@@ -36,8 +36,9 @@ both modes see them as any rule):
     reverse mode transposes it: `ydot` is linear in the tangents, so the cotangents
     are the gradient in the tangents of `<ydot, dy>`, one reverse pass (in the
     interpreter) over the user's rule at zero tangents (exact, as JAX's transposition
-    requires the rule to be linear in the tangents).  `jvp_rule(f)` gives the same forward-mode rule to a function that
-    has a reverse rule from `@adjoint.rule(f)`, so that one function has both.
+    requires the rule to be linear in the tangents).  `jvp_rule(f)` gives the same
+    forward-mode rule to a function that has a reverse rule from `@adjoint.rule(f)`,
+    so that one function has both.
   * The user's functions may return their arguments (`Rule.keeps_operands`): the
     alias analysis then snapshots what a later write would change.
 The generated functions read the user's functions as globals, not through a closure,
@@ -187,8 +188,8 @@ def _has_derivative(a: Any) -> bool:
             _refuse_transposing(a)
         return a.dtype.kind == "f"
     if isinstance(a, (tuple, list)):
-        return any([_has_derivative(v) for v in a])
-    if isinstance(a, complex) or isinstance(a, dict) or is_record(a):
+        return any([_has_derivative(v) for v in a])    # noqa: C419 (lowered: no generator)
+    if isinstance(a, (complex, dict)) or is_record(a):
         _refuse_transposing(a)
     return False
 
@@ -385,10 +386,10 @@ def _back_of(fun: Callable, n: int, bwd: Callable) -> types.FunctionType:
     residuals)."""
     args = [f"a{k}" for k in range(n)]
     who = f"custom_vjp: bwd {_name(bwd)} of {_name(fun)}"
+    check = ("g = __zygopy_check__(__zygopy_bwd__(residuals, dy), __zygopy_who__"
+             f"{''.join(', ' + a for a in args)})")
     return _generated(fun, "bwd_call", ["dy", "y", "residuals"] + args, [
-        "g = __zygopy_check__(__zygopy_bwd__(residuals, dy), __zygopy_who__"
-        f"{''.join(', ' + a for a in args)})",
-        f"return (None, None{''.join(f', g[{k}]' for k in range(n))})"],
+        check, f"return (None, None{''.join(f', g[{k}]' for k in range(n))})"],
         {"__zygopy_bwd__": bwd, "__zygopy_who__": who, "__zygopy_check__": checked_cotangents})
 
 

@@ -8,8 +8,9 @@ Memory is shared not only by the written name but by every view of it (`t[0:2]`,
 `t.T`, `t.reshape(...)`), every container holding it (`(t, b)`, `[t]`, a closure
 capturing it), every element taken out of such a container, and every value a user
 function returns (it may be its argument; one with a rule from the user too, see
-`Rule.keeps_operands`).  `volatile` groups values into classes of possibly shared memory (union-find; proven numbers never share) and returns the
-members of the classes holding a root: a written value, an operand of a call that
+`Rule.keeps_operands`).  `volatile` groups values into classes of possibly shared
+memory (union-find; proven numbers never share) and returns the members of the
+classes holding a root: a written value, an operand of a call that
 may write into it, or an argument that may be an array (a caller may write into it
 after this function returns).  Over-approximating costs copies, never gradients.
 """

@@ -21,17 +21,21 @@ from typing import Any
 
 from llvmlite import ir as L
 
-from ssair import Const
-
-from adjoint.custom import (CustomJVPCall, CustomVJPCall, CustomVJPOutput, checked_cotangents,
-                           stop_gradient)
+from adjoint.custom import (
+    CustomJVPCall,
+    CustomVJPCall,
+    CustomVJPOutput,
+    checked_cotangents,
+    stop_gradient,
+)
+from jit.codegen.arrays import shape
 from jit.codegen.function import FunctionGen
 from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY
 from jit.pullback.array_values import copy_value
-from jit.typing.infer import Context, LiteralT, user_call
-from jit.codegen.arrays import shape
 from jit.types import NONE, NUMERIC, ArrayT, Scalar, StrT, TupleT, Type
+from jit.typing.infer import Context, LiteralT, user_call
+from ssair import Const
 
 
 # -- stop_gradient ------------------------------------------------------------------------
