@@ -26,9 +26,10 @@ both modes see them as any rule):
     function (so `pullback(f, ...)` itself uses the rule), whose body is
     `y, residuals = FWD(args); return OUT(y, residuals, args)`.  `FWD`
     (`CustomVJPCall`) runs the user's `fwd` and has no derivative; `OUT`
-    (`CustomVJPOutput`) returns `y`, and its rule, which reads the residuals and the
-    arguments, is a generated function calling the user's `bwd(residuals, dy)` and
-    checking its result (`checked_cotangents`).  `fwd` runs once per call; forward
+    (`CustomVJPOutput`) returns `y`, and its rule, which reads its operands, is a
+    generated function calling the user's `bwd(residuals, dy)` (`dy` with zeros where
+    nothing reached a part of `y`: `dense_cotangent`) and checking its result
+    (`checked_cotangents`).  `fwd` runs once per call; forward
     mode refuses `OUT`, as JAX does.
   * A `custom_jvp` function is a generated function whose body calls the user's
     function through `CALL` (`CustomJVPCall`), whose rule is the user's jvp rule:
@@ -343,6 +344,25 @@ def checked_cotangents(g: Any, who: str, *args: Any) -> tuple:
     return tuple(conform(x, t, f"{who}: cotangent {k}") for k, (x, t) in enumerate(zip(args, g)))
 
 
+def dense_cotangent(dy: Any, y: Any) -> Any:
+    """`dy`, the cotangent of output `y`, with a zero where nothing reached a part of
+    it: `bwd` always gets `y`'s structure (JAX instantiates zeros too)."""
+    if dy is None:
+        return zero_tangent(y)
+    if isinstance(y, (tuple, list)) and isinstance(dy, (tuple, list)):
+        parts = [dense_cotangent(d, v) for d, v in zip(dy, y)]
+        return tuple(parts) if isinstance(dy, tuple) else parts
+    return dy
+
+
+def d_dense_cotangent(g: Any, dy: Any, y: Any) -> tuple:
+    """Filling zeros is the identity on what flowed (nested reverse mode)."""
+    return (g, None)
+
+
+defpullback(dense_cotangent, d_dense_cotangent, needs=lambda active: set())
+
+
 def d_checked_cotangents(dy: Any, g: Any, who: str, *args: Any) -> tuple:
     """The check is the identity on `g` (differentiated again: nested reverse mode)."""
     return (dy, None) + (None,) * len(args)
@@ -373,7 +393,7 @@ def custom_vjp(fun: Callable) -> Callable:
         pb = Pullback(_back_of(fun, len(names), bwd_rule))
         pb.of = out.of
         pb.__zygopy_symbol__ = f"{fun.__module__}.{fun.__qualname__}.bwd"
-        entry = defpullback(out, pb, needs=lambda active: set(range(1, len(active))))
+        entry = defpullback(out, pb)
         entry.jvp, entry.keeps_operands = _refuse_forward(out), True   # (its y is fwd's)
         clear_cache()
     f.defvjp = defvjp
@@ -386,11 +406,12 @@ def _back_of(fun: Callable, n: int, bwd: Callable) -> types.FunctionType:
     residuals)."""
     args = [f"a{k}" for k in range(n)]
     who = f"custom_vjp: bwd {_name(bwd)} of {_name(fun)}"
-    check = ("g = __zygopy_check__(__zygopy_bwd__(residuals, dy), __zygopy_who__"
-             f"{''.join(', ' + a for a in args)})")
+    check = ("g = __zygopy_check__(__zygopy_bwd__(residuals, __zygopy_dense__(dy, y)), "
+             f"__zygopy_who__{''.join(', ' + a for a in args)})")
     return _generated(fun, "bwd_call", ["dy", "y", "residuals"] + args, [
         check, f"return (None, None{''.join(f', g[{k}]' for k in range(n))})"],
-        {"__zygopy_bwd__": bwd, "__zygopy_who__": who, "__zygopy_check__": checked_cotangents})
+        {"__zygopy_bwd__": bwd, "__zygopy_who__": who, "__zygopy_check__": checked_cotangents,
+         "__zygopy_dense__": dense_cotangent})
 
 
 def _refuse_forward(out: CustomVJPOutput) -> Callable:

@@ -442,3 +442,33 @@ def test_custom_jvp_reverse_refuses_what_it_cannot_transpose():
     assert adjoint.jvp(f, ({"a": 1.0},), ({"a": 1.0},), backend="interp")[1] == 2.0
     with pytest.raises(TypeError, match="does not support dict arguments yet"):
         adjoint.gradient(f, {"a": 1.0}, backend="interp")
+
+
+@custom_vjp
+def two_outputs(x, s=2.0):
+    return x * s, x + s
+
+
+def two_outputs_fwd(x, s=2.0):
+    return (x * s, x + s), (s,)
+
+
+def two_outputs_bwd(res, dy):
+    a, b = dy              # b is zeros where the second output is unused, as in JAX
+    return (a * res[0] + b, None)
+
+
+two_outputs.defvjp(two_outputs_fwd, two_outputs_bwd)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_vjp_outputs_a_tuple_and_takes_keywords(backend):
+    def loss(x):
+        p, q = two_outputs(x, s=3.0)
+        r, _ = two_outputs(x)            # only the first output used
+        return np.sum(p * q) + np.sum(r)
+    x = np.array([1.0, 2.0])
+    want = (x + 3.0) * 3.0 + x * 3.0 + 2.0
+    np.testing.assert_allclose(adjoint.gradient(loss, x, backend=backend)[0], want)
+    loss_s = lambda v: two_outputs(v, 3.0)[1] * 2.0
+    assert adjoint.gradient(loss_s, 1.0, backend=backend)[0] == pytest.approx(2.0)

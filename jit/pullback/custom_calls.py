@@ -8,7 +8,8 @@ derivatives are adjoint's rules for the same keys, as for every entry:
     (the rule of which, a generated function calling the user's `bwd`, compiles
     through the `adjoint.rules.Pullback` entry); `checked_cotangents`, what `bwd`
     returned checked against the arguments: their number and kinds when typed, the
-    shapes of arrays at run time;
+    shapes of arrays at run time; `dense_cotangent`, the `dy` given to `bwd`, with
+    zeros where nothing flowed (None when typed, a NULL array at run time);
   * the call in the body of a `custom_jvp` function (`CustomJVPCall`): a native call
     of the user's function (its jvp rule is a forward-mode rule object,
     `jit.pullback.tangent_entry`; its reverse rule, the jvp rule transposed, runs as
@@ -26,13 +27,15 @@ from adjoint.custom import (
     CustomVJPCall,
     CustomVJPOutput,
     checked_cotangents,
+    dense_cotangent,
     stop_gradient,
 )
 from jit.codegen.arrays import shape
-from jit.codegen.function import FunctionGen
+from jit.codegen.function import FunctionGen, lltype, zero_of
 from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY
-from jit.pullback.array_values import copy_value
+from jit.pullback.array_values import _null, copy_value, zeros_like
+from jit.pullback.tangent_entry import tangent_zero_type
 from jit.types import NONE, NUMERIC, ArrayT, Scalar, StrT, TupleT, Type
 from jit.typing.infer import Context, LiteralT, user_call
 from ssair import Const
@@ -185,3 +188,47 @@ def _check_shapes(fc: FunctionGen, what: str, v: L.Value, t: Type, a: L.Value,
 REGISTRY.declare(checked_cotangents, family="derivatives",
                  pattern="a bwd's cotangents, its arguments", types=_t_checked,
                  lower=_cg_checked, numpy_too=True)
+
+
+def _t_dense(ctx: Context, s: Any, ts: list) -> Type:
+    return _dense_type(ts[0], ts[1])
+
+
+def _dense_type(dt: Type, yt: Type) -> Type:
+    """The type of `dense_cotangent(dy, y)` for these types of `dy` and `y`."""
+    if dt == NONE:
+        return tangent_zero_type(yt)
+    if isinstance(dt, TupleT) and isinstance(yt, TupleT) and len(dt.elems) == len(yt.elems):
+        return TupleT(tuple(_dense_type(d, y) for d, y in zip(dt.elems, yt.elems)))
+    return dt
+
+
+def _cg_dense(fc: FunctionGen, s: Any, ts: list) -> L.Value:
+    return _dense(fc, fc.get(s.args[1]), ts[0], fc.get(s.args[2]), ts[1], s.type)
+
+
+def _dense(fc: FunctionGen, dv: Any, dt: Type, yv: L.Value, yt: Type, want: Type) -> Any:
+    """LLVM value of `dense_cotangent` (`want`: its type)."""
+    b = fc.b
+    if isinstance(want, TupleT):
+        out = L.Constant(lltype(want), L.Undefined)
+        for i, w in enumerate(want.elems):
+            d = None if dt == NONE else b.extract_value(dv, i)
+            de = NONE if dt == NONE else dt.elems[i]
+            out = b.insert_value(out, _dense(fc, d, de, b.extract_value(yv, i), yt.elems[i], w), i)
+        return out
+    if isinstance(want, ArrayT):
+        if dt == NONE:
+            return zeros_like(fc, yv, want)
+        res = fc.alloca(lltype(want))      # a NULL array: nothing flowed in this run
+        b.store(dv, res)
+        with b.if_then(_null(fc, dv), likely=False):
+            b.store(zeros_like(fc, yv, want), res)
+        return b.load(res, typ=lltype(want))
+    if dt == NONE:
+        return zero_of(want)
+    return dv
+
+
+REGISTRY.declare(dense_cotangent, family="derivatives", pattern="a cotangent, its value",
+                 types=_t_dense, lower=_cg_dense, numpy_too=True)
