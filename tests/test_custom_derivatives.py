@@ -100,10 +100,6 @@ def test_stop_gradient_value_is_a_copy():
     assert stop_gradient(3.0) == 3.0
 
 
-def test_stop_gradient_compiled_plain_jit():
-    from jit import jit
-    f = jit(lambda x: stop_gradient(x) * 2.0)
-    np.testing.assert_allclose(f(np.array([1.0, 2.0])), [2.0, 4.0])
 
 
 # -- custom_vjp ----------------------------------------------------------------------------
@@ -472,3 +468,11 @@ def test_custom_vjp_outputs_a_tuple_and_takes_keywords(backend):
     np.testing.assert_allclose(adjoint.gradient(loss, x, backend=backend)[0], want)
     loss_s = lambda v: two_outputs(v, 3.0)[1] * 2.0
     assert adjoint.gradient(loss_s, 1.0, backend=backend)[0] == pytest.approx(2.0)
+
+
+def test_plain_jit_compiles_them():
+    from jit import jit
+    f = jit(lambda x: stop_gradient(x) * 2.0 + clip_gradient(x, -1.0, 1.0) + softplus(x)
+            + two_outputs(x)[1])
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(f(x), 3.0 * x + np.log1p(np.exp(x)) + x + 2.0)
