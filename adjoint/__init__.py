@@ -10,7 +10,9 @@ Modules: `rules` (+ `rule_table`, `rules_math`, `rules_numpy`) the derivative ta
 `transform` orchestration, cache and call runtime; `tape` the runtime tape and
 cotangent primitives; `api` the user functions; `nested` second order (rules for
 the tape operations, so that J applies to its own output); `forward` forward mode
-(`jvp`, `jacfwd`, `hvp`, `code_tangent`: the `tangent` pass with `rules_tangent`).
+(`jvp`, `jacfwd`, `hvp`, `code_tangent`: the `tangent` pass with `rules_tangent`);
+`custom` the derivatives users control (`stop_gradient`, `custom_vjp`, `custom_jvp`,
+`jvp_rule`).
 """
 from . import tape  # noqa: F401
 from .rules import Pullback as RulePullback  # noqa: F401
@@ -19,6 +21,8 @@ from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: 
                   register_backend, rule, value_and_grad)
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 from .forward import code_tangent, hvp, jacfwd, jvp  # noqa: F401,E402
+from .custom import custom_jvp, custom_vjp, jvp_rule, stop_gradient  # noqa: F401,E402
 
 __all__ = ["pullback", "gradient", "value_and_grad", "jacobian", "hessian", "code_adjoint",
-           "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent"]
+           "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent",
+           "stop_gradient", "custom_vjp", "custom_jvp", "jvp_rule"]

@@ -589,7 +589,7 @@ def rule(f: Callable, uses_result: bool = False):
         wrapped = RulePullback(pb, uses_result)
         wrapped.check = _check_rule_result
         wrapped.of = callee_name(f)
-        defpullback(f, wrapped)
+        defpullback(f, wrapped).keeps_operands = True   # f may return an argument
         clear_cache()
         return pb
     return deco

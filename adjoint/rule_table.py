@@ -152,9 +152,12 @@ class TangentHelper:
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__
         self.__zygopy_symbol__ = f"{fn.__module__}.{fn.__name__}"
+        # check(self, out, args) -> out: a user's jvp rule's result checked (adjoint.custom)
+        self.check: Optional[Callable] = None
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
-        return self.fn(*args, **kw)
+        out = self.fn(*args, **kw)
+        return out if self.check is None else self.check(self, out, args)
 
     def __zygopy_explain__(self, *operands) -> str:
         return "the forward-mode derivative of the operation on this line"
@@ -188,6 +191,9 @@ class Rule:
     when: Optional[Callable] = None    # a variant's condition on the active mask
     partial: tuple = ()                # variants for an operand without a cotangent
     jvp: Optional[Callable] = None     # forward mode's emitter (adjoint.rules_tangent)
+    # the callee may return its operands or views of them (a user's function with a
+    # rule): its result shares their memory (adjoint.passes.aliases)
+    keeps_operands: bool = False
 
     @property
     def differentiable(self) -> bool:

@@ -333,8 +333,16 @@ def zero_index(s: Any, *idx: Any) -> Any:
 
 def snapshot(x: Any) -> Any:
     """A copy of an array that keeps its memory layout (`np.ravel(.., order="K")` of a
-    snapshot of a view reads the elements in the view's order)."""
-    return x.copy(order="K") if isinstance(x, np.ndarray) else x
+    snapshot of a view reads the elements in the view's order); a tuple or list is
+    rebuilt around snapshots of its items (a rule's residuals may hold arrays that
+    are written later)."""
+    if isinstance(x, np.ndarray):
+        return x.copy(order="K")
+    if type(x) is tuple:
+        return tuple([snapshot(v) for v in x])
+    if type(x) is list:
+        return [snapshot(v) for v in x]
+    return x
 
 
 def contiguous(x: Any) -> Any:

@@ -7,9 +7,10 @@ callee writing into its argument, `out=`), the adjoint would read the new values
 Memory is shared not only by the written name but by every view of it (`t[0:2]`,
 `t.T`, `t.reshape(...)`), every container holding it (`(t, b)`, `[t]`, a closure
 capturing it), every element taken out of such a container, and every value a user
-function returns (it may be its argument).  `volatile` groups values into classes
-of possibly shared memory (union-find; proven numbers never share) and returns the
-members of the classes holding a root: a written value, an operand of a call that
+function returns (it may be its argument; one with a rule from the user too, see
+`Rule.keeps_operands`).  `volatile` groups values into classes of possibly shared
+memory (union-find; proven numbers never share) and returns the members of the
+classes holding a root: a written value, an operand of a call that
 may write into it, or an argument that may be an array (a caller may write into it
 after this function returns).  Over-approximating costs copies, never gradients.
 """
@@ -95,7 +96,7 @@ def _fresh(s, defs: dict) -> bool:
         return True
     if s.op != "call" or _view_call(s, defs):
         return False
-    return _ruled_call(s, defs)
+    return _ruled_call(s, defs) and not _keeps_operands(s)
 
 
 def _callee_name(s, defs: dict):
@@ -110,6 +111,16 @@ def _callee_name(s, defs: dict):
 
 def _view_call(s, defs: dict) -> bool:
     return _callee_name(s, defs) in VIEW_NAMES
+
+
+def _keeps_operands(s) -> bool:
+    """A call of a user's function with a rule, which may return an operand itself."""
+    f = s.args[0]
+    try:
+        rule = lookup_callee(f.value) if isinstance(f, Const) else None
+    except TypeError:
+        return False
+    return rule is not None and rule.keeps_operands
 
 
 def _ruled_call(s, defs: dict) -> bool:

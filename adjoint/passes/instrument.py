@@ -42,7 +42,7 @@ from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
                      missing_rule_error, partial_variant, scalar_variant)
-from ..special_callees import as_call, own_rule_code, special_handler
+from ..special_callees import as_call, own_rule_code, rule_function, special_handler
 
 
 @dataclass
@@ -326,7 +326,7 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
 
 def _transformable(f: Any) -> bool:
     from ssair.interpreter import Closure, is_user_function
-    return (isinstance(f, (IR, Closure, Pullback)) or is_user_function(f)
+    return (isinstance(f, (IR, Closure, Pullback)) or is_user_function(rule_function(f))
             or own_rule_code(f) or special_handler(f) is not None
             or isinstance(f, types.MethodType))
 

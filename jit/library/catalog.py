@@ -7,6 +7,6 @@ from jit.library import (array_calls, broadcast, builders, built_lists,  # noqa:
                          elementwise, escape_hatch, fusion, linalg, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, reductions,
                          shapes, slicing, string_values, tuple_slicing, ufuncs)
-from jit.pullback import (array_cotangents, cotangents, jcalls,  # noqa: F401
-                          nested_gradient, tape_ops)
+from jit.pullback import (array_cotangents, cotangents, custom_calls,  # noqa: F401
+                          jcalls, nested_gradient, tape_ops)
 from jit.typing import primitives  # noqa: F401  (core type rules of the primitives)

@@ -27,7 +27,8 @@ from jit.codegen.function import F64, I64, FunctionGen, codegen, lltype, zero_of
 from jit.codegen.host_calls import call_host, operand_recipe
 from jit.runtime.host_calls import HostSite, passable, slot_count
 from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, add_into,
-                                        add_into_nd, copy_array, ensure_array)
+                                        add_into_nd, copy_array, copy_value,
+                                        ensure_array)
 from jit.pullback.cotangents import accum_type, accum_values, cotangent_type
 from jit.codegen.arrays import (
     ZERO,
@@ -349,7 +350,4 @@ def _cg_contiguous(fc: FunctionGen, s, ts):
 
 @codegen("snapshot", "ckpt_copy")     # (ckpt_copy's type rule refuses lists)
 def _cg_snapshot(fc: FunctionGen, s, ts):
-    x = fc.get(s.args[0])
-    if not isinstance(ts[0], ArrayT):
-        return x
-    return copy_array(fc, x, ts[0])
+    return copy_value(fc, fc.get(s.args[0]), ts[0])     # (arrays in tuples too)

@@ -9,7 +9,7 @@ from llvmlite import ir as L
 from jit.codegen.arrays import (ONE, ZERO, allocate, count_loop, make_array, runtime_callee,
                                shape, stride)
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
-from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, Type
+from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 
 
 def _null(fc: FunctionGen, arr) -> L.Value:
@@ -146,6 +146,26 @@ def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
             else:
                 nest_loop(fc, dims, lambda idx: _copy_at(fc, out, x, idx, t))
     return out
+
+
+def copy_value(fc: FunctionGen, v, t: Type) -> L.Value:
+    """LLVM value `v` of type `t` with every array in it copied (`copy_array`), in
+    tuples too (and the lists and dicts typed by entry): a snapshot, a value of
+    `stop_gradient`."""
+    if isinstance(t, ArrayT):
+        return copy_array(fc, v, t)
+    if isinstance(t, TupleT) and _holds_array(t):
+        out = v
+        for i, e in enumerate(t.elems):
+            out = fc.b.insert_value(out, copy_value(fc, fc.b.extract_value(v, i), e), i)
+        return out
+    return v
+
+
+def _holds_array(t: Type) -> bool:
+    if isinstance(t, ArrayT):
+        return True
+    return isinstance(t, TupleT) and any(_holds_array(e) for e in t.elems)
 
 
 def _copy_at(fc: FunctionGen, dst, src, idx: list, t: ArrayT) -> None:
