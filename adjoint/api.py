@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -218,6 +219,10 @@ def _prepare(f: Callable, args: tuple) -> tuple:
         from ssair.interpreter import _closure_target
         ir, _ = _closure_target(f)
         return ir, tuple(f.values)
+    if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
+        # a bound method: its function, the object held constant as a captured value
+        # (after the function's own cells: the IR's free arguments, then `self`)
+        return lower_function(f.__func__), cells(f.__func__) + (f.__self__,)
     ir = lower_function(f)
     return ir, cells(f)
 

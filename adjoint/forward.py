@@ -235,6 +235,9 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     if backend not in ("auto", "interp", "llvm"):
         raise ValueError(f"jvp: unknown backend {backend!r} (one of auto, interp, llvm)")
+    if isinstance(f, types.MethodType) and type(f.__func__) is types.FunctionType:
+        # a bound method: its function, with the object a primal of tangent zero
+        f, primals, tangents = f.__func__, (f.__self__,) + primals, (None,) + tangents
     if type(f) is types.FunctionType:       # defaults filled in
         primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
                                                        list(tangents), lambda v: v,

@@ -14,6 +14,7 @@ frees everything the call allocated.
 from __future__ import annotations
 
 import ctypes
+import types
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,8 @@ from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltyp
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT, StrT,
-                       TupleT, Type, TypingError)
+                       BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT, RecordT,
+                       StrT, TupleT, Type, TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -228,12 +229,15 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
     if isinstance(t, DictT):
         return [x for k, e in zip(t.keys, t.elems) for x in flat_names(f"{name}[{k!r}]", e,
                                                                         strict)]
+    if isinstance(t, RecordT):
+        return [x for i, e in enumerate(t.elems) for x in flat_names(
+            record_entry(name, t, i), e, strict)]
     if isinstance(t, TupleT):
         return [x for i, e in enumerate(t.elems) for x in flat_names(f"{name}[{i}]", e, strict)]
     if isinstance(t, ClosureT):
         return [x for i, e in enumerate(t.captured)
                 for x in flat_names(f"{name}.__closure__[{i}].cell_contents", e, strict)]
-    if t == NONE or isinstance(t, FunctionT):
+    if t == NONE or isinstance(t, (FunctionT, LiteralT)):
         return []
     if isinstance(t, OpaqueT):
         return [f"{name}.addr"]
@@ -248,14 +252,37 @@ def range_checks(name: str, t: Type) -> list:
         return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
     if isinstance(t, DictT):
         return [c for k, e in zip(t.keys, t.elems) for c in range_checks(f"{name}[{k!r}]", e)]
+    if isinstance(t, RecordT):
+        return [c for i, e in enumerate(t.elems)
+                for c in range_checks(record_entry(name, t, i), e)]
     if isinstance(t, TupleT):
         return [c for i, e in enumerate(t.elems) for c in range_checks(f"{name}[{i}]", e)]
     return []
 
 
+def record_entry(name: str, t: RecordT, i: int) -> str:
+    """The Python expression of entry `i` of record `name` (see `jit.types.RecordT`)."""
+    if t.is_tuple:
+        return f"{name}[{i}]"
+    if t.aux is not None or _registered(t):
+        return f"__import__('adjoint').pytrees.flatten_registered({name})[0][{t.keys[i]!r}]"
+    return f"{name}.{t.keys[i]}"
+
+
+def _registered(t: RecordT) -> bool:
+    from adjoint.pytrees import _REGISTERED
+    return t.cls in _REGISTERED
+
+
 def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
     """Python source rebuilding a result of type `t`: from the flat structure `o`, or
     (`direct`) from `r`, the entry's return value."""
+    if isinstance(t, RecordT):
+        env.setdefault("rebuild", rebuild_record)
+        env[f"R{len(env)}"] = t
+        name = f"R{len(env) - 1}"
+        parts = ", ".join(unbox_expr(e, env, counter, direct) for e in t.elems)
+        return f"rebuild({name}, ({parts}{',' if len(t.elems) == 1 else ''}))"
     if isinstance(t, ListT):
         return "[" + ", ".join(unbox_expr(e, env, counter, direct) for e in t.elems) + "]"
     if isinstance(t, DictT):
@@ -280,6 +307,23 @@ def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
         env["STRINGS"] = STRINGS
         return f"STRINGS[o.f{k}]"
     return f"o.f{k}"
+
+
+def rebuild_record(t: RecordT, values: tuple) -> Any:
+    """An object of record type `t` holding `values` (a result built in compiled code):
+    the named tuple, the registered class's `unflatten`, or the object made without
+    calling `__init__` (as the API makes a gradient)."""
+    from adjoint.pytrees import _REGISTERED
+    if t.is_tuple:
+        return t.cls._make(values)
+    if t.cls in _REGISTERED:
+        return _REGISTERED[t.cls][1](t.aux, dict(zip(t.keys, values)))
+    if t.cls is types.SimpleNamespace:
+        return types.SimpleNamespace(**dict(zip(t.keys, values)))
+    new = object.__new__(t.cls)
+    for k, v in zip(t.keys, values):
+        object.__setattr__(new, k, v)
+    return new
 
 
 def copy_array(s: Any, t: ArrayT) -> np.ndarray:

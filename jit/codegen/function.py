@@ -33,7 +33,7 @@ from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, FunctionT,
-                       ObjectT, OpaqueT, Scalar, StrT, TupleT, Type, TypingError)
+                       ObjectT, OpaqueT, RecordT, Scalar, StrT, TupleT, Type, TypingError)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
@@ -113,6 +113,9 @@ def const_value(value: Any, t: Type) -> L.Constant:
         return L.Constant(I64, int(value))
     if t == FLOAT64:
         return L.Constant(F64, float(value))
+    if isinstance(t, RecordT):       # an object read from a global: its attributes now
+        from adjoint.pytrees import record_structure
+        value = record_structure(value)[1]
     if isinstance(t, TupleT):
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(value, t.elems)])
     if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):

@@ -1,0 +1,215 @@
+"""Attribute reads of objects (`jit.types.RecordT`: named tuples, dataclasses, registered
+and other user objects) and of constant objects that hold functions (a namespace, a
+class, a module attribute the lowering left as a read).
+
+  * `obj.name` of a stored attribute is the entry of the record's native tuple;
+  * `obj.method` of a function defined by the class is a closure over the receiver
+    (`ClosureT(bound, (record,))`, `bound` calling the method with the receiver first):
+    called, it compiles and differentiates like any closure, and its cotangent is the
+    receiver's (`jit.pullback.cotangents`, d_getattr of a record);
+  * `obj.prop` of a `property` calls its getter on the receiver (compiled as user
+    code; reverse mode refuses a property that carries a gradient, as the
+    interpreter does);
+  * `obj.f` of a staticmethod, or of a plain function stored on the class, is that
+    function; a classmethod is a closure over the class;
+  * `ns.f` on a constant object (`types.SimpleNamespace`, a class used as a namespace)
+    is the function it holds, compiled as the function it is; the lowering's guards
+    see a rebinding of the global and of the attribute (`lowering.guards`).
+"""
+from __future__ import annotations
+
+import inspect
+import types as pytypes
+from typing import Any
+
+from llvmlite import ir as L
+
+from ssair.ir import Const
+from jit.codegen.function import lltype
+from jit.library.python_impls import impl_call
+from jit.library.registry import REGISTRY
+from jit.typing.infer import Context, is_user_function
+from jit.types import ClosureT, FunctionT, RecordT, Type
+
+_BOUND: dict = {}     # method function -> (it, the closure that binds a receiver to it)
+
+
+def bound_function(func: Any) -> Any:
+    """A closure `name(<func's parameters after the first>)` that calls `func` with its
+    captured receiver first: the native form of a bound method (cached per function).
+    Its code names `func`'s file and first line, where errors inside it point."""
+    hit = _BOUND.get(id(func))
+    if hit is not None and hit[0] is func:
+        return hit[1]
+    params, args, env = _signature_text(func)
+    name = func.__name__ if func.__name__.isidentifier() else "method"
+    src = (f"def _bind(self):\n    def {name}({params}):\n"
+           f"        return _F(self{', ' + args if args else ''})\n    return {name}\n")
+    env["_F"] = func
+    code = compile("\n" * max(func.__code__.co_firstlineno - 2, 0) + src,
+                   func.__code__.co_filename, "exec")
+    exec(code, env)
+    fn = env["_bind"](None)
+    fn.__qualname__ = func.__qualname__
+    fn.__module__ = func.__module__
+    _BOUND[id(func)] = (func, fn)
+    return fn
+
+
+def _signature_text(func: Any) -> tuple:
+    """(parameter list, call arguments, defaults namespace) of `func` without its first
+    parameter."""
+    sig = inspect.signature(func)
+    params, args, env = [], [], {}
+    kinds = inspect.Parameter
+    seen_star = False
+    for k, p in enumerate(list(sig.parameters.values())[1:]):
+        d = "" if p.default is kinds.empty else f"=_D{k}"
+        if d:
+            env[f"_D{k}"] = p.default
+        if p.kind is kinds.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            args.append(f"*{p.name}")
+            seen_star = True
+        elif p.kind is kinds.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            args.append(f"**{p.name}")
+        elif p.kind is kinds.KEYWORD_ONLY:
+            if not seen_star:
+                params.append("*")
+                seen_star = True
+            params.append(p.name + d)
+            args.append(f"{p.name}={p.name}")
+        else:
+            params.append(p.name + d)
+            args.append(p.name)
+    return ", ".join(params), ", ".join(args), env
+
+
+def _name(ctx: Context, s) -> Any:
+    return ctx.const(s.args[1]) if len(s.args) == 2 else None
+
+
+def class_attribute(cls: type, name: str) -> Any:
+    """What `cls` (or a base) defines under `name`, without running a descriptor."""
+    return inspect.getattr_static(cls, name, None)
+
+
+# -- a record's stored attribute ---------------------------------------------------------------
+def _is_field(ctx: Context, s, ts) -> bool:
+    return isinstance(ts[0], RecordT) and ts[0].index(_name(ctx, s)) is not None
+
+
+def _t_field(ctx: Context, s, ts) -> Type:
+    return ts[0].elems[ts[0].index(_name(ctx, s))]
+
+
+def _cg_field(fc, s, ts):
+    return fc.b.extract_value(fc.get(s.args[0]), ts[0].index(s.args[1].value))
+
+
+# -- a method, property or function of a record's class ----------------------------------------
+def _class_member(ctx: Context, s, ts) -> Any:
+    if not isinstance(ts[0], RecordT) or ts[0].index(_name(ctx, s)) is not None:
+        return None
+    name = _name(ctx, s)
+    return class_attribute(ts[0].cls, name) if isinstance(name, str) else None
+
+
+def _is_method(ctx: Context, s, ts) -> bool:
+    found = _class_member(ctx, s, ts)
+    return (isinstance(found, pytypes.FunctionType) and is_user_function(found)) or \
+        isinstance(found, classmethod)
+
+
+def _t_method(ctx: Context, s, ts) -> Type:
+    found = _class_member(ctx, s, ts)
+    if isinstance(found, classmethod):
+        return ClosureT(bound_function(found.__func__), (FunctionT(ts[0].cls),))
+    return ClosureT(bound_function(found), (ts[0],))
+
+
+def _cg_method(fc, s, ts):
+    if isinstance(s.type.captured[0], FunctionT):
+        return L.Constant(lltype(s.type), None)
+    return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), fc.get(s.args[0]), 0)
+
+
+def _is_property(ctx: Context, s, ts) -> bool:
+    found = _class_member(ctx, s, ts)
+    return isinstance(found, property) and is_user_function(found.fget)
+
+
+def _t_property(ctx: Context, s, ts) -> Type:
+    return impl_call(ctx, s, _class_member(ctx, s, ts).fget, [s.args[0]])
+
+
+def _is_static(ctx: Context, s, ts) -> bool:
+    return isinstance(_class_member(ctx, s, ts), staticmethod)
+
+
+def _t_static(ctx: Context, s, ts) -> Type:
+    return FunctionT(_class_member(ctx, s, ts).__func__)
+
+
+def _cg_no_data(fc, s, ts):
+    return L.Constant(L.IntType(8), 0)
+
+
+# -- a function held by a constant object ----------------------------------------------------
+def held_function(obj: Any, name: Any) -> Any:
+    """The Python function constant object `obj` holds under `name` (an attribute of a
+    namespace, a class's function, staticmethod or classmethod), or None."""
+    if not isinstance(name, str) or isinstance(obj, pytypes.ModuleType) and \
+            not _user_module(obj):
+        return None
+    found = inspect.getattr_static(obj, name, None)
+    if isinstance(found, staticmethod):
+        found = found.__func__
+    elif isinstance(found, classmethod) and isinstance(obj, type):
+        return None if not is_user_function(found.__func__) else found
+    elif isinstance(found, pytypes.FunctionType) and not isinstance(obj, type) and \
+            name not in getattr(obj, "__dict__", {}):
+        return None          # a method of an instance: bound, not this function
+    return found if isinstance(found, pytypes.FunctionType) and is_user_function(found) \
+        else None
+
+
+def _user_module(m: Any) -> bool:
+    from lowering.guards import _user_module as user
+    return user(m)
+
+
+def _is_held(ctx: Context, s, ts) -> bool:
+    obj = s.args[0].value if isinstance(s.args[0], Const) else None
+    return obj is not None and not isinstance(ts[0], RecordT) and \
+        held_function(obj, _name(ctx, s)) is not None
+
+
+def _t_held(ctx: Context, s, ts) -> Type:
+    obj = s.args[0].value
+    found = held_function(obj, _name(ctx, s))
+    if isinstance(found, classmethod):
+        return ClosureT(bound_function(found.__func__), (FunctionT(obj),))
+    return FunctionT(found)
+
+
+def _cg_held(fc, s, ts):
+    return L.Constant(lltype(s.type), None)
+
+
+def _declare() -> None:
+    family = "objects"
+    REGISTRY.overload("getattr", "a stored attribute of an object", _is_field, _t_field,
+                      _cg_field, family=family, numpy_too=True)
+    REGISTRY.overload("getattr", "a method of an object's class (a closure over it)",
+                      _is_method, _t_method, _cg_method, family=family, numpy_too=True)
+    REGISTRY.overload("getattr", "a property of an object's class (its getter)",
+                      _is_property, _t_property, None, family=family, numpy_too=True)
+    REGISTRY.overload("getattr", "a staticmethod of an object's class", _is_static,
+                      _t_static, _cg_no_data, family=family, numpy_too=True)
+    REGISTRY.overload("getattr", "a function held by a constant namespace, class or module",
+                      _is_held, _t_held, _cg_held, family=family, numpy_too=True)
+
+
+_declare()
