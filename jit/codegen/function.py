@@ -547,6 +547,8 @@ def _cg_call(fc: FunctionGen, s, ts):
     if isinstance(ts[0], ClosureT):
         clo = fc.get(s.args[0])
         lead = [fc.b.extract_value(clo, i) for i in range(len(ts[0].captured))]
+    elif isinstance(ts[0], RecordT):     # the object called is `__call__`'s receiver
+        lead = [fc.get(s.args[0])]
     return fc.call_user(call.target, call.operands[len(lead):], lead)
 
 

@@ -28,7 +28,7 @@ from ssair.ir import Const
 from jit.codegen.function import lltype
 from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY
-from jit.typing.infer import Context, is_user_function
+from jit.typing.infer import OBJECT_CALLS, Context, is_user_function
 from jit.types import ClosureT, FunctionT, RecordT, Type
 
 _BOUND: dict = {}     # method function -> (it, the closure that binds a receiver to it)
@@ -198,7 +198,21 @@ def _cg_held(fc, s, ts):
     return L.Constant(lltype(s.type), None)
 
 
+def object_call(t: Type) -> Any:
+    """The function a call of an object of type `t` runs: its class's Python `__call__`
+    bound to it (`bound_function`), or None."""
+    if not isinstance(t, RecordT):
+        return None
+    found = class_attribute(t.cls, "__call__")
+    return bound_function(found) if isinstance(found, pytypes.FunctionType) else None
+
+
+RECEIVER = "receiver"    # a jcall's `closure` flag when the callee is an object (`layer(x)`):
+# its one captured value is the object, whose cotangent is the callee's
+
+
 def _declare() -> None:
+    OBJECT_CALLS[:] = [object_call]
     family = "objects"
     REGISTRY.overload("getattr", "a stored attribute of an object", _is_field, _t_field,
                       _cg_field, family=family, numpy_too=True)

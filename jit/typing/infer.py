@@ -145,6 +145,9 @@ POST_TYPING_REWRITES: list = []
 # `handler(ctx, stmt, types) -> Type or None`, asked for a call of a callable that has
 # no registry entry (jit.library.numpy_calls.effect_call)
 UNTYPED_CALLS: list = []
+# [object_call]: the function a call of an object (`jit.types.RecordT`) runs, or None
+# (jit.library.records: its class's `__call__` bound to it)
+OBJECT_CALLS: list = []
 # Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
 STATIC_CALLS: dict = {}
 
@@ -575,6 +578,9 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     callee = ts[0]
     if isinstance(callee, ClosureT):
         return _user_call(ctx, s, callee.func, list(callee.captured), closure=True)
+    call = OBJECT_CALLS[0](callee) if OBJECT_CALLS else None
+    if call is not None:     # `layer(x)`: its class's `__call__`, the object its receiver
+        return _user_call(ctx, s, call, [callee], closure=True)
     if not isinstance(callee, FunctionT):
         ctx.fail(f"calling a value of type {callee} is not supported")
     f = callee.func
