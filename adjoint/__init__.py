@@ -19,6 +19,8 @@ from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: 
                   register_backend, rule, value_and_grad)
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 from .forward import code_tangent, hvp, jacfwd, jvp  # noqa: F401,E402
+from .pytrees import register_pytree_node  # noqa: F401,E402
 
 __all__ = ["pullback", "gradient", "value_and_grad", "jacobian", "hessian", "code_adjoint",
-           "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent"]
+           "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent",
+           "register_pytree_node"]

@@ -152,8 +152,24 @@ def attr_cotangent(x: Any, name: str, dy: Any) -> Any:
     if isinstance(value, types.MethodType) and value.__self__ is x:
         return dy
     if name not in dict(record_fields(x)):
+        getter = getattr(_class_attribute(x, name), "fget", None)
+        if isinstance(getter, types.FunctionType):
+            return property_cotangent(getter, x, dy)
         raise computed_attribute_error(type(x).__name__, name)
     return {name: dy}
+
+
+def _class_attribute(x: Any, name: str) -> Any:
+    import inspect
+    return inspect.getattr_static(type(x), name, None)
+
+
+def property_cotangent(getter: Callable, x: Any, dy: Any) -> Any:
+    """The cotangent of object `x` when its property (computed by `getter`) has
+    cotangent `dy`: the getter's pullback, run again (in the interpreter) at `x`."""
+    from .api import pullback
+    _, back = pullback(getter, x, backend="interp")
+    return as_cotangent(back(dy)[0])
 
 
 def computed_attribute_error(cls_name: str, name: str) -> TypeError:

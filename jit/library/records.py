@@ -28,8 +28,8 @@ from ssair.ir import Const
 from jit.codegen.function import lltype
 from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY
-from jit.typing.infer import OBJECT_CALLS, Context, is_user_function
-from jit.types import ClosureT, FunctionT, RecordT, Type
+from jit.typing.infer import OBJECT_CALLS, Context, LiteralT, is_user_function
+from jit.types import ClosureT, FunctionT, RecordT, StrT, Type
 
 _BOUND: dict = {}     # method function -> (it, the closure that binds a receiver to it)
 
@@ -105,7 +105,12 @@ def _t_field(ctx: Context, s, ts) -> Type:
 
 
 def _cg_field(fc, s, ts):
-    return fc.b.extract_value(fc.get(s.args[0]), ts[0].index(s.args[1].value))
+    k = ts[0].index(s.args[1].value)
+    field = ts[0].elems[k]
+    if isinstance(field, LiteralT):     # a constant of the signature (a str joins as StrT)
+        return fc.mg.string_word(field.value) if isinstance(s.type, StrT) else \
+            L.Constant(lltype(s.type), None)
+    return fc.b.extract_value(fc.get(s.args[0]), k)
 
 
 # -- a method, property or function of a record's class ----------------------------------------
@@ -142,6 +147,38 @@ def _is_property(ctx: Context, s, ts) -> bool:
 
 def _t_property(ctx: Context, s, ts) -> Type:
     return impl_call(ctx, s, _class_member(ctx, s, ts).fget, [s.args[0]])
+
+
+def property_getter(t: Type, name: Any) -> Any:
+    """The Python getter of property `name` of objects of type `t`, or None."""
+    if not isinstance(t, RecordT) or not isinstance(name, str) or t.index(name) is not None:
+        return None
+    found = class_attribute(t.cls, name)
+    getter = getattr(found, "fget", None) if isinstance(found, property) else None
+    return getter if isinstance(getter, pytypes.FunctionType) else None
+
+
+_PROPERTY_PULLBACKS: dict = {}    # getter -> (it, the pullback below)
+
+
+def property_pullback(getter: Any) -> Any:
+    """`d(dy, obj) -> (cotangent of obj, None)` for a property computed by `getter`:
+    the gradient of `sum(getter(obj) * dy)` in obj, which compiled code computes as a
+    nested `gradient` (the getter runs again: the forward kept no tape for it)."""
+    hit = _PROPERTY_PULLBACKS.get(id(getter))
+    if hit is not None and hit[0] is getter:
+        return hit[1]
+    from adjoint.api import gradient
+    import numpy as np
+    env = {"_F": getter, "_SUM": np.sum, "_GRADIENT": gradient}
+    src = ("def _weighted(obj, dy):\n    return _SUM(_F(obj) * dy)\n"
+           "def _d_property(dy, obj):\n    return _GRADIENT(_weighted, obj, dy)[0], None\n")
+    exec(compile(src, getter.__code__.co_filename, "exec"), env)
+    for name in ("_weighted", "_d_property"):
+        env[name].__module__ = getter.__module__
+        env[name].__qualname__ = f"{getter.__qualname__}.{name}"
+    _PROPERTY_PULLBACKS[id(getter)] = (getter, env["_d_property"])
+    return env["_d_property"]
 
 
 def _is_static(ctx: Context, s, ts) -> bool:
@@ -198,13 +235,19 @@ def _cg_held(fc, s, ts):
     return L.Constant(lltype(s.type), None)
 
 
-def object_call(t: Type) -> Any:
-    """The function a call of an object of type `t` runs: its class's Python `__call__`
-    bound to it (`bound_function`), or None."""
+def class_call(t: Type) -> Any:
+    """The Python `__call__` function of the class of objects of type `t`, or None."""
     if not isinstance(t, RecordT):
         return None
     found = class_attribute(t.cls, "__call__")
-    return bound_function(found) if isinstance(found, pytypes.FunctionType) else None
+    return found if isinstance(found, pytypes.FunctionType) else None
+
+
+def object_call(t: Type) -> Any:
+    """The function a call of an object of type `t` runs: its class's Python `__call__`
+    bound to it (`bound_function`), or None."""
+    found = class_call(t)
+    return bound_function(found) if found is not None else None
 
 
 RECEIVER = "receiver"    # a jcall's `closure` flag when the callee is an object (`layer(x)`):

@@ -17,6 +17,7 @@ from adjoint.passes.tangent import HELPERS
 from adjoint.rule_table import TangentHelper
 from ssair import Const
 from ssair.compile_lock import built_once
+from jit.library.records import class_call
 from jit.library.registry import REGISTRY
 from jit.pullback.backend import JitFallbackWarning
 from jit.library.python_impls import impl_call
@@ -132,6 +133,10 @@ def _t_call_value(ctx: Any, s: Any, ts: list, helper: Any) -> Any:
             ctx.typing.calls[s.var] = Call(target, [s.args[1]] * len(captured) + operands, tf)
             ctx.typing.writes |= target.writes
             return target.ret
+        call = class_call(ft)
+        if call is not None:        # `layer(x)`: `__call__` with the object held constant
+            tf = tangent_function(call, (False,) + mask, (None,) + names)
+            return impl_call(ctx, s, tf, [s.args[1]] + operands)
         if isinstance(ft, FunctionT) and is_user_function(f):
             cells = [Const(c.cell_contents) for c in f.__closure__ or ()]
             tf = tangent_function(f, mask, names, (False,) * len(cells) if cells else None,
