@@ -154,6 +154,24 @@ def test_namedtuple_fields_and_indices(backend):
     assert np.allclose(gx, p.w * p.s)
 
 
+def rebuilt_loss(p, x):
+    q = Pair(p.w * x, p.s + x)              # built in compiled code, read back
+    pt = Point(q.s, np.sum(q.w))
+    return pt.x * pt.y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_objects_built_and_returned_in_compiled_code(backend):
+    p = Pair(np.array([1.0, -2.0]), 0.5)
+    gp, gx = compiled(gradient, rebuilt_loss, p, 0.3, backend=backend)
+    assert np.allclose(gp.w, fd(lambda w: rebuilt_loss(Pair(w, 0.5), 0.3), p.w), atol=1e-6)
+    assert gx == pytest.approx(fd(lambda x: rebuilt_loss(p, x), 0.3), rel=1e-6)
+    y, back = compiled(pullback, lambda a: Point(a * a, 2.0 * a), 1.5, backend=backend)
+    assert type(y) is Point and y == Point(2.25, 3.0)
+    assert back(Point(1.0, 1.0))[0] == pytest.approx(5.0)
+    assert compiled(jit(lambda a: Pair(a, a + 1.0)), 2.0) == Pair(2.0, 3.0)
+
+
 # -- methods, __call__, properties, nested objects ----------------------------------------------
 def model_loss(m, x):
     return m.loss(x) + m.first.fan_in

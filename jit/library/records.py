@@ -27,8 +27,8 @@ from llvmlite import ir as L
 from ssair.ir import Const
 from jit.codegen.function import lltype
 from jit.library.python_impls import impl_call
-from jit.library.registry import REGISTRY
-from jit.typing.infer import OBJECT_CALLS, Context, LiteralT, is_user_function
+from jit.library.registry import REGISTRY, Impl
+from jit.typing.infer import OBJECT_CALLS, UNTYPED_CALLS, Call, Context, LiteralT, is_user_function
 from jit.types import ClosureT, FunctionT, RecordT, StrT, Type
 
 _BOUND: dict = {}     # method function -> (it, the closure that binds a receiver to it)
@@ -254,8 +254,62 @@ RECEIVER = "receiver"    # a jcall's `closure` flag when the callee is an object
 # its one captured value is the object, whose cotangent is the callee's
 
 
+# -- `Point(x, y)`: a named tuple or plain dataclass built in compiled code -------------------
+def construct(ctx: Context, s, ts) -> Any:
+    """The RecordT of a call of a named tuple class or of a dataclass whose generated
+    `__init__` stores its arguments (`adjoint.pytrees.constructor_fields`), else None.
+    Its operands, in field order (defaults as constants), are the call's."""
+    from adjoint.pytrees import constructor_fields
+    cls = getattr(ts[0], "func", None)
+    fields = constructor_fields(cls) if isinstance(ts[0], FunctionT) else None
+    if fields is None or not _all_fields(cls, fields):
+        return None
+    pos, kw = list(s.args[1:]), dict(s.kwargs)
+    if len(pos) > len(fields) or any(k not in fields for k in kw):
+        ctx.fail(f"{cls.__name__}() takes the fields {fields}")
+    operands = []
+    for k, name in enumerate(fields):
+        op = pos[k] if k < len(pos) else kw.get(name, _default(cls, name))
+        if op is None:
+            ctx.fail(f"{cls.__name__}() is missing the field {name!r}")
+        operands.append(op)
+    ctx.typing.impls[s.var] = CONSTRUCT
+    ctx.typing.calls[s.var] = Call(None, operands, cls)
+    return RecordT(tuple(ctx.type_of(op) for op in operands), fields, cls)
+
+
+def _all_fields(cls: type, fields: tuple) -> bool:
+    """Every attribute of an instance is a constructor field (no `init=False` one)."""
+    import dataclasses
+    return not dataclasses.is_dataclass(cls) or \
+        tuple(f.name for f in dataclasses.fields(cls)) == fields
+
+
+def _default(cls: type, name: str) -> Any:
+    """The default of field `name` as a constant operand, or None."""
+    import dataclasses
+    if dataclasses.is_dataclass(cls):
+        f = next(f for f in dataclasses.fields(cls) if f.name == name)
+        return None if f.default is dataclasses.MISSING else Const(f.default)
+    defaults = getattr(cls, "_field_defaults", {})
+    return Const(defaults[name]) if name in defaults else None
+
+
+def _cg_construct(fc, s, ts):
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for k, (op, t) in enumerate(zip(fc.typing.calls[s.var].operands, s.type.elems)):
+        if not isinstance(t, LiteralT):
+            out = fc.b.insert_value(out, fc.get(op, t), k)
+    return out
+
+
+CONSTRUCT = Impl("a named tuple or dataclass built from its fields", None, construct,
+                 _cg_construct, numpy_too=True)
+
+
 def _declare() -> None:
     OBJECT_CALLS[:] = [object_call]
+    UNTYPED_CALLS.insert(0, construct)
     family = "objects"
     REGISTRY.overload("getattr", "a stored attribute of an object", _is_field, _t_field,
                       _cg_field, family=family, numpy_too=True)

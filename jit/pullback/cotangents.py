@@ -394,6 +394,39 @@ def _cg_record_pullback(fc: FunctionGen, s, ts):
     return fc.b.insert_value(fc.b.insert_value(out, part, 0), L.Constant(L.IntType(8), 0), 1)
 
 
+def _constructor_pullback(ctx: Context, s, ts) -> bool:
+    """Pattern: the pullback of `Point(x, y)` (a named tuple or dataclass built)."""
+    fields = getattr(s.args[0].value, "fields", None)
+    return fields is not None and (ts[1] == NONE or isinstance(ts[1], TupleT) and len(
+        ts[1].elems) == len(fields))
+
+
+def _field_positions(s) -> list:
+    """The field index of each cotangent `d_construct` returns: the positional
+    operands in order, then the keywords by name."""
+    fields = s.args[0].value.fields
+    npos = len(s.args) - 2
+    return list(range(npos)) + [fields.index(k) for k in s.kwargs]
+
+
+def _t_constructor_pullback(ctx: Context, s, ts) -> Type:
+    dy = ts[1]
+    return TupleT(tuple(NONE if dy == NONE else dy.elems[k] for k in _field_positions(s)))
+
+
+def _cg_constructor_pullback(fc: FunctionGen, s, ts):
+    out = L.Constant(lltype(s.type), None)
+    if ts[0] == NONE:
+        return out
+    dy = fc.get(s.args[1])
+    for i, k in enumerate(_field_positions(s)):
+        if s.type.elems[i] != NONE:
+            out = fc.b.insert_value(out, fc.b.extract_value(dy, k), i)
+    return out
+
+
+REGISTRY.add(_PB, "the constructor of a named tuple or dataclass", _constructor_pullback,
+             _t_constructor_pullback, _cg_constructor_pullback, numpy_too=True)
 REGISTRY.add(_PB, "d_getattr of an object's attribute or method", _record_attribute,
              _t_record_pullback, _cg_record_pullback, numpy_too=True)
 REGISTRY.add(_PB, "d_getattr of an object's property (its getter's gradient)",
