@@ -38,7 +38,7 @@ from ssair import interpret
 
 from .passes.inplace import arg_types
 from .passes.activity import SHAPE_ATTRS
-from .pytrees import (as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
+from .pytrees import (PULLBACK, as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
                       record_fields, refuse_shadowed_fields)
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
@@ -285,6 +285,9 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
         _check_output(y, ir.name)
         return y, Pullback(jf, tape, env, args, len(free), runner, select, y)
     raise RuntimeError("pullback: no backend ran")
+
+
+PULLBACK[:] = [pullback]     # (a property's cotangent: adjoint.pytrees)
 
 
 def _bind_all(f: Callable, args: tuple, kwargs: dict) -> tuple:

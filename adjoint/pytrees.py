@@ -34,6 +34,7 @@ _OWN_PACKAGES = ("ssair", "lowering", "adjoint", "jit", "numpy", "builtins")
 
 
 _REGISTERED: dict = {}     # class -> (flatten, unflatten)
+PULLBACK: list = []        # [adjoint.api.pullback], which fills it
 
 
 def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:
@@ -43,6 +44,15 @@ def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> N
     if not isinstance(cls, type):
         raise TypeError(f"register_pytree_node: {cls!r} is not a class")
     _REGISTERED[cls] = (flatten, unflatten)
+
+
+def is_registered_class(cls: Any) -> bool:
+    return cls in _REGISTERED
+
+
+def unflatten_registered(cls: type, aux: Any, children: dict) -> Any:
+    """An instance of registered class `cls` from its static data and children."""
+    return _REGISTERED[cls][1](aux, children)
 
 
 def registered(x: Any) -> Any:
@@ -167,8 +177,7 @@ def _class_attribute(x: Any, name: str) -> Any:
 def property_cotangent(getter: Callable, x: Any, dy: Any) -> Any:
     """The cotangent of object `x` when its property (computed by `getter`) has
     cotangent `dy`: the getter's pullback, run again (in the interpreter) at `x`."""
-    from .api import pullback
-    _, back = pullback(getter, x, backend="interp")
+    _, back = PULLBACK[0](getter, x, backend="interp")
     return as_cotangent(back(dy)[0])
 
 

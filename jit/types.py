@@ -327,6 +327,7 @@ def typeof(value: Any) -> Type:
 
 
 _TYPING: set = set()     # ids of the objects being typed (a cycle is refused)
+CONSTANT_TYPE: list = []  # [the type of a constant operand], `jit.typing.infer.LiteralT`
 
 
 def _record_type(value: Any) -> Optional[RecordT]:
@@ -365,8 +366,7 @@ def _field_type(v: Any) -> Type:
         return typeof(v)
     except TypingError:
         if isinstance(v, (str, bytes, type(Ellipsis), slice, range)) or isinstance(v, type):
-            from jit.typing.infer import LiteralT
-            return LiteralT(v)
+            return CONSTANT_TYPE[0](v)
         raise
 
 

@@ -175,7 +175,7 @@ def _namespace_dict(value):
     """The attribute dict compiled code reads a user module's, a user class's or a user
     object's attributes from (a class's is its live mapping proxy), or None."""
     if isinstance(value, types.ModuleType):
-        return vars(value) if _user_module(value) else None
+        return vars(value) if user_module(value) else None
     if isinstance(value, type):
         return vars(value) if _user_class(value) else None
     return _instance_dict(value)
@@ -253,7 +253,7 @@ def _library(f) -> bool:
     return module in _OWN or _in_library(f.__code__.co_filename)
 
 
-def _user_module(m: types.ModuleType) -> bool:
+def user_module(m: types.ModuleType) -> bool:
     """A module of the user's own (its attributes are guarded; numpy's and math's are
     not: rebinding `np.sin` is not a case compiled code follows)."""
     path = getattr(m, "__file__", None)

@@ -270,8 +270,8 @@ def record_entry(name: str, t: RecordT, i: int) -> str:
 
 
 def _registered(t: RecordT) -> bool:
-    from adjoint.pytrees import _REGISTERED
-    return t.cls in _REGISTERED
+    from adjoint.pytrees import is_registered_class
+    return is_registered_class(t.cls)
 
 
 def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
@@ -313,11 +313,11 @@ def rebuild_record(t: RecordT, values: tuple) -> Any:
     """An object of record type `t` holding `values` (a result built in compiled code):
     the named tuple, the registered class's `unflatten`, or the object made without
     calling `__init__` (as the API makes a gradient)."""
-    from adjoint.pytrees import _REGISTERED
+    from adjoint.pytrees import is_registered_class, unflatten_registered
     if t.is_tuple:
         return t.cls._make(values)
-    if t.cls in _REGISTERED:
-        return _REGISTERED[t.cls][1](t.aux, dict(zip(t.keys, values)))
+    if is_registered_class(t.cls):
+        return unflatten_registered(t.cls, t.aux, dict(zip(t.keys, values)))
     if t.cls is types.SimpleNamespace:
         return types.SimpleNamespace(**dict(zip(t.keys, values)))
     new = object.__new__(t.cls)

@@ -213,8 +213,8 @@ def held_function(obj: Any, name: Any) -> Any:
 
 
 def _user_module(m: Any) -> bool:
-    from lowering.guards import _user_module as user
-    return user(m)
+    from lowering.guards import user_module
+    return user_module(m)
 
 
 def _is_held(ctx: Context, s, ts) -> bool:

@@ -85,8 +85,8 @@ def _gradient_record(a: RecordT, elems: tuple) -> RecordT:
     """The gradient of an object, as `adjoint.api` gives it: the same class for a named
     tuple, a dataclass or a registered class, else a `types.SimpleNamespace`."""
     import dataclasses
-    from adjoint.pytrees import _REGISTERED
-    same = a.is_tuple or dataclasses.is_dataclass(a.cls) or a.cls in _REGISTERED
+    from adjoint.pytrees import is_registered_class
+    same = a.is_tuple or dataclasses.is_dataclass(a.cls) or is_registered_class(a.cls)
     return RecordT(elems, a.keys, a.cls if same else pytypes.SimpleNamespace, a.aux)
 
 

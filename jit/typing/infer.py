@@ -33,8 +33,8 @@ from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from ssair.passes.util import use_counts
 
-from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
-                       StrT, TupleT, Type, TypingError, join, typeof)
+from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, FunctionT,
+                       ListLiteral, ListT, StrT, TupleT, Type, TypingError, join, typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
 from jit.typing.unroll import RetypeNeeded
@@ -54,6 +54,9 @@ class LiteralT(Type):
 
     def __str__(self) -> str:
         return f"literal({self.value!r})"
+
+
+CONSTANT_TYPE[:] = [LiteralT]     # (an object's str attribute: jit.types)
 
 
 @dataclass(eq=False)
