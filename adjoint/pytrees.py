@@ -78,20 +78,44 @@ def is_namedtuple(x: Any) -> bool:
 
 
 def is_dataclass_instance(x: Any) -> bool:
-    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+    return _kind(type(x)) == "dataclass"
 
 
 def is_user_object(x: Any) -> bool:
     """An instance of a user class with instance attributes: not a function, class or
     module, and not a subclass of a builtin value type (a float subclass is a float)."""
-    if isinstance(x, (type, types.ModuleType, types.FunctionType, types.MethodType,
-                      types.BuiltinFunctionType, tuple, list, dict, set, frozenset,
-                      int, float, complex, str, bytes, np.ndarray, np.generic)):
-        return False
-    module = (getattr(type(x), "__module__", None) or "").split(".")[0]
+    return _kind(type(x)) == "object"
+
+
+_KINDS: dict = {}     # class -> "dataclass", "object" (another user object) or None
+
+
+def _kind(cls: type) -> Any:
+    """What instances of `cls` are, as records (decided once per class)."""
+    try:
+        return _KINDS[cls]
+    except KeyError:
+        pass
+    except TypeError:       # an unhashable class object: decided each time
+        return _decide_kind(cls)
+    kind = _KINDS[cls] = _decide_kind(cls)
+    return kind
+
+
+def _decide_kind(cls: type) -> Any:
+    if issubclass(cls, type):
+        return None
+    if dataclasses.is_dataclass(cls):
+        return "dataclass"
+    if issubclass(cls, (types.ModuleType, types.FunctionType, types.MethodType,
+                        types.BuiltinFunctionType, tuple, list, dict, set, frozenset,
+                        int, float, complex, str, bytes, np.ndarray, np.generic)):
+        return None
+    module = (getattr(cls, "__module__", None) or "").split(".")[0]
     if module in _OWN_PACKAGES:
-        return False
-    return hasattr(x, "__dict__") or bool(_slot_names(type(x)))
+        return None
+    has_dict = any("__dict__" in vars(c) for c in cls.__mro__ if c is not object)
+    return "object" if has_dict or _slot_names(cls) else None
 
 
 def is_record(x: Any) -> bool:
@@ -104,11 +128,24 @@ def record_fields(x: Any) -> list:
     """(name, value) of the attributes that make up record `x`'s state."""
     if registered(x) is not None:
         return list(flatten_registered(x)[0].items())
-    if is_dataclass_instance(x):
-        return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)
-                if hasattr(x, f.name)]
-    out = [(n, getattr(x, n)) for n in _slot_names(type(x)) if hasattr(x, n)]
+    fields, slots = _class_layout(type(x))
+    if fields is not None:      # a dataclass
+        return [(n, getattr(x, n)) for n in fields if hasattr(x, n)]
+    out = [(n, getattr(x, n)) for n in slots if hasattr(x, n)] if slots else []
     return out + list(getattr(x, "__dict__", {}).items())
+
+
+_LAYOUTS: dict = {}     # class -> (dataclass field names or None, slot names)
+
+
+def _class_layout(cls: type) -> tuple:
+    """(a dataclass's field names, or None; the names of its slots), per class."""
+    hit = _LAYOUTS.get(cls)
+    if hit is None:
+        fields = tuple(f.name for f in dataclasses.fields(cls)) \
+            if dataclasses.is_dataclass(cls) else None
+        hit = _LAYOUTS[cls] = (fields, tuple(_slot_names(cls)))
+    return hit
 
 
 def _slot_names(cls: type) -> list:
