@@ -329,6 +329,22 @@ def _refuse_names(obj: Any, fields: list, constant_names: frozenset) -> None:
                 f"information; rename the attribute")
 
 
+def build_record(cls: type, names: tuple, values: tuple, aux: Any = None) -> Any:
+    """An object of `cls` whose attributes `names` hold `values` (what compiled code
+    built or returned): the named tuple, the registered class's `unflatten`, a
+    `types.SimpleNamespace`, or an instance made without calling `__init__`."""
+    if issubclass(cls, tuple):
+        return cls._make(values)
+    if cls in _REGISTERED:
+        return _REGISTERED[cls][1](aux, dict(zip(names, values)))
+    if cls is types.SimpleNamespace:
+        return types.SimpleNamespace(**dict(zip(names, values)))
+    new = object.__new__(cls)
+    for k, v in zip(names, values):
+        object.__setattr__(new, k, v)
+    return new
+
+
 def record_structure(x: Any) -> Any:
     """(attribute names, their values, static data) of a named tuple or a record, or
     None: what compiled code specialises on (the static data is a registered class's

@@ -14,7 +14,6 @@ frees everything the call allocated.
 from __future__ import annotations
 
 import ctypes
-import types
 from typing import Any
 
 import numpy as np
@@ -313,17 +312,8 @@ def rebuild_record(t: RecordT, values: tuple) -> Any:
     """An object of record type `t` holding `values` (a result built in compiled code):
     the named tuple, the registered class's `unflatten`, or the object made without
     calling `__init__` (as the API makes a gradient)."""
-    from adjoint.pytrees import is_registered_class, unflatten_registered
-    if t.is_tuple:
-        return t.cls._make(values)
-    if is_registered_class(t.cls):
-        return unflatten_registered(t.cls, t.aux, dict(zip(t.keys, values)))
-    if t.cls is types.SimpleNamespace:
-        return types.SimpleNamespace(**dict(zip(t.keys, values)))
-    new = object.__new__(t.cls)
-    for k, v in zip(t.keys, values):
-        object.__setattr__(new, k, v)
-    return new
+    from adjoint.pytrees import build_record
+    return build_record(t.cls, t.keys, values, t.aux)
 
 
 def copy_array(s: Any, t: ArrayT) -> np.ndarray:

@@ -437,6 +437,8 @@ class FunctionGen:
             return zero_of(want)
         if isinstance(want, StrT) and isinstance(have, (LiteralT, StrT)):
             return v if isinstance(have, StrT) else self.mg.string_word(have.value)
+        if isinstance(want, RecordT) and isinstance(have, LiteralT):
+            return const_value(have.value, want)   # a global object passed on: its fields
         if isinstance(have, TupleT) and isinstance(want, TupleT):
             out = L.Constant(lltype(want), L.Undefined)
             for i, (h, w) in enumerate(zip(have.elems, want.elems)):

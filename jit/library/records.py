@@ -22,6 +22,7 @@ import inspect
 import types as pytypes
 from typing import Any
 
+import numpy as np
 from llvmlite import ir as L
 
 from ssair.ir import Const
@@ -29,7 +30,7 @@ from jit.codegen.function import lltype
 from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY, Impl
 from jit.typing.infer import OBJECT_CALLS, UNTYPED_CALLS, Call, Context, LiteralT, is_user_function
-from jit.types import ClosureT, FunctionT, RecordT, StrT, Type
+from jit.types import ClosureT, FunctionT, RecordT, StrT, Type, typeof
 
 _BOUND: dict = {}     # method function -> (it, the closure that binds a receiver to it)
 
@@ -218,13 +219,13 @@ def _user_module(m: Any) -> bool:
 
 
 def _is_held(ctx: Context, s, ts) -> bool:
-    obj = s.args[0].value if isinstance(s.args[0], Const) else None
+    obj = _constant_object(ctx, s.args[0])
     return obj is not None and not isinstance(ts[0], RecordT) and \
         held_function(obj, _name(ctx, s)) is not None
 
 
 def _t_held(ctx: Context, s, ts) -> Type:
-    obj = s.args[0].value
+    obj = _constant_object(ctx, s.args[0])
     found = held_function(obj, _name(ctx, s))
     if isinstance(found, classmethod):
         return ClosureT(bound_function(found.__func__), (FunctionT(obj),))
@@ -307,6 +308,50 @@ CONSTRUCT = Impl("a named tuple or dataclass built from its fields", None, const
                  _cg_construct, numpy_too=True)
 
 
+# -- a data attribute of an object read from a global ------------------------------------------
+def _const_data(ctx: Context, s) -> Any:
+    """(value, its type) of the instance attribute that `s` reads from a constant
+    object (a global `cfg.lr`, `ns.scale`), or None; a function or an untyped value is
+    not data."""
+    obj = _constant_object(ctx, s.args[0])
+    name = _name(ctx, s)
+    d = getattr(obj, "__dict__", None) if obj is not None else None
+    if not isinstance(name, str) or type(d) is not dict or name not in d or \
+            isinstance(obj, (type, pytypes.ModuleType)):
+        return None
+    value = d[name]
+    if callable(value) and not isinstance(value, (np.ndarray, np.generic)):
+        return None
+    try:
+        t = typeof(value)
+    except TypeError:
+        return None
+    return (value, LiteralT(value)) if isinstance(t, RecordT) and not t.is_tuple else \
+        (value, t)
+
+
+def _is_const_data(ctx: Context, s, ts) -> bool:
+    return not isinstance(ts[0], RecordT) and _const_data(ctx, s) is not None
+
+
+def _t_const_data(ctx: Context, s, ts) -> Type:
+    return _const_data(ctx, s)[1]
+
+
+def _cg_const_data(fc, s, ts):
+    from jit.codegen.function import const_value
+    obj = s.args[0].value if isinstance(s.args[0], Const) else ts[0].value
+    return const_value(obj.__dict__[s.args[1].value], s.type)
+
+
+def _constant_object(ctx: Context, operand: Any) -> Any:
+    """The object a constant operand holds (a global, or an attribute of one), or None."""
+    if isinstance(operand, Const):
+        return operand.value
+    t = ctx.type_of(operand)
+    return t.value if isinstance(t, LiteralT) else None
+
+
 def _declare() -> None:
     OBJECT_CALLS[:] = [object_call]
     UNTYPED_CALLS.insert(0, construct)
@@ -321,6 +366,9 @@ def _declare() -> None:
                       _t_static, _cg_no_data, family=family, numpy_too=True)
     REGISTRY.overload("getattr", "a function held by a constant namespace, class or module",
                       _is_held, _t_held, _cg_held, family=family, numpy_too=True)
+    REGISTRY.overload("getattr", "a data attribute of an object read from a global",
+                      _is_const_data, _t_const_data, _cg_const_data, family=family,
+                      numpy_too=True)
 
 
 _declare()

@@ -34,7 +34,8 @@ from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from ssair.passes.util import use_counts
 
 from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, FunctionT,
-                       ListLiteral, ListT, StrT, TupleT, Type, TypingError, join, typeof)
+                       ListLiteral, ListT, RecordT, StrT, TupleT, Type, TypingError, join,
+                       typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
 from jit.typing.unroll import RetypeNeeded
@@ -494,9 +495,15 @@ class Engine:
                 return None
             return TupleT(tuple(parts)) if a.keys is None else DictT(tuple(parts), keys=a.keys)
         try:
-            return typeof(a.value)
+            t = typeof(a.value)
         except TypingError:
             return LiteralT(a.value)
+        if isinstance(t, RecordT) and not t.is_tuple:
+            # an object read from a global is the live object: its methods run in Python
+            # for their effect, its data attributes and functions are read as constants
+            # (jit.library.records), guarded (lowering.guards)
+            return LiteralT(a.value)
+        return t
 
     def _prune(self, t: Typing) -> None:
         """Drop blocks never reached and fold branches decided at compile time; a
@@ -632,6 +639,12 @@ def _argument_type(t: Type) -> Type:
     """A constant string argument is passed as a string (its interned id)."""
     if isinstance(t, LiteralT) and isinstance(t.value, str):
         return StrT(frozenset((t.value,)))
+    if isinstance(t, LiteralT) and not isinstance(t.value, (type, pytypes.ModuleType)):
+        try:        # a global object passed on: an argument like any other object
+            record = typeof(t.value)
+        except TypingError:
+            return t
+        return record if isinstance(record, RecordT) else t
     return t
 
 
