@@ -66,6 +66,50 @@ def check(f, args: tuple = ()) -> None:
         if callable(a) and not fresh(a):
             invalidate()
             return
+    for fn in _methods_of_objects(args):   # compiled code calls an object's methods too
+        if not fresh(fn):
+            invalidate()
+            return
+
+
+_METHODS: dict = {}    # user class -> the Python functions it defines (methods, properties)
+
+
+def _methods_of_objects(args: tuple) -> list:
+    """The functions the classes of the user objects among `args` (and their nested
+    objects) define."""
+    classes: dict = {}
+    seen: set = set()
+    for a in args:
+        _object_classes(a, classes, seen, 0)
+    return [fn for cls in classes for fn in _class_functions(cls)]
+
+
+def _object_classes(value, classes: dict, seen: set, depth: int) -> None:
+    if isinstance(value, (tuple, list)) and depth <= _OBJECT_DEPTH:
+        for v in value:
+            _object_classes(v, classes, seen, depth + 1)
+        return
+    d = _instance_dict(value)
+    if d is None or id(value) in seen or depth > _OBJECT_DEPTH:
+        return
+    seen.add(id(value))
+    classes[type(value)] = True
+    for v in d.values():
+        _object_classes(v, classes, seen, depth + 1)
+
+
+def _class_functions(cls: type) -> tuple:
+    hit = _METHODS.get(cls)
+    if hit is None:
+        fns = []
+        for c in cls.__mro__:
+            for v in vars(c).values():
+                v = getattr(v, "fget", None) or getattr(v, "__func__", v)
+                if type(v) is types.FunctionType and not _library(v):
+                    fns.append(v)
+        hit = _METHODS[cls] = tuple(fns)
+    return hit
 
 
 def fresh(fn) -> bool:

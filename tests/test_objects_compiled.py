@@ -351,3 +351,29 @@ def test_attribute_write_is_refused_naming_the_line():
 def test_indexing_a_dataclass_is_refused_as_in_cpython():
     with pytest.raises(TypingError, match="not subscriptable"):
         gradient(index_point, Point(1.0, 2.0), backend="llvm")
+
+
+GAIN = 2.0
+
+
+@dataclasses.dataclass
+class Gained:
+    w: float
+
+    def loss(self, x):
+        return GAIN * self.w * x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_method_sees_a_global_rebound_between_calls(backend):
+    global GAIN
+    outer = Model(None, None, [Gained(1.5)], 0.0)
+
+    def f(m, x):
+        return m.weights[0].loss(x)
+    try:
+        assert compiled(gradient, f, outer, 2.0, backend=backend)[1] == pytest.approx(3.0)
+        GAIN = 5.0
+        assert compiled(gradient, f, outer, 2.0, backend=backend)[1] == pytest.approx(7.5)
+    finally:
+        GAIN = 2.0
