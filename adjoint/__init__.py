@@ -22,7 +22,8 @@ from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: 
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 from .forward import code_tangent, hvp, jacfwd, jvp  # noqa: F401,E402
 from .custom import custom_jvp, custom_vjp, jvp_rule, stop_gradient  # noqa: F401,E402
+from .pytrees import register_pytree_node  # noqa: F401,E402
 
 __all__ = ["pullback", "gradient", "value_and_grad", "jacobian", "hessian", "code_adjoint",
            "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent",
-           "stop_gradient", "custom_vjp", "custom_jvp", "jvp_rule"]
+           "stop_gradient", "custom_vjp", "custom_jvp", "jvp_rule", "register_pytree_node"]

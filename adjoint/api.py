@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -37,7 +38,7 @@ from ssair import interpret
 
 from .passes.inplace import arg_types
 from .passes.activity import SHAPE_ATTRS
-from .pytrees import (as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
+from .pytrees import (PULLBACK, as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
                       record_fields, refuse_shadowed_fields)
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback, lookup_callee
@@ -242,6 +243,10 @@ def _prepare(f: Callable, args: tuple) -> tuple:
         from ssair.interpreter import _closure_target
         ir, _ = _closure_target(f)
         return ir, tuple(f.values)
+    if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
+        # a bound method: its function, the object held constant as a captured value
+        # (after the function's own cells: the IR's free arguments, then `self`)
+        return lower_function(f.__func__), cells(f.__func__) + (f.__self__,)
     ir = lower_function(f)
     return ir, cells(f)
 
@@ -306,6 +311,9 @@ def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = N
         _check_output(y, ir.name)
         return y, Pullback(jf, tape, env, args, len(free), runner, select, y)
     raise RuntimeError("pullback: no backend ran")
+
+
+PULLBACK[:] = [pullback]     # (a property's cotangent: adjoint.pytrees)
 
 
 def _bind_all(f: Callable, args: tuple, kwargs: dict) -> tuple:

@@ -170,6 +170,9 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
         args, ts = bind_parameters(f, list(args), {}, list(ts), lambda v: v, _pack_values)
         mask = tuple(t is not None for t in ts)
         return interpret(tangent_ir(f, mask, arg_types(args)), *cells(f), *args, *tangents)
+    receiver = _receiver_call(f)
+    if receiver is not None:       # a bound method, an object called: `self` held constant
+        return jvp_of_value(receiver[0], (receiver[1],) + tuple(args), (None,) + tuple(ts))
     from .rules import lookup_callee
     rule = lookup_callee(f)
     if rule is None or not rule.differentiable:
@@ -180,6 +183,17 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
         return y, zero_tangent(y)
     tf = library_tangent(f, len(args), mask, arg_types(args))
     return interpret(lower_function(tf), *args, *tangents)
+
+
+def _receiver_call(f: Any) -> Any:
+    """(function, receiver) of a bound method of a Python function or of an object
+    whose class defines `__call__` in Python, else None."""
+    if isinstance(f, types.MethodType) and type(f.__func__) is types.FunctionType:
+        return f.__func__, f.__self__
+    call = getattr(type(f), "__call__", None)
+    if type(call) is types.FunctionType and not isinstance(f, type):
+        return call, f
+    return None
 
 
 @compiling
@@ -235,22 +249,28 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     if backend not in ("auto", "interp", "llvm"):
         raise ValueError(f"jvp: unknown backend {backend!r} (one of auto, interp, llvm)")
+    if isinstance(f, types.MethodType) and type(f.__func__) is types.FunctionType:
+        # a bound method: its function, with the object a constant first primal
+        f, primals, tangents = f.__func__, (f.__self__,) + primals, (None,) + tangents
+        held = 1
+    else:
+        held = 0
     if type(f) is types.FunctionType:       # defaults filled in
         primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
                                                        list(tangents), lambda v: v,
                                                        _pack_values))
     guards.check(f, primals)                 # a global rebound: compile again
     sig = _signature(primals)
-    hot = _HOT.get((f, sig)) if sig is not None else None
+    hot = _HOT.get((f, sig, held)) if sig is not None else None
     if hot is not None and hot[0] is getattr(f, "__code__", None):
         mask, ir = hot[1], hot[2]
     else:
-        mask = tuple(is_differentiable(x) for x in primals)
+        mask = tuple(k >= held and is_differentiable(x) for k, x in enumerate(primals))
         ir = tangent_ir(f, mask, arg_types(primals))
         if sig is not None:
             if len(_HOT) >= 4096:
                 _HOT.clear()
-            _HOT[(f, sig)] = (getattr(f, "__code__", None), mask, ir)
+            _HOT[(f, sig, held)] = (getattr(f, "__code__", None), mask, ir)
     ts = tuple(conform(x, t, f"jvp: tangent {k}", zero_tangent) for k, (x, t, on)
                in enumerate(zip(primals, tangents, mask)) if on)
     if ir.meta["writes"]:        # the caller's arrays stay as they are

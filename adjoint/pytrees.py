@@ -13,6 +13,13 @@ differentiated are None; built without calling `__init__`, so frozen classes and
 `__post_init__` checks are no obstacle), and a `types.SimpleNamespace` of attribute
 gradients for any other user object.  An attribute computed by the class (a property)
 is not differentiated: reading one that carries a gradient is refused with an error.
+
+A class whose state is not its instance attributes (C extension types, `__getattr__`
+proxies, caches kept in slots) is registered with `register_pytree_node(cls, flatten,
+unflatten)`: `flatten(obj)` returns `(children, aux)`, `children` a dict from attribute
+name to value (the attributes `obj.name` reads and the gradient holds), `aux` hashable
+static data; `unflatten(aux, children)` rebuilds an object (the gradient is one, its
+children the attributes' gradients).
 """
 from __future__ import annotations
 
@@ -26,39 +33,119 @@ import numpy as np
 _OWN_PACKAGES = ("ssair", "lowering", "adjoint", "jit", "numpy", "builtins")
 
 
+_REGISTERED: dict = {}     # class -> (flatten, unflatten)
+PULLBACK: list = []        # [adjoint.api.pullback], which fills it
+
+
+def register_pytree_node(cls: type, flatten: Callable, unflatten: Callable) -> None:
+    """Make instances of `cls` pytrees (see the module docstring): `flatten(obj) ->
+    (children, aux)` with `children` a dict {attribute name: value}, `unflatten(aux,
+    children) -> obj`.  Compiled code reads `obj.name` for each child."""
+    if not isinstance(cls, type):
+        raise TypeError(f"register_pytree_node: {cls!r} is not a class")
+    _REGISTERED[cls] = (flatten, unflatten)
+
+
+def is_registered_class(cls: Any) -> bool:
+    return cls in _REGISTERED
+
+
+def unflatten_registered(cls: type, aux: Any, children: dict) -> Any:
+    """An instance of registered class `cls` from its static data and children."""
+    return _REGISTERED[cls][1](aux, children)
+
+
+def registered(x: Any) -> Any:
+    """(flatten, unflatten) of `x`'s registered class, or None."""
+    return _REGISTERED.get(type(x)) if _REGISTERED else None
+
+
+def flatten_registered(x: Any) -> tuple:
+    """(children as a dict, aux) of an instance of a registered class."""
+    children, aux = registered(x)[0](x)
+    if not isinstance(children, dict) or not all(type(k) is str for k in children):
+        raise TypeError(f"the flatten function registered for {type(x).__name__} must "
+                        f"return (a dict of attribute name to value, aux), not "
+                        f"({type(children).__name__}, ...)")
+    return children, aux
+
+
+REGISTER_HINT = "register its class with adjoint.register_pytree_node(cls, flatten, unflatten)"
+
+
 def is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 def is_dataclass_instance(x: Any) -> bool:
-    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+    return _kind(type(x)) == "dataclass"
 
 
 def is_user_object(x: Any) -> bool:
     """An instance of a user class with instance attributes: not a function, class or
     module, and not a subclass of a builtin value type (a float subclass is a float)."""
-    if isinstance(x, (type, types.ModuleType, types.FunctionType, types.MethodType,
-                      types.BuiltinFunctionType, tuple, list, dict, set, frozenset,
-                      int, float, complex, str, bytes, np.ndarray, np.generic)):
-        return False
-    module = (getattr(type(x), "__module__", None) or "").split(".")[0]
+    return _kind(type(x)) == "object"
+
+
+_KINDS: dict = {}     # class -> "dataclass", "object" (another user object) or None
+
+
+def _kind(cls: type) -> Any:
+    """What instances of `cls` are, as records (decided once per class)."""
+    try:
+        return _KINDS[cls]
+    except KeyError:
+        pass
+    except TypeError:       # an unhashable class object: decided each time
+        return _decide_kind(cls)
+    kind = _KINDS[cls] = _decide_kind(cls)
+    return kind
+
+
+def _decide_kind(cls: type) -> Any:
+    if issubclass(cls, type):
+        return None
+    if dataclasses.is_dataclass(cls):
+        return "dataclass"
+    if issubclass(cls, (types.ModuleType, types.FunctionType, types.MethodType,
+                        types.BuiltinFunctionType, tuple, list, dict, set, frozenset,
+                        int, float, complex, str, bytes, np.ndarray, np.generic)):
+        return None
+    module = (getattr(cls, "__module__", None) or "").split(".")[0]
     if module in _OWN_PACKAGES:
-        return False
-    return hasattr(x, "__dict__") or bool(_slot_names(type(x)))
+        return None
+    has_dict = any("__dict__" in vars(c) for c in cls.__mro__ if c is not object)
+    return "object" if has_dict or _slot_names(cls) else None
 
 
 def is_record(x: Any) -> bool:
-    """A dataclass instance or another user object (named tuples are tuples)."""
-    return is_dataclass_instance(x) or is_user_object(x)
+    """A dataclass instance, an instance of a registered class, or another user object
+    (named tuples are tuples)."""
+    return registered(x) is not None or is_dataclass_instance(x) or is_user_object(x)
 
 
 def record_fields(x: Any) -> list:
     """(name, value) of the attributes that make up record `x`'s state."""
-    if is_dataclass_instance(x):
-        return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)
-                if hasattr(x, f.name)]
-    out = [(n, getattr(x, n)) for n in _slot_names(type(x)) if hasattr(x, n)]
+    if registered(x) is not None:
+        return list(flatten_registered(x)[0].items())
+    fields, slots = _class_layout(type(x))
+    if fields is not None:      # a dataclass
+        return [(n, getattr(x, n)) for n in fields if hasattr(x, n)]
+    out = [(n, getattr(x, n)) for n in slots if hasattr(x, n)] if slots else []
     return out + list(getattr(x, "__dict__", {}).items())
+
+
+_LAYOUTS: dict = {}     # class -> (dataclass field names or None, slot names)
+
+
+def _class_layout(cls: type) -> tuple:
+    """(a dataclass's field names, or None; the names of its slots), per class."""
+    hit = _LAYOUTS.get(cls)
+    if hit is None:
+        fields = tuple(f.name for f in dataclasses.fields(cls)) \
+            if dataclasses.is_dataclass(cls) else None
+        hit = _LAYOUTS[cls] = (fields, tuple(_slot_names(cls)))
+    return hit
 
 
 def _slot_names(cls: type) -> list:
@@ -112,18 +199,45 @@ def attr_cotangent(x: Any, name: str, dy: Any) -> Any:
     if isinstance(value, types.MethodType) and value.__self__ is x:
         return dy
     if name not in dict(record_fields(x)):
-        raise TypeError(
-            f"the gradient of attribute {name!r} of a {type(x).__name__} object is not "
-            f"supported: it is computed by its class (a property or a class attribute), "
-            f"not stored in the object; read the stored attributes it is made of instead")
+        getter = getattr(_class_attribute(x, name), "fget", None)
+        if isinstance(getter, types.FunctionType):
+            return property_cotangent(getter, x, dy)
+        raise computed_attribute_error(type(x).__name__, name)
     return {name: dy}
 
 
+def _class_attribute(x: Any, name: str) -> Any:
+    import inspect
+    return inspect.getattr_static(type(x), name, None)
+
+
+def property_cotangent(getter: Callable, x: Any, dy: Any) -> Any:
+    """The cotangent of object `x` when its property (computed by `getter`) has
+    cotangent `dy`: the getter's pullback, run again (in the interpreter) at `x`."""
+    _, back = PULLBACK[0](getter, x, backend="interp")
+    return as_cotangent(back(dy)[0])
+
+
+def computed_attribute_error(cls_name: str, name: str) -> TypeError:
+    """The error for a gradient through attribute `name` that a class computes."""
+    return TypeError(
+        f"the gradient of attribute {name!r} of a {cls_name} object is not "
+        f"supported: it is computed by its class (a property or a class attribute), "
+        f"not stored in the object; read the stored attributes it is made of instead, "
+        f"or {REGISTER_HINT}")
+
+
 def finish_record(g: Any, x: Any, finish: Callable) -> Any:
-    """The gradient handed to the user for record `x` from its dict cotangent `g`:
-    a dataclass of the same class, or a `types.SimpleNamespace` (other objects)."""
+    """The gradient handed to the user for record `x` from its dict cotangent `g` (a
+    compiled backend's: a tuple in `record_fields` order): a dataclass of the same
+    class, the registered class's `unflatten`, or a `types.SimpleNamespace`."""
+    fields = record_fields(x)
+    if isinstance(g, tuple) and len(g) == len(fields):
+        g = {name: part for (name, _), part in zip(fields, g)}
     parts = g if isinstance(g, dict) else {}
-    grads = {name: finish(parts.get(name), v) for name, v in record_fields(x)}
+    grads = {name: finish(parts.get(name), v) for name, v in fields}
+    if registered(x) is not None:
+        return registered(x)[1](flatten_registered(x)[1], grads)
     if not is_dataclass_instance(x):
         return types.SimpleNamespace(**grads)
     new = object.__new__(type(x))
@@ -213,3 +327,34 @@ def _refuse_names(obj: Any, fields: list, constant_names: frozenset) -> None:
                 f"the attribute {name!r} of a {type(obj).__name__} object cannot be "
                 f"differentiated: zygopy reads `.{name}` as an array's constant shape "
                 f"information; rename the attribute")
+
+
+def build_record(cls: type, names: tuple, values: tuple, aux: Any = None) -> Any:
+    """An object of `cls` whose attributes `names` hold `values` (what compiled code
+    built or returned): the named tuple, the registered class's `unflatten`, a
+    `types.SimpleNamespace`, or an instance made without calling `__init__`."""
+    if issubclass(cls, tuple):
+        return cls._make(values)
+    if cls in _REGISTERED:
+        return _REGISTERED[cls][1](aux, dict(zip(names, values)))
+    if cls is types.SimpleNamespace:
+        return types.SimpleNamespace(**dict(zip(names, values)))
+    new = object.__new__(cls)
+    for k, v in zip(names, values):
+        object.__setattr__(new, k, v)
+    return new
+
+
+def record_structure(x: Any) -> Any:
+    """(attribute names, their values, static data) of a named tuple or a record, or
+    None: what compiled code specialises on (the static data is a registered class's
+    hashable `aux`, else None)."""
+    if is_namedtuple(x):
+        return tuple(type(x)._fields), tuple(x), None
+    if not is_record(x):
+        return None
+    if registered(x) is not None:
+        children, aux = flatten_registered(x)
+        return tuple(children), tuple(children.values()), aux
+    fields = record_fields(x)
+    return tuple(n for n, _ in fields), tuple(v for _, v in fields), None

@@ -250,6 +250,7 @@ def _constructor_rule(cls: Any) -> Optional[Rule]:
         return None
     pb = Pullback(construct_pullback(fields))
     pb.of = f"{cls.__module__}.{cls.__qualname__}"
+    pb.fields = fields          # (compiled code routes the cotangents by field itself)
     return _store(cls, Rule(cls, pb, needs=lambda active: set()))
 
 

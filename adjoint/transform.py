@@ -488,6 +488,10 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
         return y, RulePB(rule.pullback, args, kw, y, nops, bound)
     if isinstance(f, types.MethodType) and not plain:
         return forward_method(state, f, tape, pos, kw)
+    if not plain and is_record(f) and \
+            isinstance(getattr(type(f), "__call__", None), types.FunctionType):
+        # `layer(x)`: its class's `__call__`, the object's cotangent the callee's
+        return forward_method(state, types.MethodType(type(f).__call__, f), tape, pos, kw)
     target = (lower_function(f), f, cells(f), False) if plain else _target(f)
     if target is None:
         _refuse_opaque_write(f, pos, kw)

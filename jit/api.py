@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import types
 import warnings
 import weakref
 
@@ -36,12 +37,12 @@ from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.codegen.function import ENTRY_NUMBERS, ModuleGen
 from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
-                            flat_ctypes, flat_names, is_direct, range_checks,
+                            flat_ctypes, flat_names, is_direct, range_checks, record_entry,
                             unbox_expr)
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
 from jit.runtime.fastcall import builtin_at, emit_wrapper
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
-                    DictT, FunctionT, ListT, ObjectT, TupleT, TypingError, typeof)
+                    DictT, FunctionT, ListT, ObjectT, RecordT, TupleT, TypingError, typeof)
 
 @dataclass(eq=False)
 class Compiled:
@@ -187,7 +188,11 @@ def make_wrapper(t: Signature, addr: int, fallback: Callable, reroute: Callable 
             num = np.dtype(_NUMPY_DTYPES[a.dtype]).num
             lines.append(f"    if {n}.dtype.num != {num} or {n}.ndim != {a.ndim}: "
                          f"return reroute(({sig}{',' if names else ''}))")
-        if isinstance(a, TupleT) and reroute is not None:
+        if isinstance(a, TupleT) and reroute is not None and has_record(a):
+            env[f"T_{n}"], env["typeof"] = a, _typeof_or_none
+            lines.append(f"    if typeof({n}) != T_{n}: "
+                         f"return reroute(({sig}{',' if names else ''}))")
+        elif isinstance(a, TupleT) and reroute is not None:
             lines.append(f"    if not ({_guard_expr(n, a)}): "
                          f"return reroute(({sig}{',' if names else ''}))")
         leaves = _array_leaves(n, a)     # compiled code steps by elements, not bytes
@@ -228,9 +233,24 @@ def _array_leaves(name: str, t: Any) -> list:
         return [name]
     if isinstance(t, DictT):
         return [x for k, e in zip(t.keys, t.elems) for x in _array_leaves(f"{name}[{k!r}]", e)]
+    if isinstance(t, RecordT):
+        return [x for i, e in enumerate(t.elems)
+                for x in _array_leaves(record_entry(name, t, i), e)]
     if isinstance(t, TupleT):
         return [x for i, e in enumerate(t.elems) for x in _array_leaves(f"{name}[{i}]", e)]
     return []
+
+
+def has_record(t: Any) -> bool:
+    """Does type `t` hold an object (`RecordT`)? Its guard is its whole type."""
+    return isinstance(t, RecordT) or isinstance(t, TupleT) and any(map(has_record, t.elems))
+
+
+def _typeof_or_none(value: Any) -> Any:
+    try:
+        return typeof(value)
+    except TypingError:
+        return None
 
 
 def _guard_expr(name: str, t: Any) -> str:
@@ -418,7 +438,10 @@ def dispatcher_for(func: Any) -> Dispatcher:
 
 
 def jit(func: Any) -> Callable:
-    """Compile `func` (a Python function or an `ssair.IR`) on first call per signature."""
+    """Compile `func` (a Python function or an `ssair.IR`) on first call per signature.
+    A bound method compiles its function, the object an argument like any other."""
+    if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType):
+        return types.MethodType(jit(func.__func__), func.__self__)
     d = dispatcher_for(func)
     if getattr(func, "__code__", None) is not None:
         call = _entry_for(d, func)

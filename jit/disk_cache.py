@@ -128,7 +128,9 @@ def _plain_type(t: Any) -> bool:
     """Numbers, bools, None, strings, arrays and containers of them: an object's class,
     a function or a closure in the signature is compiled in every process (its code is
     not part of the key)."""
-    from jit.types import ArrayT, Scalar, StrT, TupleT
+    from jit.types import ArrayT, RecordT, Scalar, StrT, TupleT
+    if isinstance(t, RecordT):      # (its class's methods are not part of the key)
+        return False
     if isinstance(t, TupleT):
         return all(_plain_type(e) for e in t.elems)
     return isinstance(t, (Scalar, ArrayT, StrT))

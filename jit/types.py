@@ -132,6 +132,34 @@ class DictT(TupleT):
         return self.keys.index(key) if key in self.keys else None
 
 
+@dataclass(frozen=True, repr=False)
+class RecordT(TupleT):
+    """An object whose attributes compiled code reads: a named tuple, a dataclass, a
+    registered class (`adjoint.register_pytree_node`) or another user object.
+    Natively a tuple of its attribute values in `keys` order; its class, its attribute
+    names and their types (and a registered class's static `aux`) are part of the
+    signature, so another class or another field type compiles anew.  `obj.name`
+    reads an entry (`jit.library.records`); its cotangent is a tuple in `keys` order,
+    which the API turns back into the argument's own type."""
+
+    keys: tuple = ()
+    cls: Any = None
+    aux: Any = None
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}: {e}" for k, e in zip(self.keys, self.elems))
+        return f"{self.cls.__name__}({inner})"
+
+    def index(self, key: Any) -> Optional[int]:
+        """The position of attribute `key`, or None."""
+        return self.keys.index(key) if key in self.keys else None
+
+    @property
+    def is_tuple(self) -> bool:
+        """A named tuple: indexing, iteration and `len` apply too."""
+        return issubclass(self.cls, tuple)
+
+
 class PythonCallable:
     """A callable the JIT only calls for its effect (a method of a module-level object,
     `LOG.append`, `logger.info`), held by identity (a bound method of a list does not
@@ -257,8 +285,19 @@ def join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
         return a
     if is_numeric(a) and is_numeric(b):
         return numeric_join(a, b)
+    if isinstance(a, RecordT) or isinstance(b, RecordT):
+        return _join_records(a, b)
     if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
         return TupleT(tuple(join(x, y) for x, y in zip(a.elems, b.elems)))
+    raise TypingError(f"cannot unify {a} and {b}")
+
+
+def _join_records(a: Type, b: Type) -> Type:
+    """Two objects of one class and attribute names join attribute by attribute."""
+    if isinstance(a, RecordT) and isinstance(b, RecordT) and (a.cls, a.keys, a.aux) == (
+            b.cls, b.keys, b.aux):
+        return RecordT(tuple(join(x, y) for x, y in zip(a.elems, b.elems)), a.keys, a.cls,
+                       a.aux)
     raise TypingError(f"cannot unify {a} and {b}")
 
 
@@ -279,6 +318,9 @@ def typeof(value: Any) -> Type:
     opaque = getattr(type(value), "__jit_type__", None)
     if isinstance(opaque, OpaqueT):
         return opaque
+    record = _record_type(value)
+    if record is not None:
+        return record
     if isinstance(value, tuple):
         return TupleT(tuple(typeof(v) for v in value))
     if type(value) is list:
@@ -293,10 +335,66 @@ def typeof(value: Any) -> Type:
             return PartialT(template, tuple(typeof(a) for a in value.args))
     if callable(value):
         return FunctionT(value)
-    raise TypingError(f"values of type {type(value).__name__} are not supported by the JIT")
+    raise TypingError(f"values of type {type(value).__name__} are not supported by the JIT"
+                      f"{_register_hint(value)}")
 
 
-_TYPING = threading.local()    # .cells: the closures whose cells this thread is typing
+CONSTANT_TYPE: list = []  # [the type of a constant operand], `jit.typing.infer.LiteralT`
+
+
+def _record_type(value: Any) -> Optional[RecordT]:
+    """The RecordT of a named tuple or a user object (`adjoint.pytrees`), or None.  An
+    attribute of a type the JIT has no native form for (a string, a label) is a
+    constant of the signature (`LiteralT`), so another value compiles anew."""
+    if type(value) in _SIMPLE or isinstance(value, (np.ndarray, list, dict)) or (
+            type(value) is tuple):
+        return None
+    from adjoint.pytrees import record_structure
+    if callable(value) and not _called_by_its_class(value):
+        return None
+    parts = record_structure(value)
+    if parts is None:
+        return None
+    keys, values, aux = parts
+    typing = getattr(_TYPING, "records", None)
+    if typing is None:
+        typing = _TYPING.records = set()
+    if id(value) in typing:
+        raise TypingError(f"a {type(value).__name__} object that contains itself is not "
+                          "supported by the JIT")
+    typing.add(id(value))
+    try:
+        elems = tuple(_field_type(v) for v in values)
+    finally:
+        typing.discard(id(value))
+    return RecordT(elems, keys, type(value), aux)
+
+
+def _called_by_its_class(value: Any) -> bool:
+    """A callable object whose class defines `__call__` in Python (a layer)."""
+    call = getattr(type(value), "__call__", None)
+    return isinstance(call, pytypes.FunctionType)
+
+
+def _field_type(v: Any) -> Type:
+    try:
+        return typeof(v)
+    except TypingError:
+        if isinstance(v, (str, bytes, type(Ellipsis), slice, range)) or isinstance(v, type):
+            return CONSTANT_TYPE[0](v)
+        raise
+
+
+def _register_hint(value: Any) -> str:
+    if isinstance(value, (str, bytes, complex, set, frozenset)) or isinstance(
+            value, pytypes.ModuleType):
+        return ""
+    from adjoint.pytrees import REGISTER_HINT
+    return f" ({REGISTER_HINT})"
+
+
+_TYPING = threading.local()    # .cells: the closures whose cells this thread is typing;
+#                                 .records: ids of the objects it is typing (a cycle is refused)
 
 
 def _closure_type(f: pytypes.FunctionType) -> Type:

@@ -17,8 +17,17 @@ class UnsupportedError(Refusal):
         self.qualname = func_qualname
         self.file = file
         self.line = line
+        hint = HINTS.get(construct)
         super().__init__(f"unsupported construct {construct!r} in {func_qualname} "
-                         f"at {file}:{line}")
+                         f"at {file}:{line}" + (f": {hint}" if hint else ""))
+
+
+# What to write instead, for the refusals users meet most.
+HINTS = {
+    "attribute assignment": "zygopy reads objects as values and does not follow writes "
+                            "into them; construct a new object instead "
+                            "(`Point(x, p.y)` for a dataclass or named tuple) and return it",
+}
 
 
 # Opcodes that always mean a refused construct (any Python version).

@@ -74,6 +74,50 @@ def check(f, args: tuple = ()) -> None:
         if callable(a) and not fresh(a):
             invalidate()
             return
+    for fn in _methods_of_objects(args):   # compiled code calls an object's methods too
+        if not fresh(fn):
+            invalidate()
+            return
+
+
+_METHODS: dict = {}    # user class -> the Python functions it defines (methods, properties)
+
+
+def _methods_of_objects(args: tuple) -> list:
+    """The functions the classes of the user objects among `args` (and their nested
+    objects) define."""
+    classes: dict = {}
+    seen: set = set()
+    for a in args:
+        _object_classes(a, classes, seen, 0)
+    return [fn for cls in classes for fn in _class_functions(cls)]
+
+
+def _object_classes(value, classes: dict, seen: set, depth: int) -> None:
+    if isinstance(value, (tuple, list)) and depth <= _OBJECT_DEPTH:
+        for v in value:
+            _object_classes(v, classes, seen, depth + 1)
+        return
+    d = _instance_dict(value)
+    if d is None or id(value) in seen or depth > _OBJECT_DEPTH:
+        return
+    seen.add(id(value))
+    classes[type(value)] = True
+    for v in d.values():
+        _object_classes(v, classes, seen, depth + 1)
+
+
+def _class_functions(cls: type) -> tuple:
+    hit = _METHODS.get(cls)
+    if hit is None:
+        fns = []
+        for c in cls.__mro__:
+            for v in vars(c).values():
+                v = getattr(v, "fget", None) or getattr(v, "__func__", v)
+                if type(v) is types.FunctionType and not _library(v):
+                    fns.append(v)
+        hit = _METHODS[cls] = tuple(fns)
+    return hit
 
 
 def fresh(fn) -> bool:
@@ -200,15 +244,11 @@ def _code_entries(f, entries: dict, seen: set) -> None:
     """The entries of the globals `f`'s code reads now, and of the functions they hold."""
     g = f.__globals__
     reached = []
-    for name, attr in loads_of(f.__code__):
+    for name, chain in loads_of(f.__code__):
         value = g.get(name, MISSING)
         entries.setdefault((id(g), name), (g, name, value))
         reached.append(value)
-        if attr is not None and isinstance(value, types.ModuleType) and _user_module(value):
-            d = vars(value)
-            sub = d.get(attr, MISSING)
-            entries.setdefault((id(d), attr), (d, attr, sub))
-            reached.append(sub)
+        _attribute_entries(value, chain, entries, reached)
     for value in reached:
         inner = target_of(value) if value is not MISSING else None
         if inner is not None:
@@ -227,6 +267,68 @@ def loads_of(code: types.CodeType) -> tuple:
     return out
 
 
+def _attribute_entries(value, chain: tuple, entries: dict, reached: list) -> None:
+    """Entries for what compiled code reads through the global `value`: along the
+    attributes `chain` read from it, each attribute of a user module or of a user class
+    (used as a namespace); every instance attribute of a user object (a
+    `types.SimpleNamespace`, a dataclass), nested objects too, since compiled code holds
+    such an object's attributes as constants wherever it is passed."""
+    for attr in chain:
+        d = _namespace_dict(value)
+        if d is None or attr not in d:
+            break
+        sub = d[attr]
+        entries.setdefault((id(value), attr), (d, attr, sub))
+        reached.append(sub)
+        value = sub
+    _object_entries(value, entries, reached, set())
+
+
+_OBJECT_DEPTH = 4      # nested objects followed below a global
+
+
+def _object_entries(value, entries: dict, reached: list, seen: set, depth: int = 0) -> None:
+    d = _instance_dict(value)
+    if d is None or id(value) in seen or depth > _OBJECT_DEPTH:
+        return
+    seen.add(id(value))
+    for k, v in list(d.items()):
+        entries.setdefault((id(value), k), (d, k, v))
+        reached.append(v)
+        _object_entries(v, entries, reached, seen, depth + 1)
+
+
+def _namespace_dict(value):
+    """The attribute dict compiled code reads a user module's, a user class's or a user
+    object's attributes from (a class's is its live mapping proxy), or None."""
+    if isinstance(value, types.ModuleType):
+        return vars(value) if user_module(value) else None
+    if isinstance(value, type):
+        return vars(value) if _user_class(value) else None
+    return _instance_dict(value)
+
+
+def _instance_dict(value):
+    """The `__dict__` of a `types.SimpleNamespace` or of an instance of a user class
+    (not a function, class or module), or None."""
+    if type(value) is types.SimpleNamespace:
+        return vars(value)
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                          types.BuiltinFunctionType)) or not _user_class(type(value)):
+        return None
+    d = getattr(value, "__dict__", None)
+    return d if type(d) is dict else None
+
+
+def _user_class(cls: type) -> bool:
+    """A class defined in the user's own code (not zygopy's, a library's or a builtin)."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    if module is None or module.__name__.partition(".")[0] in _OWN:
+        return False
+    path = getattr(module, "__file__", None)
+    return path is not None and not _in_library(path) or module.__name__ == "__main__"
+
+
 def _codes(code: types.CodeType):
     """`code` and the code objects nested in it (inner functions, comprehensions)."""
     yield code
@@ -236,20 +338,20 @@ def _codes(code: types.CodeType):
 
 
 def _global_loads(code: types.CodeType) -> list:
-    """(global name, the attribute read from it next or None) for each global load."""
-    out, pending = [], None
+    """(global name, the attributes read from it next, in order) for each global load:
+    `cfg.model.W` gives ("cfg", ("model", "W"))."""
+    out, pending, chain = [], None, []
     for ins in dis.get_instructions(code):
         if ins.opname in _ATTRS and pending is not None:
-            out.append((pending, ins.argval))
-            pending = None
+            chain.append(ins.argval)
             continue
         if pending is not None:
-            out.append((pending, None))
-            pending = None
+            out.append((pending, tuple(chain)))
+            pending, chain = None, []
         if ins.opname in _LOADS:
             pending = ins.argval
     if pending is not None:
-        out.append((pending, None))
+        out.append((pending, tuple(chain)))
     return out
 
 
@@ -278,7 +380,7 @@ def _library(f) -> bool:
     return module in _OWN or _in_library(f.__code__.co_filename)
 
 
-def _user_module(m: types.ModuleType) -> bool:
+def user_module(m: types.ModuleType) -> bool:
     """A module of the user's own (its attributes are guarded; numpy's and math's are
     not: rebinding `np.sin` is not a case compiled code follows)."""
     path = getattr(m, "__file__", None)

@@ -154,7 +154,7 @@ def test_user_object_gets_a_namespace_of_attribute_gradients(backend):
     assert gx == pytest.approx(12.0)
 
 
-def test_a_computed_attribute_with_a_gradient_is_refused():
+def test_a_property_differentiates_through_its_getter():
     @dataclass
     class Polar:
         r: float
@@ -163,8 +163,19 @@ def test_a_computed_attribute_with_a_gradient_is_refused():
         def area(self):
             return self.r * self.r
 
-    with pytest.raises(TypeError, match="attribute 'area' of a Polar"):
-        gradient(lambda p: p.area, Polar(2.0), backend="interp")
+    (g,) = gradient(lambda p: p.area, Polar(2.0), backend="interp")
+    assert g.r == pytest.approx(4.0)
+
+
+def test_a_class_attribute_with_a_gradient_is_refused():
+    class Scaled:
+        gain = 3.0
+
+        def __init__(self, r):
+            self.r = r
+
+    with pytest.raises(TypeError, match="attribute 'gain' of a Scaled"):
+        pullback(lambda p: p.gain * p.r, Scaled(2.0), backend="interp")[1](1.0)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -392,6 +392,11 @@ def _dynamic_call(em: Emitter, s: Stmt, ts: list, tan: dict) -> list:
     if s.kwargs:
         raise TypeError(f"jvp: a call of a computed function with keyword arguments is "
                         f"not supported in forward mode yet ({_where(em, s)})")
+    if isinstance(s.args[0], Var) and tan.get(s.args[0]) is not None:
+        raise TypeError(f"jvp: a call of a value that carries a tangent (an object called "
+                        f"through `__call__`, a bound method of one) is not supported in "
+                        f"forward mode yet ({_where(em, s)}); use reverse mode "
+                        "(gradient, pullback)")
     em.into = em.post
     args = em.operands(s)
     r = em.op("call", _helper("call_value"), s.args[0], len(args), *args,

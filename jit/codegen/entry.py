@@ -26,7 +26,7 @@ from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
                        BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT,
-                       PartialT, StrT, TupleT, Type, TypingError)
+                       PartialT, RecordT, StrT, TupleT, Type, TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -228,6 +228,9 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
     if isinstance(t, DictT):
         return [x for k, e in zip(t.keys, t.elems) for x in flat_names(f"{name}[{k!r}]", e,
                                                                         strict)]
+    if isinstance(t, RecordT):
+        return [x for i, e in enumerate(t.elems) for x in flat_names(
+            record_entry(name, t, i), e, strict)]
     if isinstance(t, TupleT):
         return [x for i, e in enumerate(t.elems) for x in flat_names(f"{name}[{i}]", e, strict)]
     if isinstance(t, PartialT):
@@ -236,7 +239,7 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
     if isinstance(t, ClosureT):
         return [x for i, e in enumerate(t.captured)
                 for x in flat_names(f"{name}.__closure__[{i}].cell_contents", e, strict)]
-    if t == NONE or isinstance(t, FunctionT):
+    if t == NONE or isinstance(t, (FunctionT, LiteralT)):
         return []
     if isinstance(t, OpaqueT):
         return [f"{name}.addr"]
@@ -251,14 +254,37 @@ def range_checks(name: str, t: Type) -> list:
         return [f"{INT64_MIN} <= {name} <= {INT64_MAX}"]
     if isinstance(t, DictT):
         return [c for k, e in zip(t.keys, t.elems) for c in range_checks(f"{name}[{k!r}]", e)]
+    if isinstance(t, RecordT):
+        return [c for i, e in enumerate(t.elems)
+                for c in range_checks(record_entry(name, t, i), e)]
     if isinstance(t, TupleT):
         return [c for i, e in enumerate(t.elems) for c in range_checks(f"{name}[{i}]", e)]
     return []
 
 
+def record_entry(name: str, t: RecordT, i: int) -> str:
+    """The Python expression of entry `i` of record `name` (see `jit.types.RecordT`)."""
+    if t.is_tuple:
+        return f"{name}[{i}]"
+    if t.aux is not None or _registered(t):
+        return f"__import__('adjoint').pytrees.flatten_registered({name})[0][{t.keys[i]!r}]"
+    return f"{name}.{t.keys[i]}"
+
+
+def _registered(t: RecordT) -> bool:
+    from adjoint.pytrees import is_registered_class
+    return is_registered_class(t.cls)
+
+
 def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
     """Python source rebuilding a result of type `t`: from the flat structure `o`, or
     (`direct`) from `r`, the entry's return value."""
+    if isinstance(t, RecordT):
+        env.setdefault("rebuild", rebuild_record)
+        env[f"R{len(env)}"] = t
+        name = f"R{len(env) - 1}"
+        parts = ", ".join(unbox_expr(e, env, counter, direct) for e in t.elems)
+        return f"rebuild({name}, ({parts}{',' if len(t.elems) == 1 else ''}))"
     if isinstance(t, ListT):
         return "[" + ", ".join(unbox_expr(e, env, counter, direct) for e in t.elems) + "]"
     if isinstance(t, DictT):
@@ -283,6 +309,14 @@ def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
         env["STRINGS"] = STRINGS
         return f"STRINGS[o.f{k}]"
     return f"o.f{k}"
+
+
+def rebuild_record(t: RecordT, values: tuple) -> Any:
+    """An object of record type `t` holding `values` (a result built in compiled code):
+    the named tuple, the registered class's `unflatten`, or the object made without
+    calling `__init__` (as the API makes a gradient)."""
+    from adjoint.pytrees import build_record
+    return build_record(t.cls, t.keys, values, t.aux)
 
 
 def copy_array(s: Any, t: ArrayT) -> np.ndarray:

@@ -33,7 +33,8 @@ from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, FunctionT,
-                       ObjectT, OpaqueT, PartialT, Scalar, StrT, TupleT, Type, TypingError)
+                       ObjectT, OpaqueT, PartialT, RecordT, Scalar, StrT, TupleT, Type,
+                       TypingError)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
@@ -113,6 +114,9 @@ def const_value(value: Any, t: Type) -> L.Constant:
         return L.Constant(I64, int(value))
     if t == FLOAT64:
         return L.Constant(F64, float(value))
+    if isinstance(t, RecordT):       # an object read from a global: its attributes now
+        from adjoint.pytrees import record_structure
+        value = record_structure(value)[1]
     if isinstance(t, TupleT):
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(value, t.elems)])
     if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):
@@ -435,6 +439,8 @@ class FunctionGen:
             return zero_of(want)
         if isinstance(want, StrT) and isinstance(have, (LiteralT, StrT)):
             return v if isinstance(have, StrT) else self.mg.string_word(have.value)
+        if isinstance(want, RecordT) and isinstance(have, LiteralT):
+            return const_value(have.value, want)   # a global object passed on: its fields
         if isinstance(have, TupleT) and isinstance(want, TupleT):
             out = L.Constant(lltype(want), L.Undefined)
             for i, (h, w) in enumerate(zip(have.elems, want.elems)):
@@ -545,6 +551,8 @@ def _cg_call(fc: FunctionGen, s, ts):
     if isinstance(ts[0], ClosureT):
         clo = fc.get(s.args[0])
         lead = [fc.b.extract_value(clo, i) for i in range(len(ts[0].captured))]
+    elif isinstance(ts[0], RecordT):     # the object called is `__call__`'s receiver
+        lead = [fc.get(s.args[0])]
     return fc.call_user(call.target, call.operands[len(lead):], lead)
 
 

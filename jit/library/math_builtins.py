@@ -32,7 +32,7 @@ from jit.library import platforms
 from jit.library.registry import REGISTRY
 from jit.typing.infer import STATIC_CALLS
 from jit.typing.infer import LiteralT
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ListLiteral, TupleT, Type,
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ListLiteral, RecordT, TupleT, Type,
                        is_int_like, is_numeric, numeric_join)
 
 # math functions of one float argument: name -> can overflow (inf from finite input is
@@ -122,7 +122,8 @@ def _t_round(ctx, s, ts) -> Type:
 def _t_len(ctx, s, ts) -> Type:
     if len(ts) == 1 and isinstance(ts[0], LiteralT) and isinstance(ts[0].value, ListLiteral):
         return INT64     # a constant list (`[]` before a loop appends to it)
-    if len(ts) != 1 or not isinstance(ts[0], (ArrayT, TupleT, BuiltListT)):
+    if len(ts) != 1 or not isinstance(ts[0], (ArrayT, TupleT, BuiltListT)) or (
+            isinstance(ts[0], RecordT) and not ts[0].is_tuple):
         ctx.fail(f"len() of {ts[0] if ts else 'nothing'} is not supported")
     return INT64
 

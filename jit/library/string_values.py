@@ -21,7 +21,10 @@ def _as_id(fc, operand, t) -> L.Value:
 
 
 def _has_str(ctx, s, ts) -> bool:
-    return any(isinstance(t, StrT) for t in ts)
+    """A StrT operand, or two string constants (an object's str attribute is one:
+    `self.act == "tanh"`)."""
+    return any(isinstance(t, StrT) for t in ts) or len(ts) == 2 and all(
+        string_like(t) for t in ts)
 
 
 def _is_str(ctx, s, ts) -> bool:

@@ -20,7 +20,7 @@ from jit.library.registry import REGISTRY
 from jit.library.slicing import SliceT
 from jit.pullback.cotangents import accum_type, accum_values
 from jit.typing.infer import STATIC_CALLS, Context
-from jit.types import NONE, TupleT, Type
+from jit.types import NONE, RecordT, TupleT, Type
 
 
 def positions(t: TupleT, st: SliceT) -> list:
@@ -100,14 +100,16 @@ def _cg_accum(fc, s, ts):
 def _static_len(engine, t, s):
     """`len(t)` of a tuple is known from its type (so `t[:len(x)]` slices statically)."""
     xt = engine.operand_type(t, s.args[1]) if len(s.args) == 2 else None
+    if isinstance(xt, RecordT) and not xt.is_tuple:
+        return None
     return len(xt.elems) if isinstance(xt, TupleT) and not isinstance(xt, SliceT) else None
 
 
 def _t_tuple_call(ctx: Context, s, ts):
     """`tuple(t)` of a tuple is t itself (derivative rules write `tuple(dy[:n])`)."""
     if len(ts) == 1 and isinstance(ts[0], TupleT) and not isinstance(ts[0], SliceT) \
-            and not s.kwargs:
-        return ts[0]
+            and not s.kwargs and not (isinstance(ts[0], RecordT) and not ts[0].is_tuple):
+        return TupleT(ts[0].elems) if isinstance(ts[0], RecordT) else ts[0]
     ctx.fail(f"tuple() of {', '.join(map(str, ts))} is not compiled (tuples only)")
 
 

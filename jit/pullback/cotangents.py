@@ -27,7 +27,7 @@ from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
 from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
-                       TupleT, Type, TypingError, is_numeric)
+                       RecordT, TupleT, Type, TypingError, is_numeric)
 
 
 def accum_type(a: Type, b: Type) -> Type:
@@ -333,6 +333,104 @@ _PB = REGISTRY.entry(Pullback, family="derivatives", name="adjoint rule object",
                      by_class=True)
 REGISTRY.add(_PB, "d_getattr of an array method or .T", is_getattr_pullback,
              t_getattr_pullback, _cg_pullback, numpy_too=True)
+
+
+# -- d_getattr of an object (`jit.types.RecordT`): a stored attribute's cotangent goes to
+# its entry of the object's cotangent tuple; a method's (a closure over the object) is
+# the object's own.
+
+def _record_attribute(ctx: Context, s, ts) -> bool:
+    from adjoint.rules_math import d_getattr
+    return s.args[0].value is d_getattr and len(s.args) == 4 and isinstance(ts[2], RecordT) \
+        and not _record_property(ctx, s, ts)
+
+
+def _record_property(ctx: Context, s, ts) -> bool:
+    """Pattern: d_getattr of a property of an object, with a cotangent."""
+    from adjoint.rules_math import d_getattr
+    from jit.library.records import property_getter
+    return s.args[0].value is d_getattr and len(s.args) == 4 and isinstance(ts[2], RecordT) \
+        and ts[1] != NONE and property_getter(ts[2], ctx.const(s.args[3])) is not None
+
+
+def _t_property_pullback(ctx: Context, s, ts) -> Type:
+    """The getter's own gradient, compiled (`jit.library.records.property_pullback`)."""
+    from jit.library.python_impls import impl_call
+    from jit.library.records import property_getter, property_pullback
+    impl = property_pullback(property_getter(ts[2], ctx.const(s.args[3])))
+    ret = impl_call(ctx, s, impl, [s.args[1], s.args[2]])
+    ctx.typing.calls[s.var].callee = s.args[0].value
+    return ret
+
+
+def _t_record_pullback(ctx: Context, s, ts) -> Type:
+    dy, x, name = ts[1], ts[2], ctx.const(s.args[3])
+    k = x.index(name)
+    if dy == NONE:
+        return TupleT((NONE, NONE))
+    if k is not None:
+        return TupleT((TupleT(tuple(dy if i == k else NONE for i in range(len(x.elems)))),
+                       NONE))
+    if isinstance(dy, TupleT) and len(dy.elems) == 1:     # a bound method's
+        return TupleT((dy.elems[0], NONE))
+    if x.index(name) is None and not isinstance(dy, TupleT):
+        from adjoint.pytrees import computed_attribute_error
+        ctx.fail(str(computed_attribute_error(x.cls.__name__, name)))
+    ctx.fail(f"the cotangent {dy} of attribute {name!r} of {x} is not supported")
+
+
+def _cg_record_pullback(fc: FunctionGen, s, ts):
+    out = L.Constant(lltype(s.type), L.Undefined)
+    if ts[0] == NONE:
+        return L.Constant(lltype(s.type), None)
+    dy = fc.get(s.args[1])
+    k = ts[1].index(s.args[3].value)
+    if k is None:
+        part = fc.b.extract_value(dy, 0)
+    else:
+        inner = s.type.elems[0]
+        part = L.Constant(lltype(inner), None)
+        part = fc.b.insert_value(part, fc.convert(dy, ts[0], inner.elems[k]), k)
+    return fc.b.insert_value(fc.b.insert_value(out, part, 0), L.Constant(L.IntType(8), 0), 1)
+
+
+def _constructor_pullback(ctx: Context, s, ts) -> bool:
+    """Pattern: the pullback of `Point(x, y)` (a named tuple or dataclass built)."""
+    fields = getattr(s.args[0].value, "fields", None)
+    return fields is not None and (ts[1] == NONE or isinstance(ts[1], TupleT) and len(
+        ts[1].elems) == len(fields))
+
+
+def _field_positions(s) -> list:
+    """The field index of each cotangent `d_construct` returns: the positional
+    operands in order, then the keywords by name."""
+    fields = s.args[0].value.fields
+    npos = len(s.args) - 2
+    return list(range(npos)) + [fields.index(k) for k in s.kwargs]
+
+
+def _t_constructor_pullback(ctx: Context, s, ts) -> Type:
+    dy = ts[1]
+    return TupleT(tuple(NONE if dy == NONE else dy.elems[k] for k in _field_positions(s)))
+
+
+def _cg_constructor_pullback(fc: FunctionGen, s, ts):
+    out = L.Constant(lltype(s.type), None)
+    if ts[0] == NONE:
+        return out
+    dy = fc.get(s.args[1])
+    for i, k in enumerate(_field_positions(s)):
+        if s.type.elems[i] != NONE:
+            out = fc.b.insert_value(out, fc.b.extract_value(dy, k), i)
+    return out
+
+
+REGISTRY.add(_PB, "the constructor of a named tuple or dataclass", _constructor_pullback,
+             _t_constructor_pullback, _cg_constructor_pullback, numpy_too=True)
+REGISTRY.add(_PB, "d_getattr of an object's attribute or method", _record_attribute,
+             _t_record_pullback, _cg_record_pullback, numpy_too=True)
+REGISTRY.add(_PB, "d_getattr of an object's property (its getter's gradient)",
+             _record_property, _t_property_pullback, None, numpy_too=True)
 REGISTRY.add(_PB, "any derivative rule (its plain-Python function, or the JIT's version)",
              None, _t_pullback, _cg_pullback, numpy_too=True)
 

@@ -49,10 +49,12 @@ from jit.types import (
     ClosureT,
     FunctionT,
     PythonCallable,
+    RecordT,
     TupleT,
     Type,
     TypingError,
 )
+from jit.library.records import RECEIVER, object_call
 
 
 @dataclass(frozen=True, repr=False)
@@ -94,6 +96,9 @@ def _callee(ctx: Context, ft: Type) -> tuple:
     from adjoint.transform import _special, own_rule_code, rule_function
     if isinstance(ft, ClosureT):
         return ft.func, list(ft.captured), True
+    call = object_call(ft)
+    if call is not None:     # `layer(x)`: its class's `__call__`, the object captured
+        return call, [ft], RECEIVER
     if not isinstance(ft, FunctionT):
         ctx.fail(f"jcall of a value of type {ft} is not supported")
     f = rule_function(ft.func)     # forward mode's rule object: its Python function
@@ -340,6 +345,8 @@ def _cg_jcall(fc: FunctionGen, s, ts):
     if isinstance(ts[0], ClosureT):
         clo = fc.get(s.args[0])
         lead += [fc.b.extract_value(clo, i) for i in range(len(ts[0].captured))]
+    elif isinstance(ts[0], RecordT):        # the object called is `__call__`'s receiver
+        lead.append(fc.get(s.args[0]))
     res = fc.call_user(call.target, call.operands, lead)
     target = fc.mg.engine.table.get(call.target.key, call.target)
     push_value(fc, tape, fc.b.extract_value(res, 1), target.ret.elems[1])
@@ -551,7 +558,8 @@ def _cg_rule_jback(fc: FunctionGen, s, ts):
 def route_types(pb: CallPBT, grads: TupleT) -> tuple:
     """The callee's per-argument cotangent types -> one per jcall operand."""
     g = grads.elems
-    df = TupleT(tuple(g[:pb.nfree])) if pb.closure else NONE
+    df = g[0] if pb.closure == RECEIVER else TupleT(tuple(g[:pb.nfree])) if pb.closure \
+        else NONE
     return (df,) + tuple(_slot_of(g, pb.nfree, k) for k in pb.slots)
 
 
@@ -585,7 +593,8 @@ def _cg_jback(fc: FunctionGen, s, ts):
     g = target.ret.elems
     b = fc.b
     parts = [b.extract_value(grads, i) for i in range(len(g))]
-    outs = [(_tuple_of(fc, parts[:pb.nfree], g[:pb.nfree]), TupleT(tuple(g[:pb.nfree])))
+    outs = [(parts[0], g[0]) if pb.closure == RECEIVER else
+            (_tuple_of(fc, parts[:pb.nfree], g[:pb.nfree]), TupleT(tuple(g[:pb.nfree])))
             if pb.closure else (None, NONE)]
     for k in pb.slots:
         if not isinstance(k, tuple):

@@ -50,7 +50,7 @@ from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
 from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
                               call_argument_type, lower_function)
 from jit.types import (BOOL, FLOAT64, INT64, NONE, READER, TAPE, ArrayT, ClosureT, DictT,
-                       ListT, TupleT, Type)
+                       ListT, RecordT, TupleT, Type)
 
 FAMILY = "nested differentiation"
 _TAPE_HEAD = L.ArrayType(I64, 3)          # data, len, cap (jit.runtime.tape)
@@ -72,11 +72,22 @@ def _gradient_type(ctx: Context, c: Type, a: Type) -> Type:
         cs = c.elems if isinstance(c, TupleT) else (NONE,) * len(a.elems)
         if len(cs) == len(a.elems):      # in the argument's own structure
             elems = tuple(_gradient_type(ctx, ci, ai) for ci, ai in zip(cs, a.elems))
+            if isinstance(a, RecordT):
+                return _gradient_record(a, elems)
             if isinstance(a, DictT):
                 return DictT(elems, a.keys)
             return ListT(elems) if isinstance(a, ListT) else TupleT(elems)
     ctx.fail(f"gradient: the gradient of an argument of type {a} (cotangent {c}) is not "
              "compiled inside compiled code")
+
+
+def _gradient_record(a: RecordT, elems: tuple) -> RecordT:
+    """The gradient of an object, as `adjoint.api` gives it: the same class for a named
+    tuple, a dataclass or a registered class, else a `types.SimpleNamespace`."""
+    import dataclasses
+    from adjoint.pytrees import is_registered_class
+    same = a.is_tuple or dataclasses.is_dataclass(a.cls) or is_registered_class(a.cls)
+    return RecordT(elems, a.keys, a.cls if same else pytypes.SimpleNamespace, a.aux)
 
 
 def _t_gradient(ctx: Context, s, ts: list) -> Type:

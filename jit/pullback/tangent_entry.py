@@ -17,6 +17,7 @@ from adjoint.passes.tangent import HELPERS
 from adjoint.rule_table import TangentHelper
 from ssair import Const
 from ssair.compile_lock import built_once
+from jit.library.records import class_call
 from jit.library.registry import REGISTRY
 from jit.pullback.backend import JitFallbackWarning
 from jit.library.python_impls import impl_call
@@ -26,7 +27,7 @@ from jit.codegen.function import codegen, zero_of
 from jit.pullback.array_values import zeros_like
 from jit.pullback.cotangents import zero_type
 from jit.typing.infer import rule
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, TupleT, Type,
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, FunctionT, RecordT, TupleT, Type,
                        TypingError, typeof)
 
 _TABLE: dict = {}     # (tangent IR, argument types) -> compiled wrapper, or the refusal
@@ -132,6 +133,10 @@ def _t_call_value(ctx: Any, s: Any, ts: list, helper: Any) -> Any:
             ctx.typing.calls[s.var] = Call(target, [s.args[1]] * len(captured) + operands, tf)
             ctx.typing.writes |= target.writes
             return target.ret
+        call = class_call(ft)
+        if call is not None:        # `layer(x)`: `__call__` with the object held constant
+            tf = tangent_function(call, (False,) + mask, (None,) + names)
+            return impl_call(ctx, s, tf, [s.args[1]] + operands)
         if isinstance(ft, FunctionT) and is_user_function(f):
             cells = [Const(c.cell_contents) for c in f.__closure__ or ()]
             tf = tangent_function(f, mask, names, (False,) * len(cells) if cells else None,
@@ -196,3 +201,27 @@ _HELPER = REGISTRY.entry(TangentHelper, family="derivatives", name="forward-mode
                          by_class=True)
 REGISTRY.add(_HELPER, "any forward-mode rule (its plain-Python function)", None, _t_helper,
              _cg_helper, numpy_too=True)
+
+
+# -- `j_field(t, y, name)` of an object `y` (`RecordT`): the entry of its tangent `t`
+# (an object of the same attributes, or a tuple of their tangents) at the attribute.
+
+def _is_object_field(ctx: Any, s: Any, ts: list) -> bool:
+    from adjoint.rules_tangent import j_field
+    return s.args[0].value is j_field and isinstance(ts[2], RecordT) and \
+        ts[2].index(ctx.const(s.args[3])) is not None and (
+            ts[1] == NONE or isinstance(ts[1], TupleT) and len(ts[1].elems) == len(ts[2].elems))
+
+
+def _t_object_field(ctx: Any, s: Any, ts: list) -> Any:
+    return NONE if ts[1] == NONE else ts[1].elems[ts[2].index(ctx.const(s.args[3]))]
+
+
+def _cg_object_field(fc: Any, s: Any, ts: list) -> Any:
+    if ts[0] == NONE:
+        return zero_of(s.type)
+    return fc.b.extract_value(fc.get(s.args[1]), ts[1].index(s.args[3].value))
+
+
+REGISTRY.add(_HELPER, "the tangent of an object's attribute", _is_object_field,
+             _t_object_field, _cg_object_field, numpy_too=True)

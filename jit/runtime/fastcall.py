@@ -35,7 +35,7 @@ from jit.runtime import symbols
 from jit.runtime import native as runtime
 from jit.codegen.arrays import callee_of
 from jit.codegen.entry import out_leaves, out_struct
-from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListT, TupleT
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, ListT, RecordT, TupleT
 
 PTR = L.PointerType()
 I8 = L.IntType(8)
@@ -213,7 +213,7 @@ def _box_tuple(b: L.IRBuilder, t: Any, leaves: Any) -> L.Value:
 
 def _boxable(t: Any) -> bool:
     """A result the wrapper boxes: a tuple of float64, int64, bool and none (nested)."""
-    if isinstance(t, TupleT) and not isinstance(t, (ListT, DictT)):
+    if isinstance(t, TupleT) and not isinstance(t, (ListT, DictT, RecordT)):
         return all(e in (FLOAT64, INT64, BOOL, NONE) or _boxable(e) for e in t.elems)
     return False
 

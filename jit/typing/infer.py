@@ -33,8 +33,9 @@ from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from ssair.passes.util import use_counts
 
-from jit.types import (BOOL, NONE, BuiltListT, ClosureT, DictT, FunctionT, ListLiteral, ListT,
-                       StrT, TupleT, Type, TypingError, join, typeof)
+from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, FunctionT,
+                       ListLiteral, ListT, RecordT, StrT, TupleT, Type, TypingError, join,
+                       typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
 from jit.typing.unroll import RetypeNeeded
@@ -54,6 +55,9 @@ class LiteralT(Type):
 
     def __str__(self) -> str:
         return f"literal({self.value!r})"
+
+
+CONSTANT_TYPE[:] = [LiteralT]     # (an object's str attribute: jit.types)
 
 
 @dataclass(eq=False)
@@ -145,6 +149,9 @@ POST_TYPING_REWRITES: list = []
 # `handler(ctx, stmt, types) -> Type or None`, asked for a call of a callable that has
 # no registry entry (jit.library.numpy_calls.effect_call)
 UNTYPED_CALLS: list = []
+# [object_call]: the function a call of an object (`jit.types.RecordT`) runs, or None
+# (jit.library.records: its class's `__call__` bound to it)
+OBJECT_CALLS: list = []
 # Calls whose result is known at compile time: fn(engine, typing, stmt) -> value | None.
 STATIC_CALLS: dict = {}
 
@@ -488,9 +495,15 @@ class Engine:
                 return None
             return TupleT(tuple(parts)) if a.keys is None else DictT(tuple(parts), keys=a.keys)
         try:
-            return typeof(a.value)
+            t = typeof(a.value)
         except TypingError:
             return LiteralT(a.value)
+        if isinstance(t, RecordT) and not t.is_tuple:
+            # an object read from a global is the live object: its methods run in Python
+            # for their effect, its data attributes and functions are read as constants
+            # (jit.library.records), guarded (lowering.guards)
+            return LiteralT(a.value)
+        return t
 
     def _prune(self, t: Typing) -> None:
         """Drop blocks never reached and fold branches decided at compile time; a
@@ -575,6 +588,9 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     callee = ts[0]
     if isinstance(callee, ClosureT):
         return _user_call(ctx, s, callee.func, list(callee.captured), closure=True)
+    call = OBJECT_CALLS[0](callee) if OBJECT_CALLS else None
+    if call is not None:     # `layer(x)`: its class's `__call__`, the object its receiver
+        return _user_call(ctx, s, call, [callee], closure=True)
     if not isinstance(callee, FunctionT):
         ctx.fail(f"calling a value of type {callee} is not supported")
     f = callee.func
@@ -623,6 +639,12 @@ def _argument_type(t: Type) -> Type:
     """A constant string argument is passed as a string (its interned id)."""
     if isinstance(t, LiteralT) and isinstance(t.value, str):
         return StrT(frozenset((t.value,)))
+    if isinstance(t, LiteralT) and not isinstance(t.value, (type, pytypes.ModuleType)):
+        try:        # a global object passed on: an argument like any other object
+            record = typeof(t.value)
+        except TypingError:
+            return t
+        return record if isinstance(record, RecordT) else t
     return t
 
 

@@ -14,7 +14,7 @@ from ssair.ir import Const, Stmt, Var
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, FunctionT, ListLiteral, ListT,
-                       PythonCallable, Scalar, TupleT, Type, is_int_like, is_numeric,
+                       PythonCallable, RecordT, Scalar, TupleT, Type, is_int_like, is_numeric,
                        numeric_join)
 
 # ---------------------------------------------------------------------------
@@ -172,6 +172,7 @@ def _t_list(ctx: Context, s: Stmt, ts: list) -> Type:
 @rule("unpack")
 def _t_unpack(ctx: Context, s: Stmt, ts: list) -> Type:
     n = ctx.const(s.args[1])
+    refuse_object_as_sequence(ctx, ts[0], "iterable")
     if isinstance(ts[0], TupleT) and len(ts[0].elems) == n:
         return ts[0]
     if isinstance(ts[0], TupleT):
@@ -185,6 +186,13 @@ def _t_unpack(ctx: Context, s: Stmt, ts: list) -> Type:
 _NO_KEY = object()
 
 
+def refuse_object_as_sequence(ctx: Context, t: Type, what: str) -> None:
+    """An object other than a named tuple (natively a tuple too) is not a sequence:
+    CPython's TypeError, at compile time."""
+    if isinstance(t, RecordT) and not t.is_tuple:
+        ctx.fail(f"'{t.cls.__name__}' object is not {what}")
+
+
 def index_types(ctx: Context, ts: list) -> list:
     """Flatten `a[i, j]` given as one tuple operand or as several operands."""
     if len(ts) == 1 and isinstance(ts[0], TupleT):
@@ -195,6 +203,7 @@ def index_types(ctx: Context, ts: list) -> list:
 @rule("getitem")
 def _t_getitem(ctx: Context, s: Stmt, ts: list) -> Type:
     obj, idx = ts[0], index_types(ctx, ts[1:])
+    refuse_object_as_sequence(ctx, obj, "subscriptable")
     if isinstance(obj, TupleT):
         return _tuple_item(ctx, s, obj, idx)
     if not isinstance(obj, ArrayT):
