@@ -15,6 +15,7 @@ import sys
 import types
 
 from ssair.ir import Const
+from ssair.primitives import operator_primitive
 
 from .handlers import handles
 from .ops_basic import static_items
@@ -187,6 +188,10 @@ def call(lw, callee, args: list, names: tuple) -> None:
         kw = {**{k: Const(v) for k, v in value.keywords.items()}, **kwargs}
         call(lw, Const(value.func), [Const(a) for a in value.args] + list(args) + list(kw.values()),
              tuple(kw))
+        return
+    operator_op = operator_primitive(value) if value is not None and not kwargs else None
+    if operator_op is not None and len(args) == operator_op[1]:
+        lw.push(lw.emit(operator_op[0], *args))   # operator.add(a, b) is a + b
         return
     if any(value is f for f in LOOPABLE) and not kwargs:
         lw.push(LazyCall(callee=value, args=args))

@@ -1,0 +1,136 @@
+"""Regressions found by running myia's test programs (bench/myia_programs.py).
+
+Each test restates the failing shape in our own words: the `operator` module's
+functions used as ordinary callables (called, kept in tuples, passed to a helper),
+and numpy's `.item()` read out of a reduction.
+"""
+import math
+import operator
+import warnings
+
+import numpy as np
+import pytest
+
+from adjoint import gradient, pullback
+import lowering
+
+BACKENDS = ("interp", "llvm")
+
+ADD, MUL = operator.add, operator.mul
+
+
+def _central(f, args, i, h=1e-6):
+    up = list(args)
+    down = list(args)
+    up[i] += h
+    down[i] -= h
+    return (f(*up) - f(*down)) / (2 * h)
+
+
+def _check_fd(f, args, got):
+    for i in range(len(args)):
+        assert math.isclose(got[i], _central(f, args, i), rel_tol=1e-6, abs_tol=1e-8)
+
+
+# -- operator functions as callables ------------------------------------------------
+
+def pair_of_ops(x, y):
+    first, second = ADD, MUL
+    return first(x, y) + second(x, y) - operator.truediv(x, y) + operator.neg(x) ** 2
+
+
+def apply_both(fns, x, y):
+    f, g = fns
+    return operator.mul(f(x, y), g(x, y))
+
+
+def through_helper(a, b):
+    return apply_both((ADD, MUL), a, b)
+
+
+def compare_as_value(x, y):
+    smaller = operator.lt
+    return x * y if smaller(x, y) else x - y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_operator_functions_in_a_tuple_differentiate(backend):
+    got = gradient(pair_of_ops, 1.5, 2.5, backend=backend)
+    _check_fd(pair_of_ops, (1.5, 2.5), got)
+
+
+def test_operator_function_called_directly_is_the_primitive():
+    text = str(lowering.code_lowered(pair_of_ops))
+    assert "mul(" in text and "truediv(" in text and "_operator" not in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # compiled, no fallback to the interpreter
+        got = gradient(pair_of_ops, 0.5, -2.0)
+    _check_fd(pair_of_ops, (0.5, -2.0), got)
+
+
+@pytest.mark.parametrize("backend", ("interp", "auto"))
+def test_operator_functions_passed_as_values(backend):
+    # (a + b) * (a * b): d/da = b(a + b) + ab, d/db = a(a + b) + ab
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # auto may run it in the interpreter
+        got = gradient(through_helper, 4.0, 5.0, backend=backend)
+    assert got == pytest.approx((5.0 * 9.0 + 20.0, 4.0 * 9.0 + 20.0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_comparison_function_as_value_takes_the_branch(backend):
+    assert gradient(compare_as_value, 2.0, 3.0, backend=backend) == pytest.approx((3.0, 2.0))
+    assert gradient(compare_as_value, 3.0, 2.0, backend=backend) == pytest.approx((1.0, -1.0))
+
+
+def test_operator_function_value_without_rule_is_refused():
+    def concat(x, y):
+        join = operator.concat
+        return join((x,), (y,))[0] * 2.0
+    # concat has no primitive: CPython's answer, and a clear error if differentiated
+    with pytest.raises(Exception, match="concat"):
+        gradient(concat, 1.0, 2.0, backend="interp")
+
+
+# -- ndarray.item ----------------------------------------------------------------------
+
+def total_item(a):
+    return np.sum(a * a).item()
+
+
+def indexed_items(a):
+    return (a * 3.0).item(1) + a.item(1, 0) * 2.0
+
+
+def single_item(a):
+    return np.tanh(a).item()
+
+
+@pytest.mark.parametrize("backend", ("interp", "auto"))
+def test_item_of_a_reduction(backend):
+    a = np.array([[1.0, -2.0], [0.5, 4.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (g,) = gradient(total_item, a, backend=backend)
+    np.testing.assert_allclose(g, 2 * a)
+
+
+@pytest.mark.parametrize("backend", ("interp", "auto"))
+def test_item_with_flat_and_axis_indices(backend):
+    a = np.array([[1.0, -2.0], [0.5, 4.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (g,) = gradient(indexed_items, a, backend=backend)
+    np.testing.assert_allclose(g, [[0.0, 3.0], [2.0, 0.0]])
+
+
+@pytest.mark.parametrize("shape", [(1,), (), (1, 1)])
+def test_item_of_a_single_element_array(shape):
+    a = np.full(shape, 0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y, back = pullback(single_item, a)
+    assert y == pytest.approx(math.tanh(0.3))
+    (g,) = back(1.0)
+    assert np.shape(g) == shape
+    np.testing.assert_allclose(g, np.full(shape, 1 - math.tanh(0.3) ** 2))
