@@ -134,3 +134,30 @@ def test_item_of_a_single_element_array(shape):
     (g,) = back(1.0)
     assert np.shape(g) == shape
     np.testing.assert_allclose(g, np.full(shape, 1 - math.tanh(0.3) ** 2))
+
+
+# -- operator functions as values, compiled -------------------------------------------
+
+def spread_call(fn, *arrays):
+    return fn(*arrays)
+
+
+def ratio_total(xs, ys):
+    return np.sum(spread_call(operator.truediv, xs, ys))
+
+
+def test_operator_value_through_a_helper_compiles():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # no fallback to the interpreter
+        got = gradient(through_helper, 4.0, 5.0, backend="llvm")
+    assert got == pytest.approx((65.0, 56.0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_operator_value_spread_over_arrays(backend):
+    xs, ys = np.array([1.0, -2.0, 3.0]), np.array([4.0, 5.0, -0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gx, gy = gradient(ratio_total, xs, ys, backend=backend)
+    np.testing.assert_allclose(gx, 1.0 / ys)
+    np.testing.assert_allclose(gy, -xs / ys ** 2)
