@@ -161,3 +161,41 @@ def test_operator_value_spread_over_arrays(backend):
         gx, gy = gradient(ratio_total, xs, ys, backend=backend)
     np.testing.assert_allclose(gx, 1.0 / ys)
     np.testing.assert_allclose(gy, -xs / ys ** 2)
+
+
+# -- Python's builtin sum over an array, compiled ---------------------------------------
+
+def squares_total(a):
+    return sum(a * a)
+
+
+def rows_then_total(a, b):
+    per_column = sum(a * b + 1.0)       # a 2-D array: its rows added into one row
+    return sum(per_column * per_column)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_builtin_sum_of_arrays_compiles_and_differentiates(backend):
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # no fallback to the interpreter
+        (g1,) = gradient(squares_total, a[0], backend=backend)
+        ga, gb = gradient(rows_then_total, a, b, backend=backend)
+    np.testing.assert_allclose(g1, 2 * a[0])
+    col = np.sum(a * b + 1.0, axis=0)
+    np.testing.assert_allclose(ga, 2 * col * b)
+    np.testing.assert_allclose(gb, 2 * col * a)
+
+
+def test_builtin_sum_adds_in_cpythons_order():
+    from jit import jit
+    x = np.random.default_rng(9).standard_normal(1001)
+    assert jit(squares_total)(x) == squares_total(x)     # bit for bit, not pairwise
+    m = np.random.default_rng(2).standard_normal((7, 2))
+    np.testing.assert_array_equal(jit(lambda a: sum(a))(m), sum(m))
+
+
+def test_builtin_sum_of_an_empty_array_differentiates():
+    (g,) = gradient(squares_total, np.zeros(0), backend="llvm")
+    assert g.shape == (0,)
