@@ -137,7 +137,15 @@ def inbody_programs(tree: ast.Module, skip: set) -> list:
 
 
 def myia_only_calls(tree: ast.AST) -> set:
-    return _calls(tree) & set(MYIA_ONLY)
+    """The myia-only operations `tree` calls, and `array_reduce` where a call of it is
+    not the sum to () that the stand-in is written for."""
+    found = _calls(tree) & set(MYIA_ONLY)
+    for n in ast.walk(tree):
+        if _called_name(n) == "array_reduce" and not (
+                len(n.args) == 3 and getattr(n.args[0], "id", None) == "scalar_add"
+                and isinstance(n.args[2], ast.Tuple) and not n.args[2].elts):
+            found.add("array_reduce (other than a sum to ())")
+    return found
 
 
 # ---------------------------------------------------------------------------------

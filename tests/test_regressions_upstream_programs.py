@@ -199,3 +199,57 @@ def test_builtin_sum_adds_in_cpythons_order():
 def test_builtin_sum_of_an_empty_array_differentiates():
     (g,) = gradient(squares_total, np.zeros(0), backend="llvm")
     assert g.shape == (0,)
+
+
+# -- defaults computed when a nested function is made ------------------------------------
+
+def default_read_here(x):
+    def square(n=x):
+        return n * n
+    return square() + square(2.0 * x)       # d/dx = 2x + 8x
+
+
+def recursive_with_default(x):
+    def fact(n=x):
+        if n <= 1:
+            return 1
+        return n * fact(n=n - 1)
+    return fact()
+
+
+def recursive_leaving_out_a_default(x):
+    def walk(n=x, acc=1.0):
+        if n <= 1:
+            return acc
+        return n * walk(n - 1)
+    return walk()
+
+
+def _squarer(x):
+    def square(n=x):
+        return n * n
+    return square
+
+
+def default_read_elsewhere(x):
+    return _squarer(x)()
+
+
+@pytest.mark.parametrize("backend", ("interp", "auto"))
+def test_default_made_at_run_time_carries_its_gradient(backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # the JIT runs such closures in the interpreter
+        assert gradient(default_read_here, 3.0, backend=backend) == pytest.approx((30.0,))
+        # 3.5 * 2.5 * 1.5 * 0.5 -> d/dx of x(x-1)(x-2)(x-3) at 3.5
+        got = gradient(recursive_with_default, 3.5, backend=backend)
+    assert got == pytest.approx((_central(recursive_with_default, (3.5,), 0),), rel=1e-6)
+
+
+def test_recursive_call_that_needs_a_run_time_default_is_refused():
+    with pytest.raises(lowering.UnsupportedError, match="run time"):
+        gradient(recursive_leaving_out_a_default, 3.0, backend="interp")
+
+
+def test_default_made_elsewhere_is_refused_not_zero():
+    with pytest.raises(TypeError, match="default was computed when the function was made"):
+        gradient(default_read_elsewhere, 3.0, backend="interp")
