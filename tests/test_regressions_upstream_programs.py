@@ -253,3 +253,93 @@ def test_recursive_call_that_needs_a_run_time_default_is_refused():
 def test_default_made_elsewhere_is_refused_not_zero():
     with pytest.raises(TypeError, match="default was computed when the function was made"):
         gradient(default_read_elsewhere, 3.0, backend="interp")
+
+
+# -- the bench that found these: bench/myia_programs.py on a checkout of our own -------------
+
+_MINI_TEST_GRAD = '''
+from dataclasses import dataclass
+from myia.operations import array_reduce, array_to_scalar, grad, scalar_add, scalar_mul
+from myia.testing.common import MA, f64
+from myia.testing.multitest import bt, mt, myia_function_test
+from myia.api import myia
+
+
+@dataclass
+class Pt:
+    x: f64
+    y: f64
+
+
+@myia_function_test(id="grad")
+def gradient(self, fn, args):
+    pass
+
+
+@mt(gradient(2.0, 3.0), gradient(-1.0, 0.5))
+def test_ops_in_a_tuple(a, b):
+    first, second = scalar_add, scalar_mul
+    return first(a, b) * second(a, b)
+
+
+@gradient(Pt(1.5, -2.0))
+def test_fields(p):
+    return p.x * p.y
+
+
+@gradient(MA(2, 2))
+def test_matrix(m):
+    return array_to_scalar(array_reduce(scalar_add, m * m, ()))
+
+
+@bt()
+def test_inner(backend):
+    def inner(v, w):
+        return sum(v * w)
+
+    @myia(backend=backend)
+    def run(v, w):
+        return grad(inner)(v, w)
+
+    run(MA(1, 2)[0], MA(2, 2)[1])
+'''
+
+_MINI_EXAMPLE = '''
+import numpy
+from myia import value_and_grad
+
+
+def cost(w, x):
+    return numpy.sum(numpy.tanh(x @ w) ** 2)
+
+
+def run():
+    value_and_grad(cost, "w")(numpy.ones((3, 2)) * 0.1, numpy.arange(6.0).reshape(2, 3))
+'''
+
+
+def test_bench_reads_programs_from_a_checkout(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_grad.py").write_text(_MINI_TEST_GRAD)
+    (tmp_path / "examples").mkdir()
+    for name in ("mlp", "rnn", "lstm", "vae", "policy_gradient"):
+        (tmp_path / "examples" / f"{name}.py").write_text(_MINI_EXAMPLE)
+    (tmp_path / "myia" / "testing").mkdir(parents=True)
+    (tmp_path / "myia" / "testing" / "common.py").write_text(
+        "MA = FixedMatrix([[1.0, -2.0], [0.5, 3.0]])\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "rows.json"
+    run = subprocess.run([sys.executable, "-m", "bench.myia_programs", str(tmp_path),
+                          "--only", "test_,mlp", "--json", str(out)],
+                         cwd=root, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": root})
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = {r["program"]: r for r in json.loads(out.read_text())}
+    assert set(rows) == {"test_ops_in_a_tuple", "test_fields", "test_matrix",
+                         "test_inner.inner", "mlp.cost"}
+    assert all(r["right"] and r["interp"] for r in rows.values()), rows
+    assert "right by default 5/5" in run.stdout
