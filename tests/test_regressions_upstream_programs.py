@@ -343,3 +343,13 @@ def test_bench_reads_programs_from_a_checkout(tmp_path):
                          "test_inner.inner", "mlp.cost"}
     assert all(r["right"] and r["interp"] for r in rows.values()), rows
     assert "right by default 5/5" in run.stdout
+
+
+@pytest.mark.parametrize("backend", ("interp", "auto"))
+def test_forward_mode_through_operator_values(backend):
+    from adjoint import jvp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y, dx = jvp(through_helper, (4.0, 5.0), (1.0, 0.0), backend=backend)
+        _, dy = jvp(through_helper, (4.0, 5.0), (0.0, 1.0), backend=backend)
+    assert (y, dx, dy) == pytest.approx((180.0, 65.0, 56.0))

@@ -39,7 +39,7 @@ from lowering.runtime import UNBOUND
 from ssair import IR, Const, Phi, Return, Stmt, Var
 from ssair.cfg import reverse_postorder
 from ssair.passes.scalars import Scalars
-from ssair.primitives import INPLACE, register
+from ssair.primitives import INPLACE, operator_primitive, register
 
 from .activity import analyze
 
@@ -462,6 +462,10 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
         raise TypeError(f"jvp: writing a result into a differentiable array with out= "
                         f"({_where(em, s)}) is not differentiable yet; assign the result "
                         "instead (`t[...] = np.multiply(t, y)`)")
+    if s.op == "call" and isinstance(s.args[0], Const) and not s.kwargs:
+        op = operator_primitive(s.args[0].value)     # operator.mul(a, b) is a * b
+        if op is not None and len(s.args) - 1 == op[1]:
+            s = Stmt(s.var, op[0], list(s.args[1:]), {}, s.line, s.name)
     if s.op == "call":
         f = s.args[0]
         if isinstance(f, Var):
