@@ -101,7 +101,8 @@ def fd_check(f, args: tuple, checked: tuple, grads: tuple) -> str | None:
               for a in args for _, leaf in leaves(a))
     rtol = 2e-3 if low else 1e-4
     if grads is None or len(grads) != len(args):
-        return f"gradient has {None if grads is None else len(grads)} entries for {len(args)} arguments"
+        got = None if grads is None else len(grads)
+        return f"gradient has {got} entries for {len(args)} arguments"
     rng = np.random.default_rng(7)
     for i, (a, ok) in enumerate(zip(wide, checked)):
         if not ok:
@@ -117,7 +118,8 @@ def fd_check(f, args: tuple, checked: tuple, grads: tuple) -> str | None:
             for d in _directions(leaf, rng):
                 fd = _central(f, wide, i, path, leaf, d)
                 got = float(np.sum(g * d))
-                if not math.isclose(got, fd, rel_tol=rtol, abs_tol=rtol * (1e-2 + np.sqrt(np.sum(g * g)))):
+                scale = 1e-2 + np.sqrt(np.sum(g * g))
+                if not math.isclose(got, fd, rel_tol=rtol, abs_tol=rtol * scale):
                     return f"{where}: gradient·d = {got:.6g}, central difference {fd:.6g}"
     return None
 

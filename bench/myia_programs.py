@@ -137,6 +137,10 @@ def inbody_programs(tree: ast.Module, skip: set) -> list:
     return out
 
 
+def _banned_reason(banned: set):
+    return f"calls myia-only {', '.join(sorted(banned))}" if banned else None
+
+
 def myia_only_calls(tree: ast.AST) -> set:
     """The myia-only operations `tree` calls, and `array_reduce` where a call of it is
     not the sum to () that the stand-in is written for."""
@@ -265,7 +269,7 @@ def extra_programs(checkout: Checkout, folder: str) -> list:
             banned = myia_only_calls(node)
             progs.append(Program(fname, rel, fn,
                                  [_case(c.args) for c in fn.__dict__.get("myia_grad_cases", [])],
-                                 f"calls myia-only {', '.join(sorted(banned))}" if banned else None))
+                                 _banned_reason(banned)))
     return progs
 
 
@@ -361,7 +365,8 @@ def check(prog: Program) -> dict:
                 row["fallback"] = fell
             why = err or fd_check(prog.fn, args, checked, g)
             if why and row["right"]:
-                row["right"], row["error"] = False, f"case {k}: {why}" if len(prog.cases) > 1 else why
+                row["right"] = False
+                row["error"] = f"case {k}: {why}" if len(prog.cases) > 1 else why
             gi, erri, _, _ = run_backend(prog.fn, args, "interp")
             whyi = erri or fd_check(prog.fn, args, checked, gi)
             if whyi and row["interp"]:

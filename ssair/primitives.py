@@ -147,7 +147,8 @@ for _name, (_fn, _sym) in COMPARE.items():
 OPERATOR_FUNCTIONS = {
     fn: (name, nargs)
     for table, nargs in ((BINARY, 2), (UNARY, 1), (COMPARE, 2))
-    for name, (fn, _) in table.items() if getattr(fn, "__module__", None) in ("_operator", "operator")
+    for name, (fn, _) in table.items()
+    if getattr(fn, "__module__", None) in ("_operator", "operator")
 }
 OPERATOR_FUNCTIONS.update({fn: ("i" + name, 2) for name, fn in _INPLACE_IMPL.items()})
 
