@@ -35,6 +35,8 @@ that writes into its array argument.  Each raises a TypeError that says so.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from lowering import UnsupportedError, guards
@@ -209,23 +211,27 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = Fa
 
 
 def omitted_defaults(fn, ir: IR, nfree: int, args: tuple) -> tuple:
-    """The defaults of the trailing parameters that a nested `gradient(fn, *args)`
-    (`pullback`, `value_and_grad`) leaves out: they are passed to fn's gradient
-    program as arguments without a gradient entry.  A default computed when a
-    nested function was made (`def g(n=x)`) that is differentiable is refused, as
-    for a call (`refuse_runtime_defaults`): its cotangent would have nowhere to go.
-    () when nothing is left out (or when the defaults do not cover it: the arity
-    error follows)."""
-    missing = len(ir.args) - nfree - len(args)
-    if missing <= 0 or ir.meta.get("varargs") is not None or ir.meta.get("varkw") is not None:
+    """The defaults of the trailing parameters (keyword-only ones too) that a nested
+    `gradient(fn, *args)` (`pullback`, `value_and_grad`) leaves out: they are passed
+    to fn's gradient program as arguments without a gradient entry.  A default
+    computed when a nested function was made (`def g(n=x)`) that is differentiable
+    is refused, as for a call (`refuse_runtime_defaults`): its cotangent would have
+    nowhere to go.  () when nothing is left out, or when a left-out parameter has
+    no default (the arity error follows)."""
+    if len(ir.args) - nfree <= len(args):
         return ()
-    runtime = isinstance(fn, interp.Closure) and fn.defaults is not None
-    func = fn.func if isinstance(fn, interp.Closure) else fn
-    defaults = tuple(fn.defaults if runtime else getattr(func, "__defaults__", None) or ())
-    if missing > len(defaults):
+    binder = interp._closure_target(fn)[1] if isinstance(fn, interp.Closure) else fn
+    try:
+        params = list(inspect.signature(binder).parameters.values())
+    except (TypeError, ValueError):
         return ()
-    filled = defaults[len(defaults) - missing:]
-    if runtime:
+    rest = params[len(args):]
+    if len(params) != len(ir.args) - nfree or any(
+            p.default is inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            for p in rest):
+        return ()
+    filled = tuple(p.default for p in rest)
+    if isinstance(fn, interp.Closure) and fn.defaults is not None:
         T.refuse_runtime_defaults(fn, args + filled, list(range(len(args))), 0)
     return filled
 

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from adjoint import gradient, pullback
+from adjoint import gradient, pullback, value_and_grad
 import lowering
 
 BACKENDS = ("interp", "llvm")
@@ -375,12 +375,12 @@ def nested_gradient_with_an_int_default(x):
     k = 2 if x > 0 else 3
     def cube(y, n=k + 1):
         return y * y * n
-    v, (g,) = pullback(cube, x)[0], gradient(cube, x)
-    return v + g
+    v, back = pullback(cube, x)
+    return v + back(2.0)[0] + gradient(cube, x)[0] * value_and_grad(cube, x)[0]
 
 
-def _module_default(y, n=2.0):
-    return y * y * n
+def _module_default(y, n=2.0, *, m=3.0):
+    return y * y * n * m
 
 
 def nested_gradient_with_a_constant_default(x):
