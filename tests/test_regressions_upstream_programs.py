@@ -466,3 +466,18 @@ def test_checkpointed_loop_with_a_run_time_default(backend):
         full = gradient(looped_default, 1.1, 6, backend=backend)
     assert got[0] == pytest.approx(_central(looped_default, (1.1, 6), 0), rel=1e-6)
     assert got[0] == full[0]
+
+
+def forward_constant_default_read_elsewhere(x):
+    def square(y, n=2.0):
+        return y * y * n
+    return _apply(square, x)
+
+
+@pytest.mark.parametrize("backend", ("interp", "auto"))
+def test_forward_mode_fills_in_a_constant_default_read_elsewhere(backend):
+    from adjoint import jvp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        y, t = jvp(forward_constant_default_read_elsewhere, (1.3,), (1.0,), backend=backend)
+    assert (y, t) == pytest.approx((2.0 * 1.3 ** 2, 4.0 * 1.3))     # refused before
