@@ -161,9 +161,16 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
     tangents = tuple(t for t in ts if t is not None)
     if isinstance(f, Closure):
         ir, _ = _closure_target(f)
-        if len(args) != len(ir.args) - ir.nfree or f.defaults or f.kwdefaults:
-            raise TypeError("jvp: a closure called with default arguments is not "
-                            "supported in forward mode yet")
+        missing = len(ir.args) - ir.nfree - len(args)
+        given = getattr(f.func, "__defaults__", None) or ()
+        if 0 < missing <= len(given) and f.defaults is None and not f.kwdefaults:
+            args = tuple(args) + tuple(given[len(given) - missing:])   # constants
+            mask += (False,) * missing
+        elif missing:
+            raise TypeError(f"jvp: {_closure_name(f)} is called without some of its "
+                            "arguments, whose defaults were computed when it was made: "
+                            "forward mode does not carry their tangents yet; pass those "
+                            "arguments explicitly")
         out = _tangent_of(ir, (False,) * ir.nfree + mask, (None,) * len(ir.args))
         return interpret(out, *f.values, *args, *tangents)
     if type(f) is types.FunctionType:
@@ -194,6 +201,14 @@ def _receiver_call(f: Any) -> Any:
     if type(call) is types.FunctionType and not isinstance(f, type):
         return call, f
     return None
+
+
+def _closure_name(f: Any) -> str:
+    """`name (file:line)` of the nested function a Closure runs."""
+    func = getattr(f.func, "func", None) if isinstance(f.func, IR) else f.func
+    code = getattr(func, "__code__", None)
+    name = getattr(func, "__qualname__", None) or getattr(f.func, "name", "a nested function")
+    return f"{name} ({code.co_filename}:{code.co_firstlineno})" if code else name
 
 
 @compiling

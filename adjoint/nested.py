@@ -35,6 +35,8 @@ that writes into its array argument.  Each raises a TypeError that says so.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from lowering import UnsupportedError, guards
@@ -126,6 +128,7 @@ def finish_grads(g, xs, nfree):
 def d_finish_grads(dz, g, xs, nfree):
     parts = [None] * nfree + [d if T.is_differentiable(x) else None
                               for d, x in zip(dz, xs[nfree:])]
+    parts += [None] * (len(g) - len(parts))     # defaults filled in (`omitted_defaults`)
     return tuple(parts), None, None
 
 
@@ -153,12 +156,13 @@ guards.on_invalidate(_PROGRAMS.clear)
 
 @compiling
 def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False,
-                     with_value: bool = False) -> IR:
+                     with_value: bool = False, nfilled: int = 0) -> IR:
     """An IR computing the gradient of `jf`'s primal (see the module docstring).
     `seeded`: the IR takes the output's cotangent as one more, last argument (the
     `back` of a nested `pullback`) instead of seeding with 1.0.  `with_value`: it
-    returns `(y, gradient)`, as `value_and_grad`."""
-    key = (id(jf), nfree, seeded, with_value)
+    returns `(y, gradient)`, as `value_and_grad`.  `nfilled`: the last parameters
+    take defaults the call left out (`omitted_defaults`); they get no gradient entry."""
+    key = (id(jf), nfree, seeded, with_value, nfilled)
     hit = _PROGRAMS.get(key)
     if hit is not None and hit[0] is jf:
         return hit[1]
@@ -179,7 +183,8 @@ def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False,
     r = ir.push(b, "call", Const(reader_of), tape)
     seed = ir.push(b, "tuple", dy, None) if jf.inout else dy
     g = ir.push(b, "call", Const(jf.adjoint), r, env, seed)
-    out = ir.push(b, "call", Const(finish_grads), g, ir.push(b, "tuple", *xs), nfree)
+    given = ir.push(b, "tuple", *xs[:len(xs) - nfilled])
+    out = ir.push(b, "call", Const(finish_grads), g, given, nfree)
     if with_value:
         out = ir.push(b, "tuple", ir.push(b, "getitem", t, 0), out)
     b.term = Return(out)
@@ -194,14 +199,42 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = Fa
     fn, args = pos[0], tuple(pos[1:])
     fn = api.as_function(fn, len(args))
     ir, free = api._prepare(fn, args)
-    all_args = tuple(free) + args + api._defaults(fn, len(ir.args) - len(free) - len(args))
+    filled = omitted_defaults(fn, ir, len(free), args)
+    all_args = tuple(free) + args + filled
     active = T.activity_of(all_args)
     types = T.arg_types(all_args)
     jf = T.transform(ir, active, types)
-    jg = T.transform(gradient_program(jf, len(free), with_value=with_value), active, types)
+    jg = T.transform(gradient_program(jf, len(free), with_value=with_value,
+                                      nfilled=len(filled)), active, types)
     y, env = interp._call_ir(state, jg.forward, (tape,) + all_args)
     slots = [None] + [len(free) + k for k in range(len(args))]
     return y, _GradientPB(jg, env, len(free), slots, False)
+
+
+def omitted_defaults(fn, ir: IR, nfree: int, args: tuple) -> tuple:
+    """The defaults of the trailing parameters (keyword-only ones too) that a nested
+    `gradient(fn, *args)` (`pullback`, `value_and_grad`) leaves out: they are passed
+    to fn's gradient program as arguments without a gradient entry.  A default
+    computed when a nested function was made (`def g(n=x)`) that is differentiable
+    is refused, as for a call (`refuse_runtime_defaults`): its cotangent would have
+    nowhere to go.  () when nothing is left out, or when a left-out parameter has
+    no default (the arity error follows)."""
+    if len(ir.args) - nfree <= len(args):
+        return ()
+    binder = interp._closure_target(fn)[1] if isinstance(fn, interp.Closure) else fn
+    try:
+        params = list(inspect.signature(binder).parameters.values())
+    except (TypeError, ValueError):
+        return ()
+    rest = params[len(args):]
+    if len(params) != len(ir.args) - nfree or any(
+            p.default is inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            for p in rest):
+        return ()
+    filled = tuple(p.default for p in rest)
+    if isinstance(fn, interp.Closure) and fn.defaults is not None:
+        T.refuse_runtime_defaults(fn, args + filled, list(range(len(args))), 0)
+    return filled
 
 
 class _GradientPB(T.CallPB):
@@ -265,10 +298,12 @@ def forward_pullback_call(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
     fn, args = pos[0], tuple(pos[1:])
     fn = api.as_function(fn, len(args))
     ir, free = api._prepare(fn, args)
-    all_args = tuple(free) + args
+    filled = omitted_defaults(fn, ir, len(free), args)
+    all_args = tuple(free) + args + filled
     jf = T.transform(ir, T.activity_of(all_args), T.arg_types(all_args))
     y, inner = T.call_forward(state, fn, tape, args, {})
-    back = interp.Closure(gradient_program(jf, len(free), seeded=True), all_args)
+    back = interp.Closure(gradient_program(jf, len(free), seeded=True, nfilled=len(filled)),
+                          all_args)
     return (y, back), _PullbackCallPB(inner, len(free), len(args))
 
 
@@ -389,6 +424,8 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
                         f"callee without a rule) is not supported")
     jf, args, slots, nfree, closure = T.resolve_call(
         target, tuple(rest[:npos]), dict(zip(kwnames, rest[npos:])))
+    if closure and f.defaults is not None:
+        T.refuse_runtime_defaults(f, args[nfree:], slots, nfree)
     fwd_args = (tape,) + args
     jj = T.transform(jf.forward, T.activity_of(fwd_args), T.arg_types(fwd_args))
     (y, env), env2 = interp._call_ir(state, jj.forward, (tape2,) + fwd_args)

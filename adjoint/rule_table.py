@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
+
+from ssair.primitives import operator_primitive
+
 from .pytrees import construct_pullback, constructor_fields
 
 
@@ -239,7 +242,19 @@ def lookup_callee(f: Any) -> Optional[Rule]:
     hit = _BY_ID.get(id(f))
     if hit is not None and hit[0] is f:
         return hit[1]
-    return _method_rule(f) or _constructor_rule(f)
+    return _method_rule(f) or _constructor_rule(f) or _operator_rule(f)
+
+
+def _operator_rule(f: Any) -> Optional[Rule]:
+    """`operator.add` and friends called as values (`g = operator.mul; g(x, y)`): the
+    rule of the primitive they are (lowering emits the primitive itself where it sees
+    the function at the call).  A primitive differentiated only by emitted IR has no
+    pullback to run on values: None (the caller reports the missing rule)."""
+    op = operator_primitive(f)
+    rule = OP_RULES.get(op[0]) if op is not None else None
+    if rule is None or (rule.varied and rule.pullback is None):
+        return None
+    return rule
 
 
 def _constructor_rule(cls: Any) -> Optional[Rule]:

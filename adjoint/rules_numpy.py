@@ -312,7 +312,21 @@ def _method_dot(dy, a, b):
     return d_np_dot.fn(dy, a, b)
 
 
+def _method_item(dy, a, *index):
+    """`a.item(...)` reads one element of `a` (the only one, a flat index, or one index
+    per axis): dy goes there, zeros elsewhere; a numpy scalar's is dy itself."""
+    if not isinstance(a, np.ndarray):
+        return (float(dy),) + (None,) * len(index)
+    g = np.zeros(a.shape, dtype=a.dtype if a.dtype.kind in "fc" else float)
+    where = index[0] if len(index) == 1 else tuple(index)
+    if len(index) == 1 and not isinstance(where, tuple):
+        where = np.unravel_index(where, a.shape)
+    g[where if index else (0,) * a.ndim] = dy
+    return (g,) + (None,) * len(index)
+
+
 defmethod(np.ndarray, "reshape", _method_reshape)
+defmethod(np.ndarray, "item", _method_item)
 defmethod(np.ndarray, "sum", _method_sum)
 defmethod(np.ndarray, "copy", _method_copy)
 defmethod(np.ndarray, "dot", _method_dot)

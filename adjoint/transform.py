@@ -497,6 +497,8 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
         _refuse_opaque_write(f, pos, kw)
         return f(*pos, **kw), OpaquePB(f, nops)
     jf, args, slots, nfree, closure = resolve_call(target, pos, kw)
+    if closure and f.defaults is not None:
+        refuse_runtime_defaults(f, args[nfree:], slots, nfree)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)
     return y, CallPB(jf, env, nfree, slots, closure)
 
@@ -639,6 +641,25 @@ def resolve_call(target: tuple, pos: tuple, kw: dict) -> tuple:
     slots = [None if s is None else (s[0] + len(free), s[1]) if isinstance(s, tuple)
              else s + len(free) for s in slots]
     return jf, args, slots, len(free), closure
+
+
+def refuse_runtime_defaults(f: Any, params: tuple, slots: list, nfree: int) -> None:
+    """A closure whose defaults were computed when it was made (`def g(n=x)`), called
+    where the lowering did not see it made, binds the omitted parameters from those
+    values: their cotangents would have nowhere to go (a silent zero for `x`).
+    Refuse the call when such a value is differentiable.  (Where the lowering sees
+    the closure made, the defaults are passed as operands and differentiate.)"""
+    filled = {(s[0] if isinstance(s, tuple) else s) - nfree for s in slots if s is not None}
+    for i, v in enumerate(params):
+        if i not in filled and any(activity_of((v,))):
+            code = getattr(f.func, "__code__", None)
+            name = getattr(f.func, "__qualname__", None) or getattr(f.func, "name", "a function")
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
+            raise TypeError(
+                f"adjoint: {name}{where} is called without its argument {i + 1}, whose default "
+                "was computed when the function was made (a differentiable value); reverse "
+                "mode does not carry a gradient through such a default yet: pass that "
+                "argument explicitly")
 
 
 def _is_method_rule(f: Any) -> bool:

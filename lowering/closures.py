@@ -42,6 +42,11 @@ from .runtime import UNBOUND
 CELLS_ATTR = "__zygopy_cells__"
 SELF_ATTR = "__zygopy_self__"
 SELF_SLOT = Const(None)     # the placeholder a self-referencing function captures
+# Set on a self-referencing function whose defaults are computed at run time (`def
+# fact(n=x)`): the closure of itself that its lowering builds (`self_closure`) does
+# not carry them, so a recursive call must pass every argument (`ops_call.call`
+# refuses one that leaves a defaulted argument out).
+RUNTIME_DEFAULTS_ATTR = "__zygopy_runtime_defaults__"
 
 
 class NeedsCell(Exception):
@@ -95,8 +100,9 @@ _CLOSURE_BUILD = {"LOAD_CLOSURE", "LOAD_FAST", "LOAD_FAST_LOAD_FAST", "BUILD_TUP
 def self_referencing(code) -> frozenset:
     """Cell variables of `code` that hold a function referring to itself by that
     name and nothing else: the variable is stored once (outside loops, checked by
-    `check_cell_store`), its cell is passed to exactly one function build, with no
-    defaults, whose result is stored straight into the variable."""
+    `check_cell_store`), its cell is passed to exactly one function build (positional
+    defaults allowed, see `RUNTIME_DEFAULTS_ATTR`), whose result is stored straight
+    into the variable."""
     instrs = list(dis.get_instructions(code))
     params = param_names(code)
     out = set()
@@ -127,13 +133,13 @@ def _builds_into(instrs: list, start: int, name: str) -> bool:
     if k >= len(instrs) or instrs[k].opname != "MAKE_FUNCTION" or code is None:
         return False
     if sys.version_info < (3, 13):
-        if instrs[k].arg != 0x08:
+        if instrs[k].arg not in (0x08, 0x09):       # a closure, maybe with defaults
             return False
         k += 1
     else:
         k += 1
-        if instrs[k].opname == "SET_FUNCTION_ATTRIBUTE":
-            if instrs[k].arg != 0x08:
+        while k < len(instrs) and instrs[k].opname == "SET_FUNCTION_ATTRIBUTE":
+            if instrs[k].arg not in (0x08, 0x01):
                 return False
             k += 1
     return (name in code.co_freevars and k < len(instrs)

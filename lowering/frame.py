@@ -46,6 +46,7 @@ class Lowerer:
         self.line = self.code.co_firstlineno
         self.bools, self.ints = set(), set()
         self.known_funcs = {}      # Var of a make_closure -> the Python function
+        self.known_defaults = {}   # Var of a make_closure -> (its run-time defaults, count)
         self.def_of = {}           # Var -> Stmt
         self.shapes = {}           # bytecode block -> stack shape at entry
         self.pending = dict(self.reader.in_edges)

@@ -6,7 +6,8 @@ import types
 
 from ssair.ir import Const
 
-from .closures import CELLS_ATTR, SELF_ATTR, SELF_SLOT, cell_names, writes_free_variable
+from .closures import (CELLS_ATTR, RUNTIME_DEFAULTS_ATTR, SELF_ATTR, SELF_SLOT, cell_names,
+                       writes_free_variable)
 from .errors import COMPREHENSION_NAMES
 from .runtime import call_unpacked
 from .values import FuncBuild, LazyCall, LazyDict, LazyList, LazyTuple, ListAppend, Starred
@@ -78,8 +79,13 @@ def make_function(lw, fb: FuncBuild):
     fn = function_object(code, lw.func.__globals__, fb.qualname, fb.defaults, fb.kwdefaults,
                          cells, selfs[0] if selfs else None)
     if fb.dynamic_defaults is not None:
-        return lw.emit("make_closure", Const(fn), *fb.closure,
-                       kwargs={"defaults": fb.dynamic_defaults})
+        if selfs:
+            setattr(fn, RUNTIME_DEFAULTS_ATTR, True)
+        v = lw.emit("make_closure", Const(fn), *fb.closure,
+                    kwargs={"defaults": fb.dynamic_defaults})
+        lw.known_funcs[v] = fn      # its calls here bind the defaults as operands
+        lw.known_defaults[v] = (fb.dynamic_defaults, fb.dynamic_count)
+        return v
     if not code.co_freevars:
         return Const(fn)
     v = lw.emit("make_closure", Const(fn), *fb.closure)

@@ -15,7 +15,9 @@ import sys
 import types
 
 from ssair.ir import Const
+from ssair.primitives import operator_primitive
 
+from .closures import RUNTIME_DEFAULTS_ATTR
 from .handlers import handles
 from .ops_basic import static_items
 from .runtime import call_unpacked
@@ -188,14 +190,21 @@ def call(lw, callee, args: list, names: tuple) -> None:
         call(lw, Const(value.func), [Const(a) for a in value.args] + list(args) + list(kw.values()),
              tuple(kw))
         return
+    operator_op = operator_primitive(value) if value is not None and not kwargs else None
+    if operator_op is not None and len(args) == operator_op[1]:
+        lw.push(lw.emit(operator_op[0], *args))   # operator.add(a, b) is a + b
+        return
     if any(value is f for f in LOOPABLE) and not kwargs:
         lw.push(LazyCall(callee=value, args=args))
         return
     callee = lw.operand(callee)
     fn = value if isinstance(value, types.FunctionType) else lw.known_funcs.get(callee)
-    bound = bind(fn, args, kwargs) if fn is not None else None
+    bound = bind(fn, args, kwargs, lw.known_defaults.get(callee), lw) if fn is not None else None
     if bound is not None:
         args, kwargs = bound
+    elif getattr(fn, RUNTIME_DEFAULTS_ATTR, False):
+        lw.refuse(f"a recursive call of {fn.__name__} that leaves out an argument whose "
+                  "default is computed at run time")
     v = lw.emit("call", callee, *args, kwargs=kwargs)
     if value is len:
         lw.ints.add(v)
@@ -204,11 +213,15 @@ def call(lw, callee, args: list, names: tuple) -> None:
     lw.push(v)
 
 
-def bind(fn, args: list, kwargs: dict):
+def bind(fn, args: list, kwargs: dict, runtime_defaults=None, lw=None):
     """Operands for a call of user function `fn` with defaults bound: positional
     parameters become positional operands, keyword-only ones stay keywords (with
-    their defaults filled in).  None when the call does not bind; it then stays as
-    written and fails at run time as CPython would."""
+    their defaults filled in).  `runtime_defaults`: (the tuple operand, its length)
+    of a nested function whose defaults were computed when it was made; a default
+    taken from it is an operand `getitem(tuple, k)` (emitted with `lw`), so that
+    it is an argument of the call like any other, with its own cotangent.  None
+    when the call does not bind; it then stays as written and fails at run time as
+    CPython would."""
     if not _is_user_function(fn):
         return None
     code = fn.__code__
@@ -218,6 +231,9 @@ def bind(fn, args: list, kwargs: dict):
         return None
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     defaults = fn.__defaults__ or ()
+    if runtime_defaults is not None:
+        tup, count = runtime_defaults
+        defaults = tuple(_DefaultAt(tup, k) for k in range(count))
     kwdefaults = fn.__kwdefaults__ or {}
     first_default = code.co_argcount - len(defaults)
     out, rest, kw = list(args), dict(kwargs), {}
@@ -226,7 +242,9 @@ def bind(fn, args: list, kwargs: dict):
         dest = out if k < code.co_argcount else kw
         value = rest.pop(name) if name in rest and k >= code.co_posonlyargcount else None
         if value is None and first_default <= k < code.co_argcount:
-            value = Const(defaults[k - first_default])
+            value = defaults[k - first_default]
+            value = lw.emit("getitem", value.tup, Const(value.k)) \
+                if isinstance(value, _DefaultAt) else Const(value)
         if value is None and name in kwdefaults:
             value = Const(kwdefaults[name])
         if value is None:
@@ -236,6 +254,15 @@ def bind(fn, args: list, kwargs: dict):
         else:
             kw[name] = value
     return None if rest else (out, kw)
+
+
+class _DefaultAt:
+    """Entry k of a run-time defaults tuple (`bind`)."""
+
+    __slots__ = ("tup", "k")
+
+    def __init__(self, tup, k: int) -> None:
+        self.tup, self.k = tup, k
 
 
 def _is_user_function(fn) -> bool:
@@ -298,3 +325,4 @@ def set_defaults(lw, fb: FuncBuild, value) -> None:
         fb.defaults = tuple(e.value for e in elems)
         return
     fb.dynamic_defaults = lw.emit("tuple", *elems)
+    fb.dynamic_count = len(elems)

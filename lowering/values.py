@@ -105,6 +105,7 @@ class FuncBuild(Lazy):
     kwdefaults: dict | None = None
     closure: list = field(default_factory=list)
     dynamic_defaults: Any = None   # an operand: defaults computed at run time
+    dynamic_count: int = 0         # how many defaults that tuple holds
 
 
 @dataclass(eq=False)

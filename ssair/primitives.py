@@ -141,6 +141,26 @@ for _name, (_fn, _sym) in UNARY.items():
 for _name, (_fn, _sym) in COMPARE.items():
     register(_name, 2, _fn, symbol=_sym)
 
+# The `operator` module's functions that are exactly a primitive, with its arity:
+# `operator.add(a, b)` is `a + b` (lowering emits the primitive for a call of one).
+# `in`/`notin` are left out: `operator.contains(a, b)` is `b in a`.
+OPERATOR_FUNCTIONS = {
+    fn: (name, nargs)
+    for table, nargs in ((BINARY, 2), (UNARY, 1), (COMPARE, 2))
+    for name, (fn, _) in table.items()
+    if getattr(fn, "__module__", None) in ("_operator", "operator")
+}
+OPERATOR_FUNCTIONS.update({fn: ("i" + name, 2) for name, fn in _INPLACE_IMPL.items()})
+
+
+def operator_primitive(fn: Any) -> Optional[tuple]:
+    """(primitive name, arity) when `fn` is an `operator` function that is exactly a
+    primitive, else None."""
+    try:
+        return OPERATOR_FUNCTIONS.get(fn)
+    except TypeError:       # an unhashable callable
+        return None
+
 register("tuple", (0, None), _make_tuple, symbol="(a, b)")
 register("list", (0, None), _make_list, foldable=False, symbol="[a, b]")
 register("dict", (0, None), _make_dict, foldable=False, symbol="{k: v}")

@@ -39,7 +39,7 @@ from lowering.runtime import UNBOUND
 from ssair import IR, Const, Phi, Return, Stmt, Var
 from ssair.cfg import reverse_postorder
 from ssair.passes.scalars import Scalars
-from ssair.primitives import INPLACE, register
+from ssair.primitives import INPLACE, operator_primitive, register
 
 from .activity import analyze
 
@@ -293,12 +293,14 @@ def _user_call(em: Emitter, s: Stmt, ts: list, tan: dict, kinds: Scalars,
         if made is not None and made.op == "getattr":
             return None                 # a bound method (`_method_call`)
         if made is None or made.op != "make_closure" or not isinstance(made.args[0], Const) \
-                or made.kwargs:
+                or set(made.kwargs) - {"defaults"}:
             return _dynamic_call(em, s, ts, tan)
         fn = made.args[0].value
         if isinstance(fn, pytypes.CodeType):
             from ssair.interpreter import closure_template
             fn = closure_template(fn, getattr(ir.func, "__globals__", {}))
+        if made.kwargs and not _binds(fn, args, s.kwargs):
+            return _dynamic_call(em, s, ts, tan)    # (it refuses the call at run time)
         captured = list(made.args[1:])
     kwts = [tan.get(v) if isinstance(v, Var) else None for v in s.kwargs.values()]
     args, ts = bind_parameters(fn, args, dict(s.kwargs), list(ts) + kwts, Const,
@@ -354,6 +356,18 @@ def bind_parameters(fn: Any, args: list, kwargs: dict, ts: list, wrap: Callable,
             outs.append(wrap(v))
             touts.append(None)
     return outs, touts
+
+
+def _binds(fn: Any, args: list, kwargs: dict) -> bool:
+    """Does the call give every parameter of `fn` without its defaults?  The lowering
+    passes a closure's run-time defaults (`def g(n=x)`) as operands where it is
+    made, so its calls there do: the defaults' tangents come with them."""
+    import inspect
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 class _Mark:
@@ -467,6 +481,10 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
         raise TypeError(f"jvp: writing a result into a differentiable array with out= "
                         f"({_where(em, s)}) is not differentiable yet; assign the result "
                         "instead (`t[...] = np.multiply(t, y)`)")
+    if s.op == "call" and isinstance(s.args[0], Const) and not s.kwargs:
+        op = operator_primitive(s.args[0].value)     # operator.mul(a, b) is a * b
+        if op is not None and len(s.args) - 1 == op[1]:
+            s = Stmt(s.var, op[0], list(s.args[1:]), {}, s.line, s.name)
     if s.op == "call":
         f = s.args[0]
         if isinstance(f, Var):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ssair.ir import IR, Const, Stmt, Var
+from ssair.primitives import operator_primitive
 
 from jit.types import NONE, BuiltListT, DictT, TupleT, TypingError
 from jit.typing.unroll import RetypeNeeded
@@ -95,9 +96,21 @@ def _column(ts: list) -> Callable:
 _BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column}
 
 
+def _as_primitive(op: str) -> Callable:
+    def build(ir: IR, s: Stmt) -> list:
+        return [Stmt(s.var, op, list(s.args[1:]), {}, s.line, s.name)]
+    return build
+
+
 def rewrite_needed(f, s: Stmt, ts: list):
     """For a call of one of the helpers above: the rewrite to retype with (or the
-    TypingError saying why it cannot be compiled); None for any other callee."""
+    TypingError saying why it cannot be compiled).  For a call of a function value
+    that is an `operator` function (`g(x, y)` with `g = operator.mul`, known once
+    typed): the primitive it is, as lowering emits where it sees the function.
+    None for any other callee."""
+    op = operator_primitive(f)
+    if op is not None and not s.kwargs and len(s.args) - 1 == op[1]:
+        return RewriteStatement(f"a call of operator.{op[0]}", s.var, _as_primitive(op[0]))
     make = next((m for g, m in _BUILDERS.items() if g is f), None)
     if make is None:
         return None
