@@ -9,7 +9,7 @@ from ssair.compile_lock import compiling
 from ssair.ir import IR
 
 from . import closures, guards, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
-from .closures import CELLS_ATTR, SELF_ATTR, NeedsCell
+from .closures import CELLS_ATTR, RUNTIME_DEFAULTS_ATTR, SELF_ATTR, NeedsCell
 from .frame import Lowerer
 from .runtime import call_unpacked
 
@@ -98,6 +98,7 @@ def _sharing_key(f) -> tuple:
     values are bound per call)."""
     kw = f.__kwdefaults__ or {}
     return (id(f.__globals__), getattr(f, CELLS_ATTR, None), getattr(f, SELF_ATTR, None),
+            getattr(f, RUNTIME_DEFAULTS_ATTR, False),
             None if f.__defaults__ is None else tuple(map(type, f.__defaults__)),
             tuple((k, type(v)) for k, v in kw.items()))
 
@@ -112,7 +113,7 @@ def _template(f) -> types.FunctionType:
     t = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, cells)
     t.__qualname__, t.__module__ = f.__qualname__, f.__module__
     t.__kwdefaults__ = dict(f.__kwdefaults__) if f.__kwdefaults__ else None
-    for attr in (CELLS_ATTR, SELF_ATTR):
+    for attr in (CELLS_ATTR, SELF_ATTR, RUNTIME_DEFAULTS_ATTR):
         if hasattr(f, attr):
             setattr(t, attr, getattr(f, attr))
     return t

@@ -447,9 +447,9 @@ def test_forward_mode_takes_a_default_passed_where_the_closure_is_made(backend):
 
 def test_forward_mode_refuses_a_default_read_elsewhere():
     from adjoint import jvp
-    with pytest.raises(TypeError, match="forward_default_read_elsewhere.<locals>.scale "
-                                        r"\(.*test_regressions_upstream_programs.py:\d+\) is "
-                                        "called without some of its arguments"):
+    # refused where the closure is passed on (forward mode follows a closure that
+    # carries a tangent only where it is made), naming the place
+    with pytest.raises(TypeError, match=r"jvp: .*test_regressions_upstream_programs.py:\d+"):
         jvp(forward_default_read_elsewhere, (1.3,), (1.0,), backend="interp")
 
 
