@@ -107,6 +107,7 @@ class Checkpointed(Transform):
             raise TypeError(f"checkpoint: {f!r} is not callable")
         self.f, self.megabytes = f, megabytes
         functools.update_wrapper(self, f, updated=())
+        self.__qualname__ = f"checkpoint({getattr(f, '__qualname__', type(f).__name__)})"
         self._stand_in(unwrap(f))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

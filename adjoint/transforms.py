@@ -21,6 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lowering.api import register_ir, stub_function
+from ssair import IR, Return
+
 from . import api
 from .api import gradient, value_and_grad
 from .batching import normalize_axes, row, rows_of
@@ -50,6 +53,7 @@ class Transformed(Transform):
         self.backend, self.checkpoint, self.name = backend, checkpoint, name
         self.plain = backend == "auto" and checkpoint is None and not has_aux
         functools.update_wrapper(self, f, updated=())
+        self.__qualname__ = f"{name}({_name(f)})"
         self._stand_in(_stand_in(self))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -167,24 +171,37 @@ def _stand_in(t: Transformed) -> Callable:
         def grad_f(*args):
             return gradient(f, *args)[k]
         return grad_f
+    take = entries(k)
     if t.with_value:
         def value_and_grad_fs(*args):
             y, g = value_and_grad(f, *args)
-            return y, entries(g, k)
+            return y, take(g)
         return value_and_grad_fs
 
     def grad_fs(*args):
-        return entries(gradient(f, *args), k)
+        return take(gradient(f, *args))
     return grad_fs
 
 
-def entries(g: tuple, ks: tuple) -> tuple:
-    """`pick` for a tuple of indexes, written as differentiated and compiled code
-    runs it."""
-    out = []
-    for k in ks:
-        out.append(g[k])
-    return tuple(out)
+def entries(ks: tuple) -> Callable:
+    """A function of IR `(g[k0], g[k1], ...)`, each entry read at a constant index
+    (as compiled code reads a tuple whose entries differ in type); built once per
+    `ks`, and run only as IR, by the code that calls a stand-in."""
+    hit = _ENTRIES.get(ks)
+    if hit is not None:
+        return hit
+    name = "argnums_" + "_".join(str(k).replace("-", "m") for k in ks)
+    ir = IR(name, file=__file__, firstline=1)
+    g = ir.add_arg("g")
+    b = ir.add_block()
+    b.term = Return(ir.push(b, "tuple", *[ir.push(b, "getitem", g, k) for k in ks]))
+    fn = stub_function(name, 1, globals(), __file__)
+    register_ir(fn, ir)
+    _ENTRIES[ks] = fn
+    return fn
+
+
+_ENTRIES: dict = {}    # argnums tuple -> its `entries` function
 
 
 def _refusal(t: Transformed) -> Callable:
@@ -210,6 +227,7 @@ class Mapped:
                             f"{in_axes!r}")
         self.fun, self.in_axes = fun, in_axes
         functools.update_wrapper(self, fun, updated=())
+        self.__qualname__ = f"vmap({_name(fun)})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
