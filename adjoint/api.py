@@ -41,7 +41,7 @@ from .pytrees import (as_cotangent, copy_record, finish_record, is_namedtuple, i
                       record_fields, refuse_shadowed_fields)
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback
-from .options import Checkpointed, accepts_keyword, take_options, unwrap
+from .options import Checkpointed, take_options, unwrap
 from .structure import conform, has_complex
 from .tape import Tape
 from .transform import (ArgSlot, JFunction, activity_of, cells, checkpointed, clear_cache,
@@ -81,6 +81,7 @@ BACKENDS = ("auto", "interp", "llvm")
 def _drop_hot_gradients() -> None:
     for hot in HOT_GRADIENTS:
         hot.clear()
+    _BACKEND_IS_OPTION.clear()
 
 
 guards.on_invalidate(_drop_hot_gradients)
@@ -89,8 +90,7 @@ guards.on_invalidate(_drop_hot_gradients)
 def register_backend(name: str, runner: Any) -> None:
     """Make `backend=name` run forward/adjoint IR with `runner` (see module doc)."""
     RUNNERS[name] = runner
-    for hot in HOT_GRADIENTS:
-        hot.clear()
+    _drop_hot_gradients()
 
 
 def _load_jit() -> None:
@@ -386,18 +386,24 @@ def gradient(f: Callable, *args: Any, **kwargs: Any) -> tuple:
     `jit.batch`)."""
     hot = _HOT_GRADIENT.get(f)
     if hot is not None and hot[0] is f.__code__ and (not kwargs or hot[2] and kwargs == _LLVM
-                                                     and not accepts_keyword(f, "backend")):
+                                                     and _BACKEND_IS_OPTION.get(f) is hot[0]):
         for d, n, v in hot[3]:    # the globals it was compiled with, still bound so
             if d.get(n, MISSING) is not v:
                 break
         else:
             return hot[1](*args)
     backend, checkpoint, batch = take_options(f, kwargs, OPTIONS)
+    if hot is not None and backend == "llvm" and not kwargs:
+        _BACKEND_IS_OPTION[f] = hot[0]
     return gradient_call(unwrap(f), args, kwargs, backend, checkpoint, batch)
 
 
 OPTIONS = ("backend", "checkpoint", "batch")
 _LLVM = {"backend": "llvm"}     # (the one keyword a hot call may have)
+# f -> f.__code__, for the functions of the hot tables whose `backend=` was found to be
+# zygopy's option (`adjoint.options`): a hot call with `backend="llvm"` need not ask
+# again.  Emptied with the hot tables.
+_BACKEND_IS_OPTION: dict = {}
 
 
 def gradient_call(f: Callable, args: tuple, kwargs: dict, backend: str = "auto",
@@ -464,13 +470,15 @@ def value_and_grad(f: Callable, *args: Any, **kwargs: Any) -> Any:
         return as_transform(f, **kwargs)
     hot = _HOT_VALUE_AND_GRAD.get(f)
     if hot is not None and hot[0] is f.__code__ and (not kwargs or hot[2] and kwargs == _LLVM
-                                                     and not accepts_keyword(f, "backend")):
+                                                     and _BACKEND_IS_OPTION.get(f) is hot[0]):
         for d, n, v in hot[3]:    # the globals it was compiled with, still bound so
             if d.get(n, MISSING) is not v:
                 break
         else:
             return hot[1](*args)
     backend, checkpoint, batch = take_options(f, kwargs, OPTIONS)
+    if hot is not None and backend == "llvm" and not kwargs:
+        _BACKEND_IS_OPTION[f] = hot[0]
     return gradient_call(unwrap(f), args, kwargs, backend, checkpoint, batch, True)
 
 

@@ -27,14 +27,15 @@ _KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONL
 
 def accepts_keyword(f: Callable, name: str) -> bool:
     """Whether `f(..., name=v)` passes `v` to a parameter of `f` (see module doc)."""
-    if type(f) is types.FunctionType:     # (the usual case: read from the code object)
-        code = f.__code__
+    if type(f) is types.FunctionType and not hasattr(f, "__zygopy_transform__"):
+        code = f.__code__                # (the usual case: read from the code object)
         hit = _KEYWORD_NAMES.get(id(code))
         if hit is None or hit[0] is not code:
             hit = _KEYWORD_NAMES[id(code)] = (code, _keyword_names(code))
         return hit[1] is True or name in hit[1]
-    if isinstance(f, Transform):          # (it passes its keywords to the function it wraps)
-        return accepts_keyword(f.f, name)
+    t = transform_of(f)
+    if t is not None:           # (it passes its keywords to the function it wraps)
+        return accepts_keyword(t.f, name)
     if isinstance(f, functools.partial) and name in f.keywords:
         return False
     try:
@@ -78,8 +79,8 @@ def take_options(f: Callable, kwargs: dict, names: tuple) -> tuple:
 
 
 class Transform:
-    """What the transforms return (`Checkpointed` here, `adjoint.transforms.Transformed`):
-    a callable over `f` whose `target` is the Python function that a pullback differentiates
+    """What the transforms make (`Checkpointed` here, `adjoint.transforms.Transformed`,
+    the spec of the function `grad` returns): an object over `f` whose `target` is the Python function that a pullback differentiates
     for it, and that differentiated and compiled callers run (`__zygopy_function__`,
     read by the lowering)."""
 
@@ -117,6 +118,13 @@ class Checkpointed(Transform):
         return f"<checkpoint({getattr(self.f, '__name__', self.f)}, {self.megabytes} MiB)>"
 
 
+def transform_of(f: Callable) -> Any:
+    """The `Transform` that `f` is, or that a function a transform returned names in
+    `__zygopy_transform__`; else None."""
+    return f if isinstance(f, Transform) else getattr(f, "__zygopy_transform__", None)
+
+
 def unwrap(f: Callable) -> Callable:
     """The function differentiated for `f`: a transform's `target`, else `f`."""
-    return f.target if isinstance(f, Transform) else f
+    t = transform_of(f)
+    return f if t is None else t.target

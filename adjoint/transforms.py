@@ -17,6 +17,7 @@ that calls a transformed function runs its stand-in, a plain function calling
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -27,14 +28,17 @@ from ssair import IR, Return
 from . import api
 from .api import gradient, value_and_grad
 from .batching import normalize_axes, row, rows_of
-from .options import Checkpointed, Transform, unwrap
+from .options import Checkpointed, Transform, transform_of, unwrap
 
 _TRANSFORM_KEYWORDS = ("argnums", "has_aux", "backend", "checkpoint")
 
 
 class Transformed(Transform):
-    """What `grad` and `value_and_grad` return: calling it with `f`'s arguments
-    gives the gradient (`with_value`: `(value, gradient)`) for `argnums`."""
+    """The spec of a function that `grad` or `value_and_grad` returns (its
+    `__zygopy_transform__`): calling that function with `f`'s arguments gives the
+    gradient (`with_value`: `(value, gradient)`) for `argnums`.  It is a plain Python
+    function, not this object, since CPython calls an object's `__call__` several
+    hundred nanoseconds slower than a function (`entry`)."""
 
     def __init__(self, f: Callable, argnums: Any, has_aux: bool, with_value: bool,
                  backend: str, checkpoint: Any):
@@ -46,26 +50,21 @@ class Transformed(Transform):
             raise ValueError(f"{name}: unknown backend {backend!r} (one of {api.BACKENDS})")
         if checkpoint is None and type(f) is Checkpointed:
             checkpoint = f.megabytes
-        if isinstance(f, Transformed) and backend == "auto":
+        if isinstance(transform_of(f), Transformed) and backend == "auto":
             backend = "interp"      # reverse over reverse runs there (adjoint.nested)
         self.f, self.fn = f, unwrap(f)
         self.argnums, self.has_aux, self.with_value = argnums, bool(has_aux), with_value
         self.backend, self.checkpoint, self.name = backend, checkpoint, name
         self.plain = backend == "auto" and checkpoint is None and not has_aux
-        functools.update_wrapper(self, f, updated=())
-        self.__qualname__ = f"{name}({_name(f)})"
         self._stand_in(_stand_in(self))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def call(self, args: tuple, kwargs: dict) -> Any:
+        """The transformed function's result for `f(*args, **kwargs)`."""
         _check_range(self.name, self.argnums, len(args))
         if self.has_aux:
             return self._with_aux(args, kwargs)
-        if self.plain and not kwargs:    # (the one-call compiled gradient's hot path)
-            out = (value_and_grad if self.with_value else gradient)(self.fn, *args)
-        else:
-            out = api.gradient_call(self.fn, args, kwargs, self.backend, self.checkpoint,
-                                    None, self.with_value)
-        return self.finish(out)
+        return self.finish(api.gradient_call(self.fn, args, kwargs, self.backend,
+                                             self.checkpoint, None, self.with_value))
 
     def finish(self, out: Any) -> Any:
         """The gradients of `argnums` taken from a gradient call's result."""
@@ -89,18 +88,44 @@ class Transformed(Transform):
         return f"<{self.name}({_name(self.f)}, argnums={self.argnums})>"
 
 
+def entry(t: Transformed) -> Callable:
+    """The function `grad` / `value_and_grad` returns for spec `t`: the one-call
+    compiled gradient's hot path where it applies, else `t.call`."""
+    fn, k = t.fn, t.argnums
+    if not (t.plain and type(k) is int):
+        def transformed(*args, **kwargs):
+            return t.call(args, kwargs)
+    elif t.with_value:
+        def transformed(*args, **kwargs):
+            if kwargs or not -len(args) <= k < len(args):
+                return t.call(args, kwargs)
+            y, g = value_and_grad(fn, *args)
+            return y, g[k]
+    else:
+        def transformed(*args, **kwargs):
+            if kwargs or not -len(args) <= k < len(args):
+                return t.call(args, kwargs)
+            return gradient(fn, *args)[k]
+    functools.update_wrapper(transformed, t.f, updated=())
+    transformed.__qualname__ = f"{t.name}({_name(t.f)})"
+    transformed.__zygopy_transform__ = t
+    if type(t.target) is types.FunctionType:
+        transformed.__zygopy_function__ = t.target
+    return transformed
+
+
 def grad(f: Callable, argnums: Any = 0, has_aux: bool = False, *, backend: str = "auto",
-         checkpoint: Any = None) -> Transformed:
+         checkpoint: Any = None) -> Callable:
     """JAX's `grad`: a function that gives the gradient of scalar `f` with respect to
     argument `argnums` (a tuple of them gives a tuple).  `has_aux`: `f` returns
     `(value, aux)` and the function gives `(gradient, aux)`.  Options: `backend=` and
     `checkpoint=MB` as for `adjoint.pullback`; the function's own keywords go to `f`."""
-    return Transformed(f, argnums, has_aux, False, backend, checkpoint)
+    return entry(Transformed(f, argnums, has_aux, False, backend, checkpoint))
 
 
 def value_and_grad_transform(f: Callable, argnums: Any = 0, has_aux: bool = False, *,
                              backend: str = "auto", checkpoint: Any = None,
-                             **unknown: Any) -> Transformed:
+                             **unknown: Any) -> Callable:
     """JAX's `value_and_grad(f, ...)`, which `adjoint.value_and_grad` returns when it
     is given no positional argument after `f`: a function that gives `(value,
     gradient)` (with `has_aux`, `((value, aux), gradient)`)."""
@@ -109,7 +134,7 @@ def value_and_grad_transform(f: Callable, argnums: Any = 0, has_aux: bool = Fals
                         f"positional argument after the function, value_and_grad is "
                         f"JAX's transform, which takes {', '.join(_TRANSFORM_KEYWORDS)}; "
                         f"pass {_name(f)}'s arguments to the function it returns")
-    return Transformed(f, argnums, has_aux, True, backend, checkpoint)
+    return entry(Transformed(f, argnums, has_aux, True, backend, checkpoint))
 
 
 def checkpoint(f: Any, megabytes: Any = None) -> Any:
@@ -238,11 +263,12 @@ class Mapped:
             axes = normalize_axes((self.in_axes,) * len(args), len(args))
         else:
             axes = normalize_axes(tuple(self.in_axes), len(args))
+        t = transform_of(self.fun)
+        if isinstance(t, Transformed) and not t.has_aux and t.checkpoint is None:
+            _check_range(t.name, t.argnums, len(args))
+            return t.finish(api.gradient_call(t.fn, args, {}, t.backend, None, axes,
+                                              t.with_value))
         fun = self.fun
-        if isinstance(fun, Transformed) and not fun.has_aux and fun.checkpoint is None:
-            _check_range(fun.name, fun.argnums, len(args))
-            return fun.finish(api.gradient_call(fun.fn, args, {}, fun.backend, None, axes,
-                                                fun.with_value))
         moved, n = rows_of(args, axes)
         if n == 0:
             raise ValueError(f"vmap({_name(fun)}): no rows")

@@ -31,7 +31,7 @@ def test_a_keyword_named_like_an_option_goes_to_the_function(backend):
     assert np.allclose(gradient(_scaled, W, checkpoint=3.0, backend=backend)[0], want)
     value, g = value_and_grad(_scaled, W, checkpoint=3.0, backend=backend)
     assert np.isclose(value, 3.0 * np.sum(W * W)) and np.allclose(g[0], want)
-    y, back = pullback(_scaled, W, checkpoint=3.0, backend=backend)
+    _, back = pullback(_scaled, W, checkpoint=3.0, backend=backend)
     assert np.allclose(back(1.0)[0], want)
     assert np.allclose(gradient(_rows, np.ones((2, 3)), batch=0.5, backend=backend)[0],
                        np.full((2, 3), 0.5))
