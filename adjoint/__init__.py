@@ -8,7 +8,9 @@ Modules: `rules` (+ `rule_table`, `rules_math`, `rules_numpy`) the derivative ta
 `special_callees` the callees run by handlers of their own; passes
 `merge_returns`, `branches`, `activity`, `instrument`, `stacks`, `reverse`;
 `transform` orchestration, cache and call runtime; `tape` the runtime tape and
-cotangent primitives; `api` the user functions; `nested` second order (rules for
+cotangent primitives; `api` the user functions (`options`: zygopy's options apart from
+the user's keywords); `transforms` JAX's spelling (`grad`, `value_and_grad(f)`,
+`checkpoint`, `vmap`); `nested` second order (rules for
 the tape operations, so that J applies to its own output); `forward` forward mode
 (`jvp`, `jacfwd`, `hvp`, `code_tangent`: the `tangent` pass with `rules_tangent`);
 `custom` the derivatives users control (`stop_gradient`, `custom_vjp`, `custom_jvp`,
@@ -23,7 +25,9 @@ from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 from .forward import code_tangent, hvp, jacfwd, jvp  # noqa: F401,E402
 from .custom import custom_jvp, custom_vjp, jvp_rule, stop_gradient  # noqa: F401,E402
 from .pytrees import register_pytree_node  # noqa: F401,E402
+from .transforms import checkpoint, grad, vmap  # noqa: F401,E402
 
 __all__ = ["pullback", "gradient", "value_and_grad", "jacobian", "hessian", "code_adjoint",
            "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent",
+           "grad", "checkpoint", "vmap",
            "stop_gradient", "custom_vjp", "custom_jvp", "jvp_rule", "register_pytree_node"]

@@ -42,6 +42,7 @@ from .pytrees import (PULLBACK, as_cotangent, copy_record, finish_record, is_nam
                       record_fields, refuse_shadowed_fields)
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback, lookup_callee
+from .options import Checkpointed, take_options, unwrap
 from .structure import conform, has_complex
 from .tape import Tape
 from .transform import (ArgSlot, JFunction, activity_of, cells, checkpointed, clear_cache,
@@ -81,6 +82,7 @@ BACKENDS = ("auto", "interp", "llvm")
 def _drop_hot_gradients() -> None:
     for hot in HOT_GRADIENTS:
         hot.clear()
+    _BACKEND_IS_OPTION.clear()
 
 
 guards.on_invalidate(_drop_hot_gradients)
@@ -89,8 +91,7 @@ guards.on_invalidate(_drop_hot_gradients)
 def register_backend(name: str, runner: Any) -> None:
     """Make `backend=name` run forward/adjoint IR with `runner` (see module doc)."""
     RUNNERS[name] = runner
-    for hot in HOT_GRADIENTS:
-        hot.clear()
+    _drop_hot_gradients()
 
 
 def _load_jit() -> None:
@@ -251,23 +252,33 @@ def _prepare(f: Callable, args: tuple) -> tuple:
     return ir, cells(f)
 
 
-def pullback(f: Callable, *args: Any, backend: str = "auto", checkpoint: Any = None,
-             **kwargs: Any) -> tuple:
+def pullback(f: Callable, *args: Any, **kwargs: Any) -> tuple:
     """Run `f(*args, **kwargs)` recording a tape; return `(y, back)`.  `back(dy)` gives
     one cotangent per positional argument; keyword arguments, and the arguments a
     `functools.partial` binds, are held constant (as JAX's `grad` holds them).
 
-    `checkpoint=MB` bounds the tape of each of `f`'s outer loops to about MB MiB: the
-    forward keeps a snapshot of the loop's state every k iterations (k from the
-    words an iteration records) and `back` recomputes each segment's records from
-    its snapshot (`adjoint.passes.checkpoint`); the gradient is the same, bit for bit."""
+    Every keyword `f` can accept goes to `f` (`adjoint.options`).  Two keywords `f`
+    cannot accept are pullback's own options (the older spelling; the transforms of
+    `adjoint.transforms` take them instead): `backend=` ("auto", "interp", "llvm"),
+    and `checkpoint=MB`, which bounds the tape of each of `f`'s outer loops to about
+    MB MiB: the forward keeps a snapshot of the loop's state every k iterations (k
+    from the words an iteration records) and `back` recomputes each segment's records
+    from its snapshot (`adjoint.passes.checkpoint`); the gradient is the same, bit
+    for bit.  `adjoint.checkpoint(f, MB)` is `f` with that budget."""
+    if kwargs or type(f) is Checkpointed:
+        backend, checkpoint, _ = take_options(f, kwargs, ("backend", "checkpoint"))
+        return run_pullback(unwrap(f), args, kwargs, backend, checkpoint)
+    return run_pullback(f, args, kwargs)
+
+
+def run_pullback(f: Callable, args: tuple, kwargs: dict, backend: str = "auto",
+                 checkpoint: Any = None) -> tuple:
+    """`pullback` with its options apart: every entry of `kwargs` goes to `f`."""
     if not _JIT_TRIED and backend != "interp":
         _load_jit()
     if type(f) is not _FUNCTION:
         f = as_function(f, len(args))
     guards.check(f, args)   # a global it read was rebound: lower and compile again
-    if checkpoint is not None:
-        refuse_shadowed_options(f, ["checkpoint"])
     code = getattr(f, "__code__", None)
     plain = not kwargs and type(f) is not functools.partial and not (
         code is not None and (code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS))
@@ -395,64 +406,57 @@ def _is_scalar(y: Any) -> bool:
         or (isinstance(y, np.ndarray) and y.ndim == 0)
 
 
-def gradient(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
+def gradient(f: Callable, *args: Any, **kwargs: Any) -> tuple:
     """d f / d args for a real scalar output; one entry per positional argument
-    (keyword arguments are held constant).
+    (keyword arguments are passed to `f` and held constant).
 
-    Two keywords are gradient's own (read from `kwargs`, so that the usual call pays
-    nothing for them): `checkpoint=MB`, as for `pullback`; `batch=k`, the gradient of
-    each row of the first argument along its axis k (a tuple gives an axis or None
-    per argument, as JAX's `in_axes`), stacked along a new first axis.  Compiled,
-    the rows are split over a thread pool of native calls that run without the GIL
-    (`adjoint.batching`, `jit.batch`)."""
+    Every keyword `f` can accept goes to `f` (`adjoint.options`).  Keywords `f`
+    cannot accept that name gradient's options are those options (the older
+    spelling; `adjoint.grad(f, ...)` takes them on the transform): `backend=`;
+    `checkpoint=MB`, as for `pullback`; `batch=k`, the gradient of each row of the
+    first argument along its axis k (a tuple gives an axis or None per argument, as
+    JAX's `in_axes`), stacked along a new first axis.  Compiled, the rows are split
+    over a thread pool of native calls that run without the GIL (`adjoint.batching`,
+    `jit.batch`)."""
     hot = _HOT_GRADIENT.get(f)
-    if hot is not None and hot[0] is f.__code__ and not kwargs and (
-            backend == "auto" or backend == "llvm" and hot[2]):
+    if hot is not None and hot[0] is f.__code__ and (not kwargs or hot[2] and kwargs == _LLVM
+                                                     and _BACKEND_IS_OPTION.get(f) is hot[0]):
         for d, n, v in hot[3]:    # the globals it was compiled with, still bound so
             if d.get(n, MISSING) is not v:
                 break
         else:
             return hot[1](*args)
-    checkpoint, batch = _own_keywords(f, kwargs)
+    backend, checkpoint, batch = take_options(f, kwargs, OPTIONS)
+    if hot is not None and backend == "llvm" and not kwargs:
+        _BACKEND_IS_OPTION[f] = hot[0]
+    return gradient_call(unwrap(f), args, kwargs, backend, checkpoint, batch)
+
+
+OPTIONS = ("backend", "checkpoint", "batch")
+_LLVM = {"backend": "llvm"}     # (the one keyword a hot call may have)
+# f -> f.__code__, for the functions of the hot tables whose `backend=` was found to be
+# zygopy's option (`adjoint.options`): a hot call with `backend="llvm"` need not ask
+# again.  Emptied with the hot tables.
+_BACKEND_IS_OPTION: dict = {}
+
+
+def gradient_call(f: Callable, args: tuple, kwargs: dict, backend: str = "auto",
+                  checkpoint: Any = None, batch: Any = None, with_value: bool = False) -> Any:
+    """`gradient` (or, `with_value`, `value_and_grad`) with its options apart: every
+    entry of `kwargs` goes to `f`."""
     if batch is not None:
-        return _batched_gradient(f, args, batch, backend, kwargs, checkpoint)
+        return _batched_gradient(f, args, batch, backend, kwargs, checkpoint, with_value)
     if checkpoint is not None:
-        return general_gradient(f, args, False, backend, kwargs, checkpoint)
-    return _gradient(f, args, False, backend, kwargs)
-
-
-def _own_keywords(f: Callable, kwargs: dict) -> tuple:
-    """(checkpoint, batch), taken out of `kwargs`."""
-    if not kwargs:
-        return None, None
-    refuse_shadowed_options(f, [k for k in OWN_OPTIONS if k in kwargs])
-    return kwargs.pop("checkpoint", None), kwargs.pop("batch", None)
-
-
-OWN_OPTIONS = ("checkpoint", "batch")
-
-
-def refuse_shadowed_options(f: Callable, given: list) -> None:
-    """A keyword given to `gradient`/`pullback` that names both one of zygopy's own
-    options and a parameter of `f` is ambiguous: taking it as the option would run `f`
-    with its default instead, a silently wrong gradient.  Refuse it."""
-    if not given:
-        return
-    try:
-        params = inspect.signature(f).parameters
-    except (TypeError, ValueError):
-        return
-    bound = f.keywords if isinstance(f, functools.partial) else {}
-    for name in given:
-        p = params.get(name)
-        if p is not None and name not in bound and p.kind not in (p.VAR_POSITIONAL,
-                                                                    p.VAR_KEYWORD):
-            fname = getattr(f, "__qualname__", None) or type(f).__name__
-            raise TypeError(
-                f"{name}= is both an option of zygopy's gradient and pullback and a "
-                f"parameter of {fname}: it is ambiguous; pass {fname}'s {name} with "
-                f"functools.partial({fname}, {name}=...) (then {name}= is zygopy's "
-                f"option), or by position")
+        return general_gradient(f, args, with_value, backend, kwargs, checkpoint)
+    if backend == "llvm" and not kwargs:     # a one-call gradient compiled already
+        hot = HOT_GRADIENTS[with_value].get(f)
+        if hot is not None and hot[2] and hot[0] is f.__code__:
+            for d, n, v in hot[3]:
+                if d.get(n, MISSING) is not v:
+                    break
+            else:
+                return hot[1](*args)
+    return _gradient(f, args, with_value, backend, kwargs)
 
 
 def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs: dict,
@@ -471,27 +475,45 @@ def _batched_gradient(f: Callable, args: tuple, batch: Any, backend: str, kwargs
                   backend == "llvm")
         if got is not None:
             return got
-    return per_row(value_and_grad if with_value else gradient, f, args, axes, backend)
+    return per_row(_ROW_CALLS[with_value], f, args, axes, backend)
 
 
-def value_and_grad(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
-    """`(f(*args), gradient(f, *args))` for a real scalar output, computed together
-    (JAX's name; here called with the arguments, like `gradient`; `checkpoint=MB` as
-    for `pullback`)."""
+def _row_gradient(f: Callable, *args: Any, backend: str = "auto") -> tuple:
+    return gradient_call(f, args, {}, backend)
+
+
+def _row_value_and_grad(f: Callable, *args: Any, backend: str = "auto") -> tuple:
+    return gradient_call(f, args, {}, backend, with_value=True)
+
+
+_ROW_CALLS = (_row_gradient, _row_value_and_grad)   # (per row: options apart from f's)
+
+# `value_and_grad(f)`, with no arguments for f: the JAX-style transform of f, which
+# `adjoint.transforms` (the module that builds transforms on this API) installs here.
+as_transform: Optional[Callable] = None
+
+
+def value_and_grad(f: Callable, *args: Any, **kwargs: Any) -> Any:
+    """`(f(*args), gradient(f, *args))` for a real scalar output, computed together;
+    keywords as for `gradient`.
+
+    With no positional argument after `f` it is JAX's transform instead:
+    `value_and_grad(f, argnums=0, has_aux=False, backend=...)` returns a function
+    that gives `(value, gradient)` (`adjoint.transforms`)."""
+    if not args:
+        return as_transform(f, **kwargs)
     hot = _HOT_VALUE_AND_GRAD.get(f)
-    if hot is not None and hot[0] is f.__code__ and not kwargs and (
-            backend == "auto" or backend == "llvm" and hot[2]):
+    if hot is not None and hot[0] is f.__code__ and (not kwargs or hot[2] and kwargs == _LLVM
+                                                     and _BACKEND_IS_OPTION.get(f) is hot[0]):
         for d, n, v in hot[3]:    # the globals it was compiled with, still bound so
             if d.get(n, MISSING) is not v:
                 break
         else:
             return hot[1](*args)
-    checkpoint, batch = _own_keywords(f, kwargs)
-    if batch is not None:      # (values stacked, gradients stacked)
-        return _batched_gradient(f, args, batch, backend, kwargs, checkpoint, True)
-    if checkpoint is not None:
-        return general_gradient(f, args, True, backend, kwargs, checkpoint)
-    return _gradient(f, args, True, backend, kwargs)
+    backend, checkpoint, batch = take_options(f, kwargs, OPTIONS)
+    if hot is not None and backend == "llvm" and not kwargs:
+        _BACKEND_IS_OPTION[f] = hot[0]
+    return gradient_call(unwrap(f), args, kwargs, backend, checkpoint, batch, True)
 
 
 _HOT_GRADIENT, _HOT_VALUE_AND_GRAD = HOT_GRADIENTS
@@ -514,7 +536,7 @@ def _gradient(f: Callable, args: tuple, with_value: bool, backend: str, kwargs: 
 def general_gradient(f: Callable, args: tuple, with_value: bool, backend: str = "auto",
                      kwargs: Optional[dict] = None, checkpoint: Any = None) -> tuple:
     """`gradient` / `value_and_grad` through `pullback` and `back(1.0)`."""
-    y, back = pullback(f, *args, backend=backend, checkpoint=checkpoint, **(kwargs or {}))
+    y, back = run_pullback(f, args, dict(kwargs or {}), backend, checkpoint)
     if not _is_scalar(y):
         name = "value_and_grad" if with_value else "gradient"
         raise TypeError(f"{name}: {getattr(f, '__name__', 'f')} must return a real "
@@ -522,10 +544,12 @@ def general_gradient(f: Callable, args: tuple, with_value: bool, backend: str = 
     return (y, back(1.0)) if with_value else back(1.0)
 
 
-def jacobian(f: Callable, *args: Any, backend: str = "auto", **kwargs: Any) -> tuple:
+def jacobian(f: Callable, *args: Any, **kwargs: Any) -> tuple:
     """One array per positional argument, of shape `shape(y) + shape(arg)` (None for
-    ints); keyword arguments are held constant."""
-    y, back = pullback(f, *args, backend=backend, **kwargs)
+    ints); keyword arguments go to `f` and are held constant, with `backend=` and
+    `checkpoint=` as for `pullback`."""
+    backend, checkpoint, _ = take_options(f, kwargs, ("backend", "checkpoint"))
+    y, back = run_pullback(unwrap(f), args, kwargs, backend, checkpoint)
     if has_complex(y) or has_complex(args):   # (its rows would be real parts only)
         raise TypeError("jacobian: complex values are not supported yet; use pullback "
                         "or gradient")

@@ -47,6 +47,7 @@ from ssair.primitives import register
 
 from . import api
 from . import transform as T
+from .options import accepts_keyword
 from .rule_table import no_operands
 from .rules import Pullback, nondiff, pullback_rule, structural
 from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
@@ -195,8 +196,8 @@ def gradient_program(jf: "T.JFunction", nfree: int, seeded: bool = False,
 def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = False) -> tuple:
     """jcall of `adjoint.gradient(fn, *args)` (or `value_and_grad`): run J(gradient
     program of fn)."""
-    _check_nested_keywords("value_and_grad" if with_value else "gradient", kw)
     fn, args = pos[0], tuple(pos[1:])
+    _check_nested_keywords("value_and_grad" if with_value else "gradient", fn, kw)
     fn = api.as_function(fn, len(args))
     ir, free = api._prepare(fn, args)
     filled = omitted_defaults(fn, ir, len(free), args)
@@ -294,8 +295,8 @@ def forward_pullback_call(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
     """jcall of `adjoint.pullback(fn, *args)`: y from J(fn), and as `back` a closure
     over fn's captured values and args whose code is fn's seeded gradient program,
     so that calling `back(dy)` is differentiated like any closure call."""
-    _check_nested_keywords("pullback", kw)
     fn, args = pos[0], tuple(pos[1:])
+    _check_nested_keywords("pullback", fn, kw)
     fn = api.as_function(fn, len(args))
     ir, free = api._prepare(fn, args)
     filled = omitted_defaults(fn, ir, len(free), args)
@@ -333,12 +334,15 @@ class _PullbackCallPB:
         return tuple(out)
 
 
-def _check_nested_keywords(name: str, kw: dict) -> None:
+def _check_nested_keywords(name: str, fn, kw: dict) -> None:
     """A nested call always runs in the interpreter: `backend=` is accepted and has
-    no effect; nothing else is a keyword of `gradient`/`pullback`."""
+    no effect (unless `fn` takes a keyword of that name: `adjoint.options`);
+    keywords for `fn` are not supported here."""
     for k in kw:
-        if k != "backend":
-            raise TypeError(f"{name}() got an unexpected keyword argument {k!r}")
+        if k != "backend" or accepts_keyword(fn, k):
+            raise TypeError(f"adjoint: {name}() inside a differentiated function does not "
+                            f"pass keyword arguments to the function yet (got {k}=); "
+                            f"bind them with functools.partial")
 
 
 def _refuse_nested(name: str):

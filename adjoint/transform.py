@@ -52,6 +52,7 @@ import numpy as np
 import lowering
 import ssair
 from lowering import guards
+from lowering.ops_call import stands_for
 from lowering.runtime import call_unpacked
 from ssair import IR
 from ssair.compile_lock import compiling
@@ -673,7 +674,7 @@ def _target(f: Any):
         return ir, sig_fn, f.values, True
     if isinstance(f, IR):
         return f, f.func if isinstance(f.func, types.FunctionType) else None, (), False
-    f = rule_function(f)
+    f = stands_for(rule_function(f))     # (a wrapper's stand-in: `adjoint.transforms`)
     if type(f) is types.FunctionType and (interp.is_user_function(f) or own_rule_code(f)):
         return lower_function(f), f, cells(f), False
     return None

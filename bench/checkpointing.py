@@ -1,5 +1,5 @@
 """Checkpointed loops (issue 14, part 2): the gradient of a loop of 10^8 iterations
-with the whole tape against `checkpoint=64` (a 64 MiB budget).
+with the whole tape against `adjoint.checkpoint(f, 64)` (a 64 MiB budget).
 
 Workloads (bench.workloads):
   * "pow_loop": `r = r * x`, n times (one tape word an iteration: 800 MB at 10^8);
@@ -46,12 +46,14 @@ def probe(name: str, mode: str, n: int, repeat: int) -> dict:
     import adjoint
     f, args = _workload(name)
     budget = MODES[mode]
-    adjoint.gradient(f, *args, 1000, checkpoint=budget)      # compile
+    if budget is not None:      # the tape of each outer loop bounded to `budget` MiB
+        f = adjoint.checkpoint(f, budget)
+    adjoint.gradient(f, *args, 1000)      # compile
     base = _peak_mib()
     times, grad = [], None
     for _ in range(repeat):
         t = time.process_time()
-        grad = adjoint.gradient(f, *args, n, checkpoint=budget)
+        grad = adjoint.gradient(f, *args, n)
         times.append(time.process_time() - t)
     return {"seconds": statistics.median(times), "runs": times,
             "peak_over_baseline_mib": _peak_mib() - base,

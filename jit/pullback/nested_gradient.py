@@ -23,7 +23,7 @@ for `(tape, args...)` and its adjoint for `(reader, env, 1.0)`.  The native code
      temporaries until it returns.
 
 Keyword arguments are passed to f and held constant, as `gradient` does; `backend=` has
-no effect.  Refused, saying why: a function that writes into its array arguments,
+no effect (it is f's when f takes a keyword of that name: `adjoint.options`).  Refused, saying why: a function that writes into its array arguments,
 `*args`/`**kwargs` callees, a non-scalar result, and argument kinds other than numbers,
 arrays and tuples, lists and dicts of them.  Differentiating a function that calls
 `gradient` (reverse over reverse) runs in the interpreter (`adjoint.nested`);
@@ -36,6 +36,7 @@ import types as pytypes
 from llvmlite import ir as L
 
 from ssair.ir import IR
+from adjoint.options import accepts_keyword
 from adjoint.rules import lookup_callee
 
 from jit.codegen.arrays import allocate, runtime_callee, shape
@@ -99,8 +100,9 @@ def _t_gradient(ctx: Context, s, ts: list) -> Type:
                  "wrap it in a Python function")
     ir = f if isinstance(f, IR) else lower_function(f)
     pos = list(s.args[2:])
-    kw = {k: v for k, v in s.kwargs.items() if k != "backend"}   # held constant, as in
-    operands, _ = bind_operands(ctx, ir, f, pos, tuple(kw), list(kw.values()))  # the API
+    kw = {k: v for k, v in s.kwargs.items()      # held constant, as in the API; backend=
+          if k != "backend" or accepts_keyword(f, k)}    # is f's where f takes one
+    operands, _ = bind_operands(ctx, ir, f, pos, tuple(kw), list(kw.values()))
     if any(isinstance(o, Packed) for o in operands):
         ctx.fail(f"gradient of {ir.name}, which takes *args or **kwargs, is not compiled "
                  "inside compiled code")
