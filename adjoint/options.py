@@ -22,6 +22,9 @@ import inspect
 import types
 from typing import Any, Callable
 
+from ssair.interpreter import Closure
+from ssair.ir import IR
+
 _KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
@@ -33,6 +36,9 @@ def accepts_keyword(f: Callable, name: str) -> bool:
         if hit is None or hit[0] is not code:
             hit = _KEYWORD_NAMES[id(code)] = (code, _keyword_names(code))
         return hit[1] is True or name in hit[1]
+    if isinstance(f, Closure):  # a function made inside interpreted code: its source's
+        source = f.func.func if isinstance(f.func, IR) else f.func
+        return type(source) is types.FunctionType and accepts_keyword(source, name)
     t = transform_of(f)
     if t is not None:           # (it passes its keywords to the function it wraps)
         return accepts_keyword(t.f, name)
