@@ -34,24 +34,44 @@ VIEW_NAMES = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis",
                         "rot90"})
 
 
-def volatile(ir: IR, kinds: Any, args: set) -> set:
+def volatile(ir: IR, kinds: Any, args: set, classes: Any = None) -> set:
     """Values that may share memory with a value written later (module docstring);
-    `args`: the arguments that may be arrays (roots)."""
+    `args`: the arguments that may be arrays (roots); `classes`: `sharing(ir, kinds)`
+    when the caller has it."""
+    classes = classes if classes is not None else sharing(ir, kinds)
+    roots = set(args) | {w for b in ir.blocks for s in b.stmts
+                         for w in written_by(s, classes.defs, kinds)}
+    held = {classes[r] for r in roots if isinstance(r, Var)}
+    return {v for v in classes if classes[v] in held}
+
+
+class Sharing(dict):
+    """Value -> the representative of its class of possibly shared memory (every
+    argument, phi and statement result of an IR); `defs` maps each statement's value
+    to the statement.  A value it does not hold (one made later) is its own class."""
+
+    def __init__(self, classes: dict, defs: dict):
+        super().__init__(classes)
+        self.defs = defs
+
+    def of(self, v: Any) -> Any:
+        return self.get(v, v)
+
+
+def sharing(ir: IR, kinds: Any) -> Sharing:
+    """The classes of values of `ir` that may share memory (module docstring)."""
     find, union = _union_find()
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
-    roots = set(args)
     for b in ir.blocks:
         for p in b.phis:
             for o in p.operands():
                 _join(union, kinds, p.var, o)
         for s in b.stmts:
-            roots |= _written(s, defs, kinds)
             if not _fresh(s, defs):
                 for o in s.operands():
                     _join(union, kinds, s.var, o)
-    classes = {find(r) for r in roots if isinstance(r, Var)}
     every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}
-    return {v for v in every if find(v) in classes}
+    return Sharing({v: find(v) for v in every}, defs)
 
 
 def _union_find():
@@ -76,7 +96,7 @@ def _join(union, kinds: Any, v, o) -> None:
     union(v, o)
 
 
-def _written(s, defs: dict, kinds: Any) -> set:
+def written_by(s, defs: dict, kinds: Any) -> set:
     """Values `s` may write into: a `setitem` target, an `out=` array, the array
     operands of a call without a rule (a user function may write into them)."""
     if s.op == "setitem":
