@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ssair import IR, Const, Var
+from ssair.primitives import INPLACE
 
 from ..rules import lookup_callee
 
@@ -68,10 +69,20 @@ def sharing(ir: IR, kinds: Any) -> Sharing:
                 _join(union, kinds, p.var, o)
         for s in b.stmts:
             if not _fresh(s, defs):
-                for o in s.operands():
+                for o in _kept(s, kinds):
                     _join(union, kinds, s.var, o)
     every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}
     return Sharing({v: find(v) for v in every}, defs)
+
+
+def _kept(s, kinds: Any) -> list:
+    """The operands whose memory the result of a statement that makes no new object
+    may share: all of them, but for `a += b` on a float array (the result is `a`;
+    a list `a` would hold `b`'s elements)."""
+    ops = list(s.operands())
+    if s.op in INPLACE and kinds is not None and kinds.is_float_array(ops[0]):
+        return ops[:1]
+    return ops
 
 
 def _union_find():
