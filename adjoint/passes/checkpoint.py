@@ -33,10 +33,23 @@ test alone).  Records of one visit lie in one segment, so a block either finds i
 records in the scratch tape or finds it spent.  The adjoint's own arithmetic is
 unchanged: the gradient is the unlimited tape's, bit for bit.
 
-State the loop may write into (an operand of an impure statement: an array it
-assigns into, a list it appends to) is copied into the snapshot, and each
-recompute starts from a copy of that copy (`ckpt_copy`): a segment starts from the
-state it had, however many times `back` runs.
+A recompute runs during `back`, after the rest of the forward and maybe the
+caller's own writes, so a snapshot holds the state as it was, not references to
+memory written since (`adjoint.passes.aliases` gives the classes of values that
+may share memory, `meta["sharing"]`, and those a write may change,
+`meta["reread"]`):
+  * state the loop may write into (an operand of an impure statement, or a value
+    sharing memory with an array the loop assigns into, a list it appends to) is
+    copied into the snapshot, and each recompute starts from a copy of that copy:
+    a segment starts from the state it had, however many times `back` runs.  The
+    values of one class are copied together (`ckpt_copy_joint`), so that one
+    object held under two names (`t` and `(t, b)`) stays one; two arrays that
+    share memory in part (a view and its base) cannot be copied apart and are
+    refused at run time (compiled code refuses more than one array);
+  * a phi that a later write may change (the code after the loop, or the caller:
+    an argument) is copied into each snapshot (`ckpt_copy`);
+  * such a value from outside the loop, which the loop only reads, is copied once
+    on entry to the loop, and every snapshot holds that copy.
 """
 from __future__ import annotations
 
