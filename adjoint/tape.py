@@ -12,8 +12,10 @@ Primitives (all typeable from their operands, so the JIT can compile them):
   * `tape_mark(tape)`, `tape_cut(tape, m)`  the tape's length; truncate it back to
                                `m` (a handler entered by an exception, `adjoint.passes.unwind`);
   * `ckpt_tape()`, `ckpt_reader(t)`, `ckpt_spent(t, r)`, `ckpt_rewind(t, r, s)`,
-    `ckpt_copy(x)`, `ckpt_free(t)`           the scratch tape a checkpointed loop's segments are
-                               recomputed onto during `back` (`adjoint.passes.checkpoint`);
+    `ckpt_copy(x)`, `ckpt_copy_joint(where, x...)`, `ckpt_free(t)`  the scratch
+                               tape a checkpointed loop's segments are recomputed
+                               onto during `back`, and the copies of the state a
+                               segment starts from (`adjoint.passes.checkpoint`);
   * `pop(reader)`              the next value backwards from a reader's cursor;
                                reading never changes the tape, so `back` may run
                                many times, each with its own `Tape.reader()`;
@@ -46,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ssair.interpreter import Closure
 from ssair.primitives import register
 
 
@@ -143,16 +146,60 @@ def ckpt_rewind(t: ScratchTape, r: Reader, start: int) -> None:
     t.start = start
 
 
-def ckpt_copy(x: Any) -> Any:
-    """A copy of a snapshot value the loop writes into (an array, a list, a dict), so
-    that a segment starts from the state it had, however often it is recomputed."""
+def ckpt_copy(x: Any, memo: Any = None) -> Any:
+    """A copy of a snapshot value the loop may write into, or whose memory a later
+    write may change (an array, or a list, dict or tuple holding one), so that a
+    segment starts from the state it had, however often it is recomputed (a closure's
+    captured values are copied too).  An object
+    met twice (`memo`: id -> copy) is copied once."""
+    memo = {} if memo is None else memo
+    if id(x) in memo:
+        return memo[id(x)]
     if isinstance(x, np.ndarray):
-        return x.copy()
-    if isinstance(x, list):
-        return [ckpt_copy(v) for v in x]
+        out: Any = x.copy()
+    elif isinstance(x, list):
+        out = memo[id(x)] = []
+        out.extend(ckpt_copy(v, memo) for v in x)
+    elif isinstance(x, dict):
+        out = memo[id(x)] = {}
+        out.update((k, ckpt_copy(v, memo)) for k, v in x.items())
+    elif type(x) is tuple:
+        out = tuple(ckpt_copy(v, memo) for v in x)
+    elif isinstance(x, Closure):
+        out = Closure(x.func, ckpt_copy(x.values, memo), x.defaults, x.kwdefaults)
+    else:
+        return x
+    memo[id(x)] = out
+    return out
+
+
+def ckpt_copy_joint(where: str, *xs: Any) -> tuple:
+    """Copies of state values that may share memory the loop writes into, taken
+    together: a value held twice stays one value.  Two distinct arrays that share
+    memory (a view and its base) cannot be copied apart: a clear error."""
+    arrays = {id(a): a for a in _arrays_in(xs)}
+    found = list(arrays.values())
+    for i, a in enumerate(found):
+        for b in found[i + 1:]:
+            if np.shares_memory(a, b):
+                raise TypeError(f"pullback: checkpoint= does not support a loop that writes "
+                                f"into an array it also reads through another name (a view "
+                                f"or a container) yet (in {where})")
+    memo: dict = {}
+    return tuple(ckpt_copy(x, memo) for x in xs)
+
+
+def _arrays_in(x: Any) -> list:
+    """The arrays `x` holds (itself, or in its lists, dicts, tuples and closures)."""
+    if isinstance(x, np.ndarray):
+        return [x]
+    if isinstance(x, Closure):
+        x = x.values
     if isinstance(x, dict):
-        return {k: ckpt_copy(v) for k, v in x.items()}
-    return x
+        x = list(x.values())
+    if isinstance(x, (list, tuple)):
+        return [a for v in x for a in _arrays_in(v)]
+    return []
 
 
 def ckpt_free(t: ScratchTape) -> None:
@@ -359,6 +406,8 @@ register("ckpt_spent", 2, ckpt_spent, pure=False, foldable=False,
 register("ckpt_rewind", 3, ckpt_rewind, pure=False, foldable=False,
          symbol="r.pos = len(t); t.start = s")
 register("ckpt_copy", 1, ckpt_copy, pure=False, foldable=False, symbol="copy(x)")
+register("ckpt_copy_joint", (1, None), ckpt_copy_joint, pure=False, foldable=False,
+         symbol="copies of (x, y, ...) together")
 register("ckpt_free", 1, ckpt_free, pure=False, foldable=False, symbol="t.clear()")
 register("pop", 1, pop, pure=False, foldable=False, symbol="reader.pop()")
 register("accum", 2, accum, foldable=False, symbol="a + b")

@@ -271,6 +271,15 @@ def is_int_like(t: Any) -> bool:
     return t is BOOL or t is INT64 or t == BOOL or t == INT64
 
 
+def count_held(t: Any, kind: type) -> int:
+    """How many values of type class `kind` a value of type `t` holds: itself, or in
+    its tuples (lists and dicts passed in are tuples natively) and closures."""
+    if isinstance(t, kind):
+        return 1
+    parts = t.elems if isinstance(t, TupleT) else t.captured if isinstance(t, ClosureT) else ()
+    return sum(count_held(e, kind) for e in parts)
+
+
 def numeric_join(a: Scalar, b: Scalar) -> Scalar:
     """The wider of two numeric types (bool < int64 < float64)."""
     return a if _RANK[a] >= _RANK[b] else b

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ssair import IR, Const, Var
+from ssair.primitives import INPLACE
 
 from ..rules import lookup_callee
 
@@ -35,24 +36,54 @@ VIEW_NAMES = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis",
                         "rot90"})
 
 
-def volatile(ir: IR, kinds: Any, args: set) -> set:
+def volatile(ir: IR, kinds: Any, args: set, classes: Any = None) -> set:
     """Values that may share memory with a value written later (module docstring);
-    `args`: the arguments that may be arrays (roots)."""
+    `args`: the arguments that may be arrays (roots); `classes`: `sharing(ir, kinds)`
+    when the caller has it."""
+    classes = classes if classes is not None else sharing(ir, kinds)
+    roots = set(args) | {w for b in ir.blocks for s in b.stmts
+                         for w in written_by(s, classes.defs, kinds)}
+    held = {classes[r] for r in roots if isinstance(r, Var)}
+    return {v for v in classes if classes[v] in held}
+
+
+class Sharing(dict):
+    """Value -> the representative of its class of possibly shared memory (every
+    argument, phi and statement result of an IR); `defs` maps each statement's value
+    to the statement.  A value it does not hold (one made later) is its own class."""
+
+    def __init__(self, classes: dict, defs: dict):
+        super().__init__(classes)
+        self.defs = defs
+
+    def of(self, v: Any) -> Any:
+        return self.get(v, v)
+
+
+def sharing(ir: IR, kinds: Any) -> Sharing:
+    """The classes of values of `ir` that may share memory (module docstring)."""
     find, union = _union_find()
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
-    roots = set(args)
     for b in ir.blocks:
         for p in b.phis:
             for o in p.operands():
                 _join(union, kinds, p.var, o)
         for s in b.stmts:
-            roots |= _written(s, defs, kinds)
             if not _fresh(s, defs):
-                for o in s.operands():
+                for o in _kept(s, kinds):
                     _join(union, kinds, s.var, o)
-    classes = {find(r) for r in roots if isinstance(r, Var)}
     every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}
-    return {v for v in every if find(v) in classes}
+    return Sharing({v: find(v) for v in every}, defs)
+
+
+def _kept(s, kinds: Any) -> list:
+    """The operands whose memory the result of a statement that makes no new object
+    may share: all of them, but for `a += b` on a float array (the result is `a`;
+    a list `a` would hold `b`'s elements)."""
+    ops = list(s.operands())
+    if s.op in INPLACE and kinds is not None and kinds.is_float_array(ops[0]):
+        return ops[:1]
+    return ops
 
 
 def _union_find():
@@ -77,7 +108,7 @@ def _join(union, kinds: Any, v, o) -> None:
     union(v, o)
 
 
-def _written(s, defs: dict, kinds: Any) -> set:
+def written_by(s, defs: dict, kinds: Any) -> set:
     """Values `s` may write into: a `setitem` target, an `out=` array, the array
     operands of a call without a rule (a user function may write into them)."""
     if s.op == "setitem":

@@ -33,10 +33,23 @@ test alone).  Records of one visit lie in one segment, so a block either finds i
 records in the scratch tape or finds it spent.  The adjoint's own arithmetic is
 unchanged: the gradient is the unlimited tape's, bit for bit.
 
-State the loop may write into (an operand of an impure statement: an array it
-assigns into, a list it appends to) is copied into the snapshot, and each
-recompute starts from a copy of that copy (`ckpt_copy`): a segment starts from the
-state it had, however many times `back` runs.
+A recompute runs during `back`, after the rest of the forward and maybe the
+caller's own writes, so a snapshot holds the state as it was, not references to
+memory written since (`adjoint.passes.aliases` gives the classes of values that
+may share memory, `meta["sharing"]`, and those a write may change,
+`meta["reread"]`):
+  * state the loop may write into (an operand of an impure statement, or a value
+    sharing memory with an array the loop assigns into, a list it appends to) is
+    copied into the snapshot, and each recompute starts from a copy of that copy:
+    a segment starts from the state it had, however many times `back` runs.  The
+    values of one class are copied together (`ckpt_copy_joint`), so that one
+    object held under two names (`t` and `(t, b)`) stays one; two arrays that
+    share memory in part (a view and its base) cannot be copied apart and are
+    refused at run time (compiled code refuses more than one array);
+  * a phi that a later write may change (the code after the loop, or the caller:
+    an argument) is copied into each snapshot (`ckpt_copy`);
+  * such a value from outside the loop, which the loop only reads, is copied once
+    on entry to the loop, and every snapshot holds that copy.
 """
 from __future__ import annotations
 
@@ -88,9 +101,9 @@ def checkpoint_loops(fwd: IR, adj: IR, budget: int, make_function: Any) -> tuple
             continue
         _refuse(fwd, body)
         state = _state(fwd, h, body, tape)
-        written = _written(fwd, body, state)
-        recompute = _recompute_ir(fwd, h, body, tape, state, written, len(recomputes))
-        snap = _snapshot_forward(fwd, h, body, tape, state, written, budget)
+        copies = _copies(fwd, h, body, state)
+        recompute = _recompute_ir(fwd, h, body, tape, state, copies[0], len(recomputes))
+        snap = _snapshot_forward(fwd, h, body, tape, state, copies, budget)
         _read_segments(adj, pushed, snap, make_function(recompute))
         recomputes.append(recompute)
     return fwd, adj, recomputes
@@ -126,14 +139,54 @@ def _state(fwd: IR, h: int, body: set, tape: Var) -> list:
     return out
 
 
-def _written(fwd: IR, body: set, state: list) -> set:
-    """The state values an impure statement of the loop takes (it may write into
-    them): the snapshot holds a copy of each, and each recompute starts from a copy
-    of that (`ckpt_copy`)."""
+def _copies(fwd: IR, h: int, body: set, state: list) -> tuple:
+    """(written, each, once).  `written`: the state values the loop may write into,
+    in groups: values that may share memory the loop writes into form one group,
+    copied together (`ckpt_copy_joint`) into each snapshot, and again at the start
+    of each recompute.  `each`: the other phis whose memory a write after the loop
+    or the caller may change (`meta["reread"]`), copied into each snapshot.  `once`:
+    the values from outside the loop that such a write may change, copied once on
+    entry (the loop only reads them)."""
     from ssair.passes.util import is_pure
-    touched = {a for b in fwd.blocks if b.id in body for s in b.stmts
-               if s.op != "push" and not is_pure(s.op) for a in s.operands()}
-    return {v for v in state if v in touched}
+
+    from .aliases import Sharing, written_by
+    classes = fwd.meta.get("sharing") or Sharing({}, {})
+    reread = fwd.meta.get("reread") or set()
+    defs = {s.var: s for b in fwd.blocks for s in b.stmts}
+    stmts = [s for b in fwd.blocks if b.id in body for s in b.stmts if s.op != "push"]
+    touched = {a for s in stmts if not is_pure(s.op) for a in s.operands()}
+    hit = {classes.of(w) for s in stmts for w in written_by(s, defs, None)}
+    groups: dict = {}
+    for v in state:
+        if classes.of(v) in hit:
+            groups.setdefault(classes.of(v), []).append(v)
+        elif v in touched:
+            groups[v] = [v]
+    written = list(groups.values())
+    copied = {v for g in written for v in g}
+    phis = {p.var for p in fwd.block(h).phis}
+    each = [v for v in state if v not in copied and v in phis and v in reread]
+    once = [v for v in state if v not in copied and v not in phis and v in reread]
+    return written, each, once
+
+
+def _copy_groups(ir: IR, block: Block, groups: list, value_of: dict, where: str) -> dict:
+    """Statements at the end of `block` copying each group of written state values
+    together (`value_of` maps a state value to what holds it here; `where` names the
+    loop for an error); returns state value -> its copy."""
+    out = {}
+    for g in groups:
+        joint = ir.push(block, "ckpt_copy_joint", Const(where),
+                        *[value_of.get(v, v) for v in g])
+        out.update({v: ir.push(block, "getitem", joint, k) for k, v in enumerate(g)})
+    return out
+
+
+def _where(fwd: IR, body: set) -> str:
+    """`f at file:line` of loop `body` (its first line), for messages."""
+    line = min((s.line for b in fwd.blocks if b.id in body for s in b.stmts if s.line),
+               default=None)
+    return f"{fwd.meta.get('source_name', fwd.name)} at {fwd.file}:{line}"
 
 
 def _constant(phi: Any) -> Any:
@@ -176,10 +229,11 @@ def _new_block(ir: IR, before: Block) -> Block:
     return b
 
 
-def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, written: set,
+def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, copies: tuple,
                       budget: int) -> Var:
     """Rewrite loop #h of the forward as the module docstring says; returns the
-    snapshot tuple's value."""
+    snapshot tuple's value.  `copies`: `_copies`' (written, each, once)."""
+    written, each, once = copies
     header = fwd.block(h)
     outside = [p for p in fwd.predecessors()[h] if p not in body]
     h2 = _split(fwd, header, 0)
@@ -190,6 +244,10 @@ def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, writte
     nx = fwd.add_phi(header, {o: 0 for o in outside}, name="next_snapshot")
     last = fwd.add_phi(header, {o: 0 for o in outside}, name="last_snapshot")
     mk = fwd.add_phi(header, dict(entry_mark), name="tape_mark")
+    frozen = {v: fwd.add_phi(header, {o: fwd.push(fwd.block(o), "ckpt_copy", v)
+                                      for o in outside}, name="entry_copy") for v in once}
+    for v, ph in frozen.items():
+        next(q for q in header.phis if q.var == ph).incoming.update({q: ph for q in latches})
     due = fwd.push(header, "eq", c, nx)
     snap_block = _new_block(fwd, header)
     header.term = Branch(due, snap_block.id, h2.id)
@@ -201,8 +259,10 @@ def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, writte
         b, "mul", visits, budget), per), 1, name="stride")
     nx1 = fwd.push(b, "add", c, stride)
     fwd.push(b, "tape_cut", tape, mk)
-    saved = [fwd.push(b, "ckpt_copy", v) if v in written else v for v in state]
-    snap = fwd.push(b, "tuple", c, nx1, *saved, name="snapshot")
+    saved = _copy_groups(fwd, b, written, {}, _where(fwd, body))
+    saved.update({v: fwd.push(b, "ckpt_copy", v) for v in each})
+    saved.update(frozen)
+    snap = fwd.push(b, "tuple", c, nx1, *[saved.get(v, v) for v in state], name="snapshot")
     fwd.push(b, "push", tape, snap)
     mk1 = fwd.push(b, "tape_mark", tape)
     b.term = Goto(h2.id)
@@ -228,7 +288,7 @@ def _snapshot_forward(fwd: IR, h: int, body: set, tape: Var, state: list, writte
     return snap
 
 
-def _recompute_ir(fwd: IR, h: int, body: set, tape: Var, state: list, written: set,
+def _recompute_ir(fwd: IR, h: int, body: set, tape: Var, state: list, written: list,
                   k: int) -> IR:
     """`name_recompute(%tape, %snap)`: loop #h's blocks from a snapshot to the next."""
     name = fwd.meta.get("source_name", fwd.name)
@@ -242,8 +302,7 @@ def _recompute_ir(fwd: IR, h: int, body: set, tape: Var, state: list, written: s
     start = out.push(entry, "getitem", snap, 0, name="visit")
     stop = out.push(entry, "getitem", snap, 1, name="next_snapshot")
     got = {v: out.push(entry, "getitem", snap, 2 + i) for i, v in enumerate(state)}
-    for v in written:
-        got[v] = out.push(entry, "ckpt_copy", got[v])
+    got.update(_copy_groups(out, entry, written, got, _where(fwd, body)))
     entry.term = Goto(h)
     out.blocks += [b for b in work.blocks if b.id in body]
     header = out.block(h)

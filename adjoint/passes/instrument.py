@@ -16,7 +16,8 @@ copies of arguments it makes, below).  Guarantees:
     is copied with `snapshot` before a pullback records it, so the adjoint sees the
     value the primal read, not a later overwrite (`meta["mutated"]`); so is an
     argument that may be an array (and what shares its memory), which a caller may
-    write into after this function returns;
+    write into after this function returns (`meta["reread"]`; `meta["sharing"]`
+    holds the classes of values that may share memory, `aliases.sharing`);
   * such an argument, a float64 array, that enters a phi (the first value of a loop
     variable) and is not written into is copied once on that edge instead: `%c =
     snapshot(%x)` at the end of the predecessor, and the phi reads `%c`, so that the
@@ -37,7 +38,7 @@ import numpy as np
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
-from .aliases import VIEW_NAMES, volatile
+from .aliases import VIEW_NAMES, sharing, volatile
 from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
@@ -89,7 +90,8 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     mutated = volatile(out, kinds, set())
     out.meta["mutated"] = mutated
     _copy_args_into_phis(out, act, _float_array_args(out, kinds) - mutated)
-    reread = volatile(out, kinds, _array_args(out, kinds))
+    out.meta["sharing"] = classes = sharing(out, kinds)
+    out.meta["reread"] = reread = volatile(out, kinds, _array_args(out, kinds), classes)
     records = {}
     for b in out.blocks:
         stmts, recs = [], []

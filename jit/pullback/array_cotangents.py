@@ -44,7 +44,8 @@ from jit.codegen.arrays import (
 from jit.library.python_impls import is_float_array
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
-from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, TupleT, Type, is_int_like
+from jit.types import (FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, DictT, TupleT, Type,
+                       count_held, is_int_like)
 
 ONE = L.Constant(I64, 1)
 EIGHT = L.Constant(I64, 8)
@@ -348,6 +349,30 @@ def _cg_contiguous(fc: FunctionGen, s, ts):
     return b.load(res, typ=lltype(ts[0]))
 
 
-@codegen("snapshot", "ckpt_copy")     # (ckpt_copy's type rule refuses lists)
+@codegen("snapshot")
 def _cg_snapshot(fc: FunctionGen, s, ts):
     return copy_value(fc, fc.get(s.args[0]), ts[0])     # (arrays in tuples too)
+
+
+@codegen("ckpt_copy")     # (its type rule refuses built lists)
+def _cg_ckpt_copy(fc: FunctionGen, s, ts):
+    return _copy_held(fc, fc.get(s.args[0]), ts[0])
+
+
+@codegen("ckpt_copy_joint")     # (its type rule allows one array at most)
+def _cg_ckpt_copy_joint(fc: FunctionGen, s, ts):
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for k, (a, t) in enumerate(zip(s.args[1:], ts[1:])):
+        out = fc.b.insert_value(out, _copy_held(fc, fc.get(a), t), k)
+    return out
+
+
+def _copy_held(fc: FunctionGen, x, t: Type):
+    """`x` with every array it holds (itself, or in its tuples and closures) copied."""
+    if isinstance(t, ArrayT):
+        return copy_array(fc, x, t)
+    parts = t.elems if isinstance(t, TupleT) else t.captured if isinstance(t, ClosureT) else ()
+    for k, e in enumerate(parts):
+        if count_held(e, ArrayT):
+            x = fc.b.insert_value(x, _copy_held(fc, fc.b.extract_value(x, k), e), k)
+    return x

@@ -29,6 +29,7 @@ from jit.types import (
     TupleT,
     Type,
     TypingError,
+    count_held,
 )
 
 ZERO = L.Constant(I64, 0)
@@ -402,10 +403,22 @@ def _cg_ckpt_free(fc: FunctionGen, s, ts):
         b.store(ZERO, _field(fc, t, 8 * k))
 
 
-@rule("ckpt_copy")       # (its lowering is `snapshot`'s: jit.pullback.array_cotangents)
+@rule("ckpt_copy")       # (its lowering: jit.pullback.array_cotangents)
 def _t_ckpt_copy(ctx: Context, s, ts) -> Type:
-    if isinstance(ts[0], BuiltListT) or (isinstance(ts[0], TupleT) and any(
-            isinstance(e, (ArrayT, BuiltListT)) for e in ts[0].elems)):
-        ctx.fail(f"checkpoint=: a loop that writes into a {ts[0]} it carries is not "
-                 "compiled yet")
+    if count_held(ts[0], BuiltListT):
+        ctx.fail(f"checkpoint=: a loop whose state holds a {ts[0]} is not compiled yet")
     return ts[0]
+
+
+@rule("ckpt_copy_joint")   # (its lowering: jit.pullback.array_cotangents)
+def _t_ckpt_copy_joint(ctx: Context, s, ts) -> Type:
+    """Copies of the state a loop writes into, as a tuple.  Compiled code copies each
+    array apart, so more than one array (which may share memory) is refused."""
+    held = tuple(ts[1:])
+    if any(count_held(t, BuiltListT) for t in held):
+        ctx.fail(f"checkpoint=: a loop that writes into a {held} it carries is not "
+                 "compiled yet")
+    if sum(count_held(t, ArrayT) for t in held) > 1:
+        ctx.fail("checkpoint=: a loop that writes into one of several arrays it carries, "
+                 "which may share memory, is not compiled yet")
+    return TupleT(held)

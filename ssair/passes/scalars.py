@@ -10,7 +10,8 @@ as `i = φ(0, i + 1)` come out as `int`) and knows:
     that knows the argument values: the adjoint seeds its arguments' types so);
   * float arrays (internally `(FLOAT, ndim or None)`, never returned by `kind`):
     arguments typed `array(float64, 1d)`, `np.zeros(n)`/`ones`/`empty` without
-    `dtype=`, and `+ - * /`, negation of float arrays with scalars or float arrays;
+    `dtype=`, `+ - * /`, negation of float arrays with scalars or float arrays, and
+    an in-place operator on a float array (`a += b` is `a`, whatever `b` is);
     `is_float_array` says so;
   * element reads `a[i]`, `a[i, j]` with known-int indices of an argument typed
     `array(float64, 1d)` (an int64, float64 or bool array with as many dimensions as
@@ -156,6 +157,8 @@ class Scalars:
             return ks[0]
         if s.op == "getitem":
             return _element_kind(ks)
+        if s.op in INPLACE and _is_float_array(ks[0]):
+            return ks[0]        # `a += b` on a float array is that array (or raises)
         if any(isinstance(k, tuple) for k in ks):
             return _array_result(INPLACE.get(s.op, s.op), ks)
         if s.kwargs or any(k not in _SCALAR for k in ks):
