@@ -125,6 +125,15 @@ class _Ctx:
         self.accums[new] = v
         self.ssa.write(v, block.id, new)
 
+    def own(self, v: Any, g: Any, block, line=None) -> None:
+        """adjoint(v) = g, where g may be shared (another adjoint, a seed the caller
+        still holds, a callee's gradient handed to two operands): written as
+        `accum(None, g)`, a copy that `_drop_copies` keeps only when v's adjoint is
+        updated in place."""
+        new = self.emit(block, "accum", NONE, g, line=line)
+        self.accums[new] = v
+        self.ssa.write(v, block.id, new)
+
 
 def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
     ctx = _Ctx(fwd, act, primal_args)
@@ -181,12 +190,12 @@ def _seed(ctx: _Ctx, entry, ret, inout: tuple) -> None:
         init = ctx.emit(entry, "getitem", ctx.dy, 1)
         for k in inout:
             v = ctx.primal_args[k]
-            ctx.ssa.write(v, entry.id, ctx.emit(entry, "dget", init, k))
+            ctx.own(v, ctx.emit(entry, "dget", init, k), entry)
     if isinstance(ret, Var):
         if ret in [ctx.primal_args[k] for k in inout]:
             ctx.ssa.write(ret, entry.id, ctx.emit(entry, "accum", ctx.read(ret, entry), dy))
         else:
-            ctx.ssa.write(ret, entry.id, dy)
+            ctx.own(ret, dy, entry)
 
 
 def _allocate_looped(ctx: _Ctx, entry) -> None:
@@ -380,7 +389,7 @@ def _emit_jcall(ctx: _Ctx, rec: Record, blk, dy) -> None:
             continue
         part = ctx.emit(blk, "dget", g, k, line=rec.line)
         if first[k]:
-            ctx.ssa.write(a, blk.id, part)
+            ctx.own(a, part, blk, rec.line)
         else:
             ctx.add(a, part, blk, rec.line)
 
@@ -402,7 +411,7 @@ def _captured(ctx: _Ctx, rec: Record):
 def _write_captured(ctx: _Ctx, blk, captured: list, d_free) -> None:
     for k, v in enumerate(captured):
         if ctx.act.is_active(v):
-            ctx.ssa.write(v, blk.id, ctx.emit(blk, "dget", d_free, k))
+            ctx.own(v, ctx.emit(blk, "dget", d_free, k), blk)
 
 
 def _emit_parts(ctx: _Ctx, rec: Record, blk, dy, skip: int = 0) -> None:
