@@ -12,7 +12,7 @@ from ssair.ir import IR, Const
 
 from jit.codegen.function import F64, I1, I64, PTR, FunctionGen, array_fields, codegen, lltype
 from jit.codegen.arrays import runtime_callee
-from jit.typing.infer import Context, rule
+from jit.typing.infer import Context, LiteralT, rule
 from jit.types import (
     BOOL,
     FLOAT64,
@@ -55,7 +55,9 @@ def tape_leaves(t: Type) -> list:
 
 
 def _no_data(t: Type) -> bool:
-    return isinstance(t, FunctionT) or getattr(t, "token", False)
+    """A function, a token, or a literal (a constant option a callee was specialised
+    on, `keepdims=False`): its type is its value, nothing goes on the tape."""
+    return isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False)
 
 
 @rule("push")

@@ -573,8 +573,9 @@ def type_primitive(ctx: Context, op: str, s: Stmt, ts: list) -> Type:
 @rule("call")
 def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     callee = ts[0]
-    if isinstance(callee, ClosureT):
-        return _user_call(ctx, s, callee.func, list(callee.captured), closure=True)
+    if isinstance(callee, ClosureT):     # (a bound array method names its options)
+        return _user_call(ctx, s, callee.func, list(callee.captured), closure=True,
+                          options=getattr(callee.func, "__zygopy_options__", ()))
     if not isinstance(callee, FunctionT):
         ctx.fail(f"calling a value of type {callee} is not supported")
     f = callee.func
