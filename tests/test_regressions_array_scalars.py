@@ -185,3 +185,27 @@ def calls_flagged(m):
 def test_constant_flag_parameter_of_a_callee(backend):
     """A callee specialised on keepdims=False records it (a literal: nothing on the tape)."""
     _agrees(calls_flagged, (A,), backend)
+
+
+# -- a selection assigned from the array itself ----------------------------------------------
+def reversed_into_itself(u):
+    t = u * 1.0
+    t[::-1] = t                # numpy copies the overlapping source first
+    return np.sum(t * np.array([0.0, 1.0, 2.0]))
+
+
+def rows_from_itself(v):
+    t = v * 1.0
+    t[1:3] = t[0:2]            # through a second view (a name of its own) it always worked
+    t[0:2] = t[0:2][::-1] * 1.0
+    t[:] = t
+    return np.sum(t * np.arange(4.0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_selection_assigned_from_its_own_array(backend):
+    """The adjoint clears the written selection before adding v's share, v being t."""
+    _agrees(reversed_into_itself, (U,), backend)
+    _agrees(rows_from_itself, (V,), backend)
+    np.testing.assert_allclose(gradient(reversed_into_itself, U, backend=backend)[0],
+                               [2.0, 1.0, 0.0])

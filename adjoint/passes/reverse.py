@@ -459,12 +459,14 @@ def _emit_setitem(ctx, rec, blk, dy) -> None:
     a, v = rec.operands[0], rec.operands[1]
     idx = [ctx.alpha(i, rec.block) for i in rec.operands[2:]]
     s = ctx.read(a, blk)
+    g = None
     if ctx.act.is_active(v):
         # v may have been broadcast into the selection: its cotangent is summed back
         g = ctx.emit(blk, "take_index", s, *idx, line=rec.line)
         g = ctx.emit(blk, "call", Const(unbcast), g, ctx.alpha(v, rec.block), line=rec.line)
-        ctx.add(v, g, blk, rec.line)
     ctx.ssa.write(a, blk.id, ctx.emit(blk, "zero_index", s, *idx, line=rec.line))
+    if g is not None:      # after the clear: v may be a itself (`t[::-1] = t`)
+        ctx.add(v, g, blk, rec.line)
 
 
 def _emit_push(ctx, rec, blk, dy) -> None:
