@@ -128,8 +128,10 @@ class _Ctx:
     def own(self, v: Any, g: Any, block, line=None) -> None:
         """adjoint(v) = g, where g may be shared (another adjoint, a seed the caller
         still holds, a callee's gradient handed to two operands): written as
-        `accum(None, g)`, a copy that `_drop_copies` keeps only when v's adjoint is
-        updated in place."""
+        `accum(None, g)`, a copy, when v's adjoint is updated in place."""
+        if v not in self.indexed:        # (what `_drop_copies` would find)
+            self.ssa.write(v, block.id, g)
+            return
         new = self.emit(block, "accum", NONE, g, line=line)
         self.accums[new] = v
         self.ssa.write(v, block.id, new)
