@@ -125,6 +125,17 @@ class _Ctx:
         self.accums[new] = v
         self.ssa.write(v, block.id, new)
 
+    def own(self, v: Any, g: Any, block, line=None) -> None:
+        """adjoint(v) = g, where g may be shared (another adjoint, a seed the caller
+        still holds, a callee's gradient handed to two operands): written as
+        `accum(None, g)`, a copy, when v's adjoint is updated in place."""
+        if v not in self.indexed:        # (what `_drop_copies` would find)
+            self.ssa.write(v, block.id, g)
+            return
+        new = self.emit(block, "accum", NONE, g, line=line)
+        self.accums[new] = v
+        self.ssa.write(v, block.id, new)
+
 
 def build_adjoint(fwd: IR, act: Activity, primal_args: list) -> IR:
     ctx = _Ctx(fwd, act, primal_args)
@@ -181,12 +192,12 @@ def _seed(ctx: _Ctx, entry, ret, inout: tuple) -> None:
         init = ctx.emit(entry, "getitem", ctx.dy, 1)
         for k in inout:
             v = ctx.primal_args[k]
-            ctx.ssa.write(v, entry.id, ctx.emit(entry, "dget", init, k))
+            ctx.own(v, ctx.emit(entry, "dget", init, k), entry)
     if isinstance(ret, Var):
         if ret in [ctx.primal_args[k] for k in inout]:
             ctx.ssa.write(ret, entry.id, ctx.emit(entry, "accum", ctx.read(ret, entry), dy))
         else:
-            ctx.ssa.write(ret, entry.id, dy)
+            ctx.own(ret, dy, entry)
 
 
 def _allocate_looped(ctx: _Ctx, entry) -> None:
@@ -380,7 +391,7 @@ def _emit_jcall(ctx: _Ctx, rec: Record, blk, dy) -> None:
             continue
         part = ctx.emit(blk, "dget", g, k, line=rec.line)
         if first[k]:
-            ctx.ssa.write(a, blk.id, part)
+            ctx.own(a, part, blk, rec.line)
         else:
             ctx.add(a, part, blk, rec.line)
 
@@ -402,7 +413,7 @@ def _captured(ctx: _Ctx, rec: Record):
 def _write_captured(ctx: _Ctx, blk, captured: list, d_free) -> None:
     for k, v in enumerate(captured):
         if ctx.act.is_active(v):
-            ctx.ssa.write(v, blk.id, ctx.emit(blk, "dget", d_free, k))
+            ctx.own(v, ctx.emit(blk, "dget", d_free, k), blk)
 
 
 def _emit_parts(ctx: _Ctx, rec: Record, blk, dy, skip: int = 0) -> None:
@@ -450,12 +461,14 @@ def _emit_setitem(ctx, rec, blk, dy) -> None:
     a, v = rec.operands[0], rec.operands[1]
     idx = [ctx.alpha(i, rec.block) for i in rec.operands[2:]]
     s = ctx.read(a, blk)
+    g = None
     if ctx.act.is_active(v):
         # v may have been broadcast into the selection: its cotangent is summed back
         g = ctx.emit(blk, "take_index", s, *idx, line=rec.line)
         g = ctx.emit(blk, "call", Const(unbcast), g, ctx.alpha(v, rec.block), line=rec.line)
-        ctx.add(v, g, blk, rec.line)
     ctx.ssa.write(a, blk.id, ctx.emit(blk, "zero_index", s, *idx, line=rec.line))
+    if g is not None:      # after the clear: v may be a itself (`t[::-1] = t`)
+        ctx.add(v, g, blk, rec.line)
 
 
 def _emit_push(ctx, rec, blk, dy) -> None:

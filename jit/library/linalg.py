@@ -103,6 +103,9 @@ def method_function(name: str):
                f"    return {name}\n")
         fn = make(src, f"_bind_{name}")(None)
         mark(fn)
+        # `a.repeat(2, axis=0)`: the callee's numpy call reads its options at compile time
+        fn.__zygopy_options__ = tuple(p.split("=")[0].strip() for p in params.split(",")
+                                      if "=" in p)
         _METHOD_FNS[name] = fn
     return _METHOD_FNS[name]
 

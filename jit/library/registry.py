@@ -37,10 +37,27 @@ A function and its ndarray method (`np.sum`, `a.sum()`) are one entry
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from jit.types import TypingError
+
+
+def forwarded(params: str) -> str:
+    """The arguments that pass a method's parameters on to its function: `repeats,
+    axis=None` gives `repeats, axis=axis` (a default written as the argument would
+    pass the default whatever the caller gave)."""
+    sig = ast.parse(f"def m({params}): pass").body[0].args
+    first_default = len(sig.posonlyargs) + len(sig.args) - len(sig.defaults)
+    out = []
+    for k, a in enumerate(sig.posonlyargs + sig.args):
+        by_name = k >= first_default and k >= len(sig.posonlyargs)
+        out.append(f"{a.arg}={a.arg}" if by_name else a.arg)
+    out += [f"*{sig.vararg.arg}"] if sig.vararg else []
+    out += [f"{a.arg}={a.arg}" for a in sig.kwonlyargs]
+    out += [f"**{sig.kwarg.arg}"] if sig.kwarg else []
+    return ", ".join(out)
 
 
 @dataclass(frozen=True)
@@ -118,7 +135,7 @@ class Registry:
                 raise ValueError(f"jit.library: method {name!r} is declared twice")
             params, _, args = rest.partition(") -> ")
             params = params.rstrip(")")
-            self._methods[name] = (e, params, args or params)
+            self._methods[name] = (e, params, args or forwarded(params))
         return e
 
     def declare(self, *keys: Any, family: str, pattern: str = "any",

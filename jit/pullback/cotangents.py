@@ -16,11 +16,13 @@ from lowering import UnsupportedError
 from adjoint.passes.reverse import UNREAD
 from adjoint.rules import Pullback
 from adjoint.tape import accum as tape_accum
+from adjoint.tape import fresh as tape_fresh
 from adjoint.tape import unbcast
 
 from jit.codegen.function import FunctionGen, codegen, lltype
 from jit.codegen.host_calls import call_host, operand_recipe
-from jit.pullback.array_values import add_arrays, check_same_shape, unless_none, zeros_like
+from jit.pullback.array_values import (_copy_or_null, add_arrays, check_same_shape, unless_none,
+                                       zeros_like)
 from jit.library.elementwise import is_unbcast_of_array, t_unbcast_array
 from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY, numpy_only
@@ -134,12 +136,33 @@ def add_values(fc: FunctionGen, a, b, t: Type) -> L.Value:
 
 @codegen("accum")
 def _cg_accum(fc: FunctionGen, s, ts):
-    if ts[0] == NONE:
-        return fc.get(s.args[1])
+    if ts[0] == NONE:       # the first write of an adjoint: it must own its arrays
+        return owned_copy(fc, fc.get(s.args[1]), ts[1])
     if ts[1] == NONE:
         return fc.get(s.args[0])
     return add_values(fc, _cotangent(fc, s.args[0], ts[0], s.type),
                       _cotangent(fc, s.args[1], ts[1], s.type), s.type)
+
+
+def owned_copy(fc: FunctionGen, v, t: Type) -> L.Value:
+    """`v` with its arrays copied (NULL stays NULL), as `adjoint.tape.fresh`: the
+    reverse pass keeps `accum(None, g)` only for an adjoint that is later updated in
+    place (`accum_index`, `zero_index`: `adjoint.passes.reverse._drop_copies`), and
+    `g` may be the very array a rule handed to another operand too (`d_add` gives
+    `dy` to both), so updating it in place would change that operand's gradient."""
+    if isinstance(t, ArrayT):
+        return _copy_or_null(fc, v, t)
+    if isinstance(t, TupleT):
+        out = v
+        for i, e in enumerate(t.elems):
+            if _has_array(e) or isinstance(e, BuiltListT):
+                out = fc.b.insert_value(out, owned_copy(fc, fc.b.extract_value(v, i), e), i)
+        return out
+    if isinstance(t, BuiltListT):      # entry by entry, by adjoint.tape.fresh
+        site = host.HostSite(tape_fresh, "copying a list cotangent", [("slot", t)], (), t,
+                             cotangents=True, cotangent_args=(0,))
+        return call_host(fc, site, [v])
+    return v
 
 
 def _cotangent(fc: FunctionGen, operand, have: Type, want: Type) -> L.Value:

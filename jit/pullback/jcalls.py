@@ -38,7 +38,8 @@ from jit.codegen.function import FunctionGen, codegen, lltype
 from jit.pullback.array_values import unless_none
 from jit.pullback.tape_ops import pop_value, push_value, static_phis
 from jit.typing.infer import (Call, Context, Packed, bind_operands,
-                              call_argument_type, is_user_function, lower_function, rule)
+                              call_argument_type, is_user_function, lower_function,
+                              option_type, rule)
 from jit.types import (
     FLOAT64,
     NONE,
@@ -131,7 +132,11 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
     rest = list(s.args[3:])
     npos = len(rest) - len(kwnames)
     operands, slots = bind_operands(ctx, ir, f, rest[:npos], kwnames, rest[npos:])
-    argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
+    options = getattr(f, "__zygopy_options__", ())    # a bound array method's (infer)
+    names = [a.name for a in ir.args[ir.nfree:]]
+    argtypes = tuple(captured) + tuple(
+        option_type(ctx, a) if k < len(names) and names[k] in options
+        else call_argument_type(ctx, a) for k, a in enumerate(operands))
     ir = _unrolled(ctx, ir, argtypes)
     jf = transform(ir, tuple(type_activity(t) for t in argtypes),
                    tuple(str(t) for t in argtypes))

@@ -56,6 +56,8 @@ def tape_leaves(t: Type) -> list:
 
 
 def _no_data(t: Type) -> bool:
+    """A function, a token, or a literal (a constant option a callee was specialised
+    on, `keepdims=False`): its type is its value, nothing goes on the tape."""
     return isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False)
 
 

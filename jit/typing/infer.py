@@ -586,8 +586,9 @@ def type_primitive(ctx: Context, op: str, s: Stmt, ts: list) -> Type:
 @rule("call")
 def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     callee = ts[0]
-    if isinstance(callee, ClosureT):
-        return _user_call(ctx, s, callee.func, list(callee.captured), closure=True)
+    if isinstance(callee, ClosureT):     # (a bound array method names its options)
+        return _user_call(ctx, s, callee.func, list(callee.captured), closure=True,
+                          options=getattr(callee.func, "__zygopy_options__", ()))
     call = OBJECT_CALLS[0](callee) if OBJECT_CALLS else None
     if call is not None:     # `layer(x)`: its class's `__call__`, the object its receiver
         return _user_call(ctx, s, call, [callee], closure=True)

@@ -132,10 +132,18 @@ def _t_copy(ctx: Context, s: Stmt, ts: list) -> Type:
 # ---------------------------------------------------------------------------
 # Tuples and arrays.
 
+def _option_literal(v) -> bool:
+    """A bool, an int or a tuple of ints (the literals `infer.option_type` and
+    `infer.call_argument_type` specialise a callee on)."""
+    return type(v) in (bool, int) or type(v) is tuple and all(type(x) is int for x in v)
+
+
 @rule("tuple")
 def _t_tuple(ctx: Context, s: Stmt, ts: list) -> Type:
-    for x in ts:       # a list literal is carried by its type (the forward's saved values)
-        if isinstance(x, LiteralT) and not isinstance(x.value, ListLiteral):
+    for x in ts:       # a list literal, or a constant option a function was specialised
+        # on (`keepdims=False`, `axis=0`), is carried by its type (the forward's saved values)
+        if isinstance(x, LiteralT) and not isinstance(x.value, ListLiteral) \
+                and not _option_literal(x.value):
             ctx.fail(f"tuple element {x} is not supported")
     return TupleT(tuple(ts))
 
