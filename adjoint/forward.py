@@ -31,7 +31,8 @@ from .passes.inplace import arg_types, canonical_inplace
 from .passes.merge_returns import merge_returns
 from .passes.tangent import bind_parameters, tangent, zero_tangent
 from .rule_table import IN_FORWARD_MODE
-from .structure import conform, has_complex
+from .pytrees import copy_record, is_namedtuple
+from .structure import conform, has_complex, has_objects, user_tangent
 from .transform import VERIFY, cells, is_differentiable, lower_function
 from . import rules_tangent  # (fills the rule table's jvp entries)
 
@@ -238,10 +239,11 @@ def _copy_arrays(x: Any) -> Any:
         return x.copy()
     if isinstance(x, (tuple, list)):
         out = [_copy_arrays(v) for v in x]
-        return tuple(out) if isinstance(x, tuple) else out
+        return type(x)._make(out) if is_namedtuple(x) else \
+            tuple(out) if isinstance(x, tuple) else out
     if isinstance(x, dict):
         return {k: _copy_arrays(v) for k, v in x.items()}
-    return x
+    return copy_record(x, _copy_arrays) if type(x) is not float else x
 
 
 def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> tuple:
@@ -303,6 +305,17 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
     return _numbers(interpret(ir, *args))
 
 
+def _numbers(out: tuple) -> tuple:
+    """A numpy scalar tangent of a float result as a float; an object's tangent in its
+    gradient's form (`user_tangent`)."""
+    y, t = out
+    if isinstance(y, float) and isinstance(t, np.floating):
+        return y, float(t)
+    if has_objects(y):
+        return y, user_tangent(t, y)
+    return out
+
+
 _HOT: dict = {}   # (f, _signature of the primals) -> (f's code, mask, tangent IR)
 
 
@@ -337,12 +350,6 @@ def _pack_values(kind: str, values: list, tangents: list, keys: Optional[list]) 
     return tuple(values), tuple(ts)
 
 
-def _numbers(out: tuple) -> tuple:
-    """A numpy scalar tangent of a float result as a float."""
-    y, t = out
-    if isinstance(y, float) and isinstance(t, np.floating):
-        return y, float(t)
-    return out
 
 
 def _writes(ir: IR) -> bool:
@@ -369,7 +376,9 @@ def jacfwd(f: Callable, *args: Any, argnums: Any = None, backend: str = "auto") 
     one array per positional argument of shape `shape(y) + shape(arg)`, as `jacobian`
     (reverse mode, row by row) returns it; None for an int and for an argument left
     out of `argnums` (an int or a tuple of positions, JAX's name; all by default).
-    Cheaper than `jacobian` when the inputs are fewer than the outputs."""
+    Cheaper than `jacobian` when the inputs are fewer than the outputs.  An argument
+    holding objects (a dataclass, a named tuple, a user object) gets, as in JAX, its
+    gradient's structure with a block of shape `shape(y) + shape(leaf)` at each leaf."""
     wanted = range(len(args)) if argnums is None else \
         (argnums,) if isinstance(argnums, int) else tuple(argnums)
     out = []
@@ -377,6 +386,9 @@ def jacfwd(f: Callable, *args: Any, argnums: Any = None, backend: str = "auto") 
     for k, x in enumerate(args):
         if k not in wanted or not is_differentiable(x):
             out.append(None)
+            continue
+        if has_objects(x):
+            out.append(_object_jacobian(f, args, k, backend))
             continue
         xarr = np.asarray(x, dtype=float)
         cols = []
@@ -396,6 +408,61 @@ def jacfwd(f: Callable, *args: Any, argnums: Any = None, backend: str = "auto") 
     return tuple(out)
 
 
+def _object_jacobian(f: Callable, args: tuple, k: int, backend: str) -> Any:
+    """The Jacobian of `f` (a number or an array) in `args[k]`, which holds objects:
+    as JAX gives it for a pytree, the argument's structure (its gradient's form: the
+    same dataclass, named tuple, a SimpleNamespace) holding at each differentiable leaf
+    the block of shape `shape(y) + shape(leaf)`, one jvp per entry of the leaf."""
+    x = args[k]
+    template = conform(x, None, "jacfwd", zero_tangent)    # the leaves, as the IR holds them
+
+    def column(path: tuple, leaf: Any, j: int) -> Any:
+        unit = np.zeros(np.shape(leaf))
+        unit.reshape(-1)[j] = 1.0
+        e = _replace_leaf(template, path, float(unit) if unit.ndim == 0 and
+                          not isinstance(leaf, np.ndarray) else unit)
+        ts = [None] * len(args)
+        ts[k] = user_tangent(e, x)
+        y, dy = jvp(f, args, ts, backend=backend)
+        if not isinstance(y, (float, int, np.ndarray, np.number)):
+            raise TypeError(f"jacfwd: the Jacobian in an object argument is given for a "
+                            f"function returning a number or an array, not a "
+                            f"{type(y).__name__}")
+        return np.asarray(dy, dtype=float), np.shape(y)
+
+    def block(path: tuple, leaf: Any) -> Any:
+        cols = [column(path, leaf, j) for j in range(np.size(leaf))]
+        ys = cols[0][1] if cols else ()
+        jac = np.stack([c for c, _ in cols], axis=-1).reshape(ys + np.shape(leaf)) \
+            if cols else np.zeros(np.shape(leaf))
+        return float(jac) if jac.ndim == 0 else jac
+    blocks = _map_leaves(template, block, ())
+    return user_tangent(blocks, x)
+
+
+def _map_leaves(t: Any, fn: Callable, path: tuple) -> Any:
+    """Tangent structure `t` with each number or array leaf replaced by `fn(path, leaf)`."""
+    if isinstance(t, (tuple, list)):
+        out = [_map_leaves(v, fn, path + (i,)) for i, v in enumerate(t)]
+        return tuple(out) if isinstance(t, tuple) else out
+    if isinstance(t, dict):
+        return {key: _map_leaves(v, fn, path + (key,)) for key, v in t.items()}
+    return None if t is None else fn(path, t)
+
+
+def _replace_leaf(t: Any, path: tuple, value: Any) -> Any:
+    """Tangent structure `t` with the leaf at `path` replaced by `value`, the others
+    left None (zero)."""
+    if not path:
+        return value
+    if isinstance(t, (tuple, list)):
+        out = [_replace_leaf(v, path[1:], value) if i == path[0] else None
+               for i, v in enumerate(t)]
+        return tuple(out) if isinstance(t, tuple) else out
+    return {key: _replace_leaf(v, path[1:], value) if key == path[0] else None
+            for key, v in t.items()}
+
+
 def hvp(f: Callable, x: Any, v: Any, *args: Any, backend: str = "auto") -> Any:
     """The Hessian of scalar `f(x, *args)` in x times `v` (args held constant): reverse
     mode over forward mode, the gradient in x of the directional derivative
@@ -408,6 +475,7 @@ def hvp(f: Callable, x: Any, v: Any, *args: Any, backend: str = "auto") -> Any:
                         "at the top level yet")
     tf = tangent_function(f, (True,) + (False,) * len(args), arg_types((x,) + tuple(args)),
                           only=True)
+    v = conform(x, v, "hvp: v", zero_tangent)     # (an object's: as the IR holds it)
     return gradient(tf, x, *args, v, backend=backend)[0]
 
 

@@ -29,6 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ssair import Const, Var
+
 # classes of these packages are zygopy's own or numpy's: never user records
 _OWN_PACKAGES = ("ssair", "lowering", "adjoint", "jit", "numpy", "builtins")
 
@@ -293,6 +295,33 @@ def construct_pullback(fields: tuple) -> Callable:
         by_name = dict(zip(fields, parts))
         return tuple(parts[:len(args)]) + tuple(by_name.get(k) for k in kw)
     return d_construct
+
+
+def construct_jvp(cls: type, fields: tuple) -> Callable:
+    """The forward-mode rule of `cls(*args, **kw)` for a class whose constructor takes
+    `fields`: the tangent of the object made is the tuple of its attributes' tangents
+    (the form the IR holds an object's tangent in), each the tangent of the argument
+    that fills it (a zero for one without)."""
+    every = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) \
+        else fields
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)} \
+        if dataclasses.is_dataclass(cls) else dict(getattr(cls, "_field_defaults", {}))
+
+    def jvp(em: Any, s: Any, ts: list) -> Any:
+        given = dict(zip(fields, zip(em.operands(s), ts)))
+        for k, v in s.kwargs.items():
+            given[k] = (v, em.tangents.get(v) if isinstance(v, Var) else None)
+        parts = []
+        for name in every:
+            if name in given:
+                value, t = given[name]
+                parts.append(t if t is not None else em.zero(value))
+            else:       # a default: a constant (a factory's value: None, its zero)
+                default = defaults.get(name, dataclasses.MISSING)
+                parts.append(Const(None) if default is dataclasses.MISSING
+                             else em.zero(Const(default)))
+        return em.op("tuple", *parts)
+    return jvp
 
 
 def refuse_shadowed_fields(value: Any, constant_names: frozenset, seen: Any = None) -> None:

@@ -42,7 +42,7 @@ import numpy as np
 
 from ssair.primitives import operator_primitive
 
-from .pytrees import construct_pullback, constructor_fields
+from .pytrees import construct_jvp, construct_pullback, constructor_fields
 
 
 class Pullback:
@@ -266,7 +266,9 @@ def _constructor_rule(cls: Any) -> Optional[Rule]:
     pb = Pullback(construct_pullback(fields))
     pb.of = f"{cls.__module__}.{cls.__qualname__}"
     pb.fields = fields          # (compiled code routes the cotangents by field itself)
-    return _store(cls, Rule(cls, pb, needs=lambda active: set()))
+    rule = Rule(cls, pb, needs=lambda active: set())
+    rule.jvp = construct_jvp(cls, fields)
+    return _store(cls, rule)
 
 
 METHOD_RULES: dict = {}   # (type, method name) -> Rule, for bound methods

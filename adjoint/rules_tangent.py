@@ -23,7 +23,9 @@ values), `elementwise`, and explicit emitters for the operators.
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
+import types
 
 import numpy as np
 
@@ -31,6 +33,7 @@ from lowering.runtime import check_bound, column
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
+from .pytrees import computed_attribute_error, is_namedtuple, is_record, record_fields
 from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
@@ -409,14 +412,68 @@ def j_slogdet(y, a, ta):
 
 
 def _field(t, y, name):
-    """Field `name` of the tangent `t` of a named tuple `y` (a plain tuple)."""
-    if hasattr(t, name):
+    """The tangent of `y.name` from the tangent `t` of a named tuple or an object `y`
+    (a tuple of its fields' tangents, the object's own form, or None: zero); a
+    property's from its getter's jvp.  (Differentiable in reverse mode, for `hvp`: the
+    entry's position is a constant.)"""
+    k = field_position(t, y, name)
+    if k >= 0:
+        return t[k]
+    return _field_otherwise(t, y, name)
+
+
+def field_position(t, y, name):
+    """The position of `y.name`'s tangent in tuple `t` (-1: `t` is not a tuple of
+    entries)."""
+    if not isinstance(t, tuple):
+        return -1
+    if is_namedtuple(y):
+        return type(y)._fields.index(name)
+    names = [n for n, _ in record_fields(y)]
+    return names.index(name) if name in names else -1
+
+
+nondiff(field_position)
+
+
+def _field_otherwise(t, y, name):
+    """`_field` where `t` is not a tuple of entries, or `name` is computed (a property)."""
+    if t is None:
+        return zero_tangent(getattr(y, name))
+    if isinstance(t, dict):
+        return t.get(name) if name in t else zero_tangent(getattr(y, name))
+    if not isinstance(t, tuple) and hasattr(t, name):
         return getattr(t, name)
-    return t[type(y)._fields.index(name)]
+    getter = getattr(inspect.getattr_static(type(y), name, None), "fget", None)
+    if isinstance(getter, types.FunctionType):
+        return VALUE_JVP[0](getter, (y,), (t,))[1]
+    raise computed_attribute_error(type(y).__name__, name)
 
 
-j_field = TangentHelper(_field, interpreted="a named tuple's field is read in the "
+j_field = TangentHelper(_field, interpreted="an object's attribute is read in the "
                                             "interpreter")
+
+
+def _call_method(obj, name, where, n, *operands):
+    """`(obj.name(*args), its tangent)` given the `n` arguments, then the tangent of
+    `obj`, then the arguments' tangents: a method defined in Python in obj's class is
+    its function with `obj` (and its tangent) first; a function stored in the object
+    is called with its arguments (through `VALUE_JVP`, as `j_call_value`)."""
+    args, tobj, ts = operands[:n], operands[n], operands[n + 1:]
+    static = inspect.getattr_static(type(obj), name, None)
+    own = name in getattr(obj, "__dict__", ())
+    if isinstance(static, types.FunctionType) and not own:
+        return VALUE_JVP[0](static, (obj,) + tuple(args), (tobj,) + tuple(ts))
+    if isinstance(static, staticmethod) and not own:
+        return VALUE_JVP[0](static.__func__, args, ts)
+    if tobj is not None and not (is_record(obj) or is_namedtuple(obj)):
+        raise TypeError(f"jvp: forward mode has no rule for the method {name!r} ({where}) "
+                        "yet")
+    return VALUE_JVP[0](getattr(obj, name), args, ts)
+
+
+j_call_method = TangentHelper(_call_method, interpreted=(
+    "forward mode calls a method of an object through the interpreter"))
 
 
 def _getattr_jvp(em, s, ts):
@@ -559,5 +616,5 @@ _set([np.std], _reduction_jvp(j_std))
 scalar_result([np.prod, np.linalg.norm])
 scalar_result([builtins.max, builtins.min], data_only=False)
 nondiff("zero_tangent")
-HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value,
+HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value, call_method=j_call_method,
                zero=TangentHelper(zero_tangent))

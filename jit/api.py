@@ -188,6 +188,9 @@ def make_wrapper(t: Signature, addr: int, fallback: Callable, reroute: Callable 
             num = np.dtype(_NUMPY_DTYPES[a.dtype]).num
             lines.append(f"    if {n}.dtype.num != {num} or {n}.ndim != {a.ndim}: "
                          f"return reroute(({sig}{',' if names else ''}))")
+        if a == NONE and reroute is not None:     # (a value where None was typed)
+            lines.append(f"    if {n} is not None: "
+                         f"return reroute(({sig}{',' if names else ''}))")
         if isinstance(a, TupleT) and reroute is not None and has_record(a):
             env[f"T_{n}"], env["typeof"] = a, _typeof_or_none
             lines.append(f"    if typeof({n}) != T_{n}: "

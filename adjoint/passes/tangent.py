@@ -102,6 +102,7 @@ class Emitter:
         self.post: list = []
         self.into = self.post
         self.line = line
+        self.tangents: dict = {}     # the tangents made so far (keyword operands' too)
 
     def op(self, op: str, *args: Any, **kwargs: Any) -> Var:
         v = self.out.new_var()
@@ -215,6 +216,7 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
                 stmts.append(s)
                 continue
             em = Emitter(out, kinds, s.line, defs)
+            em.tangents = tan
             ts = [tan.get(a) if isinstance(a, Var) else None for a in em.operands(s)]
             replaced = _user_call(em, s, ts, tan, kinds, callee_tangent, lookup_callee, defs,
                                   out)
@@ -291,7 +293,9 @@ def _user_call(em: Emitter, s: Stmt, ts: list, tan: dict, kinds: Scalars,
     else:
         made = defs.get(f)
         if made is not None and made.op == "getattr":
-            return None                 # a bound method (`_method_call`)
+            if isinstance(made.args[1], Const) and made.args[1].value not in _ARRAY_METHODS:
+                return _object_method_call(em, s, ts, tan, made)
+            return None                 # an array's method (`_method_call`)
         if made is None or made.op != "make_closure" or not isinstance(made.args[0], Const) \
                 or set(made.kwargs) - {"defaults"}:
             return _dynamic_call(em, s, ts, tan)
@@ -398,6 +402,27 @@ def _after_call(stmts: list, r: Var, primal: Stmt) -> list:
     return stmts[:k + 1] + [primal] + stmts[k + 1:]
 
 
+_ARRAY_METHODS = frozenset(METHODS) | LINEAR_METHODS | NONDIFF_METHODS | \
+    frozenset(STORING_METHODS) | {"astype"}
+
+
+def _object_method_call(em: Emitter, s: Stmt, ts: list, tan: dict, made: Stmt) -> list:
+    """`obj.name(args)` for a method no array has: `call(@j_call_method, obj, name,
+    where, n, args..., tangent of obj, tangents of args)`, which runs the method's
+    function with `obj` and its tangent first (`self` is an argument like any other)."""
+    if s.kwargs:
+        raise TypeError(f"jvp: a method call with keyword arguments is not supported in "
+                        f"forward mode yet ({_where(em, s)})")
+    obj = made.args[0]
+    tobj = tan.get(obj) if isinstance(obj, Var) else None
+    em.into = em.post
+    args = em.operands(s)
+    r = em.op("call", _helper("call_method"), obj, made.args[1], _where(em, s), len(args),
+              *args, em.or_none(tobj), *[em.or_none(t) for t in ts])
+    tan[s.var] = em.op("getitem", r, 1)
+    return _after_call(em.post, r, Stmt(s.var, "getitem", [r, Const(0)], {}, s.line, s.name))
+
+
 def _dynamic_call(em: Emitter, s: Stmt, ts: list, tan: dict) -> list:
     """`f(args)` for a function value known only at run time (an argument, a choice
     between functions): `call(@j_call_value, f, n, args..., tangents or None...)`,
@@ -471,6 +496,8 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
         if ts[0] is None:
             return None
         return em.op("getitem", ts[0], *s.args[1:])
+    if s.op == "getattr" and ir_uses.get(s.var) and not _escapes(s.var, defs, ir_uses):
+        return None                  # a method, only called: see _user_call
     if s.op == "getattr" and isinstance(s.args[1], Const) and \
             (s.args[1].value in METHODS or s.args[1].value in LINEAR_METHODS
              or s.args[1].value in NONDIFF_METHODS or s.args[1].value in STORING_METHODS
