@@ -168,19 +168,50 @@ def calls_a_method(p, x):
     return p.energy(x) + p.b
 
 
-def test_a_method_called_inside_f():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_method_called_inside_f(backend):
     p, t = CASES[0][1], CASES[0][2]
-    y, dy = jvp(calls_a_method, (p, X), (t, np.ones(3)), backend="interp")
+    y, dy = run(backend, jvp, calls_a_method, (p, X), (t, np.ones(3)))
     assert y == pytest.approx(calls_a_method(p, X))
     g = gradient(calls_a_method, p, X)
     assert dy == pytest.approx(dot(g[0], t) + np.sum(g[1]), rel=1e-12)
-    fd = directional(calls_a_method, p, t, X)
-    _, dp = jvp(calls_a_method, (p, X), (t, None), backend="interp")
-    assert dp == pytest.approx(fd, rel=1e-6)
-    # compiled forward mode runs it in the interpreter, with one warning, and agrees
-    with pytest.warns(Warning, match="interpreter"):
-        _, auto = jvp(calls_a_method, (p, X), (t, np.ones(3)), backend="auto")
-    assert auto == pytest.approx(dy, rel=1e-12)
+    _, dp = run(backend, jvp, calls_a_method, (p, X), (t, None))
+    assert dp == pytest.approx(directional(calls_a_method, p, t, X), rel=1e-6)
+    _, dx = run(backend, jvp, calls_a_method, (p, X), (None, np.ones(3)))
+    assert dx == pytest.approx(np.sum(g[1]), rel=1e-12)
+
+
+class Scaled:
+    """A class whose state is kept under other names: registered as a pytree."""
+
+    def __init__(self, w, k):
+        self._state = {"w": w, "k": k}
+
+    @property
+    def w(self):
+        return self._state["w"]
+
+    @property
+    def k(self):
+        return self._state["k"]
+
+
+adjoint.register_pytree_node(Scaled, lambda s: ({"w": s.w, "k": s.k}, None),
+                             lambda aux, ch: Scaled(ch["w"], ch["k"]))
+
+
+def loss_scaled(s, x):
+    return np.sum(np.exp(s.w * x)) * s.k
+
+
+def test_a_registered_class():
+    s = Scaled(np.array([0.5, -1.0, 2.0]), 1.5)
+    t = Scaled(np.array([1.0, 1.0, -0.5]), 0.25)
+    _, dy = jvp(loss_scaled, (s, X), (t, None), backend="interp")
+    g = gradient(loss_scaled, s, X)[0]
+    assert dy == pytest.approx(float(np.sum(g.w * t.w)) + g.k * t.k, rel=1e-12)
+    with pytest.raises(ValueError, match="must be a Scaled"):
+        jvp(loss_scaled, (s, X), ({"w": t.w}, None))
 
 
 def quartic(p):

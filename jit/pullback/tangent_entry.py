@@ -8,6 +8,7 @@ IR, argument types).  What the JIT refuses runs in the interpreter under
 """
 from __future__ import annotations
 
+import inspect
 import types as pytypes
 import warnings
 from typing import Any
@@ -105,6 +106,8 @@ def _t_helper(ctx: Any, s: Any, ts: list) -> Any:
     helper = s.args[0].value
     if helper is HELPERS.get("call_value"):
         return _t_call_value(ctx, s, ts, helper)
+    if helper is HELPERS.get("call_method"):
+        return _t_call_method(ctx, s, ts, helper)
     if helper.interpreted:
         ctx.fail(helper.interpreted)
     return user_call(ctx, s, helper.fn, helper.options)
@@ -147,6 +150,25 @@ def _t_call_value(ctx: Any, s: Any, ts: list, helper: Any) -> Any:
     except TypeError as e:
         ctx.fail(str(e))
     ctx.fail(f"{helper.interpreted} (here {ft})")
+
+
+def _t_call_method(ctx: Any, s: Any, ts: list, helper: Any) -> Any:
+    """`call(@j_call_method, obj, name, where, n, args..., tobj, targs...)` for an
+    object (`RecordT`) whose class defines `name` as a Python function: a call of that
+    function's tangent function, `obj` (with its tangent) its first argument."""
+    from adjoint.forward import tangent_function
+    objt, name, n = ts[1], s.args[2].value, s.args[4].value
+    fn = inspect.getattr_static(objt.cls, name, None) if isinstance(objt, RecordT) else None
+    if type(fn) is not pytypes.FunctionType or objt.index(name) is not None:
+        ctx.fail(f"{helper.interpreted} (here {objt}.{name})")
+    args, tans = [s.args[1]] + list(s.args[5:5 + n]), list(s.args[5 + n:])
+    mask = tuple(ctx.type_of(t) != NONE for t in tans)
+    names = tuple(_type_name(ctx.type_of(a)) for a in args)
+    try:
+        tf = tangent_function(fn, mask, names)
+    except TypeError as e:
+        ctx.fail(str(e))
+    return impl_call(ctx, s, tf, args + [t for t, m in zip(tans, mask) if m])
 
 
 def _type_name(t: Any) -> Any:
