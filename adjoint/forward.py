@@ -414,7 +414,8 @@ def _object_jacobian(f: Callable, args: tuple, k: int, backend: str) -> Any:
     same dataclass, named tuple, a SimpleNamespace) holding at each differentiable leaf
     the block of shape `shape(y) + shape(leaf)`, one jvp per entry of the leaf."""
     x = args[k]
-    template = conform(x, None, "jacfwd", zero_tangent)    # the leaves, as the IR holds them
+    template = conform(x, None, "jacfwd",        # the leaves, as the IR holds them
+                       lambda v: zero_tangent(v) if is_differentiable(v) else None)
 
     def column(path: tuple, leaf: Any, j: int) -> Any:
         unit = np.zeros(np.shape(leaf))

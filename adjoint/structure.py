@@ -67,7 +67,12 @@ def _record(x: Any, t: Any, what: str, path: str, zero: Callable) -> tuple:
     parts = _record_parts(x, t, [n for n, _ in fields])
     if parts is None:
         _mismatch(x, t, what, path)
-    return tuple(_conform(v, parts.get(n), what, f"{path}.{n}", zero) for n, v in fields)
+    return tuple(_conform(v, None if _is_int(v) else parts.get(n), what, f"{path}.{n}", zero)
+                 for n, v in fields)      # (an int's tangent is ignored, as a primal's)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (bool, int, np.integer, np.bool_))
 
 
 def _record_parts(x: Any, t: Any, names: list) -> Any:
@@ -91,6 +96,8 @@ def user_tangent(t: Any, y: Any) -> Any:
     """The tangent `t` of value `y`, as the IR holds it, in the form handed to the
     user: an object's in its gradient's form (a dataclass, a named tuple, the
     registered class, a `types.SimpleNamespace`), at any depth; a None zero filled in."""
+    if _is_int(y):
+        return None             # (as in the gradient)
     if t is None and _is_number(y):
         return zero_of(y)
     if is_namedtuple(y):

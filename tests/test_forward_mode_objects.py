@@ -277,3 +277,26 @@ def test_wrong_tangents_of_other_objects_are_refused():
         jvp(loss_plain, (plain, X), ({"w": np.ones(3), "z": 1.0}, None))
     with pytest.raises(ValueError, match=r"hvp: v\.s must be a number, got a str"):
         hvp(quartic, Frozen(np.ones(3), 1.0), Frozen(np.ones(3), "a"))
+
+
+@dataclasses.dataclass
+class Counted:
+    w: np.ndarray
+    n: int
+
+
+def counted(q, x):
+    return np.sum(q.w * x) * q.n
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_int_field_has_no_tangent_as_in_the_gradient(backend):
+    q = Counted(np.array([1.0, 2.0, 3.0]), 3)
+    assert gradient(counted, q, X)[0].n is None
+    _, dy = run(backend, jvp, counted, (q, X), (Counted(np.ones(3), 5), None))
+    assert dy == pytest.approx(3 * np.sum(X), rel=1e-12)       # the 5 is ignored
+    jq = run(backend, jacfwd, counted, q, X)[0]
+    assert jq.n is None
+    np.testing.assert_allclose(jq.w, 3 * X, rtol=1e-12)
+    _, tq = run(backend, jvp, lambda a, k: a, (q, 1.0), (None, 1.0))
+    assert type(tq) is Counted and tq.n is None and not np.any(tq.w)
