@@ -300,3 +300,23 @@ def test_an_int_field_has_no_tangent_as_in_the_gradient(backend):
     np.testing.assert_allclose(jq.w, 3 * X, rtol=1e-12)
     _, tq = run(backend, jvp, lambda a, k: a, (q, 1.0), (None, 1.0))
     assert type(tq) is Counted and tq.n is None and not np.any(tq.w)
+
+
+@dataclasses.dataclass
+class Squares:
+    w: np.ndarray
+
+    @property
+    def energy(self):
+        return np.sum(self.w ** 2)
+
+
+def reads_a_property(q, x):
+    return q.energy * x
+
+
+@pytest.mark.parametrize("backend", ["interp", "auto"])
+def test_a_property_read_carries_the_getters_tangent(backend):
+    q, t = Squares(np.array([1.0, 2.0])), Squares(np.array([1.0, -3.0]))
+    _, dy = jvp(reads_a_property, (q, 2.0), (t, 0.5), backend=backend)
+    assert dy == pytest.approx(2.0 * np.sum(2 * q.w * t.w) + 0.5 * np.sum(q.w ** 2))
