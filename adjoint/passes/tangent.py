@@ -24,7 +24,10 @@ the tuple `(y, dy)`.
     the same method of the object's tangent, or its numpy function (`np.sum`) where
     that takes the same operands (a numpy scalar's tangent is a float);
     `append`/`extend`/`insert` store the value's tangent; the other array methods
-    (`x.dot`, `x.max`) are the numpy function of the same name.
+    (`x.dot`, `x.max`) are the numpy function of the same name;
+  * a method no array has (`obj.energy(x)`) is called through `j_call_method`, which
+    runs its class's function with `obj` and obj's tangent as its first argument (an
+    object's tangent is a tuple of its attributes' tangents: `adjoint.structure`).
 Nothing is recorded: a loop's tangent runs in the primal's own iterations.  A
 statement with a varied operand and no rule raises TypeError naming it and `file:line`.
 """
