@@ -185,6 +185,8 @@ def call(lw, callee, args: list, names: tuple) -> None:
         lw.push(Const(None))
         return
     value = value_of(callee)
+    if value is super:      # its answer depends on the frame's class cell and `self`
+        lw.refuse("super()")
     if type(value) is functools.partial:    # a constant partial: the call it makes
         kw = {**{k: Const(v) for k, v in value.keywords.items()}, **kwargs}
         call(lw, Const(value.func), [Const(a) for a in value.args] + list(args) + list(kw.values()),
