@@ -628,3 +628,22 @@ def test_jit_of_a_function_taking_a_dataclass():
     fast = jit(predict)
     for p in (Linear(normal(3), 0.5), Linear(normal(3), 1.5), Linear(normal(3), 2)):
         assert np.allclose(fast(p, XS), predict(p, XS))
+
+
+def per_example(p, x, y):
+    return (x @ p.w + p.b - y) ** 2
+
+
+def test_vmap_of_grad_stacks_a_gradient_object_leaf_by_leaf():
+    # the row loop takes numbers and arrays: a dataclass argument runs row by row
+    # (said by a fallback warning) and the rows' gradients stack into one Linear
+    for params in (Linear(normal(3), 0.1), Params(normal(3), 0.1)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = adjoint.vmap(adjoint.grad(per_example), in_axes=(None, 0, 0))(params, XS, YS)
+        assert type(g) is type(params)
+        assert g.w.shape == (5, 3) and g.b.shape == (5,)
+        for i in range(5):
+            row = adjoint.gradient(per_example, params, XS[i], YS[i], backend="interp")[0]
+            assert np.allclose(g.w[i], row.w) and np.isclose(g.b[i], row.b)
+            assert_gradient(per_example, (params, XS[i], YS[i]), 0, row)
