@@ -286,7 +286,8 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
             if len(_HOT) >= 4096:
                 _HOT.clear()
             _HOT[(f, sig, held)] = (getattr(f, "__code__", None), mask, ir)
-    ts = tuple(conform(x, t, f"jvp: tangent {k}", zero_tangent) for k, (x, t, on)
+    ts = tuple(conform(x, t, f"jvp: tangent {k}", zero_tangent, records=True)
+               for k, (x, t, on)
                in enumerate(zip(primals, tangents, mask)) if on)
     if ir.meta["writes"]:        # the caller's arrays stay as they are
         primals, ts = _copy_arrays(primals), _copy_arrays(ts)

@@ -31,6 +31,7 @@ from lowering.runtime import check_bound, column
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
+from .pytrees import is_record, record_fields
 from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
@@ -409,9 +410,12 @@ def j_slogdet(y, a, ta):
 
 
 def _field(t, y, name):
-    """Field `name` of the tangent `t` of a named tuple `y` (a plain tuple)."""
+    """Field `name` of the tangent `t` of a named tuple `y` (a plain tuple), or of an
+    object `y` (a tuple in `record_fields` order, as `jvp` passes it)."""
     if hasattr(t, name):
         return getattr(t, name)
+    if is_record(y):
+        return t[[n for n, _ in record_fields(y)].index(name)]
     return t[type(y)._fields.index(name)]
 
 

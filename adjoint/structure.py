@@ -12,22 +12,41 @@ value, or no number at all), naming what was expected, what was given and where.
 from __future__ import annotations
 
 import numbers
+import types
 from typing import Any, Callable
 
 import numpy as np
 
+from .pytrees import is_record, record_fields
 
-def conform(x: Any, t: Any, what: str, zero: Callable = lambda x: None) -> Any:
+
+def conform(x: Any, t: Any, what: str, zero: Callable = lambda x: None,
+            records: bool = False) -> Any:
     """`t`, a tangent or cotangent of value `x`, checked and converted; `what` names it
-    in errors ("jvp: tangent 0"); `zero(x)` stands in for a None."""
+    in errors ("jvp: tangent 0"); `zero(x)` stands in for a None.  With `records`, an
+    object `x` (a dataclass, a user object) takes an object of its class, a namespace or
+    a dict of its attributes' tangents, returned as the tuple of them in its attribute
+    order (the form forward mode reads an attribute's tangent from)."""
     if type(t) is float and type(x) is float:     # (the common case, without numpy)
         return t
-    return _conform(x, t, what, "", zero)
+    return _conform(x, t, what, "", zero if not records else _RecordZero(zero))
+
+
+class _RecordZero:
+    """A `zero` that marks the conversion of objects to tuples of their tangents."""
+
+    def __init__(self, zero: Callable) -> None:
+        self.zero = zero
+
+    def __call__(self, x: Any) -> Any:
+        return self.zero(x)
 
 
 def _conform(x: Any, t: Any, what: str, path: str, zero: Callable) -> Any:
     if t is None:
         return zero(x)
+    if isinstance(zero, _RecordZero) and is_record(x):
+        return _record(x, t, what, path, zero)
     if isinstance(x, np.ndarray):
         return _array(x, t, what, path)
     if isinstance(x, (tuple, list)):
@@ -43,6 +62,19 @@ def _conform(x: Any, t: Any, what: str, path: str, zero: Callable) -> Any:
         return _number(x, t, what, path)
     raise ValueError(f"{what}{path} must be None: the value there is a "
                      f"{type(x).__name__}, which has no derivative; got {describe(t)}")
+
+
+def _record(x: Any, t: Any, what: str, path: str, zero: Callable) -> tuple:
+    """The tangent `t` of object `x` as the tuple of its attributes' tangents."""
+    fields = record_fields(x)
+    parts = t if isinstance(t, dict) else dict(record_fields(t)) if (
+        type(t) is type(x) or isinstance(t, types.SimpleNamespace)) else None
+    if parts is None or not set(parts) <= {name for name, _ in fields}:
+        raise ValueError(f"{what}{path} must be None, a {type(x).__name__}, a namespace or "
+                         f"a dict of its attributes {[n for n, _ in fields]}, got "
+                         f"{describe(t)}")
+    return tuple(_conform(v, parts.get(name), what, f"{path}.{name}", zero)
+                 for name, v in fields)
 
 
 def _is_number(x: Any) -> bool:

@@ -12,6 +12,7 @@ import collections
 import copy
 import dataclasses
 import math
+import types
 import warnings
 from typing import NamedTuple
 
@@ -647,3 +648,31 @@ def test_vmap_of_grad_stacks_a_gradient_object_leaf_by_leaf():
             row = adjoint.gradient(per_example, params, XS[i], YS[i], backend="interp")[0]
             assert np.allclose(g.w[i], row.w) and np.isclose(g.b[i], row.b)
             assert_gradient(per_example, (params, XS[i], YS[i]), 0, row)
+
+
+def test_jvp_takes_an_object_tangent():
+    # a tangent for a dataclass is one of its class, a namespace or a dict of its
+    # attributes' tangents (None or a missing key: zero; an int field takes None)
+    s = State(Linear(normal(3), 0.1), Opt(0.5, 3))
+    t = State(Linear(normal(3), 1.0), Opt(0.25, None))
+
+    def at_step(h):
+        return state_loss(State(Linear(s.params.w + h * t.params.w, s.params.b + h),
+                                Opt(0.5 + 0.25 * h, 3)), XS, YS)
+    want = (at_step(H) - at_step(-H)) / (2 * H)
+    c = Config(3, "tanh", True, 0.3 * normal(4), 0.2)
+    x = normal(4)
+    want_c = (configured(Config(3, "tanh", True, c.w + H, 0.2 + 0.5 * H), x) -
+              configured(Config(3, "tanh", True, c.w - H, 0.2 - 0.5 * H), x)) / (2 * H)
+    for backend in ("interp", "llvm"):
+        with warnings.catch_warnings():
+            if backend == "llvm":
+                warnings.simplefilter("error")
+            y, dy = adjoint.jvp(state_loss, (s, XS, YS), (t, None, None), backend=backend)
+            assert np.isclose(y, state_loss(s, XS, YS)) and np.isclose(dy, want)
+            for tangent in ({"w": np.ones(4), "b": 0.5},
+                            types.SimpleNamespace(w=np.ones(4), b=0.5, depth=None)):
+                _, dc = adjoint.jvp(configured, (c, x), (tangent, None), backend=backend)
+                assert np.isclose(dc, want_c)
+    with pytest.raises(ValueError, match="a dict of its attributes"):
+        adjoint.jvp(configured, (c, x), ({"nope": 1.0}, None))
