@@ -676,3 +676,41 @@ def test_jvp_takes_an_object_tangent():
                 assert np.isclose(dc, want_c)
     with pytest.raises(ValueError, match="a dict of its attributes"):
         adjoint.jvp(configured, (c, x), ({"nope": 1.0}, None))
+
+
+GLOBAL_MODEL = Model(normal(3, 2), normal(2))
+
+
+def global_model_loss(x):
+    return np.sum(GLOBAL_MODEL(x) ** 2)      # a global object called: its __call__
+
+
+class Recorder:
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, value):
+        self.seen.append(float(value))
+
+
+RECORD = Recorder()
+
+
+def recorded_square(x):
+    y = x * x
+    RECORD(y)                                # a global callable object, for its effect
+    return y
+
+
+def test_calling_a_global_object_runs_its_call_method():
+    x = normal(3)
+    check(global_model_loss, (x,), (0,), "interp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # (the JIT refuses its result: interpreted)
+        g = adjoint.gradient(global_model_loss, x)[0]
+    assert np.allclose(g, adjoint.gradient(global_model_loss, x, backend="interp")[0])
+    RECORD.seen.clear()
+    for backend in ("interp", "llvm"):
+        assert adjoint.gradient(recorded_square, 3.0, backend=backend) == (6.0,)
+    assert jit(recorded_square)(2.0) == 4.0
+    assert RECORD.seen == [9.0, 9.0, 4.0]
