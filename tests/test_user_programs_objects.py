@@ -713,3 +713,18 @@ def test_calling_a_global_object_runs_its_call_method():
         assert adjoint.gradient(recorded_square, 3.0, backend=backend) == (6.0,)
     assert jit(recorded_square)(2.0) == 4.0
     assert RECORD.seen == [9.0, 9.0, 4.0]
+
+
+def train_linear(p, X, y, steps, lr):
+    for _ in range(steps):
+        g = adjoint.gradient(mse, p, X, y)[0]
+        p = Linear(p.w - lr * g.w, p.b - lr * g.b)   # the gradient is a Linear too
+    return p
+
+
+def test_compiled_training_loop_over_a_dataclass():
+    p0 = Linear(np.zeros(3), 0.0)
+    want = train_linear(p0, XS, YS, 15, 0.1)
+    got = jit(train_linear)(p0, XS, YS, 15, 0.1)
+    assert type(got) is Linear and np.allclose(got.w, want.w) and np.isclose(got.b, want.b)
+    assert np.array_equal(p0.w, np.zeros(3))
