@@ -9,6 +9,8 @@ a new first axis, one array per argument (None for ints), as JAX's
 """
 from __future__ import annotations
 
+import dataclasses
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -65,13 +67,29 @@ def row(args: tuple, axes: tuple, i: int) -> tuple:
 
 
 def stack(results: list, like: tuple) -> Any:
-    """Per-row results stacked along a new first axis (None stays None)."""
+    """Per-row results stacked along a new first axis (None stays None); a named
+    tuple, dict, dataclass or namespace of gradients stacks leaf by leaf, as JAX's
+    `vmap` does, into one of the same type."""
     if isinstance(like, tuple):
-        return tuple(stack([r[k] for r in results], like[k]) for k in range(len(like)))
+        parts = [stack([r[k] for r in results], like[k]) for k in range(len(like))]
+        return type(like)(*parts) if hasattr(like, "_fields") else tuple(parts)
     if like is None:
         return None
+    if isinstance(like, dict):
+        return {k: stack([r[k] for r in results], v) for k, v in like.items()}
+    if isinstance(like, types.SimpleNamespace) or dataclasses.is_dataclass(like):
+        return _stacked_record(results, like)
     parts = [np.asarray(r) for r in results]   # (complex gradients stay complex)
     return np.array(parts, dtype=np.result_type(float, *parts))
+
+
+def _stacked_record(results: list, like: Any) -> Any:
+    """A gradient object (a dataclass, built without its `__init__` as `finish`
+    builds one, or a namespace) whose attributes are the rows' attributes stacked."""
+    new = object.__new__(type(like))
+    for name, v in vars(like).items():
+        object.__setattr__(new, name, stack([getattr(r, name) for r in results], v))
+    return new
 
 
 def per_row(gradient: Callable, f: Callable, args: tuple, axes: tuple, backend: str) -> tuple:

@@ -201,16 +201,29 @@ def attr_cotangent(x: Any, name: str, dy: Any) -> Any:
     if isinstance(value, types.MethodType) and value.__self__ is x:
         return dy
     if name not in dict(record_fields(x)):
-        getter = getattr(_class_attribute(x, name), "fget", None)
+        found = _class_attribute(x, name)
+        getter = getattr(found, "fget", None)
         if isinstance(getter, types.FunctionType):
             return property_cotangent(getter, x, dy)
+        if _class_constant(found):
+            return None     # shared by the class, not a part of `x`
         raise computed_attribute_error(type(x).__name__, name)
     return {name: dy}
 
 
+_ABSENT = object()
+
+
 def _class_attribute(x: Any, name: str) -> Any:
     import inspect
-    return inspect.getattr_static(type(x), name, None)
+    return inspect.getattr_static(type(x), name, _ABSENT)
+
+
+def _class_constant(found: Any) -> bool:
+    """Whether a class defines `found` as plain data (`eps = 1e-8` in its body): a
+    value no descriptor computes, which no instance holds."""
+    return found is not _ABSENT and not hasattr(type(found), "__get__") and \
+        not callable(found)
 
 
 def property_cotangent(getter: Callable, x: Any, dy: Any) -> Any:

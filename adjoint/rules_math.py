@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
 import numpy as np
 
@@ -301,7 +302,8 @@ def d_sum(dy, xs, start=0):
 nondiff(math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtins.len,
         builtins.range, builtins.bool, builtins.isinstance, builtins.print, builtins.str,
         builtins.type, builtins.repr, builtins.hash, builtins.id, builtins.enumerate,
-        math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd)
+        math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd,
+        operator.index)
 
 
 @pullback_rule(math.copysign)

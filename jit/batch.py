@@ -172,6 +172,10 @@ def batched(f: Callable, args: tuple, axes: tuple, mode: str,
     if n == 0:
         raise ValueError("batch=: no rows")
     first = row(moved, axes, 0)
+    for k, a in enumerate(first):
+        if not _flat_value(a):      # the row loop's C entry takes none but these
+            raise TypingError(f"jit: batch=: argument {k} is a {type(a).__name__}; the "
+                              "compiled row loop takes numbers, arrays and tuples of them")
     row_types = tuple(typeof(a) for a in first)
     if mode in ("gradient", "value_and_grad"):
         shapes = [np.shape(a) if t == FLOAT64 or (isinstance(t, ArrayT) and
@@ -210,6 +214,13 @@ def batched(f: Callable, args: tuple, axes: tuple, mode: str,
     if mode == "value_and_grad":
         return outs[0], tuple(outs[1:])
     return outs[0]
+
+
+def _flat_value(a: Any) -> bool:
+    """Whether `_flat` passes all of `a` (a number, an array, or a tuple of them)."""
+    if isinstance(a, tuple) and not hasattr(a, "_fields"):
+        return all(_flat_value(e) for e in a)
+    return isinstance(a, (np.ndarray, bool, int, float, np.bool_, np.integer, np.floating))
 
 
 def _flat(a: Any) -> list:

@@ -27,6 +27,8 @@ HINTS = {
     "attribute assignment": "zygopy reads objects as values and does not follow writes "
                             "into them; construct a new object instead "
                             "(`Point(x, p.y)` for a dataclass or named tuple) and return it",
+    "super()": "call the base class's function with `self` instead "
+               "(`Base.forward(self, x)` for `super().forward(x)`)",
 }
 
 

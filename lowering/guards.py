@@ -114,7 +114,7 @@ def _class_functions(cls: type) -> tuple:
         for c in cls.__mro__:
             for v in vars(c).values():
                 v = getattr(v, "fget", None) or getattr(v, "__func__", v)
-                if type(v) is types.FunctionType and not _library(v):
+                if type(v) is types.FunctionType and not library_function(v):
                     fns.append(v)
         hit = _METHODS[cls] = tuple(fns)
     return hit
@@ -172,7 +172,7 @@ def _collect(f, entries: dict, seen: set, recorded: bool = True) -> None:
     """Add the entries of `f` and of the functions it reaches to `entries`: those of
     its code (as `code_guard` recorded them, or as they are now when not
     `recorded`), then those of the functions in its closure cells."""
-    if id(f) in seen or type(f) is not types.FunctionType or _library(f):
+    if id(f) in seen or type(f) is not types.FunctionType or library_function(f):
         return
     seen.add(id(f))
     if recorded:
@@ -373,7 +373,7 @@ def _in_library(filename: str) -> bool:
 _OWN = {"adjoint", "jit", "lowering", "ssair", "zygopy"}
 
 
-def _library(f) -> bool:
+def library_function(f) -> bool:
     """A function of zygopy, the standard library or an installed package (not
     guarded: `gradient` called inside a loss is not the user's code)."""
     module = (getattr(f, "__module__", None) or "").partition(".")[0]

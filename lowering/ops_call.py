@@ -185,6 +185,10 @@ def call(lw, callee, args: list, names: tuple) -> None:
         lw.push(Const(None))
         return
     value = value_of(callee)
+    if value is super:      # its answer depends on the frame's class cell and `self`
+        lw.refuse("super()")
+    if _user_callable_object(value):     # `model(x)`, model a global: model.__call__(x)
+        callee, value = attribute(lw, callee, "__call__"), None
     if type(value) is functools.partial:    # a constant partial: the call it makes
         kw = {**{k: Const(v) for k, v in value.keywords.items()}, **kwargs}
         call(lw, Const(value.func), [Const(a) for a in value.args] + list(args) + list(kw.values()),
@@ -263,6 +267,19 @@ class _DefaultAt:
 
     def __init__(self, tup, k: int) -> None:
         self.tup, self.k = tup, k
+
+
+def _user_callable_object(value) -> bool:
+    """An instance of a user's class whose `__call__` is the user's Python function
+    (not a class, a function, or an object of zygopy's or a library's)."""
+    if value is None or isinstance(value, (type, types.FunctionType, types.MethodType,
+                                           types.BuiltinFunctionType, functools.partial)):
+        return False
+    call_fn = inspect.getattr_static(type(value), "__call__", None)
+    if type(call_fn) is not types.FunctionType:
+        return False
+    from .guards import library_function
+    return not library_function(call_fn)
 
 
 def _is_user_function(fn) -> bool:
