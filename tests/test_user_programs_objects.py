@@ -650,8 +650,8 @@ def test_vmap_of_grad_stacks_a_gradient_object_leaf_by_leaf():
 
 
 def test_jvp_takes_an_object_tangent():
-    # a tangent for a dataclass is one of its class, a namespace or a dict of its
-    # attributes' tangents (None or a missing key: zero; an int field takes None)
+    # a tangent for a dataclass is one of its class (None: zero; an int field's is
+    # ignored); a dict is refused, as JAX refuses a pytree of another structure
     s = State(Linear(normal(3), 0.1), Opt(0.5, 3))
     t = State(Linear(normal(3), 1.0), Opt(0.25, None))
 
@@ -669,11 +669,11 @@ def test_jvp_takes_an_object_tangent():
                 warnings.simplefilter("error")
             y, dy = adjoint.jvp(state_loss, (s, XS, YS), (t, None, None), backend=backend)
             assert np.isclose(y, state_loss(s, XS, YS)) and np.isclose(dy, want)
-            for tangent in ({"w": np.ones(4), "b": 0.5},
-                            types.SimpleNamespace(w=np.ones(4), b=0.5, depth=None)):
+            for tangent in (Config(None, None, None, np.ones(4), 0.5),
+                            Config(3, None, None, np.ones(4), 0.5)):     # (an int's: ignored)
                 _, dc = adjoint.jvp(configured, (c, x), (tangent, None), backend=backend)
                 assert np.isclose(dc, want_c)
-    with pytest.raises(ValueError, match="a dict of its attributes"):
+    with pytest.raises(ValueError, match="jvp: tangent 0 must be a Config"):
         adjoint.jvp(configured, (c, x), ({"nope": 1.0}, None))
 
 
