@@ -164,16 +164,17 @@ _PROPERTY_PULLBACKS: dict = {}    # getter -> (it, the pullback below)
 
 def property_pullback(getter: Any) -> Any:
     """`d(dy, obj) -> (cotangent of obj, None)` for a property computed by `getter`:
-    the gradient of `sum(getter(obj) * dy)` in obj, which compiled code computes as a
-    nested `gradient` (the getter runs again: the forward kept no tape for it)."""
+    the cotangent of obj in `sum(getter(obj) * dy)`, which compiled code computes as a
+    nested gradient (the getter runs again: the forward kept no tape for it).  It is
+    the cotangent reverse mode carries for obj (a tuple of its entries'), not the
+    object `gradient` would return."""
     hit = _PROPERTY_PULLBACKS.get(id(getter))
     if hit is not None and hit[0] is getter:
         return hit[1]
-    from adjoint.api import gradient
-    import numpy as np
-    env = {"_F": getter, "_SUM": np.sum, "_GRADIENT": gradient}
+    from jit.pullback.nested_gradient import argument_cotangents
+    env = {"_F": getter, "_SUM": np.sum, "_COTANGENTS": argument_cotangents}
     src = ("def _weighted(obj, dy):\n    return _SUM(_F(obj) * dy)\n"
-           "def _d_property(dy, obj):\n    return _GRADIENT(_weighted, obj, dy)[0], None\n")
+           "def _d_property(dy, obj):\n    return _COTANGENTS(_weighted, obj, dy)[0], None\n")
     exec(compile(src, getter.__code__.co_filename, "exec"), env)
     for name in ("_weighted", "_d_property"):
         env[name].__module__ = getter.__module__

@@ -92,6 +92,23 @@ def _gradient_record(a: RecordT, elems: tuple) -> RecordT:
 
 
 def _t_gradient(ctx: Context, s, ts: list) -> Type:
+    cots, argtypes, nfree, y_t, needed = _typed(ctx, s, ts)
+    grads = TupleT(tuple(_gradient_type(ctx, cots[nfree + k], argtypes[nfree + k])
+                         if k in needed else NONE for k in range(len(s.args) - 2)))
+    return TupleT((y_t, grads)) if _with_value(s) else grads
+
+
+def _t_cotangents(ctx: Context, s, ts: list) -> Type:
+    cots, argtypes, nfree, _, needed = _typed(ctx, s, ts)
+    return TupleT(tuple(cots[nfree + k] if k in needed else NONE
+                        for k in range(len(s.args) - 2)))
+
+
+def _typed(ctx: Context, s, ts: list) -> tuple:
+    """Type f's forward and adjoint for the call `s` (of `gradient`, `value_and_grad`
+    or `argument_cotangents`; its positional arguments are `s.args[2:]`); returns (the
+    adjoint's cotangents, the argument types with f's captured values first, the
+    number of those, f's result type, the positional entries read)."""
     f, captured, closure = _callee(ctx, ts[0])
     if captured is None and type(f) is pytypes.FunctionType and lookup_callee(f) is None:
         captured = []    # a Python function of a library module: differentiated all the same
@@ -130,9 +147,7 @@ def _t_gradient(ctx: Context, s, ts: list) -> Type:
     cots = adj.ret.elems if isinstance(adj.ret, TupleT) else (NONE,) * len(argtypes)
     ctx.typing.calls[s.var] = Call(fwd, operands, f)
     ctx.typing.calls[("adjoint", s.var)] = Call(adj, [], f)
-    grads = TupleT(tuple(_gradient_type(ctx, cots[nfree + k], argtypes[nfree + k])
-                         if k in needed else NONE for k in range(len(pos))))
-    return TupleT((y_t, grads)) if _with_value(s) else grads
+    return cots, argtypes, nfree, y_t, needed
 
 
 def _needed_entries(ctx: Context, s, n: int) -> set:
@@ -179,6 +194,22 @@ def _indices_read(ir: IR, var, keep_vars: bool = False):
 def _with_value(s) -> bool:
     from adjoint import api
     return s.args[0].value is api.value_and_grad
+
+
+def _raw(s) -> bool:
+    return s.args[0].value is argument_cotangents
+
+
+def argument_cotangents(f, *args):
+    """The cotangents of f's arguments for a seed of 1.0 (f returns a real scalar) in
+    the form reverse mode carries them, not `gradient`'s: an object's is made of its
+    attributes' (`adjoint.pytrees.as_cotangent`; compiled, a tuple in the order of its
+    entries), None where nothing reaches an argument.  Compiled, it is `gradient`'s code without the last step; a compiled
+    property's pullback is made of it (`jit.library.records.property_pullback`)."""
+    from adjoint.api import pullback
+    from adjoint.pytrees import as_cotangent
+    _, back = pullback(f, *args, backend="interp")
+    return tuple(as_cotangent(c) for c in back(1.0))
 
 
 def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Value:
@@ -251,7 +282,11 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     for k, want in enumerate(grads_t.elems):
         c = adj_t.elems[nfree + k] if isinstance(adj_t, TupleT) else NONE
         gk = b.extract_value(g, nfree + k) if isinstance(adj_t, TupleT) else None
-        out = b.insert_value(out, _finish(fc, gk, c, fc.get(call.operands[k]), want), k)
+        if _raw(s):         # the cotangent as compiled reverse mode holds it
+            part = L.Constant(lltype(NONE), L.Undefined) if want == NONE else gk
+        else:
+            part = _finish(fc, gk, c, fc.get(call.operands[k]), want)
+        out = b.insert_value(out, part, k)
     out = _reclaim(fc, mark, out, grads_t)
     if not _with_value(s):
         return out
@@ -296,6 +331,9 @@ def _declare() -> None:
     for f in (api.gradient, api.value_and_grad):
         REGISTRY.declare(f, family=FAMILY, pattern="function, arguments", types=_t_gradient,
                          lower=_cg_gradient, numpy_too=True, name=f"adjoint.{f.__name__}")
+    REGISTRY.declare(argument_cotangents, family=FAMILY, pattern="function, arguments",
+                     types=_t_cotangents, lower=_cg_gradient, numpy_too=True,
+                     name="the cotangents of a function's arguments")
     for f in (api.pullback, api.jacobian, api.hessian):   # (their code is not the user's)
         REGISTRY.declare(f, family=FAMILY, pattern="any (refused, saying so)",
                          types=_refused(f.__name__),
