@@ -28,10 +28,18 @@ no effect (it is f's when f takes a keyword of that name: `adjoint.options`).  R
 arrays and tuples, lists and dicts of them.  Differentiating a function that calls
 `gradient` (reverse over reverse) runs in the interpreter (`adjoint.nested`);
 `pullback`, `jacobian` and `hessian` inside compiled code are refused.
+
+`argument_cotangents(f, *args)` is the same code without step 4's conversion: the
+cotangents as reverse mode carries them (an object's as the tuple of its entries').
+The pullback of an object's property is made of it (`property_pullback`): the cotangent
+it hands back joins the object's other cotangents, where `gradient`'s object would not.
 """
 from __future__ import annotations
 
 import types as pytypes
+from typing import Any
+
+import numpy as np
 
 from llvmlite import ir as L
 
@@ -45,6 +53,7 @@ from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
 from jit.library.registry import REGISTRY
 from jit.runtime import symbols
 from jit.pullback.array_values import copy_array
+from jit.pullback.cotangents import RULE_OBJECTS, record_property
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.tape_ops import presize_tape
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
@@ -204,8 +213,9 @@ def argument_cotangents(f, *args):
     """The cotangents of f's arguments for a seed of 1.0 (f returns a real scalar) in
     the form reverse mode carries them, not `gradient`'s: an object's is made of its
     attributes' (`adjoint.pytrees.as_cotangent`; compiled, a tuple in the order of its
-    entries), None where nothing reaches an argument.  Compiled, it is `gradient`'s code without the last step; a compiled
-    property's pullback is made of it (`jit.library.records.property_pullback`)."""
+    entries), None where nothing reaches an argument.  Compiled, it is `gradient`'s
+    code without its last step; a compiled property's pullback is made of it
+    (`property_pullback`)."""
     from adjoint.api import pullback
     from adjoint.pytrees import as_cotangent
     _, back = pullback(f, *args, backend="interp")
@@ -230,6 +240,29 @@ def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Va
         ci = c.elems[i] if isinstance(c, TupleT) else NONE
         v = fc.b.insert_value(v, _finish(fc, gi, ci, fc.b.extract_value(x, i), e), i)
     return v
+
+
+_PROPERTY_PULLBACKS: dict = {}    # getter -> (it, the pullback below)
+
+
+def property_pullback(getter: Any) -> Any:
+    """`d(dy, obj) -> (cotangent of obj, None)` for a property computed by `getter`:
+    the cotangent of obj in `sum(getter(obj) * dy)`, which compiled code computes as a
+    nested gradient (the getter runs again: the forward kept no tape for it).  It is
+    the cotangent reverse mode carries for obj (a tuple of its entries'), not the
+    object `gradient` would return."""
+    hit = _PROPERTY_PULLBACKS.get(id(getter))
+    if hit is not None and hit[0] is getter:
+        return hit[1]
+    env = {"_F": getter, "_SUM": np.sum, "_COTANGENTS": argument_cotangents}
+    src = ("def _weighted(obj, dy):\n    return _SUM(_F(obj) * dy)\n"
+           "def _d_property(dy, obj):\n    return _COTANGENTS(_weighted, obj, dy)[0], None\n")
+    exec(compile(src, getter.__code__.co_filename, "exec"), env)
+    for name in ("_weighted", "_d_property"):
+        env[name].__module__ = getter.__module__
+        env[name].__qualname__ = f"{getter.__qualname__}.{name}"
+    _PROPERTY_PULLBACKS[id(getter)] = (getter, env["_d_property"])
+    return env["_d_property"]
 
 
 def _presize(fc: FunctionGen, tape) -> L.GlobalVariable:
@@ -320,6 +353,20 @@ def _reclaim(fc: FunctionGen, mark: L.Value, out: L.Value, t: Type) -> L.Value:
     return out
 
 
+def _t_property_pullback(ctx: Context, s, ts) -> Type:
+    """d_getattr of an object's property: the getter's own gradient (`property_pullback`)."""
+    from jit.library.python_impls import impl_call
+    from jit.library.records import property_getter
+    name = ctx.const(s.args[3])
+    if ts[1] not in (FLOAT64, INT64) and not isinstance(ts[1], ArrayT):
+        ctx.fail(f"the gradient of property {name!r} of a {ts[2].cls.__name__} object, "
+                 f"whose cotangent is {ts[1]}, is not compiled (a number or an array is)")
+    impl = property_pullback(property_getter(ts[2], name))
+    ret = impl_call(ctx, s, impl, [s.args[1], s.args[2]])
+    ctx.typing.calls[s.var].callee = s.args[0].value
+    return ret
+
+
 def _refused(name: str):
     def refuse(ctx: Context, s, ts: list) -> Type:
         ctx.fail(f"{name}() inside compiled code is not compiled yet; gradient() is")
@@ -334,6 +381,8 @@ def _declare() -> None:
     REGISTRY.declare(argument_cotangents, family=FAMILY, pattern="function, arguments",
                      types=_t_cotangents, lower=_cg_gradient, numpy_too=True,
                      name="the cotangents of a function's arguments")
+    REGISTRY.add(RULE_OBJECTS, "d_getattr of an object's property (its getter's gradient)",
+                 record_property, _t_property_pullback, None, numpy_too=True)
     for f in (api.pullback, api.jacobian, api.hessian):   # (their code is not the user's)
         REGISTRY.declare(f, family=FAMILY, pattern="any (refused, saying so)",
                          types=_refused(f.__name__),
