@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -195,17 +195,16 @@ def attr_cotangent(x: Any, name: str, dy: Any) -> Any:
         out = [None] * len(x)
         out[type(x)._fields.index(name)] = dy
         return tuple(out)
+    getter = _computing_function(x, name)
+    if getter is not None:          # a property (of a named tuple too), a cached_property
+        return property_cotangent(getter, x, dy)
     if not is_record(x):
         return dy
     value = getattr(x, name)
     if isinstance(value, types.MethodType) and value.__self__ is x:
         return dy
     if name not in dict(record_fields(x)):
-        found = _class_attribute(x, name)
-        getter = getattr(found, "fget", None)
-        if isinstance(getter, types.FunctionType):
-            return property_cotangent(getter, x, dy)
-        if _class_constant(found):
+        if _class_constant(_class_attribute(x, name)):
             return None     # shared by the class, not a part of `x`
         raise computed_attribute_error(type(x).__name__, name)
     return {name: dy}
@@ -224,6 +223,19 @@ def _class_constant(found: Any) -> bool:
     value no descriptor computes, which no instance holds."""
     return found is not _ABSENT and not hasattr(type(found), "__get__") and \
         not callable(found)
+
+
+def _computing_function(x: Any, name: str) -> Optional[Callable]:
+    """The Python function that x's class computes attribute `name` with (a property's
+    getter, a `functools.cached_property`'s function, even once its value is cached
+    in x), or None."""
+    import functools
+    found = _class_attribute(x, name)
+    if isinstance(found, functools.cached_property):
+        found = found.func
+    else:
+        found = getattr(found, "fget", None)
+    return found if isinstance(found, types.FunctionType) else None
 
 
 def property_cotangent(getter: Callable, x: Any, dy: Any) -> Any:

@@ -8,8 +8,7 @@ class, a module attribute the lowering left as a read).
     called, it compiles and differentiates like any closure, and its cotangent is the
     receiver's (`jit.pullback.cotangents`, d_getattr of a record);
   * `obj.prop` of a `property` calls its getter on the receiver (compiled as user
-    code; reverse mode refuses a property that carries a gradient, as the
-    interpreter does);
+    code; its pullback is the getter's gradient, `jit.pullback.nested_gradient`);
   * `obj.f` of a staticmethod, or of a plain function stored on the class, is that
     function; a classmethod is a closure over the class;
   * `ns.f` on a constant object (`types.SimpleNamespace`, a class used as a namespace)
@@ -157,29 +156,6 @@ def property_getter(t: Type, name: Any) -> Any:
     found = class_attribute(t.cls, name)
     getter = getattr(found, "fget", None) if isinstance(found, property) else None
     return getter if isinstance(getter, pytypes.FunctionType) else None
-
-
-_PROPERTY_PULLBACKS: dict = {}    # getter -> (it, the pullback below)
-
-
-def property_pullback(getter: Any) -> Any:
-    """`d(dy, obj) -> (cotangent of obj, None)` for a property computed by `getter`:
-    the gradient of `sum(getter(obj) * dy)` in obj, which compiled code computes as a
-    nested `gradient` (the getter runs again: the forward kept no tape for it)."""
-    hit = _PROPERTY_PULLBACKS.get(id(getter))
-    if hit is not None and hit[0] is getter:
-        return hit[1]
-    from adjoint.api import gradient
-    import numpy as np
-    env = {"_F": getter, "_SUM": np.sum, "_GRADIENT": gradient}
-    src = ("def _weighted(obj, dy):\n    return _SUM(_F(obj) * dy)\n"
-           "def _d_property(dy, obj):\n    return _GRADIENT(_weighted, obj, dy)[0], None\n")
-    exec(compile(src, getter.__code__.co_filename, "exec"), env)
-    for name in ("_weighted", "_d_property"):
-        env[name].__module__ = getter.__module__
-        env[name].__qualname__ = f"{getter.__qualname__}.{name}"
-    _PROPERTY_PULLBACKS[id(getter)] = (getter, env["_d_property"])
-    return env["_d_property"]
 
 
 def _is_static(ctx: Context, s, ts) -> bool:

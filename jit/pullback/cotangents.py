@@ -352,9 +352,9 @@ def _call_pullback(fc: FunctionGen, call: Call, s) -> L.Value:
     return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), v, 0)
 
 
-_PB = REGISTRY.entry(Pullback, family="derivatives", name="adjoint rule object",
+RULE_OBJECTS = REGISTRY.entry(Pullback, family="derivatives", name="adjoint rule object",
                      by_class=True)
-REGISTRY.add(_PB, "d_getattr of an array method or .T", is_getattr_pullback,
+REGISTRY.add(RULE_OBJECTS, "d_getattr of an array method or .T", is_getattr_pullback,
              t_getattr_pullback, _cg_pullback, numpy_too=True)
 
 
@@ -365,25 +365,16 @@ REGISTRY.add(_PB, "d_getattr of an array method or .T", is_getattr_pullback,
 def _record_attribute(ctx: Context, s, ts) -> bool:
     from adjoint.rules_math import d_getattr
     return s.args[0].value is d_getattr and len(s.args) == 4 and isinstance(ts[2], RecordT) \
-        and not _record_property(ctx, s, ts)
+        and not record_property(ctx, s, ts)
 
 
-def _record_property(ctx: Context, s, ts) -> bool:
-    """Pattern: d_getattr of a property of an object, with a cotangent."""
+def record_property(ctx: Context, s, ts) -> bool:
+    """Pattern: d_getattr of a property of an object, with a cotangent (its impl is
+    `jit.pullback.nested_gradient`'s: the getter's gradient)."""
     from adjoint.rules_math import d_getattr
     from jit.library.records import property_getter
     return s.args[0].value is d_getattr and len(s.args) == 4 and isinstance(ts[2], RecordT) \
         and ts[1] != NONE and property_getter(ts[2], ctx.const(s.args[3])) is not None
-
-
-def _t_property_pullback(ctx: Context, s, ts) -> Type:
-    """The getter's own gradient, compiled (`jit.library.records.property_pullback`)."""
-    from jit.library.python_impls import impl_call
-    from jit.library.records import property_getter, property_pullback
-    impl = property_pullback(property_getter(ts[2], ctx.const(s.args[3])))
-    ret = impl_call(ctx, s, impl, [s.args[1], s.args[2]])
-    ctx.typing.calls[s.var].callee = s.args[0].value
-    return ret
 
 
 def _t_record_pullback(ctx: Context, s, ts) -> Type:
@@ -448,13 +439,11 @@ def _cg_constructor_pullback(fc: FunctionGen, s, ts):
     return out
 
 
-REGISTRY.add(_PB, "the constructor of a named tuple or dataclass", _constructor_pullback,
+REGISTRY.add(RULE_OBJECTS, "the constructor of a named tuple or dataclass", _constructor_pullback,
              _t_constructor_pullback, _cg_constructor_pullback, numpy_too=True)
-REGISTRY.add(_PB, "d_getattr of an object's attribute or method", _record_attribute,
+REGISTRY.add(RULE_OBJECTS, "d_getattr of an object's attribute or method", _record_attribute,
              _t_record_pullback, _cg_record_pullback, numpy_too=True)
-REGISTRY.add(_PB, "d_getattr of an object's property (its getter's gradient)",
-             _record_property, _t_property_pullback, None, numpy_too=True)
-REGISTRY.add(_PB, "any derivative rule (its plain-Python function, or the JIT's version)",
+REGISTRY.add(RULE_OBJECTS, "any derivative rule (its plain-Python function, or the JIT's version)",
              None, _t_pullback, _cg_pullback, numpy_too=True)
 
 

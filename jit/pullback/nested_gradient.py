@@ -28,10 +28,18 @@ no effect (it is f's when f takes a keyword of that name: `adjoint.options`).  R
 arrays and tuples, lists and dicts of them.  Differentiating a function that calls
 `gradient` (reverse over reverse) runs in the interpreter (`adjoint.nested`);
 `pullback`, `jacobian` and `hessian` inside compiled code are refused.
+
+`argument_cotangents(f, *args)` is the same code without step 4's conversion: the
+cotangents as reverse mode carries them (an object's as the tuple of its entries').
+The pullback of an object's property is made of it (`property_pullback`): the cotangent
+it hands back joins the object's other cotangents, where `gradient`'s object would not.
 """
 from __future__ import annotations
 
 import types as pytypes
+from typing import Any
+
+import numpy as np
 
 from llvmlite import ir as L
 
@@ -45,6 +53,7 @@ from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
 from jit.library.registry import REGISTRY
 from jit.runtime import symbols
 from jit.pullback.array_values import copy_array
+from jit.pullback.cotangents import RULE_OBJECTS, record_property
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.tape_ops import presize_tape
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
@@ -92,6 +101,23 @@ def _gradient_record(a: RecordT, elems: tuple) -> RecordT:
 
 
 def _t_gradient(ctx: Context, s, ts: list) -> Type:
+    cots, argtypes, nfree, y_t, needed = _typed(ctx, s, ts)
+    grads = TupleT(tuple(_gradient_type(ctx, cots[nfree + k], argtypes[nfree + k])
+                         if k in needed else NONE for k in range(len(s.args) - 2)))
+    return TupleT((y_t, grads)) if _with_value(s) else grads
+
+
+def _t_cotangents(ctx: Context, s, ts: list) -> Type:
+    cots, argtypes, nfree, _, needed = _typed(ctx, s, ts)
+    return TupleT(tuple(cots[nfree + k] if k in needed else NONE
+                        for k in range(len(s.args) - 2)))
+
+
+def _typed(ctx: Context, s, ts: list) -> tuple:
+    """Type f's forward and adjoint for the call `s` (of `gradient`, `value_and_grad`
+    or `argument_cotangents`; its positional arguments are `s.args[2:]`); returns (the
+    adjoint's cotangents, the argument types with f's captured values first, the
+    number of those, f's result type, the positional entries read)."""
     f, captured, closure = _callee(ctx, ts[0])
     if captured is None and type(f) is pytypes.FunctionType and lookup_callee(f) is None:
         captured = []    # a Python function of a library module: differentiated all the same
@@ -130,9 +156,7 @@ def _t_gradient(ctx: Context, s, ts: list) -> Type:
     cots = adj.ret.elems if isinstance(adj.ret, TupleT) else (NONE,) * len(argtypes)
     ctx.typing.calls[s.var] = Call(fwd, operands, f)
     ctx.typing.calls[("adjoint", s.var)] = Call(adj, [], f)
-    grads = TupleT(tuple(_gradient_type(ctx, cots[nfree + k], argtypes[nfree + k])
-                         if k in needed else NONE for k in range(len(pos))))
-    return TupleT((y_t, grads)) if _with_value(s) else grads
+    return cots, argtypes, nfree, y_t, needed
 
 
 def _needed_entries(ctx: Context, s, n: int) -> set:
@@ -181,6 +205,23 @@ def _with_value(s) -> bool:
     return s.args[0].value is api.value_and_grad
 
 
+def _raw(s) -> bool:
+    return s.args[0].value is argument_cotangents
+
+
+def argument_cotangents(f, *args):
+    """The cotangents of f's arguments for a seed of 1.0 (f returns a real scalar) in
+    the form reverse mode carries them, not `gradient`'s: an object's is made of its
+    attributes' (`adjoint.pytrees.as_cotangent`; compiled, a tuple in the order of its
+    entries), None where nothing reaches an argument.  Compiled, it is `gradient`'s
+    code without its last step; a compiled property's pullback is made of it
+    (`property_pullback`)."""
+    from adjoint.api import pullback
+    from adjoint.pytrees import as_cotangent
+    _, back = pullback(f, *args, backend="interp")
+    return tuple(as_cotangent(c) for c in back(1.0))
+
+
 def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Value:
     """The value `gradient` returns (type `out`) from cotangent `g` (type `c`) of the
     argument value `x`."""
@@ -199,6 +240,29 @@ def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Va
         ci = c.elems[i] if isinstance(c, TupleT) else NONE
         v = fc.b.insert_value(v, _finish(fc, gi, ci, fc.b.extract_value(x, i), e), i)
     return v
+
+
+_PROPERTY_PULLBACKS: dict = {}    # getter -> (it, the pullback below)
+
+
+def property_pullback(getter: Any) -> Any:
+    """`d(dy, obj) -> (cotangent of obj, None)` for a property computed by `getter`:
+    the cotangent of obj in `sum(getter(obj) * dy)`, which compiled code computes as a
+    nested gradient (the getter runs again: the forward kept no tape for it).  It is
+    the cotangent reverse mode carries for obj (a tuple of its entries'), not the
+    object `gradient` would return."""
+    hit = _PROPERTY_PULLBACKS.get(id(getter))
+    if hit is not None and hit[0] is getter:
+        return hit[1]
+    env = {"_F": getter, "_SUM": np.sum, "_COTANGENTS": argument_cotangents}
+    src = ("def _weighted(obj, dy):\n    return _SUM(_F(obj) * dy)\n"
+           "def _d_property(dy, obj):\n    return _COTANGENTS(_weighted, obj, dy)[0], None\n")
+    exec(compile(src, getter.__code__.co_filename, "exec"), env)
+    for name in ("_weighted", "_d_property"):
+        env[name].__module__ = getter.__module__
+        env[name].__qualname__ = f"{getter.__qualname__}.{name}"
+    _PROPERTY_PULLBACKS[id(getter)] = (getter, env["_d_property"])
+    return env["_d_property"]
 
 
 def _presize(fc: FunctionGen, tape) -> L.GlobalVariable:
@@ -251,7 +315,11 @@ def _cg_gradient(fc: FunctionGen, s, ts: list) -> L.Value:
     for k, want in enumerate(grads_t.elems):
         c = adj_t.elems[nfree + k] if isinstance(adj_t, TupleT) else NONE
         gk = b.extract_value(g, nfree + k) if isinstance(adj_t, TupleT) else None
-        out = b.insert_value(out, _finish(fc, gk, c, fc.get(call.operands[k]), want), k)
+        if _raw(s):         # the cotangent as compiled reverse mode holds it
+            part = L.Constant(lltype(NONE), L.Undefined) if want == NONE else gk
+        else:
+            part = _finish(fc, gk, c, fc.get(call.operands[k]), want)
+        out = b.insert_value(out, part, k)
     out = _reclaim(fc, mark, out, grads_t)
     if not _with_value(s):
         return out
@@ -285,6 +353,20 @@ def _reclaim(fc: FunctionGen, mark: L.Value, out: L.Value, t: Type) -> L.Value:
     return out
 
 
+def _t_property_pullback(ctx: Context, s, ts) -> Type:
+    """d_getattr of an object's property: the getter's own gradient (`property_pullback`)."""
+    from jit.library.python_impls import impl_call
+    from jit.library.records import property_getter
+    name = ctx.const(s.args[3])
+    if ts[1] not in (FLOAT64, INT64) and not isinstance(ts[1], ArrayT):
+        ctx.fail(f"the gradient of property {name!r} of a {ts[2].cls.__name__} object, "
+                 f"whose cotangent is {ts[1]}, is not compiled (a number or an array is)")
+    impl = property_pullback(property_getter(ts[2], name))
+    ret = impl_call(ctx, s, impl, [s.args[1], s.args[2]])
+    ctx.typing.calls[s.var].callee = s.args[0].value
+    return ret
+
+
 def _refused(name: str):
     def refuse(ctx: Context, s, ts: list) -> Type:
         ctx.fail(f"{name}() inside compiled code is not compiled yet; gradient() is")
@@ -296,6 +378,11 @@ def _declare() -> None:
     for f in (api.gradient, api.value_and_grad):
         REGISTRY.declare(f, family=FAMILY, pattern="function, arguments", types=_t_gradient,
                          lower=_cg_gradient, numpy_too=True, name=f"adjoint.{f.__name__}")
+    REGISTRY.declare(argument_cotangents, family=FAMILY, pattern="function, arguments",
+                     types=_t_cotangents, lower=_cg_gradient, numpy_too=True,
+                     name="the cotangents of a function's arguments")
+    REGISTRY.add(RULE_OBJECTS, "d_getattr of an object's property (its getter's gradient)",
+                 record_property, _t_property_pullback, None, numpy_too=True)
     for f in (api.pullback, api.jacobian, api.hessian):   # (their code is not the user's)
         REGISTRY.declare(f, family=FAMILY, pattern="any (refused, saying so)",
                          types=_refused(f.__name__),
