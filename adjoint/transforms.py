@@ -185,41 +185,37 @@ def _stand_in(t: Transformed) -> Callable:
     clearly for what they do not run (an aux output, a checkpoint budget)."""
     if t.has_aux or t.checkpoint is not None:
         return _refusal(t)
-    f, k = t.fn, t.argnums
-    if isinstance(k, int):
-        if t.with_value:
-            def value_and_grad_f(*args):
-                y, g = value_and_grad(f, *args)
-                return y, g[k]
-            return value_and_grad_f
-
-        def grad_f(*args):
-            return gradient(f, *args)[k]
-        return grad_f
-    take = entries(k)
+    f, take = t.fn, entries(t.argnums)
     if t.with_value:
-        def value_and_grad_fs(*args):
+        def value_and_grad_f(*args):
             y, g = value_and_grad(f, *args)
             return y, take(g)
-        return value_and_grad_fs
+        return value_and_grad_f
 
-    def grad_fs(*args):
+    def grad_f(*args):
         return take(gradient(f, *args))
-    return grad_fs
+    return grad_f
 
 
-def entries(ks: tuple) -> Callable:
-    """A function of IR `(g[k0], g[k1], ...)`, each entry read at a constant index
-    (as compiled code reads a tuple whose entries differ in type); built once per
-    `ks`, and run only as IR, by the code that calls a stand-in."""
+def entries(ks: Any) -> Callable:
+    """A function of IR reading `g[k]` for an int `ks`, or `(g[k0], g[k1], ...)` for
+    a tuple, each entry read at a constant index (as compiled code reads a tuple whose
+    entries differ in type: an index held in a closure cell would be read per call,
+    a variable index); built once per `ks`, and run only as IR, by the code that
+    calls a stand-in."""
     hit = _ENTRIES.get(ks)
     if hit is not None:
         return hit
-    name = "argnums_" + "_".join(str(k).replace("-", "m") for k in ks)
+    one = isinstance(ks, int)
+    name = ("argnum_" if one else "argnums_") + "_".join(
+        str(k).replace("-", "m") for k in ((ks,) if one else ks))
     ir = IR(name, file=__file__, firstline=1)
     g = ir.add_arg("g")
     b = ir.add_block()
-    b.term = Return(ir.push(b, "tuple", *[ir.push(b, "getitem", g, k) for k in ks]))
+    if one:
+        b.term = Return(ir.push(b, "getitem", g, ks))
+    else:
+        b.term = Return(ir.push(b, "tuple", *[ir.push(b, "getitem", g, k) for k in ks]))
     fn = stub_function(name, 1, globals(), __file__)
     register_ir(fn, ir)
     _ENTRIES[ks] = fn
