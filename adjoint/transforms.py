@@ -50,8 +50,8 @@ class Transformed(Transform):
             raise ValueError(f"{name}: unknown backend {backend!r} (one of {api.BACKENDS})")
         if checkpoint is None and type(f) is Checkpointed:
             checkpoint = f.megabytes
-        if isinstance(transform_of(f), Transformed) and backend == "auto":
-            backend = "interp"      # reverse over reverse runs there (adjoint.nested)
+        if isinstance(transform_of(f), Transformed):
+            backend = _nested_backend(name, f, backend)
         self.f, self.fn = f, unwrap(f)
         self.argnums, self.has_aux, self.with_value = argnums, bool(has_aux), with_value
         self.backend, self.checkpoint, self.name = backend, checkpoint, name
@@ -153,6 +153,20 @@ def checkpoint(f: Any, megabytes: Any = None) -> Any:
     return Checkpointed(f, megabytes)
 
 
+def _nested_backend(name: str, f: Any, backend: str) -> str:
+    """The backend of a transform of a transformed function: reverse over reverse
+    runs in the interpreter (`adjoint.nested`), so `"auto"` means `"interp"` and
+    `"llvm"` is refused here, naming the user's functions."""
+    if isinstance(transform_of(transform_of(f).f), Transformed):
+        raise TypeError(f"{name}({_name(f)}): a transform of a transform of a transform "
+                        f"(reverse mode of third order) is not supported")
+    if backend == "llvm":
+        raise TypeError(f"{name}({_name(f)}, backend='llvm'): a gradient of a gradient "
+                        f"(reverse over reverse) is not compiled; it runs in the "
+                        f"interpreter with backend='interp' or the default 'auto'")
+    return "interp"
+
+
 def pick(grads: tuple, argnums: Any) -> Any:
     """The entries `argnums` (an int, or a tuple of them) of a gradient tuple."""
     if isinstance(argnums, int):
@@ -183,7 +197,7 @@ def _stand_in(t: Transformed) -> Callable:
     """A plain function computing `t(*args)` with `gradient` / `value_and_grad`
     calls, which nested AD (`adjoint.nested`) and the JIT know; one that refuses
     clearly for what they do not run (an aux output, a checkpoint budget)."""
-    if t.has_aux or t.checkpoint is not None:
+    if t.has_aux or t.checkpoint is not None or isinstance(transform_of(t.f), Transformed):
         return _refusal(t)
     f, take = t.fn, entries(t.argnums)
     if t.with_value:
@@ -226,12 +240,22 @@ _ENTRIES: dict = {}    # argnums tuple -> its `entries` function
 
 
 def _refusal(t: Transformed) -> Callable:
-    what = "has_aux=True" if t.has_aux else "checkpoint="
-    message = (f"adjoint.{t.name}({_name(t.f)}, {what}) called inside differentiated or "
-               f"compiled code is not supported; call it outside, or drop {what}")
+    if isinstance(transform_of(t.f), Transformed):
+        message = (f"adjoint.{t.name}({_name(t.f)}) called inside differentiated or "
+                   f"compiled code is not supported (a gradient of a gradient runs in "
+                   f"the interpreter, and differentiated once more it would be reverse "
+                   f"mode of third order); call it outside")
+    else:
+        what = "has_aux=True" if t.has_aux else "checkpoint="
+        message = (f"adjoint.{t.name}({_name(t.f)}, {what}) called inside differentiated "
+                   f"or compiled code is not supported; call it outside, or drop {what}")
 
     def refused(*args):
-        raise TypeError(message)
+        if message:           # (always: a function that only raises cannot be lowered)
+            raise TypeError(message)
+        return None
+    refused.__zygopy_explain__ = lambda *operands: message   # what the JIT's refusal says
+    refused.__qualname__ = refused.__name__ = f"{t.name}({_name(t.f)})"
     return refused
 
 
