@@ -204,11 +204,17 @@ def _stand_in(t: Transformed) -> Callable:
         def value_and_grad_f(*args):
             y, g = value_and_grad(f, *args)
             return y, take(g)
-        return value_and_grad_f
+        return _explained(value_and_grad_f, t)
 
     def grad_f(*args):
         return take(gradient(f, *args))
-    return grad_f
+    return _explained(grad_f, t)
+
+
+def _explained(stand_in: Callable, t: Transformed) -> Callable:
+    """`stand_in`, which the JIT's refusals name as the call of `t` the user wrote."""
+    stand_in.__zygopy_explain__ = lambda *operands: f"a call of {t.name}({_name(t.f)})"
+    return stand_in
 
 
 def entries(ks: Any) -> Callable:
