@@ -29,6 +29,8 @@ from . import api
 from .api import gradient, value_and_grad
 from .batching import normalize_axes, row, rows_of
 from .options import Checkpointed, Transform, transform_of, unwrap
+from .special_callees import SPECIAL_CALLEES
+from .transform import NondiffPB
 
 _TRANSFORM_KEYWORDS = ("argnums", "has_aux", "backend", "checkpoint")
 
@@ -337,3 +339,26 @@ def stack(results: list, name: str) -> Any:
 
 
 api.as_transform = value_and_grad_transform
+
+
+
+# -- a transform made inside differentiated code ----------------------------------------
+def made_inside(state: Any, make: Callable, tape: Any, pos: tuple, kw: dict) -> tuple:
+    """jcall of `grad(g)` (`value_and_grad(g)`, `checkpoint(g, MB)`) inside a function
+    being differentiated: over a function made outside (a global, a module function),
+    the transform is made in Python, a value without a derivative, and calling it runs
+    its stand-in (nested reverse mode).  Over a function made there (a lambda or a
+    nested def, a partial) it is refused: its captured values would be held constant,
+    so their share of the gradient would be lost."""
+    g = pos[0] if pos else kw.get("f")
+    if type(g) is not types.FunctionType and transform_of(g) is None:
+        name = make.__name__.replace("_transform", "")
+        raise TypeError(f"adjoint.{name}({_name(g)}) made inside a "
+                        f"differentiated function is not supported: the values it "
+                        f"captures would get no gradient; call adjoint.gradient({_name(g)}, "
+                        f"...) or adjoint.value_and_grad({_name(g)}, ...) there instead")
+    return make(*pos, **kw), NondiffPB(1 + len(pos) + len(kw))
+
+
+for _make in (grad, value_and_grad_transform, checkpoint):
+    SPECIAL_CALLEES[id(_make)] = (_make, made_inside)

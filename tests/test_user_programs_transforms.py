@@ -208,6 +208,29 @@ def test_compiled_or_third_order_nesting_is_refused_by_name():
         adjoint.hessian(horner, 1.5, backend="llvm")
 
 
+def cube(t):
+    return t ** 3
+
+
+def test_transforms_made_inside_a_differentiated_function():
+    def outer(x):                    # grad(g)(x) of a global g: nested reverse mode
+        return grad(cube)(x) * x + value_and_grad(cube)(x)[1]
+    assert close(grad(outer, backend="interp")(1.2), 9 * 1.2 ** 2 + 6 * 1.2)
+
+    def captures(x):                 # x's share through the lambda would be lost: refused
+        return grad(lambda t: t ** 3 * x)(x)
+    with pytest.raises(TypeError, match=r"adjoint.grad\(<lambda>\) made inside a differ"):
+        grad(captures, backend="interp")(1.2)
+
+    def captures_vg(x):
+        return value_and_grad(lambda t: t ** 3 * x)(x)[1]
+    with pytest.raises(TypeError, match=r"adjoint.value_and_grad\(<lambda>\) made inside"):
+        grad(captures_vg, backend="interp")(1.2)
+    # the call form differentiates the captured value too
+    assert close(grad(lambda x: adjoint.gradient(lambda t: t ** 3 * x, x)[0],
+                      backend="interp")(1.2), 9 * 1.2 ** 2)
+
+
 def test_forward_over_reverse_is_refused_by_name():
     def quartic(x):
         return np.sum(x ** 4) + x[0] * x[1]
