@@ -533,6 +533,22 @@ def test_in_place_updates_of_an_argument(backend):
     assert value == bumped(x.copy()) and close(g, 8 * (x + 1.0))
 
 
+def weighted_rows(w, X, y):
+    s = 0.0
+    for i, (xi, yi) in enumerate(zip(X, y), 1):
+        s = s + i * (np.dot(w, xi) - yi) ** 2
+    return s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_enumerate_of_zip_over_rows(backend):
+    w = RNG.normal(size=3)
+    g = grad(weighted_rows, backend=backend)(w, X, Y)
+    want = sum(2 * i * (np.dot(w, X[i - 1]) - Y[i - 1]) * X[i - 1] for i in range(1, 7))
+    assert close(g, want, 1e-10)
+    assert value_and_grad(weighted_rows, backend=backend)(w, X, Y)[0] == weighted_rows(w, X, Y)
+
+
 def test_new_axis_index_runs_in_the_interpreter():
     def pair_distances(x):
         d = x[:, None] - x[None, :]
