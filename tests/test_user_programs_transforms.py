@@ -251,6 +251,9 @@ def test_vmap_of_grad_over_rows(backend):
     assert close(vmap(grad(half_sq, backend=backend), in_axes=(0, None))(W, t), W - t)
     values, grads = vmap(value_and_grad(half_sq, backend=backend), in_axes=(0, None))(W, t)
     assert close(values, 0.5 * np.sum((W - t) ** 2, axis=1)) and close(grads, W - t)
+    # per-example gradients: the parameters held, the data mapped
+    per_example = vmap(grad(half_sq, backend=backend), in_axes=(None, 0))(t, W)
+    assert close(per_example, t - W)
 
 
 
@@ -566,6 +569,7 @@ def mse(w, X, y):
 
 
 dmse = grad(mse)
+dmse_w = grad(lambda b, w, X, y: np.sum((X @ w - y) ** 2) / len(y) + b * b, argnums=1)
 vg_mse = value_and_grad(mse)
 
 
@@ -573,6 +577,13 @@ vg_mse = value_and_grad(mse)
 def fit(w, X, y, steps, lr):
     for _ in range(steps):
         w = w - lr * dmse(w, X, y)
+    return w
+
+
+@jit.jit
+def fit_second(w, X, y, steps, lr):
+    for _ in range(steps):
+        w = w - lr * dmse_w(0.5, w, X, y)
     return w
 
 
@@ -592,6 +603,7 @@ def test_jit_training_loops_call_transformed_losses():
         total += mse(w, X, Y)
         w = w - 0.1 * 2 * X.T @ (X @ w - Y) / len(Y)
     assert close(fit(np.zeros(3), X, Y, 40, 0.1), w, 1e-10)
+    assert close(fit_second(np.zeros(3), X, Y, 40, 0.1), w, 1e-10)   # argnums=1
     w2, total2 = fit_tracking(np.zeros(3), X, Y, 40, 0.1)
     assert close(w2, w, 1e-10) and close(total2, total, 1e-10)
 
