@@ -583,6 +583,11 @@ def _stack(parts: list, yshape: tuple, x: Any) -> Any:
 
 def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:
     """The matrix of second derivatives of scalar `f` at `x` (nested reverse mode)."""
+    if backend == "llvm":
+        raise TypeError(f"hessian({getattr(f, '__qualname__', f)}, backend='llvm'): "
+                        f"nested reverse mode is not compiled; it runs in the interpreter "
+                        f"with backend='interp' or the default 'auto'")
+
     def grad_f(x):
         return gradient(f, x)[0]
     # nested reverse mode runs in the interpreter (adjoint.nested): no JIT attempt

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import threading
 import types
 from typing import Any, Callable
 
@@ -163,13 +164,45 @@ def _transposed(helper: TangentHelper) -> Callable:
     computes in one pass over the user's rule (at zero tangents; exact)."""
     def back(dy: Any, *args: Any) -> tuple:
         wanted = [_has_derivative(a) for a in args]
+        if any(h is helper for h, _ in _TRANSPOSING_NOW.stack):
+            return _reentered(helper, args, wanted)
         zeros = [zero_tangent(a) for a in args]
-        _, pb = pullback(tangent_part, helper, tuple(args), tuple(zeros), backend="interp")
-        grads = pb(dy)[2]
+        _TRANSPOSING_NOW.stack.append((helper, args))
+        try:
+            _, pb = pullback(tangent_part, helper, tuple(args), tuple(zeros),
+                             backend="interp")
+            grads = pb(dy)[2]
+        finally:
+            _TRANSPOSING_NOW.stack.pop()
         return tuple(g if w else None for w, g in zip(wanted, grads))
     back.__name__ = back.__qualname__ = f"{helper.of}_transposed_jvp"
     back.__module__ = __name__
     return back
+
+
+class _Transposing(threading.local):
+    """(helper, primals) of each transposition under way in this thread, innermost
+    last."""
+    def __init__(self):
+        self.stack: list = []
+
+
+_TRANSPOSING_NOW = _Transposing()
+
+
+def _reentered(helper: TangentHelper, args: tuple, wanted: list) -> tuple:
+    """f's derived reverse rule met again while its jvp rule is being transposed: the
+    rule calls f.  On the primals themselves (`r = f(a, b)` in ydot) the call's
+    cotangents go to the primals, which that transposition does not need: zeros,
+    exactly.  On other values (`f(t)` of the tangents, a linear f) transposing would
+    never end: refused."""
+    for h, primals in reversed(_TRANSPOSING_NOW.stack):
+        if h is helper and len(primals) == len(args) and \
+                all(a is p for a, p in zip(args, primals)):
+            return tuple(None for _ in wanted)
+    raise TypeError(f"adjoint: the jvp rule of {helper.of} calls {helper.of} on values "
+                    f"other than its primals (its tangents?); reverse mode cannot "
+                    f"transpose such a rule: give {helper.of} a custom_vjp")
 
 
 def tangent_part(rule: TangentHelper, primals: tuple, tangents: tuple) -> Any:

@@ -31,10 +31,12 @@ from .passes.inplace import arg_types, canonical_inplace
 from .passes.merge_returns import merge_returns
 from .passes.tangent import bind_parameters, tangent, zero_tangent
 from .rule_table import IN_FORWARD_MODE
+from .options import transform_of
 from .pytrees import copy_record, is_namedtuple
 from .structure import conform, has_complex, has_objects, user_tangent
 from .transform import VERIFY, cells, is_differentiable, lower_function
 from . import rules_tangent  # (fills the rule table's jvp entries)
+from .transforms import Transformed
 
 # backend name -> runner(ir, args) -> result, or None where it does not compile ir
 TANGENT_RUNNERS: dict = {}
@@ -266,6 +268,11 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     if backend not in ("auto", "interp", "llvm"):
         raise ValueError(f"jvp: unknown backend {backend!r} (one of auto, interp, llvm)")
+    if isinstance(transform_of(f), Transformed):
+        raise TypeError(f"jvp: {getattr(f, '__qualname__', f)} is a reverse-mode "
+                        f"transform, and forward mode over reverse mode is not supported; "
+                        f"adjoint.hvp(f, x, v) gives a Hessian-vector product, "
+                        f"adjoint.hessian(f, x) the Hessian")
     if isinstance(f, types.MethodType) and type(f.__func__) is types.FunctionType:
         # a bound method: its function, with the object a constant first primal
         f, primals, tangents = f.__func__, (f.__self__,) + primals, (None,) + tangents

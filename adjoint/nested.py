@@ -352,11 +352,18 @@ def _refuse_nested(name: str):
     return refuse
 
 
+def _forward_value_and_grad(state, f, tape, pos: tuple, kw: dict) -> tuple:
+    """jcall of `value_and_grad(fn, *args)`; with nothing after `fn`, the transform
+    `value_and_grad(fn)` (`adjoint.transforms.made_inside`)."""
+    if len(pos) == 1:
+        from .transforms import made_inside, value_and_grad_transform
+        return made_inside(state, value_and_grad_transform, tape, pos, kw)
+    return forward_gradient(state, f, tape, pos, kw, with_value=True)
+
+
 def _register_gradient() -> None:
     SPECIAL_CALLEES[id(api.gradient)] = (api.gradient, forward_gradient)
-    SPECIAL_CALLEES[id(api.value_and_grad)] = (
-        api.value_and_grad, lambda state, f, tape, pos, kw: forward_gradient(
-            state, f, tape, pos, kw, with_value=True))
+    SPECIAL_CALLEES[id(api.value_and_grad)] = (api.value_and_grad, _forward_value_and_grad)
     SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
     for f in (api.jacobian, api.hessian):
         SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))

@@ -29,6 +29,8 @@ from . import api
 from .api import gradient, value_and_grad
 from .batching import normalize_axes, row, rows_of
 from .options import Checkpointed, Transform, transform_of, unwrap
+from .special_callees import SPECIAL_CALLEES
+from .transform import NondiffPB
 
 _TRANSFORM_KEYWORDS = ("argnums", "has_aux", "backend", "checkpoint")
 
@@ -50,8 +52,8 @@ class Transformed(Transform):
             raise ValueError(f"{name}: unknown backend {backend!r} (one of {api.BACKENDS})")
         if checkpoint is None and type(f) is Checkpointed:
             checkpoint = f.megabytes
-        if isinstance(transform_of(f), Transformed) and backend == "auto":
-            backend = "interp"      # reverse over reverse runs there (adjoint.nested)
+        if isinstance(transform_of(f), Transformed):
+            backend = _nested_backend(name, f, backend)
         self.f, self.fn = f, unwrap(f)
         self.argnums, self.has_aux, self.with_value = argnums, bool(has_aux), with_value
         self.backend, self.checkpoint, self.name = backend, checkpoint, name
@@ -153,6 +155,20 @@ def checkpoint(f: Any, megabytes: Any = None) -> Any:
     return Checkpointed(f, megabytes)
 
 
+def _nested_backend(name: str, f: Any, backend: str) -> str:
+    """The backend of a transform of a transformed function: reverse over reverse
+    runs in the interpreter (`adjoint.nested`), so `"auto"` means `"interp"` and
+    `"llvm"` is refused here, naming the user's functions."""
+    if isinstance(transform_of(transform_of(f).f), Transformed):
+        raise TypeError(f"{name}({_name(f)}): a transform of a transform of a transform "
+                        f"(reverse mode of third order) is not supported")
+    if backend == "llvm":
+        raise TypeError(f"{name}({_name(f)}, backend='llvm'): a gradient of a gradient "
+                        f"(reverse over reverse) is not compiled; it runs in the "
+                        f"interpreter with backend='interp' or the default 'auto'")
+    return "interp"
+
+
 def pick(grads: tuple, argnums: Any) -> Any:
     """The entries `argnums` (an int, or a tuple of them) of a gradient tuple."""
     if isinstance(argnums, int):
@@ -183,43 +199,45 @@ def _stand_in(t: Transformed) -> Callable:
     """A plain function computing `t(*args)` with `gradient` / `value_and_grad`
     calls, which nested AD (`adjoint.nested`) and the JIT know; one that refuses
     clearly for what they do not run (an aux output, a checkpoint budget)."""
-    if t.has_aux or t.checkpoint is not None:
+    if t.has_aux or t.checkpoint is not None or isinstance(transform_of(t.f), Transformed):
         return _refusal(t)
-    f, k = t.fn, t.argnums
-    if isinstance(k, int):
-        if t.with_value:
-            def value_and_grad_f(*args):
-                y, g = value_and_grad(f, *args)
-                return y, g[k]
-            return value_and_grad_f
-
-        def grad_f(*args):
-            return gradient(f, *args)[k]
-        return grad_f
-    take = entries(k)
+    f, take = t.fn, entries(t.argnums)
     if t.with_value:
-        def value_and_grad_fs(*args):
+        def value_and_grad_f(*args):
             y, g = value_and_grad(f, *args)
             return y, take(g)
-        return value_and_grad_fs
+        return _explained(value_and_grad_f, t)
 
-    def grad_fs(*args):
+    def grad_f(*args):
         return take(gradient(f, *args))
-    return grad_fs
+    return _explained(grad_f, t)
 
 
-def entries(ks: tuple) -> Callable:
-    """A function of IR `(g[k0], g[k1], ...)`, each entry read at a constant index
-    (as compiled code reads a tuple whose entries differ in type); built once per
-    `ks`, and run only as IR, by the code that calls a stand-in."""
+def _explained(stand_in: Callable, t: Transformed) -> Callable:
+    """`stand_in`, which the JIT's refusals name as the call of `t` the user wrote."""
+    stand_in.__zygopy_explain__ = lambda *operands: f"a call of {t.name}({_name(t.f)})"
+    return stand_in
+
+
+def entries(ks: Any) -> Callable:
+    """A function of IR reading `g[k]` for an int `ks`, or `(g[k0], g[k1], ...)` for
+    a tuple, each entry read at a constant index (as compiled code reads a tuple whose
+    entries differ in type: an index held in a closure cell would be read per call,
+    a variable index); built once per `ks`, and run only as IR, by the code that
+    calls a stand-in."""
     hit = _ENTRIES.get(ks)
     if hit is not None:
         return hit
-    name = "argnums_" + "_".join(str(k).replace("-", "m") for k in ks)
+    one = isinstance(ks, int)
+    name = ("argnum_" if one else "argnums_") + "_".join(
+        str(k).replace("-", "m") for k in ((ks,) if one else ks))
     ir = IR(name, file=__file__, firstline=1)
     g = ir.add_arg("g")
     b = ir.add_block()
-    b.term = Return(ir.push(b, "tuple", *[ir.push(b, "getitem", g, k) for k in ks]))
+    if one:
+        b.term = Return(ir.push(b, "getitem", g, ks))
+    else:
+        b.term = Return(ir.push(b, "tuple", *[ir.push(b, "getitem", g, k) for k in ks]))
     fn = stub_function(name, 1, globals(), __file__)
     register_ir(fn, ir)
     _ENTRIES[ks] = fn
@@ -230,12 +248,22 @@ _ENTRIES: dict = {}    # argnums tuple -> its `entries` function
 
 
 def _refusal(t: Transformed) -> Callable:
-    what = "has_aux=True" if t.has_aux else "checkpoint="
-    message = (f"adjoint.{t.name}({_name(t.f)}, {what}) called inside differentiated or "
-               f"compiled code is not supported; call it outside, or drop {what}")
+    if isinstance(transform_of(t.f), Transformed):
+        message = (f"adjoint.{t.name}({_name(t.f)}) called inside differentiated or "
+                   f"compiled code is not supported (a gradient of a gradient runs in "
+                   f"the interpreter, and differentiated once more it would be reverse "
+                   f"mode of third order); call it outside")
+    else:
+        what = "has_aux=True" if t.has_aux else "checkpoint="
+        message = (f"adjoint.{t.name}({_name(t.f)}, {what}) called inside differentiated "
+                   f"or compiled code is not supported; call it outside, or drop {what}")
 
     def refused(*args):
-        raise TypeError(message)
+        if message:           # (always: a function that only raises cannot be lowered)
+            raise TypeError(message)
+        return None
+    refused.__zygopy_explain__ = lambda *operands: message   # what the JIT's refusal says
+    refused.__qualname__ = refused.__name__ = f"{t.name}({_name(t.f)})"
     return refused
 
 
@@ -311,3 +339,26 @@ def stack(results: list, name: str) -> Any:
 
 
 api.as_transform = value_and_grad_transform
+
+
+
+# -- a transform made inside differentiated code ----------------------------------------
+def made_inside(state: Any, make: Callable, tape: Any, pos: tuple, kw: dict) -> tuple:
+    """jcall of `grad(g)` (`value_and_grad(g)`, `checkpoint(g, MB)`) inside a function
+    being differentiated: over a function made outside (a global, a module function),
+    the transform is made in Python, a value without a derivative, and calling it runs
+    its stand-in (nested reverse mode).  Over a function made there (a lambda or a
+    nested def, a partial) it is refused: its captured values would be held constant,
+    so their share of the gradient would be lost."""
+    g = pos[0] if pos else kw.get("f")
+    if type(g) is not types.FunctionType and transform_of(g) is None:
+        name = make.__name__.replace("_transform", "")
+        raise TypeError(f"adjoint.{name}({_name(g)}) made inside a "
+                        f"differentiated function is not supported: the values it "
+                        f"captures would get no gradient; call adjoint.gradient({_name(g)}, "
+                        f"...) or adjoint.value_and_grad({_name(g)}, ...) there instead")
+    return make(*pos, **kw), NondiffPB(1 + len(pos) + len(kw))
+
+
+for _make in (grad, value_and_grad_transform, checkpoint):
+    SPECIAL_CALLEES[id(_make)] = (_make, made_inside)

@@ -337,6 +337,10 @@ def typeof(value: Any) -> Type:
     if type(value) is dict and all(type(k) is str for k in value):
         return DictT(tuple(typeof(v) for v in value.values()), tuple(value))
     if isinstance(value, pytypes.FunctionType) and value.__closure__:
+        if hasattr(value, "__zygopy_transform__"):
+            raise TypingError(f"{value.__qualname__} is a transformed function held as a "
+                              f"value (captured by a closure or passed as an argument), "
+                              f"which is not compiled yet; read it as a global")
         return _closure_type(value)
     if type(value) is functools.partial:
         template = partial_template(value)

@@ -5,8 +5,8 @@ CPython's checks kept: bounds that are not known integers go through
 `operator.index` (TypeError for floats), a constant zero step calls `range` itself
 (ValueError), a dynamic step goes through `lowering.runtime.range_step` and the loop
 test is chosen by its sign at run time.  Anything else is iterated by index:
-`len(s)` then `getitem(s, i)`; `enumerate(s[, start])`, `zip(a, b, ...)` and `reversed(s)`
-likewise.  (A dict is not a sequence: iterating one this way would index it by
+`len(s)` then `getitem(s, i)`; `enumerate(s[, start])`, `zip(a, b, ...)`,
+`enumerate(zip(a, b, ...))` and `reversed(s)` likewise.  (A dict is not a sequence: iterating one this way would index it by
 position.)
 """
 from __future__ import annotations
@@ -96,7 +96,11 @@ def op_get_iter(lw, ins):
         lw.push(range_state(lw, x.args))
     elif x.callee is enumerate and len(x.args) in (1, 2):
         offset = lw.operand(x.args[1]) if len(x.args) == 2 else None
-        lw.push(seq_state(lw, "enumerate", x.args[:1], offset))
+        inner = x.args[0]
+        if plain_zip(inner):    # `enumerate(zip(a, b))`: items (i, (a[i], b[i]))
+            lw.push(seq_state(lw, "enumerate_zip", inner.args, offset))
+        else:
+            lw.push(seq_state(lw, "enumerate", x.args[:1], offset))
     elif x.callee is reversed and len(x.args) == 1:
         lw.push(reversed_state(lw, x.args[0]))
     elif x.callee is zip and any(isinstance(a, Starred) for a in x.args):
@@ -157,4 +161,12 @@ def next_value(lw, st: ForState, i):
     if st.kind == "zip":
         return LazyTuple(elems=items)
     k = i if st.offset is None else lw.emit("add", i, st.offset)
+    if st.kind == "enumerate_zip":
+        return LazyTuple(elems=[k, LazyTuple(elems=items)])
     return LazyTuple(elems=[k] + items)
+
+
+def plain_zip(x) -> bool:
+    """Is `x` a lazy `zip(a, b, ...)` call (no `*t`), iterable by one counter?"""
+    return isinstance(x, LazyCall) and x.var is None and x.callee is zip and bool(x.args) \
+        and not any(isinstance(a, Starred) for a in x.args)

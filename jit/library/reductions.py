@@ -436,11 +436,14 @@ def _declare() -> None:
     for f, name, whole, number in ((np.sum, "sum", {1: _sum1, 2: _sum2}, _sum_number),
                                    (np.mean, "mean", {1: _mean1, 2: _mean2}, _mean_number)):
         REGISTRY.declare(f, family="reductions", pattern=PATTERN,
-                         matches=has_array, methods=(name,), types=_reduction_rule(name, whole))
+                         matches=has_array, methods=(f"{name}(axis=None, keepdims=False)",),
+                         types=_reduction_rule(name, whole))
         REGISTRY.add(REGISTRY.get(f), "number", no_array, _t_number_reduction(number, name))
         add_host(f, REDUCE + ", *, where=True", reduction(FLOAT64 if f is np.mean else None))
-    for f, methods, impls in ((np.max, ("max",), {1: _max1, 2: _max2}),
-                              (np.min, ("min",), {1: _min1, 2: _min2}),
+    for f, methods, impls in ((np.max, ("max(axis=None, keepdims=False)",),
+                               {1: _max1, 2: _max2}),
+                              (np.min, ("min(axis=None, keepdims=False)",),
+                               {1: _min1, 2: _min2}),
                               (np.amax, (), {1: _max1, 2: _max2}),
                               (np.amin, (), {1: _min1, 2: _min2})):
         name = "max" if f in (np.max, np.amax) else "min"
