@@ -60,8 +60,10 @@ class Sharing(dict):
         return self.get(v, v)
 
 
-def sharing(ir: IR, kinds: Any) -> Sharing:
-    """The classes of values of `ir` that may share memory (module docstring)."""
+def sharing(ir: IR, kinds: Any, through_calls: bool = True) -> Sharing:
+    """The classes of values of `ir` that may share memory (module docstring);
+    `through_calls=False`: what a function without a rule returns is taken to be a
+    new object (the classes then hold only the aliases the function itself makes)."""
     find, union = _union_find()
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
@@ -69,7 +71,7 @@ def sharing(ir: IR, kinds: Any) -> Sharing:
             for o in p.operands():
                 _join(union, kinds, p.var, o)
         for s in b.stmts:
-            if not _fresh(s, defs):
+            if not _fresh(s, defs) and (through_calls or not _opaque_call(s, defs)):
                 for o in _kept(s, kinds):
                     _join(union, kinds, s.var, o)
     every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}
@@ -128,6 +130,11 @@ def _fresh(s, defs: dict) -> bool:
     if s.op != "call" or _view_call(s, defs):
         return False
     return _ruled_call(s, defs) and not _keeps_operands(s)
+
+
+def _opaque_call(s, defs: dict) -> bool:
+    """A call whose callee has no rule (a user function: it may return an operand)."""
+    return s.op in ("call", "jcall") and not _view_call(s, defs) and not _ruled_call(s, defs)
 
 
 def _callee_name(s, defs: dict):

@@ -1,5 +1,5 @@
 """Writes into an array reached through another name of it (`pair[0][i] = v`,
-`u, _ = pair; u[i] = v`, `ident(t)[i] = v`, `for row in (t,): row[i] = v`).
+`u, _ = pair; u[i] = v`, `for row in (t,): row[i] = v`).
 
 The adjoint follows an array's cotangent by SSA value: the adjoint of `a[i] = v`
 clears the cotangent of the value `a` names and hands it to `v`.  When `a` is a
@@ -27,17 +27,19 @@ from .inplace import live_after, refuse_write
 
 
 def forward_tuple_elements(ir: IR) -> IR:
-    """Replace each write target that is a tuple's element by the element (above);
+    """In a function that writes into arrays, replace each constant-index read of a
+    tuple's element by the element (above), write targets and reads alike;
     before activity analysis, so that the write counts as one into the element.
     Returns a new IR when it changes anything; the input is not modified."""
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    if not any(s.op == "setitem" for s in defs.values()):
+        return ir
     repl = {}
-    for b in ir.blocks:
-        for s in b.stmts:
-            if s.op == "setitem" and isinstance(s.args[0], Var):
-                root = element_root(s.args[0], defs)
-                if root != s.args[0]:
-                    repl[s.args[0]] = root
+    for v, s in defs.items():
+        if s.op == "getitem":
+            root = element_root(v, defs)
+            if root != v:
+                repl[v] = root
     if not repl:
         return ir
     out = ir.copy()
@@ -74,7 +76,7 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
               if s.op == "setitem" and isinstance(s.args[0], Var)}
     if not writes:
         return
-    classes = sharing(ir, kinds)
+    classes = sharing(ir, kinds, through_calls=False)
     live = live_after(ir, set(writes))
     names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
     names.update({a.var: a.name for a in ir.args})
