@@ -86,9 +86,9 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     out.nfree = 0
     out.meta["tape"] = tape
     _refuse_view_writes(out, act, kinds)
-    refuse_alias_writes(out, act.varied, kinds)
     _refuse_out_writes(out, act)
     refuse_stale_views(out, act.varied, kinds)
+    refuse_alias_writes(out, act.varied, kinds)
     mutated = volatile(out, kinds, set())
     out.meta["mutated"] = mutated
     _copy_args_into_phis(out, act, _float_array_args(out, kinds) - mutated)
