@@ -60,10 +60,10 @@ class Sharing(dict):
         return self.get(v, v)
 
 
-def sharing(ir: IR, kinds: Any, through_calls: bool = True) -> Sharing:
+def sharing(ir: IR, kinds: Any, keeps: Any = None) -> Sharing:
     """The classes of values of `ir` that may share memory (module docstring);
-    `through_calls=False`: what a function without a rule returns is taken to be a
-    new object (the classes then hold only the aliases the function itself makes)."""
+    `keeps(s, defs)`, when given, says whether a call of a function without a rule
+    may return (a part of) an operand; without it, every such call may."""
     find, union = _union_find()
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
@@ -71,7 +71,8 @@ def sharing(ir: IR, kinds: Any, through_calls: bool = True) -> Sharing:
             for o in p.operands():
                 _join(union, kinds, p.var, o)
         for s in b.stmts:
-            if not _fresh(s, defs) and (through_calls or not _opaque_call(s, defs)):
+            if not _fresh(s, defs) and (keeps is None or not _opaque_call(s, defs)
+                                        or keeps(s, defs)):
                 for o in _kept(s, kinds):
                     _join(union, kinds, s.var, o)
     every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}

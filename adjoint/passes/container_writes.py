@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ssair import IR, Const, Var
+from ssair import IR, Const, Return, Var
 
 from .aliases import sharing
 from .inplace import live_after, refuse_write
@@ -76,7 +76,7 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
               if s.op == "setitem" and isinstance(s.args[0], Var)}
     if not writes:
         return
-    classes = sharing(ir, kinds, through_calls=False)
+    classes = sharing(ir, kinds, _returns_operand)
     live = live_after(ir, set(writes))
     names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
     names.update({a.var: a.name for a in ir.args})
@@ -92,3 +92,31 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
                          f"({repr(what) if what else 'a container or a value holding it'}"
                          ") is not differentiable; write into the array by its own "
                          "name, or copy it first (`.copy()`)")
+
+
+_RETURNS_ARG: dict = {}
+
+
+def _returns_operand(s, defs: dict) -> bool:
+    """Whether the call `s` of a function without a rule may return an operand:
+    its callee's code returns a value sharing memory with an argument (a callee
+    that is not a known Python function, or does not lower, may)."""
+    f = s.args[0]
+    code = getattr(f.value, "__code__", None) if isinstance(f, Const) else None
+    if code is None:
+        return True
+    if code not in _RETURNS_ARG:
+        _RETURNS_ARG[code] = _may_return_argument(f.value)
+    return _RETURNS_ARG[code]
+
+
+def _may_return_argument(f: Any) -> bool:
+    from lowering.api import lower
+    try:
+        ir = lower(f)
+    except Exception:       # noqa: BLE001 (unknown code: assume it may)
+        return True
+    classes = sharing(ir, None)
+    args = {classes.of(a.var) for a in ir.args}
+    return any(isinstance(o, Var) and classes.of(o) in args for b in ir.blocks
+               if isinstance(b.term, Return) for o in b.term.operands())
