@@ -44,6 +44,8 @@ def forward_tuple_elements(ir: IR) -> IR:
         return ir
     out = ir.copy()
     out.replace_uses(repl)
+    for b in out.blocks:     # the reads are gone: they no longer keep the tuple live
+        b.stmts = [s for s in b.stmts if s.var not in repl]
     return out
 
 
