@@ -63,7 +63,9 @@ class Sharing(dict):
 def sharing(ir: IR, kinds: Any, keeps: Any = None) -> Sharing:
     """The classes of values of `ir` that may share memory (module docstring);
     `keeps(s, defs)`, when given, says whether a call of a function without a rule
-    may return (a part of) an operand; without it, every such call may."""
+    may return (a part of) an operand (without it, every such call may), and an
+    in-place operator's result is then its left operand only (a list `a += b` holds
+    b's elements, which a write can only reach through indexing: a view)."""
     find, union = _union_find()
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
@@ -73,18 +75,18 @@ def sharing(ir: IR, kinds: Any, keeps: Any = None) -> Sharing:
         for s in b.stmts:
             if not _fresh(s, defs) and (keeps is None or not _opaque_call(s, defs)
                                         or keeps(s, defs)):
-                for o in _kept(s, kinds):
+                for o in _kept(s, kinds, keeps is not None):
                     _join(union, kinds, s.var, o)
     every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}
     return Sharing({v: find(v) for v in every}, defs)
 
 
-def _kept(s, kinds: Any) -> list:
+def _kept(s, kinds: Any, left_only: bool = False) -> list:
     """The operands whose memory the result of a statement that makes no new object
     may share: all of them, but for `a += b` on a float array (the result is `a`;
     a list `a` would hold `b`'s elements)."""
     ops = list(s.operands())
-    if s.op in INPLACE and kinds is not None and kinds.is_float_array(ops[0]):
+    if s.op in INPLACE and (left_only or kinds is not None and kinds.is_float_array(ops[0])):
         return ops[:1]
     return ops
 
