@@ -62,6 +62,7 @@ from . import tape as _tape  # noqa: F401  (registers the tape primitives)
 from .passes import check_order
 from .passes.activity import Activity, analyze
 from .passes.branches import record_branches, silent_joins
+from .passes.container_writes import forward_tuple_elements
 from .passes.induction import rebuildable
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.instrument import instrument
@@ -180,6 +181,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
 
     ir = step("canonical_inplace", canonical_inplace(ir, types))
     primal = step("record_branches", record_branches(step("merge_returns", merge_returns(ir))))
+    primal = step("forward_tuple_elements", forward_tuple_elements(primal))
     act = step("activity", analyze(primal, active), verify=False)
     refuse_active_cells(primal, act)
     inout = inout_args(primal, act, active)

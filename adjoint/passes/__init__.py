@@ -9,6 +9,8 @@ messages.  Nothing is imported here, so that a pass module may import another.
   canonical_inplace  `inplace`        in-place operators made explicit
   merge_returns      `merge_returns`  one exit block, an entry without predecessors
   record_branches    `branches`       dummy phis at joins
+  forward_tuple_elements `container_writes`  a write through a tuple's element
+                                      writes into the element's own value
   activity           `activity`       which values carry derivatives
   instrument         `instrument`     pullback records, alphas, jcalls, `%tape`
   rebuildable        `induction`      loop counters the adjoint rebuilds
@@ -26,6 +28,7 @@ PASSES: dict = {
     "canonical_inplace": (),
     "merge_returns": ("canonical_inplace",),     # sees the explicit array writes
     "record_branches": ("merge_returns",),       # the entry has no predecessors
+    "forward_tuple_elements": ("canonical_inplace",),   # sees the explicit writes
     "activity": ("record_branches",),            # dummy phis are values too
     "instrument": ("activity", "canonical_inplace"),
     "rebuildable": ("instrument",),              # counters among the records

@@ -60,8 +60,12 @@ class Sharing(dict):
         return self.get(v, v)
 
 
-def sharing(ir: IR, kinds: Any) -> Sharing:
-    """The classes of values of `ir` that may share memory (module docstring)."""
+def sharing(ir: IR, kinds: Any, keeps: Any = None) -> Sharing:
+    """The classes of values of `ir` that may share memory (module docstring);
+    `keeps(s, defs)`, when given, says whether a call of a function without a rule
+    may return (a part of) an operand (without it, every such call may), and an
+    in-place operator's result is then its left operand only (a list `a += b` holds
+    b's elements, which a write can only reach through indexing: a view)."""
     find, union = _union_find()
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
@@ -69,19 +73,20 @@ def sharing(ir: IR, kinds: Any) -> Sharing:
             for o in p.operands():
                 _join(union, kinds, p.var, o)
         for s in b.stmts:
-            if not _fresh(s, defs):
-                for o in _kept(s, kinds):
+            if not _fresh(s, defs) and (keeps is None or not _opaque_call(s, defs)
+                                        or keeps(s, defs)):
+                for o in _kept(s, kinds, keeps is not None):
                     _join(union, kinds, s.var, o)
     every = {a.var for a in ir.args} | set(defs) | {p.var for b in ir.blocks for p in b.phis}
     return Sharing({v: find(v) for v in every}, defs)
 
 
-def _kept(s, kinds: Any) -> list:
+def _kept(s, kinds: Any, left_only: bool = False) -> list:
     """The operands whose memory the result of a statement that makes no new object
     may share: all of them, but for `a += b` on a float array (the result is `a`;
     a list `a` would hold `b`'s elements)."""
     ops = list(s.operands())
-    if s.op in INPLACE and kinds is not None and kinds.is_float_array(ops[0]):
+    if s.op in INPLACE and (left_only or kinds is not None and kinds.is_float_array(ops[0])):
         return ops[:1]
     return ops
 
@@ -128,6 +133,11 @@ def _fresh(s, defs: dict) -> bool:
     if s.op != "call" or _view_call(s, defs):
         return False
     return _ruled_call(s, defs) and not _keeps_operands(s)
+
+
+def _opaque_call(s, defs: dict) -> bool:
+    """A call whose callee has no rule (a user function: it may return an operand)."""
+    return s.op in ("call", "jcall") and not _view_call(s, defs) and not _ruled_call(s, defs)
 
 
 def _callee_name(s, defs: dict):

@@ -278,7 +278,7 @@ def _check_aliases(ir: IR, writes: list, kinds: Scalars) -> None:
     if not writes:
         return
     group = _phi_groups(ir)
-    live = _live_after(ir, set(writes))
+    live = live_after(ir, set(writes))
     for b in ir.blocks:
         for s in list(b.stmts):
             if s.var not in live:
@@ -315,7 +315,7 @@ def _phi_groups(ir: IR) -> dict:
     return {v: find(v) for v in parent}
 
 
-def _live_after(ir: IR, stmts: set) -> dict:
+def live_after(ir: IR, stmts: set) -> dict:
     """For each statement value in `stmts`: the Vars live just after it."""
     live_out = _liveness(ir)[1]
     out = {}
@@ -377,4 +377,5 @@ def _alias_rules() -> None:
 
 nondiff(updates_float_array, refused_write)
 _alias_rules()
-__all__ = ["arg_type", "arg_types", "canonical_inplace", "refuse_write", "refused_write"]
+__all__ = ["arg_type", "arg_types", "canonical_inplace", "live_after", "refuse_write",
+           "refused_write"]

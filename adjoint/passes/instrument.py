@@ -39,6 +39,7 @@ from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call
 from .aliases import VIEW_NAMES, sharing, volatile
+from .container_writes import refuse_alias_writes
 from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
@@ -87,6 +88,7 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     _refuse_view_writes(out, act, kinds)
     _refuse_out_writes(out, act)
     refuse_stale_views(out, act.varied, kinds)
+    refuse_alias_writes(out, act.varied, kinds)
     mutated = volatile(out, kinds, set())
     out.meta["mutated"] = mutated
     _copy_args_into_phis(out, act, _float_array_args(out, kinds) - mutated)

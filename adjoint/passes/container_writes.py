@@ -1,0 +1,124 @@
+"""Writes into an array reached through another name of it (`pair[0][i] = v`,
+`u, _ = pair; u[i] = v`, `for row in (t,): row[i] = v`).
+
+The adjoint follows an array's cotangent by SSA value: the adjoint of `a[i] = v`
+clears the cotangent of the value `a` names and hands it to `v`.  When `a` is a
+second name of an array `t` (an element taken out of a tuple, what a user function
+returned, a value of a list), the reads of `t` after the write add their cotangent
+to `t`'s own adjoint, which the write's adjoint never clears: a silent wrong
+gradient.  So, before activity analysis and instrumentation:
+  * `forward_tuple_elements`: a write target that is provably a tuple's element (a
+    constant index into a `tuple`, through `unpack` and nested tuples) is that
+    element itself: every use of the alias becomes the element, so the write is a
+    write into the array's own value (exact; a tuple never changes);
+  * `refuse_alias_writes`: a write into `a` while another value that may share its
+    memory (`aliases.sharing`) is still used afterwards (read, returned or passed
+    on) raises a TypeError naming the line; what is only read before the write is
+    fine (its pullback runs after the write's adjoint, on the old values).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ssair import IR, Const, Return, Var
+
+from .aliases import sharing
+from .inplace import live_after, refuse_write
+
+
+def forward_tuple_elements(ir: IR) -> IR:
+    """In a function that writes into arrays, replace each constant-index read of a
+    tuple's element by the element (above), write targets and reads alike;
+    before activity analysis, so that the write counts as one into the element.
+    Returns a new IR when it changes anything; the input is not modified."""
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    if not any(s.op == "setitem" for s in defs.values()):
+        return ir
+    repl = {}
+    for v, s in defs.items():
+        if s.op == "getitem":
+            root = element_root(v, defs)
+            if root != v:
+                repl[v] = root
+    if not repl:
+        return ir
+    out = ir.copy()
+    out.replace_uses(repl)
+    for b in out.blocks:     # the reads are gone: they no longer keep the tuple live
+        b.stmts = [s for s in b.stmts if s.var not in repl]
+    return out
+
+
+def element_root(v: Any, defs: dict) -> Any:
+    """The value `v` is, following constant-index reads of tuples (and `unpack`)."""
+    for _ in range(64):
+        s = defs.get(v) if isinstance(v, Var) else None
+        if s is None or s.op != "getitem" or len(s.args) != 2:
+            return v
+        k = s.args[1].value if isinstance(s.args[1], Const) else None
+        elements = _tuple_elements(s.args[0], defs)
+        if elements is None or type(k) is not int or not -len(elements) <= k < len(elements):
+            return v
+        v = elements[k]
+    return v
+
+
+def _tuple_elements(c: Any, defs: dict):
+    """The operands of the tuple `c` is (directly, `unpack`ed, or itself an element)."""
+    made = defs.get(element_root(c, defs)) if isinstance(c, Var) else None
+    if made is not None and made.op == "unpack" and isinstance(made.args[0], Var):
+        made = defs.get(element_root(made.args[0], defs))
+    return made.args if made is not None and made.op == "tuple" else None
+
+
+def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
+    """Refuse a write into an array that another live name of it outlives (above);
+    `varied`: the values that may carry a derivative; `kinds`: proven numbers."""
+    writes = {s.var: s for b in ir.blocks for s in b.stmts
+              if s.op == "setitem" and isinstance(s.args[0], Var)}
+    if not writes:
+        return
+    classes = sharing(ir, kinds, _returns_operand)
+    live = live_after(ir, set(writes))
+    names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
+    names.update({a.var: a.name for a in ir.args})
+    for w, s in writes.items():
+        a = s.args[0]
+        others = {v for v in live.get(w, ()) if v != a and classes.of(v) == classes.of(a)
+                  and not (kinds is not None and kinds.is_scalar(v))}
+        if others and (others | {a, s.args[1]}) & varied:
+            other = min(others, key=lambda v: v.id)
+            what = names.get(other)
+            refuse_write(ir, w, f"adjoint: writing into an array at {ir.file}:{s.line} while "
+                         f"it is still used afterwards under another name "
+                         f"({repr(what) if what else 'a container or a value holding it'}"
+                         ") is not differentiable; write into the array by its own "
+                         "name, or copy it first (`.copy()`)")
+
+
+_RETURNS_ARG: dict = {}
+
+
+def _returns_operand(s, defs: dict) -> bool:
+    """Whether the call `s` of a function without a rule may return an operand:
+    its callee's code returns a value sharing memory with an argument (a callee
+    that is not a known Python function, or does not lower, may)."""
+    f = s.args[0]
+    code = getattr(f.value, "__code__", None) if isinstance(f, Const) else None
+    if code is None:
+        return True
+    if code not in _RETURNS_ARG:
+        _RETURNS_ARG[code] = _may_return_argument(f.value)
+    return _RETURNS_ARG[code]
+
+
+def _may_return_argument(f: Any) -> bool:
+    from lowering.api import lower
+    try:
+        ir = lower(f)
+    except Exception:       # noqa: BLE001 (unknown code: assume it may)
+        return True
+    classes = sharing(ir, None)
+    args = {classes.of(a.var) for a in ir.args}
+    return any(isinstance(o, Var) and classes.of(o) in args for b in ir.blocks
+               if isinstance(b.term, Return) for o in b.term.operands())
