@@ -29,6 +29,7 @@ FRESH_OPS = frozenset({
     "abs", "lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not",
     "truth", "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "snapshot",
     "accum", "zero", "setitem", "push", "pop", "unbcast", "take_index", "dget"})
+CONTAINER_BUILDS = frozenset({"tuple", "list", "dict"})    # displays: hold their operands
 VIEW_NAMES = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
                         "expand_dims", "diagonal", "view", "asarray", "atleast_1d",
                         "atleast_2d", "atleast_3d", "broadcast_to", "flip", "fliplr",
@@ -60,12 +61,14 @@ class Sharing(dict):
         return self.get(v, v)
 
 
-def sharing(ir: IR, kinds: Any, keeps: Any = None) -> Sharing:
+def sharing(ir: IR, kinds: Any, keeps: Any = None, containers: bool = True) -> Sharing:
     """The classes of values of `ir` that may share memory (module docstring);
     `keeps(s, defs)`, when given, says whether a call of a function without a rule
     may return (a part of) an operand (without it, every such call may), and an
     in-place operator's result is then its left operand only (a list `a += b` holds
-    b's elements, which a write can only reach through indexing: a view)."""
+    b's elements, which a write can only reach through indexing: a view).  Without
+    `containers`, a tuple, list or dict display is not joined with its elements (it
+    holds them; `container_writes` follows that relation on its own)."""
     find, union = _union_find()
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
@@ -73,6 +76,8 @@ def sharing(ir: IR, kinds: Any, keeps: Any = None) -> Sharing:
             for o in p.operands():
                 _join(union, kinds, p.var, o)
         for s in b.stmts:
+            if not containers and s.op in CONTAINER_BUILDS:
+                continue
             if not _fresh(s, defs) and (keeps is None or not _opaque_call(s, defs)
                                         or keeps(s, defs)):
                 for o in _kept(s, kinds, keeps is not None):

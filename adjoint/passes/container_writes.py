@@ -22,7 +22,7 @@ from typing import Any
 
 from ssair import IR, Const, Return, Var
 
-from .aliases import sharing
+from .aliases import CONTAINER_BUILDS, sharing
 from .inplace import live_after, refuse_write
 
 
@@ -78,13 +78,14 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
               if s.op == "setitem" and isinstance(s.args[0], Var)}
     if not writes:
         return
-    classes = sharing(ir, kinds, _returns_operand)
+    memory = sharing(ir, kinds, _returns_operand, containers=False)
     live = live_after(ir, set(writes))
     names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
     names.update({a.var: a.name for a in ir.args})
     for w, s in writes.items():
         a = s.args[0]
-        others = {v for v in live.get(w, ()) if v != a and classes.of(v) == classes.of(a)
+        reach = _holding(ir, memory, memory.of(a))
+        others = {v for v in live.get(w, ()) if v != a and memory.of(v) in reach
                   and not (kinds is not None and kinds.is_scalar(v))}
         if others and (others | {a, s.args[1]}) & varied:
             other = min(others, key=lambda v: v.id)
@@ -94,6 +95,36 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
                          f"({repr(what) if what else 'a container or a value holding it'}"
                          ") is not differentiable; write into the array by its own "
                          "name, or copy it first (`.copy()`)")
+
+
+def _holding(ir: IR, memory: Any, target: Any) -> set:
+    """The memory classes a write into class `target` may reach: `target`; the
+    elements of a container `target` was read out of (`l[0]`, `for row in (t,)`: any
+    of them may be the array written), at any depth; and every container built with
+    an operand of one of those classes, at any depth.  (Two arrays put in one tuple do
+    not share memory: `(c, a)` holds both, and neither is a name of the other.)"""
+    builds = [s for b in ir.blocks for s in b.stmts if s.op in CONTAINER_BUILDS]
+    written = _grow({target}, builds, lambda s, reach: memory.of(s.var) in reach,
+                    lambda s: {memory.of(o) for o in s.operands() if isinstance(o, Var)})
+    return _grow(written, builds,
+                 lambda s, reach: any(isinstance(o, Var) and memory.of(o) in reach
+                                      for o in s.operands()),
+                 lambda s: {memory.of(s.var)})
+
+
+def _grow(reach: set, builds: list, applies: Any, adds: Any) -> set:
+    """`reach` grown by `adds(s)` for each build `s` that `applies(s, reach)`, to a
+    fixed point."""
+    reach, grew = set(reach), True
+    while grew:
+        grew = False
+        for s in builds:
+            if applies(s, reach):
+                new = adds(s) - reach
+                if new:
+                    reach |= new
+                    grew = True
+    return reach
 
 
 _RETURNS_ARG: dict = {}
@@ -118,7 +149,7 @@ def _may_return_argument(f: Any) -> bool:
         ir = lower(f)
     except Exception:       # noqa: BLE001 (unknown code: assume it may)
         return True
-    classes = sharing(ir, None)
+    classes = sharing(ir, None, lambda s, defs: True)    # (`s += x`: `s` alone)
     args = {classes.of(a.var) for a in ir.args}
     return any(isinstance(o, Var) and classes.of(o) in args for b in ir.blocks
                if isinstance(b.term, Return) for o in b.term.operands())
