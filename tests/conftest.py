@@ -7,7 +7,9 @@ names the pass and the function.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -16,8 +18,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 # compiled code goes to a disk cache of this session (`jit.disk_cache`), not to the
 # checkout's __pycache__ folders; processes the tests start share it
+# (removed when the session ends, so that a test run leaves no folder behind)
 if "ZYGOPY_CACHE_DIR" not in os.environ:
     os.environ["ZYGOPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="zygopy-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["ZYGOPY_CACHE_DIR"], ignore_errors=True)
 
 
 def _checked_run_pass(original):
