@@ -397,8 +397,9 @@ def by_first_array(impls: dict):
 
 
 def _unbcast_aa1(dy, x):
-    """The cotangent of a 1-D operand that may have been broadcast from length 1."""
-    if dy.shape[0] == x.shape[0]:
+    """The cotangent of a 1-D operand that may have been broadcast from length 1.  The
+    None cotangent (a NULL array of length 0) stays None, whatever x's length."""
+    if dy.shape[0] == x.shape[0] or x.shape[0] != 1:
         return dy
     out = np.empty(1)
     out[0] = _sum1(dy)
