@@ -482,7 +482,11 @@ def _getattr_jvp(em, s, ts):
     if ts[0] is None:
         return None
     name = s.args[1].value if isinstance(s.args[1], Const) else None
-    if name in ("T", "real", "imag", "mT"):
+    if name == "T":
+        # np.transpose, not `.T`: the tangent of a numpy scalar may be a Python float
+        # (a rule's derivative of `np.maximum(-0.5, s)`), which has no `.T`
+        return em.op("call", np.transpose, ts[0])
+    if name in ("real", "imag", "mT"):
         return em.op("getattr", ts[0], name)
     return em.op("call", j_field, ts[0], s.args[0], s.args[1])
 

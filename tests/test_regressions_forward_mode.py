@@ -10,6 +10,8 @@ import warnings
 import numpy as np
 import pytest
 
+import adjoint
+
 from adjoint import forward, gradient, hvp, jvp
 from jit.types import TypingError
 from lowering.api import stub_function
@@ -260,3 +262,27 @@ def test_array_methods_keep_their_tangents(backend):
         return np.sum(a, axis=0).mean() + a.ravel().sum() * a.trace()
     y, dy = jvp(f, (a,), (t,), backend=backend)
     assert y == pytest.approx(f(a)) and dy == pytest.approx(_central(f, [a], [t]))
+
+
+def _transposed_scalar(s):           # fuzz seeds 91000273535/6 (fuzz_zygopy_np)
+    return float(np.maximum(-0.5, s).T) * 2 + float(np.maximum(s, -0.99).T * 1.0)
+
+
+@pytest.mark.parametrize("s", [0.3, -2.0])
+def test_transpose_of_a_numpy_scalar_has_a_tangent(s):
+    """`np.maximum(-0.5, s).T` of a float s: the rule's tangent is a Python float, which
+    has no `.T`; forward mode raised AttributeError where reverse mode ran."""
+    y, t = adjoint.jvp(_transposed_scalar, (s,), (1.0,), backend="interp")
+    assert y == _transposed_scalar(s)
+    h = 1e-6
+    fd = (_transposed_scalar(s + h) - _transposed_scalar(s - h)) / (2 * h)
+    assert float(t) == pytest.approx(fd, abs=1e-6)
+    assert float(t) == pytest.approx(adjoint.gradient(_transposed_scalar, s, backend="interp")[0])
+
+
+def test_transpose_tangent_of_arrays_still_compiles():
+    x, t = np.arange(6.0).reshape(3, 2), np.linspace(-1, 1, 6).reshape(3, 2)
+    f = lambda x: np.sum(x.T @ x)  # noqa: E731
+    y, dy = adjoint.jvp(f, (x,), (t,), backend="llvm")
+    assert y == pytest.approx(f(x))
+    assert dy == pytest.approx(np.sum(t.T @ x + x.T @ t))
