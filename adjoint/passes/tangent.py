@@ -507,10 +507,11 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
              or s.args[1].value == "astype"):
         return None                  # a bound method: its call (below) differentiates it
     out = s.kwargs.get("out") if s.op == "call" else None
-    if isinstance(out, Var) and tan.get(out) is not None:
-        raise TypeError(f"jvp: writing a result into a differentiable array with out= "
-                        f"({_where(em, s)}) is not differentiable yet; assign the result "
-                        "instead (`t[...] = np.multiply(t, y)`)")
+    if isinstance(out, Var) and any(isinstance(v, Var) and tan.get(v) is not None
+                                    for v in list(s.args[1:]) + list(s.kwargs.values())):
+        raise TypeError(f"jvp: writing a result into an array with out= ({_where(em, s)}) "
+                        "is not differentiable yet; assign the result instead (`o = f(x)` "
+                        "or `o[...] = f(x)`)")
     if s.op == "call" and isinstance(s.args[0], Const) and not s.kwargs:
         op = operator_primitive(s.args[0].value)     # operator.mul(a, b) is a * b
         if op is not None and len(s.args) - 1 == op[1]:

@@ -1,0 +1,96 @@
+"""Idioms that losses are written with, differentiated in reverse and forward mode on
+both backends: `functools.partial` made inside the loss, `out=` refused by name,
+and (below) containers, random generators and the keywords numpy accepts.  Where a
+test says the llvm backend compiles, a fallback warning is an error."""
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+from adjoint import gradient, jvp
+
+BACKENDS = ("interp", "llvm")
+
+
+def compiled(fn, *args, **kw):
+    """`fn(*args, **kw)` with any warning (a fallback to the interpreter) an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return fn(*args, **kw)
+
+
+def central(f, x, h=1e-6):
+    """Central differences of scalar `f` at float or array `x`."""
+    if np.ndim(x) == 0:
+        return (f(x + h) - f(x - h)) / (2 * h)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def _scale(a, b):
+    return a * b
+
+
+def partial_of_weight(w):
+    g = functools.partial(_scale, w)
+    return g(2.0) + g(w)
+
+
+def partial_of_constant(x):
+    g = functools.partial(_scale, 3.0)
+    return np.sum(g(x) * x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f, x", [(partial_of_weight, 1.5),
+                                  (partial_of_constant, np.array([0.5, -1.0, 2.0]))])
+def test_partial_made_inside_the_loss(backend, f, x):
+    (g,) = compiled(gradient, f, x, backend=backend)
+    np.testing.assert_allclose(g, central(f, x), rtol=1e-6)
+    t = np.ones_like(x) if np.ndim(x) else 1.0
+    y, dy = compiled(jvp, f, (x,), (t,), backend=backend)
+    assert np.isclose(y, f(x))
+    assert np.isclose(dy, np.sum(central(f, x) * t))
+
+
+def test_partial_binding_keywords_is_refused_by_the_jit():
+    from jit import jit
+
+    def f(x):
+        return functools.partial(_scale, b=2.0)(x)
+    with pytest.raises(Exception, match="partial binding keywords"):
+        jit(f)(1.0)
+
+
+def exp_into(x):
+    o = np.empty(3)
+    np.exp(x, out=o)
+    return np.sum(o)
+
+
+def sum_into(x):
+    o = np.empty(())
+    np.sum(x * x, out=o)
+    return float(o)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", [exp_into, sum_into])
+def test_out_keyword_refused_naming_it(backend, f):
+    x = np.array([0.1, 0.2, 0.3])
+    with pytest.raises(TypeError, match=r"out=.*test_loss_idioms_compiled.py:\d+"):
+        gradient(f, x, backend=backend)
+    with pytest.raises(TypeError, match=r"out=.*test_loss_idioms_compiled.py:\d+"):
+        jvp(f, (x,), (np.ones(3),), backend=backend)
+
+
+def test_out_keyword_refused_by_the_jit_naming_the_function():
+    from jit import jit
+    from jit.types import TypingError
+    with pytest.raises(TypingError, match=r"np.exp\(\.\.\., out=\.\.\.\) is not compiled"):
+        jit(exp_into)(np.array([0.1, 0.2, 0.3]))
