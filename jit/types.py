@@ -246,6 +246,14 @@ class StrT(Type):
         return "str"
 
 
+def known_string(t: Type, default: Any = None) -> Any:
+    """The value of a string of type `t` known to be one constant (a key of a dict
+    read in a loop over its keys, unrolled), else `default`."""
+    if isinstance(t, StrT) and len(t.values) == 1:
+        return next(iter(t.values))
+    return default
+
+
 STRINGS: list = [None]     # ids start at 1 (`jit.runtime.symbols`)
 _STRING_IDS: dict = {}
 

@@ -94,3 +94,63 @@ def test_out_keyword_refused_by_the_jit_naming_the_function():
     from jit.types import TypingError
     with pytest.raises(TypingError, match=r"np.exp\(\.\.\., out=\.\.\.\) is not compiled"):
         jit(exp_into)(np.array([0.1, 0.2, 0.3]))
+
+
+def dict_get_loss(w):
+    p = {"w": w, "b": 2.0}
+    return p.get("w", 0.0) * p.get("b") + p.get("z", w * w) + p.get("q", 1.5)
+
+
+def dict_views_loss(w):
+    p = {"a": w, "b": w * 2.0}
+    s = 0.0
+    for k, v in p.items():
+        s = s + v * v
+    for v in p.values():
+        s = s + 3.0 * v
+    for k in p.keys():
+        s = s + p[k] * w
+    return s
+
+
+def dict_of_arrays_loss(x):
+    params = {"W": np.outer(x, x), "b": x * 2.0}
+    total = 0.0
+    for name, value in params.items():
+        total = total + np.sum(value * value)
+    return total + np.sum(params.get("b", x))
+
+
+DICT_LOSSES = [(dict_get_loss, 1.5), (dict_views_loss, 1.5),
+               (dict_of_arrays_loss, np.array([0.5, -1.0]))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f, x", DICT_LOSSES)
+def test_dict_methods_pass_values_along(backend, f, x):
+    (g,) = compiled(gradient, f, x, backend=backend)
+    np.testing.assert_allclose(g, central(f, x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("f, x", DICT_LOSSES)
+def test_dict_methods_forward_mode_compiled(f, x):
+    t = np.ones_like(x) if np.ndim(x) else 1.0
+    y, dy = compiled(jvp, f, (x,), (t,), backend="llvm")
+    assert np.isclose(y, f(x))
+    assert np.isclose(dy, np.sum(central(f, x) * t))
+
+
+def test_dict_get_forward_mode_takes_the_default_tangent():
+    y, dy = jvp(dict_get_loss, (1.5,), (1.0,), backend="interp")
+    assert np.isclose(y, dict_get_loss(1.5))
+    assert np.isclose(dy, central(dict_get_loss, 1.5))
+
+
+def test_dict_get_with_a_computed_key_is_refused_by_the_jit():
+    from jit import jit
+    from jit.types import TypingError
+
+    def f(w, k):
+        return {"a": w}.get(k, 0.0)
+    with pytest.raises(TypingError, match="dict.get with a computed key"):
+        jit(f)(1.0, 2)

@@ -51,6 +51,9 @@ LINEAR_METHODS = frozenset({
     "sum", "mean", "reshape", "transpose", "ravel", "flatten", "cumsum", "squeeze",
     "trace", "diagonal", "swapaxes", "take", "repeat", "copy", "conjugate", "conj",
     "items", "values", "get", "pop"})
+# the linear methods whose second operand is a default returned where the key is
+# missing (`d.get(k, v)`, `d.pop(k, v)`): the tangent's default is v's tangent
+DEFAULTED_METHODS = frozenset({"get", "pop"})
 # the linear array methods whose numpy function takes the same operands, the array
 # first (no list or dict method has these names): the tangent is that function of the
 # tangent, also where the object is a numpy scalar (`np.float64(x).sum()`) whose
@@ -562,7 +565,10 @@ def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
             return None
         if name in LINEAR_FUNCTIONS:
             return em.op("call", LINEAR_FUNCTIONS[name], tobj, *s.args[1:], **s.kwargs)
-        return em.op("call", em.op("getattr", tobj, name), *s.args[1:], **s.kwargs)
+        args = list(s.args[1:])
+        if name in DEFAULTED_METHODS and len(args) == 2:     # `d.get(k, v)`: v's tangent
+            args[1] = ts[1] if ts[1] is not None else em.zero(args[1])
+        return em.op("call", em.op("getattr", tobj, name), *args, **s.kwargs)
     if name in STORING_METHODS:
         if tobj is None:
             return None
