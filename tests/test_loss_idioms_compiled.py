@@ -154,3 +154,94 @@ def test_dict_get_with_a_computed_key_is_refused_by_the_jit():
         return {"a": w}.get(k, 0.0)
     with pytest.raises(TypingError, match="dict.get with a computed key"):
         jit(f)(1.0, 2)
+
+
+# -- the keywords numpy accepts, on functions that have a derivative rule ------------------
+X = np.array([[0.5, -1.2, 2.0], [1.5, 0.3, -0.7]])
+W_ROW = np.array([[0.3, 1.1, 1.7]])
+W_COL = np.array([0.4, 1.6])
+W_FULL = np.array([[0.3, 1.1, 1.7], [0.2, -0.4, 0.9]])
+
+
+def kw_sum_keepdims(x):
+    return np.sum(np.sum(x * x, axis=0, keepdims=True) * W_ROW)
+
+
+def kw_mean_axes(x):
+    return np.sum(np.mean(x * x, axis=(0, 1), keepdims=True)) + np.sum(x.mean(axis=1) * W_COL)
+
+
+def kw_max_keepdims(x):
+    return np.sum(np.max(x, axis=1, keepdims=True)) + np.sum(x.min(axis=0) * W_ROW[0])
+
+
+def kw_std_ddof(x):
+    return np.sum(np.std(x, axis=0, ddof=1) * W_ROW[0]) + np.sum(x.var(axis=1, keepdims=True))
+
+
+def kw_prod_method_axis(x):
+    return np.sum(x.prod(axis=1) * W_COL) + np.sum(np.prod(x, axis=0, keepdims=True))
+
+
+def kw_cumsum_axis(x):
+    return np.sum(np.cumsum(x, axis=1) * W_FULL) + np.sum(x.cumsum(axis=0) * W_FULL)
+
+
+def kw_dtype_float64(x):
+    return np.sum(np.exp(x, dtype=np.float64)) + np.mean(x * x, dtype=float) + \
+        np.sum(np.sum(x, axis=0, dtype=np.float64) * W_ROW[0])
+
+
+def kw_norm_vector_ords(x):
+    return np.sum(np.linalg.norm(x, ord=1, axis=0) * W_ROW[0]) + \
+        np.sum(np.linalg.norm(x, ord=3, axis=1) * W_COL) + \
+        np.sum(np.linalg.norm(x, ord=np.inf, axis=1) * W_COL)
+
+
+def kw_norm_keepdims(x):
+    return np.sum(np.linalg.norm(x, axis=0, keepdims=True) * W_ROW) + \
+        np.sum(np.linalg.norm(x, keepdims=True))
+
+
+def kw_norm_matrix_ords(x):
+    return np.linalg.norm(x, "fro") + np.linalg.norm(x, ord="nuc") + \
+        np.linalg.norm(x, ord=2) + np.linalg.norm(x, ord=1) + np.linalg.norm(x, ord=-np.inf)
+
+
+KEYWORD_LOSSES = [kw_sum_keepdims, kw_mean_axes, kw_max_keepdims, kw_std_ddof,
+                  kw_prod_method_axis, kw_cumsum_axis, kw_dtype_float64, kw_norm_vector_ords,
+                  kw_norm_keepdims, kw_norm_matrix_ords]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", KEYWORD_LOSSES)
+def test_numpy_keywords_gradient(backend, f):
+    (g,) = compiled(gradient, f, X, backend=backend)
+    np.testing.assert_allclose(g, central(f, X), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("f", KEYWORD_LOSSES)
+def test_numpy_keywords_forward_mode(f):
+    t = np.linspace(-1.0, 1.0, X.size).reshape(X.shape)
+    y, dy = jvp(f, (X,), (t,), backend="interp")
+    assert np.isclose(y, f(X))
+    assert np.isclose(dy, np.sum(central(f, X) * t), rtol=1e-6)
+
+
+def test_float32_dtype_is_refused_naming_the_keyword():
+    def f(x):
+        return np.sum(np.sum(x, dtype=np.float32))
+    for backend in BACKENDS:
+        with pytest.raises(TypeError, match="dtype="):
+            gradient(f, X, backend=backend)
+
+
+def test_out_none_is_numpy_default():
+    def total(a, out=None):
+        return np.sum(a, out=out)
+
+    def f(x):
+        return total(x * x)
+    for backend in BACKENDS:
+        (g,) = compiled(gradient, f, X, backend=backend)
+        np.testing.assert_allclose(g, 2 * X)

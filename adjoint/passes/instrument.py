@@ -131,12 +131,16 @@ def _refuse_out_writes(ir: IR, act: Activity) -> None:
     refuse it when the array written or an operand may carry a derivative, instead of
     giving a wrong gradient.  A constant result written into a constant array is only
     a write, which `adjoint.passes.aliases` makes the pullbacks before it copy."""
+    params = {a.var for a in ir.args}
     for b in ir.blocks:
         for s in b.stmts:
             t = s.kwargs.get("out") if s.op == "call" else None
             if not isinstance(t, Var):
                 continue
-            operands = list(s.args[1:]) + list(s.kwargs.values())
+            # a parameter may be None (`def total(a, out=None)`): refused when it carries
+            # a derivative here, and where it is an array by the rule's `Pullback` (the
+            # JIT refuses its type)
+            operands = [t] if t in params else list(s.args[1:]) + list(s.kwargs.values())
             if any(isinstance(v, Var) and v in act.varied for v in operands):
                 raise TypeError(f"adjoint: {_callee_name(s)}(..., out=...) writes its "
                                 f"result into an array, which is not differentiable"

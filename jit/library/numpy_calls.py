@@ -582,6 +582,8 @@ def _declare() -> None:
             red, methods=("std(axis=None, dtype=None, out=None, ddof=0, keepdims=False)",))
     declare(np.cumprod, "a, axis=None, dtype=None, out=None", cumulative, red,
             methods=("cumprod(axis=None, dtype=None, out=None)",))
+    declare(np.cumsum, "a, axis=None, dtype=None, out=None", cumulative, red,
+            methods=("cumsum(axis=None, dtype=None, out=None)",))
     for f in (np.remainder, np.fmod, np.fmax, np.fmin):
         declare(f, UFUNC2, elementwise(None, "x1", "x2"), ufn)
     for f in (np.logaddexp, np.logaddexp2):

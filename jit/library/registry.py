@@ -252,7 +252,7 @@ def _refuse_out(e: Entry, ctx: Any, s: Any) -> None:
     """`np.exp(x, out=o)`: compiled code hands numpy read-only views and keeps its
     arrays to itself, so a result written into an argument is refused, naming it."""
     out = getattr(s, "kwargs", {}).get("out")
-    if out is None or getattr(out, "value", 0) is None:
+    if out is None or ctx.const(out, 0) is None:     # (numpy's default, out=None)
         return
     ctx.fail(f"{e.name}(..., out=...) is not compiled: assign the result instead "
              "(`o = f(x)` or `o[...] = f(x)`)")
