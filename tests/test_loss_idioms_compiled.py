@@ -245,3 +245,33 @@ def test_out_none_is_numpy_default():
     for backend in BACKENDS:
         (g,) = compiled(gradient, f, X, backend=backend)
         np.testing.assert_allclose(g, 2 * X)
+
+
+# -- closures made inside comprehensions -----------------------------------------------
+def closures_with_defaults(x):
+    fs = [lambda y, k=k: y * k for k in range(3)]
+    return sum(f(x) * f(x) for f in fs)
+
+
+def closures_over_the_loss_argument(x):
+    fs = [(lambda y: y * x) for _ in range(3)]
+    total = 0.0
+    for f in fs:
+        total = total + f(x)
+    return total
+
+
+@pytest.mark.parametrize("f", [closures_with_defaults, closures_over_the_loss_argument])
+def test_closures_made_in_a_comprehension(f):
+    (g,) = gradient(f, 1.5, backend="interp")
+    assert np.isclose(g, central(f, 1.5))
+
+
+def test_closure_over_a_comprehension_variable_is_refused_by_name():
+    from lowering import UnsupportedError
+
+    def f(x):
+        fs = [lambda y: y * k for k in range(3)]
+        return fs[0](x)
+    with pytest.raises(UnsupportedError, match="comprehension's own variable"):
+        gradient(f, 1.0, backend="interp")
