@@ -549,6 +549,8 @@ def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
     m = defs.get(s.args[0])
     name = m.args[1].value if m is not None and m.op == "getattr" and \
         isinstance(m.args[1], Const) else None
+    if name == "keys":               # labels: no tangent at all
+        return None
     if name in NONDIFF_METHODS:
         return em.zero(s.var)
     if name == "astype" and name is not None:
