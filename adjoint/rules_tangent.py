@@ -277,7 +277,7 @@ def elementwise(keys) -> None:
         total = None
         for i in varied:
             pre = (s.var,) if pb.uses_result else ()
-            g = em.op("call", pb, ts[i], *pre, *args)
+            g = em.op("call", pb, ts[i], *pre, *args, **s.kwargs)   # (np.clip's a_min=)
             term = em.op("dget", g, i)
             total = term if total is None else em.op("add", total, term)
         return total
