@@ -216,7 +216,8 @@ def kw_norm_matrix_ords(x):
 def kw_clip_take_broadcast(x):
     return np.sum(np.clip(x, a_min=-1.0, a_max=1.0) * W_FULL) + \
         np.sum(x.clip(min=-0.5) * W_FULL) + np.sum(np.take(x, [2, 0], axis=1) * W_FULL[:, :2]) + \
-        np.sum(x.take([1, 4])) + np.sum(np.broadcast_to(x[0], (4, 3)) * W_ROW)
+        np.sum(x.take([1, 4])) + np.sum(np.broadcast_to(x[0], (4, 3)) * W_ROW) + \
+        np.sum(x.diagonal(offset=1) * W_COL)
 
 
 KEYWORD_LOSSES = [kw_clip_take_broadcast, kw_sum_keepdims, kw_mean_axes, kw_max_keepdims, kw_std_ddof,

@@ -221,6 +221,11 @@ def broadcast_shape(a: Args) -> Type:
     return array_of(a.array("array").dtype, _length(a.type("shape")))
 
 
+def diagonal(a: Args) -> Type:
+    x = a.array("a")
+    return array_of(x.dtype, x.ndim - 1)
+
+
 def clipped(a: Args) -> Type:
     """np.clip: the operands broadcast; numpy's dtype of those given."""
     ts = [t for t in (a.type("a"), a.type("a_min"), a.type("a_max"), a.type("min"),
@@ -711,6 +716,8 @@ def _declare() -> None:
     declare(np.take, "a, indices, axis=None, out=None, mode='raise'", taken, sel,
             methods=("take(indices, axis=None, out=None, mode='raise')",))
     declare(np.broadcast_to, "array, shape, subok=False", broadcast_shape, shp)
+    declare(np.diagonal, "a, offset=0, axis1=0, axis2=1", diagonal, lin,
+            methods=("diagonal(offset=0, axis1=0, axis2=1)",))
     declare(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None", clipped,
             ufn, methods=("clip(min=None, max=None, out=None) -> min, max, out=out",))
     declare(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", trace, lin,
