@@ -27,6 +27,7 @@ from lowering import guards
 from lowering.api import register_ir, stub_function
 
 from .api import _load_jit
+from .partials import partials_as_closures
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.merge_returns import merge_returns
 from .passes.tangent import bind_parameters, tangent, zero_tangent
@@ -110,7 +111,7 @@ def _tangent_of(ir: IR, full: tuple, ftypes: tuple, only: bool = False,
 def _build_tangent(ir: IR, full: tuple, ftypes: tuple, only: bool,
                    explicit_free: bool) -> IR:
     """The tangent pass of `ir`, prepared and verified (see `_tangent_of`)."""
-    prepared = canonical_inplace(merge_returns(ir), ftypes)
+    prepared = canonical_inplace(merge_returns(partials_as_closures(ir)), ftypes)
     out = tangent(prepared, full, ftypes, tangent_function, only)
     if explicit_free:
         out.nfree = 0

@@ -68,6 +68,8 @@ class Pullback:
         self.check: Optional[Callable] = None
 
     def __call__(self, dy: Any, *args: Any, **kw: Any) -> tuple:
+        if kw and ("out" in kw or "dtype" in kw):
+            kw = self.without_defaults(kw)
         if kw and self.keywords is not None:
             self.check_keywords(kw)
         if dy is None:
@@ -93,6 +95,17 @@ class Pullback:
         y = args[0] if self.uses_result else None
         return tuple(_real_part_for(g, a, y) for g, a in zip(out, args[self.uses_result:]))
 
+    def without_defaults(self, kw: dict) -> dict:
+        """`kw` without `out=None` and `dtype=float64` (or None), which change nothing
+        a derivative reads; an array given as `out=` is refused."""
+        if kw.get("out") is not None:
+            raise TypeError(f"adjoint: {self.of}(..., out=...) wrote its result into an "
+                            "array, which is not differentiable; assign the result instead "
+                            "(`o = f(x)` or `o[...] = f(x)`)")
+        dtype = kw.get("dtype")
+        plain = dtype is None or _is_float64(dtype)
+        return {k: v for k, v in kw.items() if k != "out" and (k != "dtype" or not plain)}
+
     def check_keywords(self, kw: dict) -> None:
         """Refuse, naming the function, a keyword its derivative does not take."""
         for k in kw:
@@ -112,6 +125,13 @@ class Pullback:
 IN_FORWARD_MODE: contextvars.ContextVar = contextvars.ContextVar("zygopy_forward_mode",
                                                                  default=False)
 _REAL = {float, int, bool, type(None), np.float64, np.int64, np.bool_}
+
+
+def _is_float64(dtype: Any) -> bool:
+    try:
+        return np.dtype(dtype) == np.float64
+    except TypeError:
+        return False
 
 
 def _is_complex(v: Any) -> bool:

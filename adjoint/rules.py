@@ -10,7 +10,7 @@ import functools
 
 from ssair.refusal import Refusal
 
-from . import (rules_elementary, rules_linalg, rules_math, rules_numpy,  # noqa: F401  (fill
+from . import (rules_elementary, rules_linalg, rules_math, rules_norms, rules_numpy,  # noqa: F401  (fill
                rules_shapes, rules_ufuncs)                           # the table)
 from . import rules_complex  # noqa: F401  (after them: complex pullbacks of their rules)
 from .rule_table import (METHOD_RULES, OP_RULES, Pullback, Rule, callee_name, defpullback,

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from lowering.runtime import check_bound, column, shortest
+from lowering.runtime import check_bound, column, shortest, view_items
 
 from .rule_table import (no_operands, nondiff, other_operand, partial_rule, pullback_rule,
                          scalar_rule)
@@ -250,6 +250,12 @@ def d_column(dy, seqs, i):
 
 
 nondiff(shortest)
+
+
+@pullback_rule(view_items, needs=no_operands)
+def d_view_items(dy, v):
+    """A dict view as the sequence a loop reads: the cotangent of what it holds."""
+    return (dy,)
 
 
 @pullback_rule(check_bound, needs=no_operands)

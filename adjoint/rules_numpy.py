@@ -364,18 +364,11 @@ def d_np_max(dy, y, x, axis=None, keepdims=False):
 
 
 @pullback_rule(np.cumsum)
-def d_np_cumsum(dy, x, axis=None):
+def d_np_cumsum(dy, x, axis=None, dtype=None):
     if axis is None:
         g = np.cumsum(np.asarray(dy).ravel()[::-1])[::-1]
         return g.reshape(np.shape(x))
     return np.flip(np.cumsum(np.flip(dy, axis), axis), axis)
-
-
-@pullback_rule(np.linalg.norm, uses_result=True)
-def d_np_norm(dy, y, x, ord=None, axis=None):
-    if ord not in (None, 2, "fro") or axis is not None:
-        raise TypeError("adjoint: np.linalg.norm is differentiable only as the 2-norm")
-    return dy * _f(x) / y if y != 0 else np.zeros(np.shape(x))
 
 
 @pullback_rule((np.float64, np.float32))
@@ -405,5 +398,17 @@ def _method_prod(dy, y, a, axis=None, dtype=None, keepdims=False):
 
 
 defmethod(np.ndarray, "prod", _method_prod, uses_result=True)
+
+
+def _method_cumsum(dy, a, axis=None, dtype=None):
+    return (d_np_cumsum.fn(dy, a, axis),)
+
+
+def _method_take(dy, a, indices, axis=None, mode="raise"):
+    return (d_np_take.fn(dy, a, indices, axis, None, mode)[0], None)
+
+
+defmethod(np.ndarray, "cumsum", _method_cumsum)
+defmethod(np.ndarray, "take", _method_take)
 defmethod(np.ndarray, "astype", _method_astype)
 nondiff(np.ndarray.argmin, np.ndarray.argmax)

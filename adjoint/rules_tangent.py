@@ -29,7 +29,7 @@ import types
 
 import numpy as np
 
-from lowering.runtime import check_bound, column
+from lowering.runtime import check_bound, column, view_items
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
@@ -277,7 +277,7 @@ def elementwise(keys) -> None:
         total = None
         for i in varied:
             pre = (s.var,) if pb.uses_result else ()
-            g = em.op("call", pb, ts[i], *pre, *args)
+            g = em.op("call", pb, ts[i], *pre, *args, **s.kwargs)   # (np.clip's a_min=)
             term = em.op("dget", g, i)
             total = term if total is None else em.op("add", total, term)
         return total
@@ -605,7 +605,7 @@ linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel 
     degrees radians deg2rad rad2deg take_along_axis""")
        + _named(math, "fsum degrees radians") + [builtins.sum, float])
 linear([np.where], data=(1, 2))
-linear([column, check_bound])            # zip's column i, a read of a local
+linear([column, check_bound, view_items])   # zip's column i, a read of a local, a view
 elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp
     expm1 exp2 log1p log2 log10 sqrt cbrt fabs erf erfc gamma lgamma atan2 hypot log
     copysign fmod pow""") + [builtins.abs, builtins.pow]

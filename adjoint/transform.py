@@ -59,6 +59,7 @@ from ssair.compile_lock import compiling
 from ssair import interpreter as interp
 
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
+from .container_methods import python_method
 from .passes import check_order
 from .passes.activity import Activity, analyze
 from .passes.branches import record_branches, silent_joins
@@ -174,6 +175,9 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
         raise TypeError(f"adjoint: {ir.name} takes {len(ir.args)} arguments (with "
                         f"captured values), got {len(active)}")
     ran: list = []
+    # arguments a caller already passes their cotangent into (a rewrite of this IR,
+    # `jit.pullback.runner`, keeps the calling convention of the transform it replaces)
+    floor = ir.meta.get("inout_floor", ())
 
     def step(name: str, value: Any, verify: bool = True) -> Any:
         ran.append(name)
@@ -184,7 +188,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     primal = step("forward_tuple_elements", forward_tuple_elements(primal))
     act = step("activity", analyze(primal, active), verify=False)
     refuse_active_cells(primal, act)
-    inout = inout_args(primal, act, active)
+    inout = tuple(sorted(set(inout_args(primal, act, active)) | set(floor)))
     kinds = _kinds(primal, types)
     fwd = step("instrument", instrument(primal, act, kinds), verify=False)
     fwd.meta["induction"] = step("rebuildable", rebuildable(fwd, kinds), verify=False)
@@ -491,6 +495,10 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
         return y, RulePB(rule.pullback, args, kw, y, nops, bound)
     if isinstance(f, types.MethodType) and not plain:
         return forward_method(state, f, tape, pos, kw)
+    method = None if plain else python_method(f)
+    if method is not None:       # `d.get(k, v)`: its plain-Python function, d first
+        y, data = call_forward(state, method[0], tape, (method[1],) + tuple(pos), kw)
+        return y, MethodPB(data)
     if not plain and is_record(f) and \
             isinstance(getattr(type(f), "__call__", None), types.FunctionType):
         # `layer(x)`: its class's `__call__`, the object's cotangent the callee's

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+from adjoint.partials import partial_template
 from ssair.compile_lock import compiling
 
 INT64_MIN = -(1 << 63)
@@ -245,6 +246,14 @@ class StrT(Type):
         return "str"
 
 
+def known_string(t: Type, default: Any = None) -> Any:
+    """The value of a string of type `t` known to be one constant (a key of a dict
+    read in a loop over its keys, unrolled), else `default`."""
+    if isinstance(t, StrT) and len(t.values) == 1:
+        return next(iter(t.values))
+    return default
+
+
 STRINGS: list = [None]     # ids start at 1 (`jit.runtime.symbols`)
 _STRING_IDS: dict = {}
 
@@ -443,55 +452,6 @@ def closure_key(f: pytypes.FunctionType) -> Any:
     if lookup_callee(f) is not None:
         return f
     return template_of(f)
-
-
-_PARTIALS: dict = {}    # (function, number bound) -> its partial template, or None
-_MAX_BOUND = 10
-
-
-def partial_template(p: functools.partial) -> Any:
-    """For `functools.partial(g, *bound)` of a plain user function `g` (positional
-    parameters only, no defaults, no rule of its own, no keywords bound), the template
-    of a closure over `bound` calling `g`: `lambda *rest: g(*bound, *rest)` spelled
-    with `g`'s own parameter names.  Partials of one function and number of bound
-    arguments share it, and so the code compiled for it; otherwise None."""
-    g, n = p.func, len(p.args)
-    if p.keywords or type(g) is not pytypes.FunctionType or not 0 < n <= _MAX_BOUND:
-        return None
-    try:
-        key = (g, n)
-        hit = _PARTIALS.get(key, False)
-    except TypeError:
-        return None
-    if hit is False:
-        hit = _PARTIALS[key] = _new_partial_template(g, n)
-    return hit
-
-
-def _new_partial_template(g: pytypes.FunctionType, n: int) -> Any:
-    from adjoint.rules import lookup_callee
-    from lowering.api import template_of
-    from ssair.interpreter import is_user_function
-    code = g.__code__
-    params = code.co_varnames[:code.co_argcount]
-    bound = [f"_zy_b{k}" for k in range(n)]
-    if (g.__closure__ or g.__defaults__ or g.__kwdefaults__ or code.co_kwonlyargcount
-            or code.co_posonlyargcount or code.co_flags & 0x0C or len(params) < n
-            or not is_user_function(g) or lookup_callee(g) is not None
-            or {"_zy_callee", *bound} & set(code.co_varnames)):
-        return None
-    rest = list(params[n:])
-    src = (f"def _zy_outer({', '.join(bound)}):\n"
-           f"    def {g.__name__}({', '.join(rest)}):\n"
-           f"        return _zy_callee({', '.join(bound + rest)})\n"
-           f"    return {g.__name__}\n")
-    scope = {"_zy_callee": g, "__name__": g.__module__}
-    exec(compile(src, code.co_filename, "exec"), scope)
-    inner = scope["_zy_outer"](*bound)
-    inner.__qualname__ = f"functools.partial({g.__qualname__})"
-    if list(inner.__code__.co_freevars) != bound:
-        return None
-    return template_of(inner)
 
 
 def _array_type(a: np.ndarray) -> ArrayT:

@@ -157,12 +157,24 @@ class Inliner:
             elif ins.name == "YIELD_VALUE":
                 out.append(Instr("LIST_APPEND", depths[k], location=ins.location))
                 skip_after_yield = 1
-            elif ins.name in ("LOAD_CLOSURE",) or (ins.name == "MAKE_FUNCTION"
-                                                    and _makes_closure(instrs, k)):
-                self.refuse("closure inside a comprehension", ins.lineno)
+            elif ins.name == "LOAD_CLOSURE":
+                out.append(self.enclosing_cell(ins, code))
             else:
                 out.append(_renamed(ins, names, code, self.code))
         return out
+
+    def enclosing_cell(self, ins: Instr, code: types.CodeType) -> Instr:
+        """`LOAD_CLOSURE v` of a closure made in the comprehension: `v` is a variable
+        of the enclosing function (a cell there, which stays one), read as such.  A
+        closure over the comprehension's own variable (`lambda: k` in `for k in`)
+        would need a cell per run of the comprehension, which is refused."""
+        from bytecode import CellVar, FreeVar
+        name = ins.arg.name
+        if name in code.co_cellvars or name in code.co_varnames:
+            self.refuse("closure over a comprehension's own variable (pass it as a default "
+                        "argument, `lambda y, k=k: ...`)", ins.lineno)
+        kind = FreeVar if name in self.code.co_freevars else CellVar
+        return Instr("LOAD_CLOSURE", kind(name), location=ins.location)
 
     def rename_map(self, code: types.CodeType) -> dict:
         """Comprehension local (or cell) -> its name in the enclosing function."""
@@ -244,10 +256,6 @@ def _without_generator_start(instrs: list) -> list:
         if isinstance(ins, Instr) and ins.name == "RETURN_GENERATOR":
             return instrs[:k] + instrs[k + 2:]
     return instrs
-
-
-def _makes_closure(instrs: list, k: int) -> bool:
-    return PY < (3, 13) and bool(instrs[k].arg & 8)
 
 
 def _loc(instrs: list):

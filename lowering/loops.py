@@ -14,10 +14,10 @@ from __future__ import annotations
 import operator
 import sys
 
-from ssair.ir import Branch, Const
+from ssair.ir import Branch, Const, Var
 
 from .handlers import handles
-from .runtime import column, range_step, shortest
+from .runtime import column, range_step, shortest, view_items
 from .values import EXHAUSTED, ForState, LazyCall, LazyTuple, Starred
 
 PY = sys.version_info[:2]
@@ -61,12 +61,29 @@ def range_state(lw, args: list) -> ForState:
 
 
 def seq_state(lw, kind: str, seqs: list, offset=None) -> ForState:
-    seqs = [lw.operand(s) for s in seqs]
+    seqs = [as_sequence(lw, lw.operand(s)) for s in seqs]
     lens = [lw.emit("call", Const(len), s) for s in seqs]
     n = lens[0] if len(lens) == 1 else lw.emit("call", Const(min), *lens)
     lw.ints.update(lens + [n])
     return ForState(kind, new_counter(lw, Const(0)), n, Const(1), 1, seqs=seqs,
                     offset=offset)
+
+
+VIEW_METHODS = frozenset({"items", "values", "keys"})
+
+
+def as_sequence(lw, v):
+    """`v`, or `view_items(v)` where `v` is what `x.items()`, `x.values()` or `x.keys()`
+    returned (a dict view is not indexed by position; `lowering.runtime.view_items`
+    makes it the tuple it iterates as, and leaves any other value alone)."""
+    call = lw.def_of.get(v) if isinstance(v, Var) else None
+    if call is None or call.op != "call" or len(call.args) != 1 or call.kwargs:
+        return v
+    method = lw.def_of.get(call.args[0]) if isinstance(call.args[0], Var) else None
+    if method is None or method.op != "getattr" or \
+            getattr(method.args[1], "value", None) not in VIEW_METHODS:
+        return v
+    return lw.emit("call", Const(view_items), v)
 
 
 def columns_state(lw, args: list) -> ForState:

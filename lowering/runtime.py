@@ -49,6 +49,15 @@ def shortest(seqs) -> int:
     return min((len(s) for s in seqs), default=0)
 
 
+_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+def view_items(v):
+    """A dict view (`d.items()`, `d.values()`, `d.keys()`) as the tuple of what it
+    holds, so that a loop reads it by position; any other value as it is."""
+    return tuple(v) if isinstance(v, _DICT_VIEWS) else v
+
+
 def column(seqs, i) -> tuple:
     """Item `i` of `zip(*seqs)`."""
     return tuple(s[i] for s in seqs)

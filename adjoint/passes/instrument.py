@@ -126,17 +126,36 @@ def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
 
 
 def _refuse_out_writes(ir: IR, act: Activity) -> None:
-    """`np.multiply(t, 2.0, out=t)` writes into `t` behind the adjoint's back (it
-    follows values, not the memory `out=` names): refuse it when `t` may carry a
-    derivative instead of giving a wrong gradient.  A constant `out=` array is only
+    """`np.multiply(t, 2.0, out=t)` or `np.exp(x, out=o)` writes a result into an
+    array behind the adjoint's back (it follows values, not the memory `out=` names):
+    refuse it when the array written or an operand may carry a derivative, instead of
+    giving a wrong gradient.  A constant result written into a constant array is only
     a write, which `adjoint.passes.aliases` makes the pullbacks before it copy."""
+    params = {a.var for a in ir.args}
     for b in ir.blocks:
         for s in b.stmts:
             t = s.kwargs.get("out") if s.op == "call" else None
-            if isinstance(t, Var) and t in act.varied:
-                raise TypeError(f"adjoint: writing a result into a differentiable array "
-                                f"with out= is not differentiable yet{where(ir, s.line)}; "
-                                "assign the result instead (`t[...] = np.multiply(t, y)`)")
+            if not isinstance(t, Var):
+                continue
+            # a parameter may be None (`def total(a, out=None)`): refused when it carries
+            # a derivative here, and where it is an array by the rule's `Pullback` (the
+            # JIT refuses its type)
+            operands = [t] if t in params else list(s.args[1:]) + list(s.kwargs.values())
+            if any(isinstance(v, Var) and v in act.varied for v in operands):
+                raise TypeError(f"adjoint: {_callee_name(s)}(..., out=...) writes its "
+                                f"result into an array, which is not differentiable"
+                                f"{where(ir, s.line)}; assign the result instead "
+                                "(`o = f(x)` or `o[...] = f(x)`)")
+
+
+def _callee_name(s: Stmt) -> str:
+    """The name a user wrote for the callee of call statement `s` (`np.exp`)."""
+    f = s.args[0].value if isinstance(s.args[0], Const) else None
+    name = getattr(f, "__name__", None)
+    if name is None:
+        return "a call"
+    return f"np.{name}" if isinstance(f, np.ufunc) or \
+        getattr(np, name, None) is f else name
 
 
 def _view_source(v, defs: dict, phis: dict, seen: set, kinds: Any = None):

@@ -51,6 +51,9 @@ LINEAR_METHODS = frozenset({
     "sum", "mean", "reshape", "transpose", "ravel", "flatten", "cumsum", "squeeze",
     "trace", "diagonal", "swapaxes", "take", "repeat", "copy", "conjugate", "conj",
     "items", "values", "get", "pop"})
+# the linear methods whose second operand is a default returned where the key is
+# missing (`d.get(k, v)`, `d.pop(k, v)`): the tangent's default is v's tangent
+DEFAULTED_METHODS = frozenset({"get", "pop"})
 # the linear array methods whose numpy function takes the same operands, the array
 # first (no list or dict method has these names): the tangent is that function of the
 # tangent, also where the object is a numpy scalar (`np.float64(x).sum()`) whose
@@ -507,10 +510,11 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
              or s.args[1].value == "astype"):
         return None                  # a bound method: its call (below) differentiates it
     out = s.kwargs.get("out") if s.op == "call" else None
-    if isinstance(out, Var) and tan.get(out) is not None:
-        raise TypeError(f"jvp: writing a result into a differentiable array with out= "
-                        f"({_where(em, s)}) is not differentiable yet; assign the result "
-                        "instead (`t[...] = np.multiply(t, y)`)")
+    if isinstance(out, Var) and any(isinstance(v, Var) and tan.get(v) is not None
+                                    for v in list(s.args[1:]) + list(s.kwargs.values())):
+        raise TypeError(f"jvp: writing a result into an array with out= ({_where(em, s)}) "
+                        "is not differentiable yet; assign the result instead (`o = f(x)` "
+                        "or `o[...] = f(x)`)")
     if s.op == "call" and isinstance(s.args[0], Const) and not s.kwargs:
         op = operator_primitive(s.args[0].value)     # operator.mul(a, b) is a * b
         if op is not None and len(s.args) - 1 == op[1]:
@@ -545,6 +549,8 @@ def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
     m = defs.get(s.args[0])
     name = m.args[1].value if m is not None and m.op == "getattr" and \
         isinstance(m.args[1], Const) else None
+    if name == "keys":               # labels: no tangent at all
+        return None
     if name in NONDIFF_METHODS:
         return em.zero(s.var)
     if name == "astype" and name is not None:
@@ -561,7 +567,10 @@ def _method_call(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict,
             return None
         if name in LINEAR_FUNCTIONS:
             return em.op("call", LINEAR_FUNCTIONS[name], tobj, *s.args[1:], **s.kwargs)
-        return em.op("call", em.op("getattr", tobj, name), *s.args[1:], **s.kwargs)
+        args = list(s.args[1:])
+        if name in DEFAULTED_METHODS and len(args) == 2:     # `d.get(k, v)`: v's tangent
+            args[1] = ts[1] if ts[1] is not None else em.zero(args[1])
+        return em.op("call", em.op("getattr", tobj, name), *args, **s.kwargs)
     if name in STORING_METHODS:
         if tobj is None:
             return None

@@ -17,7 +17,8 @@ from jit.runtime.symbols import TypedPtr
 from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
                                   nd_array_type)
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT64, INT64, ArrayT, DictT, FunctionT, TupleT, TypingError
+from jit.types import (BOOL, FLOAT64, INT64, ArrayT, DictT, FunctionT, TupleT, TypingError,
+                       known_string)
 
 ZERO, ONE = L.Constant(I64, 0), L.Constant(I64, 1)
 
@@ -115,6 +116,7 @@ def _tuple_getitem(fc: FunctionGen, s, ts):
     k = s.args[1]
     kv = getattr(k, "value", None)
     if isinstance(ts[0], DictT):         # a constant key (see the type rule)
+        kv = known_string(ts[1], kv)
         return fc.b.extract_value(tup, ts[0].index(kv))
     if isinstance(kv, int):
         return fc.b.extract_value(tup, kv % n if n else 0)

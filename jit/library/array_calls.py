@@ -478,7 +478,8 @@ def _declare() -> None:
     REGISTRY.declare(builtins.pow, family="math and builtins", pattern="numbers",
                      types=_t_builtin_pow)
     REGISTRY.declare(np.prod, family=FAMILY, pattern=ARRAYS, matches=has_array,
-                     methods=("prod",), types=array_rule(one_array({1: _prod1, 2: _prod2}),
+                     methods=("prod(axis=None, dtype=None, out=None, keepdims=False)",),
+                     types=array_rule(one_array({1: _prod1, 2: _prod2}),
                                                          "np.prod"))
     for f, fn in ((np.maximum, "_fmax"), (np.minimum, "_fmin")):
         REGISTRY.declare(f, family="ufuncs", pattern="float64 arrays of one rank, or array "

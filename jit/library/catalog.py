@@ -4,7 +4,7 @@ anything is typed.  Which module declares what does not depend on this order: ea
 callable is declared once, and the patterns of an entry are disjoint."""
 from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the primitives)
 from jit.library import (array_calls, broadcast, builders, builtin_sum, built_lists,  # noqa: F401
-                         elementwise, escape_hatch, fusion, linalg, math_builtins,
+                         dict_methods, elementwise, escape_hatch, fusion, linalg, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, records, reductions,
                          shapes, slicing, string_values, tuple_slicing, ufuncs)
 from jit.pullback import (array_cotangents, cotangents, custom_calls,  # noqa: F401

@@ -189,6 +189,50 @@ def flat_unless_axis(a: Args) -> Type:
     return array_of(x.dtype, 1 if a.const("axis") is None else x.ndim)
 
 
+def _rank(t: Type) -> int:
+    """The rank of an index or shape operand: an array's, 1 for a tuple or a list
+    constant, 0 for a number."""
+    if isinstance(t, ArrayT):
+        return t.ndim
+    if isinstance(t, TupleT) or isinstance(t, LiteralT) and isinstance(t.value, (tuple, list)):
+        return 1
+    return 0
+
+
+def _length(t: Type) -> int:
+    """The number of entries of a shape operand (a number: 1)."""
+    if isinstance(t, TupleT):
+        return len(t.elems)
+    if isinstance(t, LiteralT) and isinstance(t.value, (tuple, list)):
+        return len(t.value)
+    return 1
+
+
+def taken(a: Args) -> Type:
+    """np.take: the indices' dimensions in place of the axis taken (of the flattened
+    array without an axis)."""
+    x = a.array("a")
+    rest = 0 if a.const("axis") is None else x.ndim - 1
+    return array_of(x.dtype, rest + _rank(a.type("indices")))
+
+
+def broadcast_shape(a: Args) -> Type:
+    """np.broadcast_to: as many dimensions as the shape has entries."""
+    return array_of(a.array("array").dtype, _length(a.type("shape")))
+
+
+def diagonal(a: Args) -> Type:
+    x = a.array("a")
+    return array_of(x.dtype, x.ndim - 1)
+
+
+def clipped(a: Args) -> Type:
+    """np.clip: the operands broadcast; numpy's dtype of those given."""
+    ts = [t for t in (a.type("a"), a.type("a_min"), a.type("a_max"), a.type("min"),
+                      a.type("max")) if t != NONE]
+    return array_of(dtype_of(*ts), max(_rank(t) for t in ts))
+
+
 def at_least(k: int) -> Callable:
     def result(a: Args) -> Type:
         ts = a.types("arys")
@@ -582,6 +626,8 @@ def _declare() -> None:
             red, methods=("std(axis=None, dtype=None, out=None, ddof=0, keepdims=False)",))
     declare(np.cumprod, "a, axis=None, dtype=None, out=None", cumulative, red,
             methods=("cumprod(axis=None, dtype=None, out=None)",))
+    declare(np.cumsum, "a, axis=None, dtype=None, out=None", cumulative, red,
+            methods=("cumsum(axis=None, dtype=None, out=None)",))
     for f in (np.remainder, np.fmod, np.fmax, np.fmin):
         declare(f, UFUNC2, elementwise(None, "x1", "x2"), ufn)
     for f in (np.logaddexp, np.logaddexp2):
@@ -667,6 +713,13 @@ def _declare() -> None:
     declare(np.diagflat, "v, k=0", lambda a: ArrayT(a.array("v").dtype, 2), lin)
     declare(np.tril, "m, k=0", same(arg="m"), lin)
     declare(np.triu, "m, k=0", same(arg="m"), lin)
+    declare(np.take, "a, indices, axis=None, out=None, mode='raise'", taken, sel,
+            methods=("take(indices, axis=None, out=None, mode='raise')",))
+    declare(np.broadcast_to, "array, shape, subok=False", broadcast_shape, shp)
+    declare(np.diagonal, "a, offset=0, axis1=0, axis2=1", diagonal, lin,
+            methods=("diagonal(offset=0, axis1=0, axis2=1)",))
+    declare(np.clip, "a, a_min=None, a_max=None, out=None, *, min=None, max=None", clipped,
+            ufn, methods=("clip(min=None, max=None, out=None) -> min, max, out=out",))
     declare(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", trace, lin,
             methods=("trace(offset=0, axis1=0, axis2=1, dtype=None, out=None)",))
     declare(np.kron, "a, b", kron, lin)

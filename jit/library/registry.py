@@ -220,6 +220,7 @@ class Registry:
     # -- dispatch ----------------------------------------------------------------------
     def type_stmt(self, e: Entry, ctx: Any, s: Any, ts: list) -> Any:
         """Type `s` by the impl of `e` that matches; remember the impl for codegen."""
+        _refuse_out(e, ctx, s)
         impl = e.pick(ctx, s, ts)
         if impl is None:
             ctx.fail(f"{e.name} of ({', '.join(map(str, ts))}) is not compiled (patterns "
@@ -245,6 +246,16 @@ class Registry:
                 return fallback.types(ctx, s, ts)
             except TypingError:
                 raise exc from None
+
+
+def _refuse_out(e: Entry, ctx: Any, s: Any) -> None:
+    """`np.exp(x, out=o)`: compiled code hands numpy read-only views and keeps its
+    arrays to itself, so a result written into an argument is refused, naming it."""
+    out = getattr(s, "kwargs", {}).get("out")
+    if out is None or ctx.const(out, 0) is None:     # (numpy's default, out=None)
+        return
+    ctx.fail(f"{e.name}(..., out=...) is not compiled: assign the result instead "
+             "(`o = f(x)` or `o[...] = f(x)`)")
 
 
 def numpy_only(ts: Any) -> bool:

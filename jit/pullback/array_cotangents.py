@@ -45,7 +45,7 @@ from jit.library.python_impls import is_float_array
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, DictT, TupleT, Type,
-                       count_held, is_int_like)
+                       count_held, is_int_like, known_string)
 
 ONE = L.Constant(I64, 1)
 EIGHT = L.Constant(I64, 8)
@@ -87,7 +87,7 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
 
 
 def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
-    k = _position(x, ctx.const(s.args[3]))
+    k = _position(x, known_string(ctx.type_of(s.args[3]), ctx.const(s.args[3])))
     parts = list(acc.elems) if isinstance(acc, TupleT) else [NONE] * len(x.elems)
     if len(s.args) == 4 and k is None and is_int_like(ctx.type_of(s.args[3])) \
             and all(e == FLOAT64 for e in x.elems) and dy in (FLOAT64, NONE):
@@ -195,7 +195,7 @@ def _position(x: TupleT, k):
 
 def _cg_tuple_accum(fc: FunctionGen, s, ts):
     acc_t, dy_t = ts[0], ts[1]
-    k = _position(ts[2], getattr(s.args[3], "value", None))
+    k = _position(ts[2], known_string(ts[3], getattr(s.args[3], "value", None)))
     if not isinstance(k, int):
         return _cg_tuple_accum_var(fc, s, ts)
     k = k % len(ts[2].elems)

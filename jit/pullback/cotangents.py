@@ -29,7 +29,7 @@ from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
 from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
-                       RecordT, TupleT, Type, TypingError, is_numeric)
+                       RecordT, StrT, TupleT, Type, TypingError, is_numeric)
 
 
 def accum_type(a: Type, b: Type) -> Type:
@@ -55,7 +55,7 @@ def zero_type(t: Type) -> Type:
         return FLOAT64
     if isinstance(t, TupleT):
         return TupleT(tuple(zero_type(e) for e in t.elems))
-    if t in (INT64, BOOL, NONE):
+    if t in (INT64, BOOL, NONE) or isinstance(t, StrT):     # (a string is a label)
         return NONE
     if isinstance(t, ArrayT):
         return t if t.dtype == FLOAT64 else NONE

@@ -330,6 +330,8 @@ def _unrolled_transform(jf: Any, argtypes: tuple) -> Any:
         return jf
     if unrolled is None:
         return jf
+    unrolled = unrolled.copy()       # (the caller seeds the cotangents `jf` takes in)
+    unrolled.meta["inout_floor"] = jf.inout
     out = transform(unrolled, jf.active_args, tuple(str(t) for t in argtypes))
     if jf.recompute:        # checkpointed as `jf` was
         from adjoint.transform import checkpointed

@@ -14,8 +14,8 @@ from ssair.ir import Const, Stmt, Var
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, FunctionT, ListLiteral, ListT,
-                       PythonCallable, RecordT, Scalar, TupleT, Type, is_int_like, is_numeric,
-                       numeric_join)
+                       PythonCallable, RecordT, Scalar, StrT, TupleT, Type, is_int_like,
+                       is_numeric, known_string, numeric_join)
 
 # ---------------------------------------------------------------------------
 # Arithmetic, comparisons, logic.
@@ -143,9 +143,10 @@ def _t_tuple(ctx: Context, s: Stmt, ts: list) -> Type:
     for x in ts:       # a list literal, or a constant option a function was specialised
         # on (`keepdims=False`, `axis=0`), is carried by its type (the forward's saved values)
         if isinstance(x, LiteralT) and not isinstance(x.value, ListLiteral) \
-                and not _option_literal(x.value):
+                and not _option_literal(x.value) and type(x.value) is not str:
             ctx.fail(f"tuple element {x} is not supported")
-    return TupleT(tuple(ts))
+    return TupleT(tuple(StrT(frozenset((x.value,))) if isinstance(x, LiteralT) and
+                        type(x.value) is str else x for x in ts))
 
 
 @rule("dict")
@@ -229,6 +230,8 @@ def _t_getitem(ctx: Context, s: Stmt, ts: list) -> Type:
 def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
     if isinstance(obj, DictT):
         key = ctx.const(s.args[1], _NO_KEY) if len(s.args) == 2 else _NO_KEY
+        if key is _NO_KEY and len(idx) == 1:        # a string known to be one constant
+            key = known_string(idx[0], _NO_KEY)
         if key is _NO_KEY:
             ctx.fail(f"{obj}[a computed key] is not compiled (a constant key of the dict)")
         if obj.index(key) is None:

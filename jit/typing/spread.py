@@ -1,6 +1,8 @@
 """Calls whose meaning depends on how many items a tuple holds, which the lowering
 could not see: `f(*t, **d)` (it emits `call_unpacked(f, t, d)`, `lowering.runtime`)
-and the loop `for a, b in zip(*t)` (`shortest(t)`, `column(t, i)`).  Compiled code
+and the loop `for a, b in zip(*t)` (`shortest(t)`, `column(t, i)`); and
+`functools.partial(g, a, b)` made in compiled code, which is the closure over `a, b`
+that a partial of `g` passed as an argument is (`jit.types.partial_template`).  Compiled code
 has no call of "as many arguments as the tuple has", so once typing knows the
 tuple's length and the dict's keys (both part of their types) the statement is
 rewritten as what it means for them, `f(t[0], ..., t[n-1], k=d["k"], ...)`,
@@ -10,14 +12,16 @@ transform is then taken of the rewritten IR, so each item gets its own cotangent
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from ssair.ir import IR, Const, Stmt, Var
 from ssair.primitives import operator_primitive
 
-from jit.types import NONE, BuiltListT, DictT, TupleT, TypingError
+from adjoint.partials import partial_template
+from jit.types import NONE, BuiltListT, DictT, FunctionT, TupleT, TypingError
 from jit.typing.unroll import RetypeNeeded
-from lowering.runtime import call_unpacked, column, shortest
+from lowering.runtime import call_unpacked, column, shortest, view_items
 
 
 class RewriteStatement(RetypeNeeded):
@@ -93,7 +97,31 @@ def _column(ts: list) -> Callable:
     return build
 
 
-_BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column}
+def _partial(ts: list) -> Callable:
+    """`functools.partial(g, *bound)` of a plain user function `g`: `make_closure` of
+    the template that a partial of `g` binding as many arguments types as."""
+    g = ts[1].func if len(ts) > 1 and isinstance(ts[1], FunctionT) else None
+    template = partial_template(functools.partial(g, *ts[2:])) if callable(g) else None
+    if template is None:
+        raise TypingError("functools.partial is compiled for a plain function of positional "
+                          "parameters (no defaults, no closure), bound by position")
+
+    def build(ir: IR, s: Stmt) -> list:
+        return [Stmt(s.var, "make_closure", [Const(template)] + list(s.args[2:]), {},
+                     s.line, s.name)]
+    return build
+
+
+def _view_items(ts: list) -> Callable:
+    """A dict view as a loop reads it: compiled code has no views (the dict's methods
+    give tuples, `jit.library.dict_methods`), so the value itself."""
+    def build(ir: IR, s: Stmt) -> list:
+        return [Stmt(s.var, "copy", [s.args[1]], {}, s.line, s.name)]
+    return build
+
+
+_BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column,
+             functools.partial: _partial, view_items: _view_items}
 
 
 def _as_primitive(op: str) -> Callable:
@@ -114,6 +142,9 @@ def rewrite_needed(f, s: Stmt, ts: list):
     make = next((m for g, m in _BUILDERS.items() if g is f), None)
     if make is None:
         return None
+    if s.kwargs and f is functools.partial:
+        return TypingError("functools.partial binding keywords is not compiled (bind by "
+                           "position)")
     try:
         return RewriteStatement(f"a call of {f.__name__}", s.var, make(ts))
     except TypingError as e:

@@ -1,0 +1,106 @@
+"""`d.get(k, v)`, `d.items()`, `d.values()` and `d.keys()` of a dict with string keys
+(`DictT`: its keys are part of its type), compiled as what they are for those keys:
+reads of constant keys.  The type rule of `getattr(d, 'get')` asks for its calls to be
+rewritten (`DictMethodCalls`, a `RetypeNeeded` as `jit.typing.spread`'s rewrites) and
+the function is retyped on the rewritten copy, which the J transform then takes, so
+each entry read gets its cotangent or tangent as `d[k]` does.  The views Python
+returns are tuples here (iterated over, measured and indexed alike; a loop over
+entries of different types is unrolled, `jit.typing.unroll`).  The interpreter's
+version of the same methods is `adjoint.container_methods`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ssair.ir import IR, Const, Stmt, Var
+
+from jit.library.registry import REGISTRY
+from jit.typing.infer import Context
+from jit.typing.unroll import RetypeNeeded
+from jit.types import DictT, Type
+
+METHODS = ("get", "items", "values", "keys")
+
+
+class DictMethodCalls(RetypeNeeded):
+    """The statement `%m = getattr(d, name)` goes; each call of `%m` becomes the
+    statements `plans[call var](ir, call)` makes (the last defines the call's var)."""
+
+    def __init__(self, message: str, var: Var, plans: dict) -> None:
+        super().__init__(message)
+        self.var, self.plans = var, plans
+
+    def apply(self, ir: IR) -> bool:
+        found = False
+        for b in ir.blocks:
+            out = []
+            for s in b.stmts:
+                plan = self.plans.get(s.var) if s.op == "call" else None
+                if plan is not None:
+                    out += plan(ir, s)
+                    found = True
+                elif not (s.var == self.var and s.op == "getattr"):
+                    out.append(s)
+            b.stmts = out
+        return found
+
+
+def _is_method(ctx: Context, s, ts: list) -> bool:
+    return isinstance(ts[0], DictT) and ctx.const(s.args[1]) in METHODS
+
+
+def _t_method(ctx: Context, s, ts: list) -> Type:
+    d, name = s.args[0], ctx.const(s.args[1])
+    plans = {}
+    for b in ctx.typing.ir.blocks:
+        for u in b.stmts:
+            if s.var not in u.operands():
+                continue
+            if u.op != "call" or u.args[0] != s.var or s.var in u.args[1:] or \
+                    s.var in u.kwargs.values():
+                ctx.fail(f"the method {name!r} of a dict is compiled where it is called, "
+                         "not passed on")
+            plans[u.var] = _plan(ctx, ts[0], d, name, u)
+    if not plans:
+        ctx.fail(f"the method {name!r} of a dict is compiled where it is called")
+    raise DictMethodCalls(f"a call of dict.{name}", s.var, plans)
+
+
+def _plan(ctx: Context, t: DictT, d, name: str, call: Stmt) -> Callable:
+    """How one call of `d.<name>` is rewritten, for the keys of `t`."""
+    args = list(call.args[1:])
+    if call.kwargs or len(args) > (2 if name == "get" else 0) or (name == "get" and not args):
+        ctx.fail(f"dict.{name} called with these arguments is not compiled")
+    if name == "get":
+        return _get_plan(ctx, t, d, args)
+
+    def build(ir: IR, s: Stmt) -> list:
+        made, entries = [], []
+        for k in t.keys:
+            made.append(Stmt(ir.new_var(), "getitem", [d, Const(k)], {}, s.line))
+            value = made[-1].var
+            if name == "items":
+                made.append(Stmt(ir.new_var(), "tuple", [Const(k), value], {}, s.line))
+            entries.append(Const(k) if name == "keys" else made[-1].var)
+        if name == "keys":
+            made = []
+        return made + [Stmt(s.var, "tuple", entries, {}, s.line, s.name)]
+    return build
+
+
+def _get_plan(ctx: Context, t: DictT, d, args: list) -> Callable:
+    key = ctx.const(args[0], _MISSING)
+    if key is _MISSING:
+        ctx.fail("dict.get with a computed key is not compiled (a constant key of the dict)")
+    default = args[1] if len(args) == 2 else Const(None)
+
+    def build(ir: IR, s: Stmt) -> list:
+        if key in t.keys:
+            return [Stmt(s.var, "getitem", [d, Const(key)], {}, s.line, s.name)]
+        return [Stmt(s.var, "copy", [default], {}, s.line, s.name)]
+    return build
+
+
+_MISSING = object()
+REGISTRY.overload("getattr", "a dict's get, items, values, keys (rewritten into reads of "
+                  "its constant keys)", _is_method, _t_method, family="containers")
