@@ -102,22 +102,27 @@ def _rebuild(tree, flat, start):
 def _sorted_keys(tree):
     """`tree` with every dict's keys in sorted order (autograd's order of leaves)."""
     if isinstance(tree, dict):
-        return {key: _sorted_keys(tree[key]) for key in sorted(tree)}
+        out = {}
+        for key in sorted(tree):
+            out[key] = _sorted_keys(tree[key])
+        return out
     if isinstance(tree, (list, tuple)):
         return type(tree)(_sorted_keys(item) for item in tree)
     return tree
 
 
 def flatten(tree):
-    """(one vector of every number in `tree`, a function mapping such a vector back)."""
-    tree = _sorted_keys(tree)
+    """(one vector of every number in `tree`, a function mapping such a vector back).
+    Dicts in their own key order (this runs inside differentiated code, where
+    `sorted` of the keys has no derivative rule); `flatten_func` sorts first."""
     flat = np.concatenate([np.ravel(leaf) for leaf in _leaves(tree)])
     return flat, lambda vec: _rebuild(tree, vec, 0)[0]
 
 
 def flatten_func(fun, example):
-    """(fun taking one vector instead of a tree like `example`, unflatten, the vector)."""
-    flat, unflatten = flatten(example)
+    """(fun taking one vector instead of a tree like `example`, unflatten, the vector),
+    the leaves in autograd's order (dict keys sorted)."""
+    flat, unflatten = flatten(_sorted_keys(example))
     return (lambda vec, *args: fun(unflatten(vec), *args)), unflatten, flat
 
 # -- optimisers (the examples' training loops; not run by the bench) -----------------------
@@ -155,14 +160,11 @@ def sgd(grad_fn, x0, callback=None, num_iters=200, step_size=0.1, mass=0.9):
 
 
 def logsumexp(a, axis=None, keepdims=False):
-    """log(sum(exp(a))) along `axis`, shifted by the maximum for range."""
+    """log(sum(exp(a))) along `axis`, shifted by the maximum for range (no branch on
+    the options: numpy's own keepdims rules give the result's shape)."""
     top = np.max(a, axis=axis, keepdims=True)
-    out = np.log(np.sum(np.exp(a - top), axis=axis, keepdims=True)) + top
-    if keepdims:
-        return out
-    if axis is None:
-        return np.sum(out)
-    return np.squeeze(out, axis=axis)
+    peak = np.max(a, axis=axis, keepdims=keepdims)
+    return np.log(np.sum(np.exp(a - top), axis=axis, keepdims=keepdims)) + peak
 
 
 def expit(x):

@@ -216,19 +216,19 @@ def glue_neural_net_regression(m):
 
 
 def glue_black_box_svi(m):
-    norm, np_ = m.norm, m.np
+    norm, exp = m.norm, m.np.exp
 
     def log_density(x, t):
         mu, log_sigma = x[:, 0], x[:, 1]
-        return norm.logpdf(log_sigma, 0, 1.35) + norm.logpdf(mu, 0, np_.exp(log_sigma))
+        return norm.logpdf(log_sigma, 0, 1.35) + norm.logpdf(mu, 0, exp(log_sigma))
     objective, _, _ = m.black_box_variational_inference(log_density, 2, num_samples=200)
     params = np.concatenate([-1 * np.ones(2), -5 * np.ones(2)])
     return objective, (params, 0), _reseed(_cell(objective, "rs"))
 
 
 def glue_bayesian_neural_net(m):
-    np_ = m.np
-    rbf = lambda x: np_.exp(-(x**2))  # noqa: E731 (as the example writes it)
+    exp = m.np.exp
+    rbf = lambda x: exp(-(x**2))  # noqa: E731 (as the example writes it)
     num_weights, _, logprob = m.make_nn_funs(layer_sizes=[1, 8, 8, 1], L2_reg=0.1,
                                              noise_variance=0.01, nonlinearity=rbf)
     inputs, targets = m.build_toy_dataset()
@@ -271,12 +271,12 @@ def glue_gmm(m):
 def glue_ica(m):
     n_obs, n_lat, n_samples = 8, 2, 20
     num_weights, sample, logprob, unpack_weights = m.make_ica_funs(n_obs, n_lat)
-    num_latent, np_ = n_lat * n_samples, m.np
+    num_latent, reshape, exp = n_lat * n_samples, m.np.reshape, m.np.exp
 
     def unpack_params(params):
         weights = unpack_weights(params[:num_weights])
-        latents = np_.reshape(params[num_weights:num_weights + num_latent], (n_lat, n_samples))
-        return weights, latents, np_.exp(params[-1])
+        latents = reshape(params[num_weights:num_weights + num_latent], (n_lat, n_samples))
+        return weights, latents, exp(params[-1])
     rs = np.random.RandomState(0)
     true_weights = np.zeros((n_obs, n_lat))
     for i in range(n_lat):
@@ -338,15 +338,15 @@ def glue_variational_autoencoder(m):
 
 
 def glue_mixture_variational_inference(m):
-    norm, np_ = m.norm, m.np
+    norm, exp, logaddexp = m.norm, m.np.exp, m.np.logaddexp
 
     def log_density(x, t):
         mu, log_sigma = x[:, 0], x[:, 1]
         sigma_density = norm.logpdf(log_sigma, 0, 1.35)
-        mu_density = norm.logpdf(mu, -0.5, np_.exp(log_sigma))
+        mu_density = norm.logpdf(mu, -0.5, exp(log_sigma))
         sigma_density2 = norm.logpdf(log_sigma, 0.1, 1.35)
-        mu_density2 = norm.logpdf(mu, 0.5, np_.exp(log_sigma))
-        return np_.logaddexp(sigma_density + mu_density, sigma_density2 + mu_density2)
+        mu_density2 = norm.logpdf(mu, 0.5, exp(log_sigma))
+        return logaddexp(sigma_density + mu_density, sigma_density2 + mu_density2)
     init_var_params, elbo, _, _ = m.build_mog_bbsvi(log_density, num_samples=10, k=3)
 
     def objective(params, t):
