@@ -1,0 +1,88 @@
+"""A long compilation says what it is doing through logging (issue 30, item 6)."""
+import logging
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import jit  # noqa: F401  (backend="llvm")
+from adjoint import gradient
+from ssair import progress
+
+
+@pytest.fixture(autouse=True)
+def _no_cache(monkeypatch):
+    monkeypatch.setenv("ZYGOPY_CACHE", "0")
+    monkeypatch.delenv("ZYGOPY_QUIET", raising=False)
+    from jit import disk_cache
+    disk_cache._STATE.pop("enabled", None)
+    yield
+    disk_cache._STATE.pop("enabled", None)
+
+
+def _fresh():
+    """A new function object each call: nothing of it is compiled yet."""
+    def wavy(x, w):
+        total = 0.0
+        for i in range(3):
+            if x > 0.0:
+                total += math.sin(w * x) * (i + 1)
+            else:
+                total -= x * x
+        return total + float(np.sum(np.tanh(np.array([x, w]))))
+    return wavy
+
+
+def _closed_form(x, w):
+    s = 1.0 - math.tanh(x) ** 2, 1.0 - math.tanh(w) ** 2
+    return 6 * w * math.cos(w * x) + s[0], 6 * x * math.cos(w * x) + s[1]
+
+
+def _records(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == "zygopy"]
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interp"])
+def test_long_compile_is_announced_and_values_stay_right(monkeypatch, caplog, backend):
+    monkeypatch.setattr(progress, "THRESHOLD_S", 0.0)
+    caplog.set_level(logging.INFO, logger="zygopy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = gradient(_fresh(), 0.7, 1.3, backend=backend)
+    assert np.allclose(g, _closed_form(0.7, 1.3), rtol=1e-12)
+    said = _records(caplog)
+    assert said, "a compile over the threshold logs"
+    assert any("wavy" in m and "test_compile_feedback.py" in m for m in said)
+    assert any("lowering" in m for m in said)
+    if backend == "llvm":
+        assert any("J transform" in m for m in said)
+        assert any("LLVM" in m for m in said) and any("type inference" in m for m in said)
+        assert said[-1].startswith("zygopy: compiled ") and "wavy" in said[-1]
+
+
+def test_quick_compile_says_nothing(monkeypatch, caplog):
+    monkeypatch.setattr(progress, "THRESHOLD_S", 60.0)
+    caplog.set_level(logging.INFO, logger="zygopy")
+    gradient(_fresh(), 0.7, 1.3, backend="llvm")
+    assert _records(caplog) == []
+
+
+def test_quiet_switches(monkeypatch, caplog):
+    monkeypatch.setattr(progress, "THRESHOLD_S", 0.0)
+    caplog.set_level(logging.INFO, logger="zygopy")
+    monkeypatch.setenv("ZYGOPY_QUIET", "1")
+    gradient(_fresh(), 0.7, 1.3, backend="llvm")
+    assert _records(caplog) == []
+    monkeypatch.delenv("ZYGOPY_QUIET")
+    caplog.set_level(logging.WARNING, logger="zygopy")
+    gradient(_fresh(), 0.7, 1.3, backend="llvm")
+    assert _records(caplog) == []
+
+
+def test_progress_nesting_is_balanced():
+    """Every compilation leaves the state as it found it, also one that raises."""
+    assert progress._STATE["depth"] == 0
+    with pytest.raises(Exception):
+        gradient(lambda x: x.no_such_attribute, 1.0, backend="llvm")
+    assert progress._STATE["depth"] == 0 and progress._STATE["timer"] is None
