@@ -86,3 +86,44 @@ def test_progress_nesting_is_balanced():
     with pytest.raises(Exception):
         gradient(lambda x: x.no_such_attribute, 1.0, backend="llvm")
     assert progress._STATE["depth"] == 0 and progress._STATE["timer"] is None
+
+
+# -- the hot spots the 200-line bench found (bench/compile_time.py) -----------------------
+
+def _fit(path, targets, scale):
+    """A list argument of arrays read at a variable index in a loop (its cotangent
+    is summed at that index: one slot in memory, not a branch per element)."""
+    total = 0.0
+    for i in range(len(targets)):
+        r = path[i] * scale - targets[i]
+        total += r[0] * r[0] + 0.5 * r[1] * r[1]
+    return total
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interp"])
+def test_variable_index_into_a_list_of_arrays(backend):
+    rs = np.random.RandomState(3)
+    path = [rs.randn(2) for _ in range(12)]
+    targets = [rs.randn(2) for _ in range(12)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g_path, g_targets, g_scale = gradient(_fit, path, targets, 1.3, backend=backend)
+    for i in range(12):
+        r = path[i] * 1.3 - targets[i]
+        d = np.array([2 * r[0], r[1]])
+        assert np.allclose(g_path[i], 1.3 * d, rtol=1e-12)
+        assert np.allclose(g_targets[i], -d, rtol=1e-12)
+    want = sum(float(np.dot(np.array([2, 1]) * (path[i] * 1.3 - targets[i]), path[i]))
+               for i in range(12))
+    assert math.isclose(g_scale, want, rel_tol=1e-12)
+
+
+def test_an_error_deep_in_compiled_code_still_names_its_line():
+    """Every error site leaves through one shared exit: the status and site survive."""
+    def pick(xs, k):
+        total = 0.0
+        for i in range(3):
+            total += xs[k + i] * xs[i]
+        return total
+    with pytest.raises(IndexError):
+        gradient(pick, np.arange(4.0), 3, backend="llvm")
