@@ -25,7 +25,7 @@ BLAS).  Checks, per example:
             (`bench.myia_check.fd_check`) and, where autograd ran, with autograd's
             gradient of the unchanged file to 1e-7 (relative norm);
   compiled  `backend="llvm"` gives the gradient with no `JitFallbackWarning`;
-  times     the median of warm calls of `grad(objective)(*args)`, zygopy's
+  times     the median CPU time of warm calls of `grad(objective)(*args)`, zygopy's
             stand-in against autograd's own `grad`.
 """
 from __future__ import annotations
@@ -371,12 +371,13 @@ def flat_gradient(g, like) -> list:
 
 
 def _median_us(call, budget_s: float = 0.5, most: int = 50) -> float:
+    """Median CPU time of warm calls (CPU time: steadier on a shared machine)."""
     call()
     times, stop = [], time.perf_counter() + budget_s
     while len(times) < 3 or (len(times) < most and time.perf_counter() < stop):
-        start = time.perf_counter()
+        start = time.process_time()
         call()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return statistics.median(times) * 1e6
 
 
@@ -526,7 +527,7 @@ def table(rows: list) -> str:
     out.append(f"right {sum(r['right'] for r in rows)}/{n}, compiled (llvm, no fallback, "
                f"right) {sum(r['compiled'] for r in rows)}/{n}, compiled and faster than "
                f"autograd {faster}/{sum(r['compiled'] for r in rows)}; ratio = autograd us / "
-               f"zygopy us (median warm call, each in its own pinned process)")
+               f"zygopy us (median CPU time of a warm call, each system in its own pinned process)")
     for r in rows:
         if r["autograd_error"]:
             out.append(f"autograd failed on {r['example']}: {r['autograd_error']}")
