@@ -127,3 +127,22 @@ def test_an_error_deep_in_compiled_code_still_names_its_line():
         return total
     with pytest.raises(IndexError):
         gradient(pick, np.arange(4.0), 3, backend="llvm")
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interp"])
+def test_numpy_functions_bound_to_local_names_in_a_closure(backend):
+    """`exp = np.exp` captured by a closure (as autograd's ica example's caller
+    writes it): the call compiles as np.exp (it crashed the ufunc rule)."""
+    exp, reshape, smaller = np.exp, np.reshape, min
+
+    def objective(p):
+        w = reshape(p[:4], (2, 2))
+        return float(np.sum(w * w)) * exp(p[-1]) + smaller(p[0], p[1])
+    p = np.array([0.3, -0.2, 0.5, 1.1, 0.4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (g,) = gradient(objective, p, backend=backend)
+    s = float(np.sum(p[:4] ** 2))
+    want = np.concatenate([2 * p[:4] * math.exp(p[-1]), [s * math.exp(p[-1])]])
+    want[1] += 1.0                                  # min(p[0], p[1]) is p[1]
+    assert np.allclose(g, want, rtol=1e-12)
