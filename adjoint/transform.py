@@ -55,6 +55,7 @@ from lowering import guards
 from lowering.ops_call import stands_for
 from lowering.runtime import call_unpacked
 from ssair import IR
+from ssair import progress
 from ssair.compile_lock import compiling
 from ssair import interpreter as interp
 
@@ -123,6 +124,7 @@ def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFuncti
     key = (tuple(int(a) for a in active_args), tuple(types) if types else None)
     jf = per_ir.get(key)
     if jf is None:
+        progress.stage("J transform", f"{ir.name} ({ir.file}:{ir.firstline})")
         jf = per_ir[key] = _build(ir, *key)
     return jf
 

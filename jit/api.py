@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 
 from lowering import guards
 from ssair.ir import IR
+from ssair import progress
 from ssair.compile_lock import compiling
 
 from jit import disk_cache
@@ -86,6 +87,8 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
     wrapper, for arguments of other classes).  With `cache_key`, the object code goes
     to the disk cache too, unless it refers to something of this process only."""
     _check_signature(t)
+    progress.label(f"jit of {t.ir.name} ({t.ir.file}:{t.ir.firstline})", True)
+    progress.stage("LLVM IR generation")
     mg = ModuleGen(ENGINE, t, ENTRY_NUMBERS)
     impl = mg.build()
     entry = build_entry(mg, t, impl)

@@ -5,6 +5,7 @@ import types
 import weakref
 
 from ssair import interpreter
+from ssair import progress
 from ssair.compile_lock import compiling
 from ssair.ir import IR
 
@@ -48,6 +49,8 @@ def _lowered(f) -> IR:
     J transform's and the JIT's caches are keyed by it)."""
     ir = _CACHE.get(f)
     if ir is None or ir.meta.get("code") is not f.__code__:
+        code = f.__code__
+        progress.stage("lowering", f"{f.__qualname__} ({code.co_filename}:{code.co_firstlineno})")
         guards.guard_of(f)                # the values it is lowered with
         ir = shared_ir(f)
         _CACHE[f] = ir

@@ -18,15 +18,22 @@ import functools
 import threading
 from typing import Any, Callable
 
+from ssair import progress
+
 COMPILE_LOCK = threading.RLock()
 
 
 def compiling(fn: Callable) -> Callable:
-    """`fn` run holding `COMPILE_LOCK` (for a function that compiles and publishes)."""
+    """`fn` run holding `COMPILE_LOCK` (for a function that compiles and publishes);
+    the outermost one is timed, and said on stderr when long (`ssair.progress`)."""
     @functools.wraps(fn)
     def locked(*args: Any, **kwargs: Any) -> Any:
         with COMPILE_LOCK:
-            return fn(*args, **kwargs)
+            progress.begin()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                progress.end()
     return locked
 
 

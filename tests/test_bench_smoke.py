@@ -339,3 +339,21 @@ def test_batching_bench_probe_and_table():
         assert len({x["digest"] for x in r.values()}) == 1
     text = bt.table(results, 200)
     assert text.count("| yes |") == 2 and "speedup over one thread" in text
+
+
+def test_autograd_upstream_reads_a_checkout_and_checks_one_example():
+    """bench.autograd_upstream on autograd's rosenbrock.py, read from the mirror (or the
+    checkout in ZYGOPY_AUTOGRAD_CHECKOUT); skipped without one."""
+    from bench.autograd_fixed_points import MIRROR
+    checkout = os.environ.get("ZYGOPY_AUTOGRAD_CHECKOUT", MIRROR)
+    if not os.path.exists(checkout):
+        pytest.skip("no autograd checkout")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "bench.autograd_upstream", checkout,
+                           "--only", "rosenbrock"], capture_output=True, text=True,
+                          cwd=root, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = [ln for ln in done.stdout.splitlines() if ln.startswith("| rosenbrock |")]
+    assert row and row[0].split("|")[2].strip() == "yes", done.stdout
+    assert "right 1/1" in done.stdout

@@ -291,6 +291,7 @@ class FunctionGen:
         self.values: dict = {}
         self.line = t.ir.firstline
         self.b = L.IRBuilder()
+        self._status_exit: Optional[tuple] = None    # (block, phi): see leave_with
 
     # -- structure -------------------------------------------------------------
     def emit(self) -> None:
@@ -491,7 +492,21 @@ class FunctionGen:
                 d = self.b.bitcast(d, I64) if d.type == F64 else d
                 d = self.b.zext(d, I64) if d.type == I1 else d
                 self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
-            self.b.ret(self._result(L.Constant(I32, status)))
+            self.leave_with(L.Constant(I32, status))
+
+    def leave_with(self, status: L.Value) -> None:
+        """Return `status` and no result, through one shared exit block per function
+        (a phi of the statuses): a `ret` of the result struct at every error site
+        made LLVM's code generation several times slower on large functions."""
+        if self._status_exit is None:
+            block = self.fn.append_basic_block("status.exit")
+            with self.b.goto_block(block):
+                phi = self.b.phi(I32, "status")
+                self.b.ret(self._result(phi))
+            self._status_exit = (block, phi)
+        block, phi = self._status_exit
+        phi.add_incoming(status, self.b.block)
+        self.b.branch(block)
 
     def _result(self, status: L.Value) -> L.Value:
         """This function's return value with `status` and no result yet."""
@@ -504,7 +519,7 @@ class FunctionGen:
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
             if on_error is not None:
                 on_error()
-            self.b.ret(self._result(status))
+            self.leave_with(status)
 
     # -- calls -----------------------------------------------------------------
     def call_user(self, target: Typing, operands: list, lead: list,

@@ -27,7 +27,7 @@ from jit.library.elementwise import _full1, array_rule, impl_call, is_float_arra
 from jit.library.python_impls import has_array
 from jit.library.python_impls import mark
 from jit.library.numpy_calls import add_host, dtype_arg, dtype_of
-from jit.library.registry import REGISTRY
+from jit.library.registry import REGISTRY, called
 from jit.typing.infer import Context
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
                        is_numeric)
@@ -340,7 +340,7 @@ def _dtype_key(v: Any) -> Any:
 
 
 def _cg_alloc(fc: FunctionGen, s, ts):
-    f = s.args[0].value
+    f = called(fc.typing, s)
     fill = 0 if f is np.zeros else 1 if f is np.ones else None
     return allocate(fc, shape_operands(fc, s.args[1]), array_dtype(s), fill)
 

@@ -29,7 +29,7 @@ from jit.codegen.function import F64, I1, I64, FunctionGen
 from jit.codegen.scalar import (_isfinite, _isinf, checked, fintrinsic, float_compare,
                                 floordiv_values, maybe_nonfinite, mod_values, truth)
 from jit.library import platforms
-from jit.library.registry import REGISTRY
+from jit.library.registry import REGISTRY, called
 from jit.typing.infer import STATIC_CALLS
 from jit.typing.infer import LiteralT
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ListLiteral, RecordT, TupleT, Type,
@@ -313,7 +313,7 @@ def _int_of(intrinsic: str):
 
 def _cg_isnan(fc: FunctionGen, s, ts):
     x = fc.get(s.args[1], FLOAT64)
-    f = s.args[0].value
+    f = called(fc.typing, s)
     if f is math.isnan:
         return fc.b.fcmp_unordered("uno", x, x)
     return _isinf(fc, x) if f is math.isinf else _isfinite(fc, x)
@@ -329,7 +329,7 @@ def _cg_abs(fc: FunctionGen, s, ts):
 
 def _cg_minmax(fc: FunctionGen, s, ts):
     values = _minmax_values(fc, s, ts)
-    op = "lt" if s.args[0].value is builtins.min else "gt"
+    op = "lt" if called(fc.typing, s) is builtins.min else "gt"
     cur = values[0]
     for x in values[1:]:
         if s.type == FLOAT64:

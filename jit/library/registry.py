@@ -44,6 +44,16 @@ from typing import Any, Callable, Optional
 from jit.types import TypingError
 
 
+def called(typing: Any, s: Any) -> Any:
+    """The callable that call statement `s` calls: its constant operand, or (a function
+    read from a variable: `exp = np.exp` captured by a closure) the callable type
+    inference resolved it to (`Typing.calls`)."""
+    head = s.args[0]
+    if hasattr(head, "value"):          # a Const
+        return head.value
+    return typing.calls[s.var].callee
+
+
 def forwarded(params: str) -> str:
     """The arguments that pass a method's parameters on to its function: `repeats,
     axis=None` gives `repeats, axis=axis` (a default written as the argument would

@@ -16,7 +16,7 @@ from jit.library.math_builtins import _scalar_args, float_args, libm
 from jit.library.python_impls import MARK, has_array, impl_call, mark, no_array
 from jit.library import platforms
 from jit.library.numpy_calls import UFUNC1, UFUNC2, add_host, elementwise
-from jit.library.registry import REGISTRY
+from jit.library.registry import REGISTRY, called
 from jit.runtime import native as runtime
 from jit.types import FLOAT64, INT64, Type, is_int_like
 
@@ -28,7 +28,7 @@ NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh"
 
 def _t_np_unary(ctx, s, ts) -> Type:
     _scalar_args(ctx, ts, 1)
-    if s.args[0].value in (np.negative, np.absolute, np.square) and is_int_like(ts[0]):
+    if called(ctx.typing, s) in (np.negative, np.absolute, np.square) and is_int_like(ts[0]):
         return INT64
     return FLOAT64
 
@@ -51,7 +51,7 @@ _NP_SCALE = {np.deg2rad: np.pi / 180.0, np.radians: np.pi / 180.0,
 
 
 def _cg_np_unary(fc: FunctionGen, s, ts):
-    f = s.args[0].value
+    f = called(fc.typing, s)
     if f in _NP_SCALE:
         return fc.b.fmul(float_args(fc, s)[0], L.Constant(L.DoubleType(), _NP_SCALE[f]))
     return libm(fc, _array_libm(fc, _NP_LIBM[f]), float_args(fc, s))
@@ -70,7 +70,7 @@ def _array_libm(fc: FunctionGen, name: str) -> str:
 
 
 def _cg_np_int_or_float(fc: FunctionGen, s, ts):
-    f = s.args[0].value
+    f = called(fc.typing, s)
     x = fc.get(s.args[1], s.type)
     if s.type == FLOAT64:
         if f is np.square:
@@ -89,7 +89,7 @@ _NP_BINARY = {np.arctan2: "atan2", np.hypot: "hypot", np.power: "pow",
 
 
 def _cg_np_binary(fc: FunctionGen, s, ts):
-    return libm(fc, _NP_BINARY[s.args[0].value], float_args(fc, s))
+    return libm(fc, _NP_BINARY[called(fc.typing, s)], float_args(fc, s))
 
 
 UFUNCS = "ufuncs"
@@ -146,7 +146,7 @@ _BY_NAME = {np.add: ("add", _np_add), np.subtract: ("sub", _np_subtract),
 
 def _t_number_arith(ctx, s, ts) -> Type:
     _scalar_args(ctx, ts, 2)
-    return impl_call(ctx, s, _BY_NAME[s.args[0].value][1], list(s.args[1:]))
+    return impl_call(ctx, s, _BY_NAME[called(ctx.typing, s)][1], list(s.args[1:]))
 
 
 def _array_arith(op: str, name: str):

@@ -221,6 +221,8 @@ def _cg_tuple_accum_var(fc: FunctionGen, s, ts):
     fc.raise_if(b.or_(b.icmp_signed("<", i, ZERO), b.icmp_signed(">=", i, L.Constant(I64, n))),
                 IndexError, "tuple index out of range")
     if any(e != FLOAT64 for e in s.type.elems):
+        if _one_slot_type(ts[0], s.type):
+            return _cg_tuple_accum_slot(fc, s, ts, i)
         return _cg_tuple_accum_branches(fc, s, ts, i)
     acc = fc.get(s.args[0])
     dy = fc.get(s.args[1], FLOAT64) if dy_t != NONE else L.Constant(F64, 0.0)
@@ -231,6 +233,39 @@ def _cg_tuple_accum_var(fc: FunctionGen, s, ts):
             else L.Constant(F64, 0.0)
         hit = b.icmp_signed("==", i, L.Constant(I64, k))
         out = b.insert_value(out, b.select(hit, b.fadd(old, dy), old), k)
+    return out
+
+
+def _one_slot_type(acc_t: Type, out_t: TupleT) -> bool:
+    """Do every slot of the cotangent, before and after, have one type (before: that
+    type, or all none)?"""
+    want = out_t.elems[0] if out_t.elems else NONE
+    parts = acc_t.elems if isinstance(acc_t, TupleT) else (NONE,)
+    return want != NONE and all(e == want for e in out_t.elems) and \
+        all(p == parts[0] for p in parts) and parts[0] in (NONE, want)
+
+
+def _cg_tuple_accum_slot(fc: FunctionGen, s, ts, i) -> L.Value:
+    """s[i] += dy for a variable i into a tuple whose slots share one type (a list
+    argument of arrays): the slots go to memory, the one at i is summed there, once,
+    and the tuple is read back.  (A branch per slot, each with its own copy of the
+    sum, made LLVM's work grow with the length times the size of the sum.)"""
+    acc_t, dy_t = ts[0], ts[1]
+    want = s.type.elems[0]
+    part_t = acc_t.elems[0] if isinstance(acc_t, TupleT) else NONE
+    b, n, ty = fc.b, len(s.type.elems), lltype(want)
+    slots = fc.alloca(L.ArrayType(ty, n))
+    acc = fc.get(s.args[0]) if part_t != NONE else None
+    for k in range(n):
+        v = b.extract_value(acc, k) if part_t != NONE else zero_of(want)
+        b.store(v, b.gep(slots, [ZERO, L.Constant(I64, k)]))
+    ptr = b.gep(slots, [ZERO, i])
+    old = b.load(ptr, typ=ty) if part_t != NONE else None
+    dy = fc.get(s.args[1]) if dy_t != NONE else None
+    b.store(accum_values(fc, old, part_t, dy, dy_t, want), ptr)
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for k in range(n):
+        out = b.insert_value(out, b.load(b.gep(slots, [ZERO, L.Constant(I64, k)]), typ=ty), k)
     return out
 
 

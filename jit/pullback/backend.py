@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ssair import progress
 from ssair.compile_lock import compiling
 
 from jit.pullback.runner import ForwardCode, NativeDeopt, NativeEnv
@@ -68,6 +69,8 @@ class LLVMBackend:
         hit = self.codes.get(key)
         if hit is not None and hit[0] is jf:
             return hit
+        primal = jf.primal
+        progress.label(f"gradient of {primal.name} ({primal.file}:{primal.firstline})", True)
         try:
             argtypes = tuple(typeof(a) for a in args)
             code = ForwardCode(jf, argtypes)

@@ -30,6 +30,7 @@ from typing import Any
 from llvmlite import ir as L
 
 from adjoint.passes.stacks import entry_forward
+from ssair import progress
 from ssair.compile_lock import compiling
 
 from jit.runtime import native as runtime
@@ -361,6 +362,7 @@ class ForwardCode:
         # so the forward drops no slot either (adjoint.passes.checkpoint)
         decide(self.typing, frozenset() if jf.recompute else
                dead_pushes(self.typing, adj_typing))
+        progress.stage("LLVM IR generation")
         mg = ModuleGen(ENGINE, self.typing)
         entry = build_forward_entry(mg, self.typing, mg.build())
         # the adjoint for the usual dy goes into the same module: one LLVM compile

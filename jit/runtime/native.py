@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm
+from ssair import progress
 from ssair.compile_lock import COMPILE_LOCK, compiling
 
 OK, ERROR, DEOPT = 0, 1, 2
@@ -312,6 +313,8 @@ class LinkedModule:
 
 def _compile(text: str, level: int) -> tuple:
     """(the binding module, its object file) of `text`, linked into the engine."""
+    if len(text) > 100_000:
+        progress.stage(f"LLVM: optimising and compiling {len(text) // 1024} kB of IR")
     with _LOCK:
         mod = llvm.parse_assembly(text)
         mod.verify()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import lowering
+from ssair import progress
 from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from ssair.passes.util import use_counts
@@ -252,6 +253,8 @@ class Engine:
     def infer(self, ir: IR, argtypes: tuple) -> Typing:
         key = (ir, tuple(argtypes))
         t = self.table.get(key)
+        if t is None:
+            progress.stage("type inference")
         if t is not None:
             if t.done or not self.stack:
                 return t
