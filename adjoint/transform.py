@@ -495,7 +495,12 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
             isinstance(getattr(type(f), "__call__", None), types.FunctionType):
         # `layer(x)`: its class's `__call__`, the object's cotangent the callee's
         return forward_method(state, types.MethodType(type(f).__call__, f), tape, pos, kw)
-    target = (lower_function(f), f, cells(f), False) if plain else _target(f)
+    try:
+        target = (lower_function(f), f, cells(f), False) if plain else _target(f)
+    except lowering.UnsupportedError:
+        if any(is_differentiable(a) for a in pos + tuple(kw.values())):
+            raise
+        return _observed(f, pos, kw, f(*pos, **kw)), NondiffPB(nops)  # CPython's call
     if target is None:
         _refuse_opaque_write(f, pos, kw)
         return f(*pos, **kw), OpaquePB(f, nops)
@@ -503,7 +508,18 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
     if closure and f.defaults is not None:
         refuse_runtime_defaults(f, args[nfree:], slots, nfree)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)
-    return y, CallPB(jf, env, nfree, slots, closure)
+    return _observed(f, pos, kw, y), CallPB(jf, env, nfree, slots, closure)
+
+
+# called with (callee, positional values, keywords, result) after each interpreted call
+# of a user function: how the JIT learns the result type of a function it cannot type
+CALL_OBSERVERS: list = []
+
+
+def _observed(f: Any, pos: tuple, kw: dict, y: Any) -> Any:
+    for observe in CALL_OBSERVERS:
+        observe(f, pos, kw, y)
+    return y
 
 
 class UnpackedPB:

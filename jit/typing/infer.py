@@ -90,6 +90,8 @@ class Typing:
     static: dict = field(default_factory=dict)
     taint: float = float("inf")
     writes: bool = False
+    # a call site, here or in a callee, runs in the interpreter (jit.pullback.host_jcalls)
+    host_pullbacks: bool = False
     returns: bool = True        # some reachable path returns (else every one raises)
     stops: dict = field(default_factory=dict)   # block id -> its call that never returns
     # the source with its loops over differently typed tuple entries unrolled (what a

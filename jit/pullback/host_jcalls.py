@@ -1,0 +1,214 @@
+"""A `jcall` of a user function the JIT cannot compile: that call site runs in the
+interpreter, the code around it stays compiled (`jit.runtime.host_pullbacks`).
+
+    %t = jcall(f, %tape, kwnames, args...)   -> (y, HostPBT)
+    %g = jback(%pb, %reader, %dy, %cur)     -> new cotangents of (f, args...)
+
+`host_jcall` is the type rule `jit.pullback.jcalls` falls back on when lowering or
+typing the callee fails.  The forward host-calls the interpreter's pullback of f and
+pushes the handle of its `back` on the tape; the adjoint pops the handle and
+host-calls `back(dy)`, whose cotangents join those of the jcall operands.  When no
+operand is differentiated the call is plain CPython and the tape is not touched.
+The callee's result type is the one an interpreted run saw (`ResultTypeNeeded` until
+then).  Operands and results: numbers, float and int arrays, tuples of them.  A
+callee that lowering refuses runs only where no operand is differentiated (the
+interpreter cannot differentiate it); elsewhere the lowering's error stands.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from llvmlite import ir as L
+
+from ssair.ir import Const
+
+from jit.codegen.function import FunctionGen, lltype
+from jit.codegen.host_calls import call_host, operand_recipe
+from jit.pullback.array_values import unless_none
+from jit.pullback.tape_ops import pop_value, push_value
+from jit.runtime import host_pullbacks as hp
+from jit.runtime.host_calls import HostSite
+from jit.typing.infer import Call, Context, LiteralT
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, FunctionT, TupleT, Type
+
+_WARNED: set = set()
+
+
+class CallSiteFallbackWarning(RuntimeWarning):
+    """One call site runs in the interpreter; the function around it stays compiled."""
+
+
+@dataclass(frozen=True, repr=False)
+class HostPBT(Type):
+    """The pullback token of a jcall run by the interpreter: its handle is on the tape
+    when `active`; `grads` are the cotangent types of the jcall operands."""
+
+    name: str
+    fid: int
+    grads: tuple
+    active: bool
+    fn: Any = field(compare=False, hash=False, default=None)
+    token = True
+
+    def __str__(self) -> str:
+        return f"pullback(interpreted {self.name})"
+
+
+def crosses(t: Type) -> bool:
+    """Numbers, float/int/bool arrays and tuples of them: what a host pullback takes."""
+    if t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT):
+        return True
+    if isinstance(t, TupleT) and type(t) is TupleT:
+        return all(crosses(e) for e in t.elems)
+    return False
+
+
+def host_jcall(ctx: Context, s, ft: Type, why: Exception) -> Type:
+    """The type of jcall `s` of the user function `ft.func` run by the interpreter, or
+    `why` raised again where that cannot be done."""
+    from jit.pullback.cotangents import cotangent_type
+    from lowering import UnsupportedError
+    if isinstance(why, hp.ResultTypeNeeded) or not isinstance(ft, FunctionT):
+        raise why
+    f = ft.func
+    kwnames = tuple(ctx.const(s.args[2], ()))
+    operands = list(s.args[3:])
+    types = [ctx.type_of(a) for a in operands]
+    runtime = [t for a, t in zip(operands, types) if not _baked(a, t)]
+    if not all(crosses(t) for t in runtime):
+        raise why
+    active = any(cotangent_type(t) != NONE for t in runtime)
+    if active and isinstance(why, UnsupportedError):
+        raise why            # the interpreter cannot differentiate it either
+    _warn(ctx, s, f, why)
+    key = hp.result_key(f, tuple(_key_type(t) for t in types))
+    y = hp.RESULT_TYPES.get(key)
+    if y is None:
+        raise hp.ResultTypeNeeded(f"jit: the result type of {_name(f)} is not known until "
+                                  "it has run", (f,))
+    if not crosses(y):
+        ctx.fail(f"{_name(f)} runs in the interpreter, and its result (a {y}) cannot "
+                 "be passed back to compiled code")
+    ctx.typing.calls[s.var] = Call(None, operands, f)
+    ctx.typing.host_pullbacks = True
+    grads = tuple(cotangent_type(t) for t in types)
+    return TupleT((y, HostPBT(_name(f), id(f), grads, active, (f, kwnames))))
+
+
+def _baked(a: Any, t: Type) -> bool:
+    """An operand `operand_recipe` bakes into the site (a constant)."""
+    return isinstance(t, (LiteralT, FunctionT)) or isinstance(a, Const)
+
+
+def _key_type(t: Type) -> Type:
+    """The type `typeof` gives the value of an operand typed `t` (a literal's value's)."""
+    from jit.types import TypingError, typeof
+    if not isinstance(t, LiteralT):
+        return t
+    try:
+        return typeof(t.value)
+    except TypingError:
+        return t
+
+
+def _name(f: Any) -> str:
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", repr(f))
+
+
+def _warn(ctx: Context, s, f: Any, why: Exception) -> None:
+    """Once per call site: where it is, what runs in the interpreter, and why (shown
+    at the call's own file and line)."""
+    ir = ctx.typing.ir
+    caller = ir.name[:-len("_forward")] if ir.name.endswith("_forward") else ir.name
+    file, line = getattr(ir, "file", None) or "?", s.line or ir.firstline or 0
+    if (file, line, caller, _name(f)) in _WARNED:
+        return
+    _WARNED.add((file, line, caller, _name(f)))
+    reason = str(why).split("\n")[0].replace(_AUTO_NOTE, "")
+    warnings.warn_explicit(
+        f"zygopy: the call of {_name(f)} in {caller} at {file}:{line} runs in the "
+        f"interpreter (the rest of {caller} stays compiled): {reason}",
+        CallSiteFallbackWarning, file, line)
+
+
+_AUTO_NOTE = " (backend='auto' runs it in the interpreter)"
+
+
+# -- the forward ------------------------------------------------------------------------
+
+def cg_host_jcall(fc: FunctionGen, s, ts) -> L.Value:
+    """The host call of the interpreter's forward; its handle pushed on the tape."""
+    call = fc.typing.calls[s.var]
+    y_t, pb = s.type.elems
+    f, kwnames = pb.fn
+    if pb.active:
+        fn, kwnames = positional(f, len(call.operands) - len(kwnames), kwnames), ()
+        result = TupleT((y_t, INT64))
+    else:
+        fn, result = f, y_t
+    recipe, values = operand_recipe(fc, call.operands)
+    site = HostSite(hp.forward_caller(fn, pb.name, pb.active, y_t), pb.name, recipe,
+                    kwnames, result)
+    r = call_host(fc, site, values)
+    out = L.Constant(lltype(s.type), L.Undefined)
+    if not pb.active:
+        return fc.b.insert_value(out, r, 0)
+    push_value(fc, fc.get(s.args[1]), fc.b.extract_value(r, 1), INT64)
+    return fc.b.insert_value(out, fc.b.extract_value(r, 0), 0)
+
+
+def positional(f: Any, npos: int, kwnames: tuple) -> Any:
+    """`f` as a function of positional parameters only (keywords last, in `kwnames`
+    order), so that the interpreter's pullback gives a cotangent to each."""
+    if not kwnames:
+        return f
+    params = [f"a{i}" for i in range(npos)] + [f"k{i}" for i in range(len(kwnames))]
+    passed = params[:npos] + [f"{k}=k{i}" for i, k in enumerate(kwnames)]
+    ns = {"_callee": f, "__name__": getattr(f, "__module__", None) or "__main__"}
+    exec(f"def {f.__name__}({', '.join(params)}):\n"
+         f"    return _callee({', '.join(passed)})\n", ns)
+    return ns[f.__name__]
+
+
+# -- the adjoint ------------------------------------------------------------------------
+
+def t_host_jback(ctx: Context, s, ts) -> Type:
+    from jit.pullback.cotangents import accum_type
+    pb, cur = ts[0], ts[3]
+    grads = pb.grads if pb.active and ts[2] != NONE else (NONE,) * len(pb.grads)
+    out = (NONE,) + grads
+    curs = cur.elems if isinstance(cur, TupleT) else (NONE,) * len(out)
+    try:
+        return TupleT(tuple(accum_type(c, g) for c, g in zip(curs, out)))
+    except TypeError as e:
+        ctx.fail(str(e))
+
+
+def cg_host_jback(fc: FunctionGen, s, ts) -> L.Value:
+    """Pop the handle, host-call `back(dy)`, add its cotangents to the current ones."""
+    from jit.pullback.cotangents import accum_values
+    pb, dy_t, cur_t = ts[0], ts[2], ts[3]
+    parts = [(None, NONE)] * (1 + len(pb.grads))
+    if pb.active:
+        hid = pop_value(fc, fc.get(s.args[1]), INT64)
+        if dy_t != NONE:
+            parts = [(None, NONE)] + _cotangents(fc, pb, hid, fc.get(s.args[2]), dy_t)
+    cur = fc.get(s.args[3])
+    result = L.Constant(lltype(s.type), L.Undefined)
+    for i, ((v, vt), want) in enumerate(zip(parts, s.type.elems)):
+        c, ct = (fc.b.extract_value(cur, i), cur_t.elems[i]) if isinstance(cur_t, TupleT) \
+            else (None, NONE)
+        result = fc.b.insert_value(result, accum_values(fc, c, ct, v, vt, want), i)
+    return result
+
+
+def _cotangents(fc: FunctionGen, pb: HostPBT, hid, dy, dy_t: Type) -> list:
+    """(value, type) of the cotangent `back(dy)` gives each operand."""
+    want = TupleT(pb.grads)
+    site = HostSite(hp.backward_caller(pb.name), f"the pullback of {pb.name}",
+                    [("slot", INT64), ("slot", dy_t)], (), want, cotangents=True,
+                    cotangent_args=(1,))
+    g = unless_none(fc, dy_t, dy, lambda: call_host(fc, site, [hid, dy]), want)
+    return [(fc.b.extract_value(g, i), e) for i, e in enumerate(want.elems)]
