@@ -228,3 +228,34 @@ def test_operand_kind_not_supported_is_refused():
     with pytest.raises(TypingError, match="captures 'k'"):
         gradient(f, 2.0, backend="llvm")
     assert gradient(f, 2.0, backend="interp") == (2 * 2.0 + 1.0,)
+
+
+def test_exception_in_the_callee_reruns_the_call_in_the_interpreter(data):
+    w, _ = data
+
+    def scalar_method(x):
+        k = 0.0
+        get = lambda: x.item() * k      # noqa: E731  np.float64 has .item(); a float not
+        k = 3.0
+        return get()
+
+    def f(v):
+        return scalar_method(v[0]) * v[1]
+    for _ in range(3):
+        g = gradient(f, w, backend="llvm")[0]
+        np.testing.assert_allclose(g[:2], [3 * w[1], 3 * w[0]], rtol=1e-13)
+
+    def refuses(x):
+        k = 0.0
+        get = lambda: x * k             # noqa: E731
+        k = 1.0
+        if x < 0:
+            raise ValueError("negative input")
+        return get()
+
+    def h(x):
+        return refuses(x) * x
+    assert gradient(h, 2.0, backend="llvm") == (4.0,)
+    assert gradient(h, 2.0, backend="llvm") == (4.0,)
+    with pytest.raises(ValueError, match="negative input"):
+        gradient(h, -2.0, backend="llvm")

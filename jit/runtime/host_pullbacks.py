@@ -98,12 +98,21 @@ def forward_caller(fn: Callable, name: str, active: bool, result: Type) -> Calla
     """The host callable of a forward call site: `(y, handle)` where an operand is
     differentiated, else `y` from CPython.  A result of another type than the one
     compiled for (`result`, learned from an earlier run) leaves compiled code
-    (`NativeDeopt`): the runner runs that call in the interpreter."""
-    def forward(*args):
-        if not active:
-            return _checked(fn(*args), result, name)
+    (`NativeDeopt`): the runner runs that call in the interpreter.  So does an
+    exception: compiled code does not keep every value's Python class (a numpy
+    float64 reaches the callee as a float), so the interpreter's run of the whole
+    call decides what is raised."""
+    def forward(*args, **kwargs):
         from adjoint.api import pullback
-        y, back = pullback(fn, *(_owned(a) for a in args), backend="interp")
+        try:
+            if not active:
+                return _checked(fn(*args, **kwargs), result, name)
+            y, back = pullback(fn, *(_owned(a) for a in args), backend="interp")
+        except NativeDeopt:
+            raise
+        except Exception as exc:      # noqa: BLE001  (raised again by the interpreter)
+            raise NativeDeopt(f"{name} raised {type(exc).__name__} when called from "
+                              "compiled code") from None
         return _checked(y, result, name), store(back)
     forward.__qualname__ = name
     return forward
