@@ -500,7 +500,7 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
     except lowering.UnsupportedError:
         if any(is_differentiable(a) for a in pos + tuple(kw.values())):
             raise
-        return _observed(f, pos, kw, f(*pos, **kw)), NondiffPB(nops)  # CPython's call
+        return interp.observed(f, pos, kw, f(*pos, **kw)), NondiffPB(nops)  # CPython's call
     if target is None:
         _refuse_opaque_write(f, pos, kw)
         return f(*pos, **kw), OpaquePB(f, nops)
@@ -508,18 +508,7 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
     if closure and f.defaults is not None:
         refuse_runtime_defaults(f, args[nfree:], slots, nfree)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)
-    return _observed(f, pos, kw, y), CallPB(jf, env, nfree, slots, closure)
-
-
-# called with (callee, positional values, keywords, result) after each interpreted call
-# of a user function: how the JIT learns the result type of a function it cannot type
-CALL_OBSERVERS: list = []
-
-
-def _observed(f: Any, pos: tuple, kw: dict, y: Any) -> Any:
-    for observe in CALL_OBSERVERS:
-        observe(f, pos, kw, y)
-    return y
+    return interp.observed(f, pos, kw, y), CallPB(jf, env, nfree, slots, closure)
 
 
 class UnpackedPB:

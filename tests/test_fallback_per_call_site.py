@@ -259,3 +259,42 @@ def test_exception_in_the_callee_reruns_the_call_in_the_interpreter(data):
     assert gradient(h, 2.0, backend="llvm") == (4.0,)
     with pytest.raises(ValueError, match="negative input"):
         gradient(h, -2.0, backend="llvm")
+
+
+def test_calls_without_a_gradient_run_in_cpython(data):
+    w, X = data
+
+    def factorial_half(n):
+        import math        # lowering refuses imports: CPython runs the call
+        return math.factorial(n) * 0.5
+
+    def f(v, n):
+        return np.sum(np.tanh(X @ v)) * factorial_half(n) + guarded_double(3.0) * v[0]
+    ref = gradient(f, w, 3, backend="interp")
+    for _ in range(2):
+        g = gradient(f, w, 3, backend="llvm")
+        np.testing.assert_allclose(g[0], ref[0], rtol=1e-12)
+        assert g[1] is None
+    np.testing.assert_allclose(g[0], central(lambda v: f(v, 3), (w,), 0), rtol=1e-6)
+    y, back = compiled_pullback(f, w, 3)
+    assert y == pytest.approx(f(w, 3), rel=1e-13)
+    assert back.env.handles == []          # no pullback made: nothing on the tape
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_forward_mode_tangent_from_the_interpreter(data, backend):
+    from adjoint import jvp
+    w, X = data
+    t = np.linspace(-1.0, 1.0, w.size)
+
+    def f(v):
+        return np.sum(np.tanh(X @ v)) * guarded_sin(v[0], scale=2.0)
+    for _ in range(2):
+        y, dy = jvp(f, (w,), (t,), backend=backend)
+        assert y == pytest.approx(f(w), rel=1e-13)
+        assert dy == pytest.approx(float(central(f, (w,), 0) @ t), rel=1e-6)
+    if backend == "llvm":
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            warnings.simplefilter("ignore", CallSiteFallbackWarning)
+            assert jvp(f, (w,), (t,), backend="auto")[1] == pytest.approx(dy, rel=1e-13)

@@ -73,7 +73,8 @@ class LLVMBackend:
             return hit
         try:
             argtypes = tuple(typeof(a) for a in args)
-            code = ForwardCode(jf, argtypes)
+            with handles.learning():
+                code = ForwardCode(jf, argtypes)
         except ResultTypeNeeded:
             raise      # not remembered: an interpreted run teaches the type
         except TypingError as e:

@@ -30,7 +30,8 @@ from jit.pullback.array_values import unless_none
 from jit.pullback.tape_ops import pop_value, push_value
 from jit.runtime import host_pullbacks as hp
 from jit.runtime.host_calls import HostSite
-from jit.typing.infer import Call, Context, LiteralT
+from jit.library.registry import Impl
+from jit.typing.infer import CALL_FALLBACKS, Call, Context, LiteralT
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, FunctionT, TupleT, Type
 
 _WARNED: set = set()
@@ -77,14 +78,39 @@ def host_jcall(ctx: Context, s, ft: Type, why: Exception) -> Type:
     operands = list(s.args[3:])
     types = [ctx.type_of(a) for a in operands]
     runtime = [t for a, t in zip(operands, types) if not _baked(a, t)]
-    if not all(crosses(t) for t in runtime):
-        raise why
     active = any(cotangent_type(t) != NONE for t in runtime)
     if active and isinstance(why, UnsupportedError):
         raise why            # the interpreter cannot differentiate it either
+    y = _result_type(ctx, s, f, operands, types, why)
+    ctx.typing.host_pullbacks |= active
+    grads = tuple(cotangent_type(t) for t in types)
+    return TupleT((y, HostPBT(_name(f), id(f), grads, active, (f, kwnames))))
+
+
+def host_call(ctx: Context, s, ts, why: Exception) -> Type:
+    """The type of the plain call `s` (no operand differentiated) of a user function
+    that cannot be lowered or typed: CPython runs it (the interpreter a function
+    zygopy generated, such as a callee's tangent), or `why` is raised again."""
+    if isinstance(why, hp.ResultTypeNeeded) or not isinstance(ts[0], FunctionT):
+        raise why
+    f = ts[0].func
+    operands = list(s.args[1:]) + list(s.kwargs.values())
+    y = _result_type(ctx, s, f, operands, [ctx.type_of(a) for a in operands], why)
+    ctx.typing.impls[s.var] = PYTHON_CALL
+    return y
+
+
+def _result_type(ctx: Context, s, f: Any, operands: list, types: list,
+                 why: Exception) -> Type:
+    """The result type a host call of `f` is compiled for (learned from a run), after
+    checking what crosses; warns once for the call site.  Records the call."""
+    runtime = [t for a, t in zip(operands, types) if not _baked(a, t)]
+    if not all(crosses(t) for t in runtime):
+        raise why
+    y = hp.RESULT_TYPES.get(hp.result_key(f, tuple(_key_type(t) for t in types)))
+    if y is None and not hp.can_learn():
+        raise why
     _warn(ctx, s, f, why)
-    key = hp.result_key(f, tuple(_key_type(t) for t in types))
-    y = hp.RESULT_TYPES.get(key)
     if y is None:
         raise hp.ResultTypeNeeded(f"jit: the result type of {_name(f)} is not known until "
                                   "it has run", (f,))
@@ -92,9 +118,7 @@ def host_jcall(ctx: Context, s, ft: Type, why: Exception) -> Type:
         ctx.fail(f"{_name(f)} runs in the interpreter, and its result (a {y}) cannot "
                  "be passed back to compiled code")
     ctx.typing.calls[s.var] = Call(None, operands, f)
-    ctx.typing.host_pullbacks = True
-    grads = tuple(cotangent_type(t) for t in types)
-    return TupleT((y, HostPBT(_name(f), id(f), grads, active, (f, kwnames))))
+    return y
 
 
 def _baked(a: Any, t: Type) -> bool:
@@ -121,19 +145,28 @@ def _warn(ctx: Context, s, f: Any, why: Exception) -> None:
     """Once per call site: where it is, what runs in the interpreter, and why (shown
     at the call's own file and line)."""
     ir = ctx.typing.ir
-    caller = ir.name[:-len("_forward")] if ir.name.endswith("_forward") else ir.name
+    caller = _user_name(ir.meta.get("source_name", ir.name))
     file, line = getattr(ir, "file", None) or "?", s.line or ir.firstline or 0
-    if (file, line, caller, _name(f)) in _WARNED:
+    callee = _user_name(_name(f))
+    if (file, line, caller, callee) in _WARNED:
         return
-    _WARNED.add((file, line, caller, _name(f)))
+    _WARNED.add((file, line, caller, callee))
     reason = str(why).split("\n")[0].replace(_AUTO_NOTE, "")
     warnings.warn_explicit(
-        f"zygopy: the call of {_name(f)} in {caller} at {file}:{line} runs in the "
-        f"interpreter (the rest of {caller} stays compiled): {reason}",
+        f"zygopy: the call of {callee} in {caller} at {file}:{line} runs in "
+        f"Python (the rest of {caller} stays compiled): {reason}",
         CallSiteFallbackWarning, file, line)
 
 
 _AUTO_NOTE = " (backend='auto' runs it in the interpreter)"
+
+
+def _user_name(name: str) -> str:
+    """The user's name of a function zygopy derived (`f_forward`, `f_tangent`)."""
+    for suffix in ("_forward", "_tangent"):
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
 
 
 # -- the forward ------------------------------------------------------------------------
@@ -170,6 +203,28 @@ def positional(f: Any, npos: int, kwnames: tuple) -> Any:
     exec(f"def {f.__name__}({', '.join(params)}):\n"
          f"    return _callee({', '.join(passed)})\n", ns)
     return ns[f.__name__]
+
+
+def _lower_python_call(fc: FunctionGen, s, ts) -> L.Value:
+    f = fc.typing.calls[s.var].callee
+    recipe, values = operand_recipe(fc, list(s.args[1:]) + list(s.kwargs.values()))
+    fn = hp.forward_caller(_runnable(f), _name(f), False, s.type)
+    return call_host(fc, HostSite(fn, _name(f), recipe, tuple(s.kwargs), s.type), values)
+
+
+def _runnable(f: Any) -> Any:
+    """`f`, or the interpreter's run of a function zygopy generated (a stub with IR)."""
+    if not getattr(f, "__zygopy_generated__", None):
+        return f
+    from ssair import interpret
+    from jit.typing.infer import lower_function
+    return lambda *args: interpret(lower_function(f), *args)
+
+
+_lower_python_call.native = "host call"
+PYTHON_CALL = Impl("a user function the JIT cannot compile, run by Python", None,
+                   host_call, _lower_python_call)
+CALL_FALLBACKS.append(host_call)
 
 
 # -- the adjoint ------------------------------------------------------------------------

@@ -169,24 +169,38 @@ def _owned(v: Any) -> Any:
 
 # -- learning result types --------------------------------------------------------------
 
+@contextmanager
+def learning():
+    """While a runner that can learn result types (by an interpreted run, on
+    `ResultTypeNeeded`) compiles: elsewhere (`jit.jit`) a call whose result type is
+    unknown keeps the JIT's own refusal."""
+    _LOCAL.learning = getattr(_LOCAL, "learning", 0) + 1
+    try:
+        yield
+    finally:
+        _LOCAL.learning -= 1
+
+
+def can_learn() -> bool:
+    return getattr(_LOCAL, "learning", 0) > 0
+
+
 def result_key(fn: Any, argtypes: tuple) -> tuple:
     return (getattr(fn, "__code__", fn), argtypes)
 
 
 @contextmanager
 def observing(functions: tuple):
-    """Record in `RESULT_TYPES` what each of `functions` returns while the block runs
-    in the interpreter (through `adjoint.transform.CALL_OBSERVERS`)."""
-    from adjoint.transform import CALL_OBSERVERS
-    codes = {getattr(f, "__code__", f) for f in functions}
+    """Record in `RESULT_TYPES` what the user functions called while the block runs in
+    the interpreter return (through `ssair.interpreter.CALL_OBSERVERS`): `functions`,
+    whose result type is missing, and every other, which a later compile may need."""
+    from ssair.interpreter import CALL_OBSERVERS
 
     def observe(f: Any, pos: tuple, kw: dict, y: Any) -> None:
-        code = getattr(f, "__code__", f)
-        if code not in codes:
-            return
         try:
             key = result_key(f, tuple(typeof(a) for a in pos + tuple(kw.values())))
-            RESULT_TYPES.setdefault(key, typeof(y))
+            if key not in RESULT_TYPES:
+                RESULT_TYPES[key] = typeof(y)
         except TypingError:
             pass     # an argument or result compiled code cannot hold: refused later
     CALL_OBSERVERS.append(observe)

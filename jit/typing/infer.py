@@ -151,6 +151,10 @@ POST_TYPING_REWRITES: list = []
 # `handler(ctx, stmt, types) -> Type or None`, asked for a call of a callable that has
 # no registry entry (jit.library.numpy_calls.effect_call)
 UNTYPED_CALLS: list = []
+# `handler(ctx, stmt, types, why) -> Type`, asked for a call of a user function that
+# cannot be lowered or typed (`why`): it runs in Python from compiled code, or `why`
+# is raised again (jit.pullback.host_jcalls)
+CALL_FALLBACKS: list = []
 # [object_call]: the function a call of an object (`jit.types.RecordT`) runs, or None
 # (jit.library.records: its class's `__call__` bound to it)
 OBJECT_CALLS: list = []
@@ -597,8 +601,15 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     if not isinstance(callee, FunctionT):
         ctx.fail(f"calling a value of type {callee} is not supported")
     f = callee.func
-    if isinstance(f, IR) or is_user_function(f):
+    if isinstance(f, IR):
         return _user_call(ctx, s, f, [], closure=False)
+    if is_user_function(f):
+        try:
+            return _user_call(ctx, s, f, [], closure=False)
+        except (TypingError, lowering.UnsupportedError) as why:
+            if not CALL_FALLBACKS:
+                raise
+            return CALL_FALLBACKS[0](ctx, s, ts, why)
     need = rewrite_needed(f, s, ts)
     if need is not None:
         raise need
