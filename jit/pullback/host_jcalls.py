@@ -104,9 +104,10 @@ def _result_type(ctx: Context, s, f: Any, operands: list, types: list,
                  why: Exception) -> Type:
     """The result type a host call of `f` is compiled for (learned from a run), after
     checking what crosses; warns once for the call site.  Records the call."""
+    from adjoint.special_callees import own_rule_code
     runtime = [t for a, t in zip(operands, types) if not _baked(a, t)]
-    if not all(crosses(t) for t in runtime):
-        raise why
+    if not all(crosses(t) for t in runtime) or own_rule_code(f):
+        raise why     # (zygopy's own rule code: the whole function's fallback names it)
     y = hp.RESULT_TYPES.get(hp.result_key(f, tuple(_key_type(t) for t in types)))
     if y is None and not hp.can_learn():
         raise why
