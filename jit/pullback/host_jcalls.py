@@ -1,18 +1,24 @@
-"""A `jcall` of a user function the JIT cannot compile: that call site runs in the
-interpreter, the code around it stays compiled (`jit.runtime.host_pullbacks`).
+"""A call of a user function the JIT cannot compile: that call site runs in Python,
+the code around it stays compiled (`jit.runtime.host_pullbacks`).
 
     %t = jcall(f, %tape, kwnames, args...)   -> (y, HostPBT)
     %g = jback(%pb, %reader, %dy, %cur)     -> new cotangents of (f, args...)
+    %y = call(f, args...)                   (no operand differentiated)
 
 `host_jcall` is the type rule `jit.pullback.jcalls` falls back on when lowering or
 typing the callee fails.  The forward host-calls the interpreter's pullback of f and
 pushes the handle of its `back` on the tape; the adjoint pops the handle and
 host-calls `back(dy)`, whose cotangents join those of the jcall operands.  When no
-operand is differentiated the call is plain CPython and the tape is not touched.
+operand is differentiated the jcall is plain CPython and the tape is not touched.
+`host_call` does the same for a plain `call` that cannot be typed
+(`jit.typing.infer.CALL_FALLBACKS`): CPython runs it, or the interpreter for a
+function zygopy generated (a callee's tangent function in forward mode).
+
 The callee's result type is the one an interpreted run saw (`ResultTypeNeeded` until
-then).  Operands and results: numbers, float and int arrays, tuples of them.  A
-callee that lowering refuses runs only where no operand is differentiated (the
-interpreter cannot differentiate it); elsewhere the lowering's error stands.
+then, where the runner can learn it).  Operands and results: numbers, float and int
+arrays, tuples of them.  A callee that lowering refuses runs only where no operand is
+differentiated (the interpreter cannot differentiate it); elsewhere the lowering's
+error stands.  One `CallSiteFallbackWarning` per call site.
 """
 from __future__ import annotations
 
@@ -38,7 +44,8 @@ _WARNED: set = set()
 
 
 class CallSiteFallbackWarning(RuntimeWarning):
-    """One call site runs in the interpreter; the function around it stays compiled."""
+    """One call site runs in Python (the interpreter or CPython); the function around
+    it stays compiled."""
 
 
 @dataclass(frozen=True, repr=False)
