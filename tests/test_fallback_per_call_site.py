@@ -298,3 +298,43 @@ def test_forward_mode_tangent_from_the_interpreter(data, backend):
             warnings.simplefilter("error")
             warnings.simplefilter("ignore", CallSiteFallbackWarning)
             assert jvp(f, (w,), (t,), backend="auto")[1] == pytest.approx(dy, rel=1e-13)
+
+
+def test_callee_writing_into_its_argument_is_not_split_off(data):
+    w, _ = data
+
+    def scale_first(a):
+        k = 0.0
+        get = lambda: k              # noqa: E731
+        k = 1.0
+        a[0] = a[0] * 3.0            # the caller sees this write
+        return a[1] * get()
+
+    def f(v):
+        u = v * 1.0
+        return scale_first(u) + np.sum(u * u)
+    ref = gradient(f, w, backend="interp")[0]
+    np.testing.assert_allclose(ref, central(f, (w,), 0), rtol=1e-6, atol=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            np.testing.assert_allclose(gradient(f, w)[0], ref, rtol=1e-12)
+
+
+def test_no_handle_left_after_a_raise():
+    def refuses(x):
+        k = 0.0
+        get = lambda: x * k             # noqa: E731
+        k = 1.0
+        if x > 5.0:
+            raise ValueError("too large")
+        return get()
+
+    def h(x, y):
+        return refuses(x) * y + refuses(y)
+    before = len(LIVE)
+    gradient(h, 1.0, 2.0, backend="llvm")
+    with pytest.raises(ValueError, match="too large"):
+        gradient(h, 1.0, 7.0, backend="llvm")     # the second call site raises
+    gc.collect()
+    assert len(LIVE) == before

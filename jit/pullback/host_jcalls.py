@@ -88,10 +88,26 @@ def host_jcall(ctx: Context, s, ft: Type, why: Exception) -> Type:
     active = any(cotangent_type(t) != NONE for t in runtime)
     if active and isinstance(why, UnsupportedError):
         raise why            # the interpreter cannot differentiate it either
+    if active and _writes_into_arguments(f, types):
+        raise why            # its writes would reach the interpreter's copies only
     y = _result_type(ctx, s, f, operands, types, why)
     ctx.typing.host_pullbacks |= active
     grads = tuple(cotangent_type(t) for t in types)
     return TupleT((y, HostPBT(_name(f), id(f), grads, active, (f, kwnames))))
+
+
+def _writes_into_arguments(f: Any, types: list) -> bool:
+    """May `f` write into an array it is passed (its J transform's in-out arguments)?
+    Where that cannot be told, yes."""
+    from adjoint.transform import transform
+    from jit.pullback.cotangents import cotangent_type
+    from jit.typing.infer import lower_function
+    active = tuple(0 if cotangent_type(t) == NONE else 2 if isinstance(t, ArrayT) else 1
+                   for t in types)
+    try:
+        return bool(transform(lower_function(f), active, tuple(map(str, types))).inout)
+    except Exception:       # noqa: BLE001  (the whole function's fallback says why)
+        return True
 
 
 def host_call(ctx: Context, s, ts, why: Exception) -> Type:
