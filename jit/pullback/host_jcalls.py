@@ -38,9 +38,12 @@ from jit.runtime import host_pullbacks as hp
 from jit.runtime.host_calls import HostSite
 from jit.library.registry import Impl
 from jit.typing.infer import CALL_FALLBACKS, Call, Context, LiteralT
+from jit.typing.unroll import RetypeNeeded
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, FunctionT, TupleT, Type
 
 _WARNED: set = set()
+# what typing raises to be retried, not a refusal of the callee
+_NOT_REFUSALS = (hp.ResultTypeNeeded, RetypeNeeded)
 
 
 class CallSiteFallbackWarning(RuntimeWarning):
@@ -78,7 +81,7 @@ def host_jcall(ctx: Context, s, ft: Type, why: Exception) -> Type:
     `why` raised again where that cannot be done."""
     from jit.pullback.cotangents import cotangent_type
     from lowering import UnsupportedError
-    if isinstance(why, hp.ResultTypeNeeded) or not isinstance(ft, FunctionT):
+    if isinstance(why, _NOT_REFUSALS) or not isinstance(ft, FunctionT):
         raise why
     f = ft.func
     kwnames = tuple(ctx.const(s.args[2], ()))
@@ -114,7 +117,7 @@ def host_call(ctx: Context, s, ts, why: Exception) -> Type:
     """The type of the plain call `s` (no operand differentiated) of a user function
     that cannot be lowered or typed: CPython runs it (the interpreter a function
     zygopy generated, such as a callee's tangent), or `why` is raised again."""
-    if isinstance(why, hp.ResultTypeNeeded) or not isinstance(ts[0], FunctionT):
+    if isinstance(why, _NOT_REFUSALS) or not isinstance(ts[0], FunctionT):
         raise why
     f = ts[0].func
     operands = list(s.args[1:]) + list(s.kwargs.values())
