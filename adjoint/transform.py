@@ -505,7 +505,12 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
             isinstance(getattr(type(f), "__call__", None), types.FunctionType):
         # `layer(x)`: its class's `__call__`, the object's cotangent the callee's
         return forward_method(state, types.MethodType(type(f).__call__, f), tape, pos, kw)
-    target = (lower_function(f), f, cells(f), False) if plain else _target(f)
+    try:
+        target = (lower_function(f), f, cells(f), False) if plain else _target(f)
+    except lowering.UnsupportedError:
+        if any(is_differentiable(a) for a in pos + tuple(kw.values())):
+            raise
+        return interp.observed(f, pos, kw, f(*pos, **kw)), NondiffPB(nops)  # CPython's call
     if target is None:
         _refuse_opaque_write(f, pos, kw)
         return f(*pos, **kw), OpaquePB(f, nops)
@@ -513,7 +518,7 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
     if closure and f.defaults is not None:
         refuse_runtime_defaults(f, args[nfree:], slots, nfree)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)
-    return y, CallPB(jf, env, nfree, slots, closure)
+    return interp.observed(f, pos, kw, y), CallPB(jf, env, nfree, slots, closure)
 
 
 class UnpackedPB:

@@ -9,6 +9,7 @@ from jit.types import (BOOL, FLOAT64, INT64, NONE, READER, TAPE, ArrayT, Closure
 from jit.runtime.tape import NativeReader, NativeTape
 from jit.cuda import code_ptx
 from jit.pullback.backend import BACKEND as GRAD_BACKEND, JitFallbackWarning
+from jit.pullback.host_jcalls import CallSiteFallbackWarning
 from jit.pullback.backend import register as _register
 from jit.pullback.fast_path import register as _register_fast
 from jit.pullback.fast_gradient import register as _register_fast_gradient
@@ -20,7 +21,7 @@ __all__ = ["jit", "code_typed", "code_llvm", "code_native", "code_ptx", "TypingE
            "typeof", "Typing", "Dispatcher", "compile_typing", "ENGINE", "BOOL", "INT64",
            "FLOAT64", "NONE", "READER", "TAPE", "ArrayT", "TupleT", "FunctionT", "ClosureT",
            "Type", "NativeReader", "NativeTape", "GRAD_BACKEND", "JitFallbackWarning",
-           "register_backends", "vmap"]
+           "CallSiteFallbackWarning", "register_backends", "vmap"]
 
 
 def register_backends() -> None:

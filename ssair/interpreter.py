@@ -197,9 +197,13 @@ def _call(state: State, f: Any, args: tuple, kwargs: dict) -> Any:
         if f is _LOWER[1]:       # f(*t, **d) of a tuple and dict known only now
             g, t, d = args
             return _call(state, g, tuple(t), dict(d) if d is not None else {})
-        ir = _user_ir(f)
+        try:
+            ir = _user_ir(f)
+        except Refusal:          # a construct lowering refuses: CPython runs the call
+            return observed(f, args, kwargs, f(*args, **kwargs))
         if ir is not None:
-            return _call_ir(state, ir, _cells(f) + _bind(ir, f, args, kwargs))
+            y = _call_ir(state, ir, _cells(f) + _bind(ir, f, args, kwargs))
+            return observed(f, args, kwargs, y) if CALL_OBSERVERS else y
     elif tf is types.MethodType and type(f.__func__) is types.FunctionType:
         ir = _user_ir(f.__func__)
         if ir is not None:
@@ -208,6 +212,18 @@ def _call(state: State, f: Any, args: tuple, kwargs: dict) -> Any:
     elif isinstance(f, IR):
         return _call_ir(state, f, _bind_ir(f, args, kwargs))
     return f(*args, **kwargs)
+
+
+# called with (function, positional values, keywords, result) after each call of a user
+# function: how a compiler learns the result type of one it cannot type
+CALL_OBSERVERS: list = []
+
+
+def observed(f: Any, args: tuple, kwargs: dict, y: Any) -> Any:
+    """`y`, the result of `f(*args, **kwargs)`, after each observer saw the call."""
+    for observe in CALL_OBSERVERS:
+        observe(f, tuple(args), kwargs, y)
+    return y
 
 
 def _call_ir(state: State, ir: IR, args: tuple) -> Any:

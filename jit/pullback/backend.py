@@ -19,6 +19,8 @@ from ssair import progress
 from ssair.compile_lock import compiling
 
 from jit.pullback.runner import ForwardCode, NativeDeopt, NativeEnv
+from jit.runtime import host_pullbacks as handles
+from jit.runtime.host_pullbacks import ResultTypeNeeded
 from jit.types import INT64_MAX, INT64_MIN, TypingError, typeof
 
 _SCALARS = (float, int, bool)
@@ -47,6 +49,7 @@ class LLVMBackend:
     def __init__(self) -> None:
         self.codes: dict = {}
         self.warned: set = set()
+        self.learned: set = set()     # (J transform, missing result type) learned once
 
     def code_for(self, jf: Any, args: tuple) -> ForwardCode:
         """The compiled forward for these argument values (cached; failures too)."""
@@ -73,7 +76,10 @@ class LLVMBackend:
         progress.label(f"gradient of {primal.name} ({primal.file}:{primal.firstline})", True)
         try:
             argtypes = tuple(typeof(a) for a in args)
-            code = ForwardCode(jf, argtypes)
+            with handles.learning():
+                code = ForwardCode(jf, argtypes)
+        except ResultTypeNeeded:
+            raise      # not remembered: an interpreted run teaches the type
         except TypingError as e:
             self.codes[key] = (jf, str(e))
             raise
@@ -89,12 +95,35 @@ class LLVMBackend:
     def forward(self, jf: Any, tape: Any, args: tuple) -> tuple:
         try:
             code = self.code_for(jf, args)
-            y, blk = code.call(*args)
+        except ResultTypeNeeded as need:
+            return self._learn_result_types(jf, tape, args, need)
         except NativeDeopt:  # a value beyond int64: exact Python semantics instead
-            from ssair import interpret
-            y, env = interpret(jf.forward, tape, *args)
-            return y, InterpEnv(env)
-        return y, NativeEnv(blk, code, args)
+            return self._interpreted(jf, tape, args)
+        start = handles.mark()
+        try:
+            y, blk = code.call(*args)
+        except NativeDeopt:
+            handles.release(handles.claim(start))
+            return self._interpreted(jf, tape, args)
+        except BaseException:
+            handles.release(handles.claim(start))
+            raise
+        return y, NativeEnv(blk, code, args, handles.claim(start))
+
+    def _interpreted(self, jf: Any, tape: Any, args: tuple) -> tuple:
+        from ssair import interpret
+        y, env = interpret(jf.forward, tape, *args)
+        return y, InterpEnv(env)
+
+    def _learn_result_types(self, jf: Any, tape: Any, args: tuple, need: Exception):
+        """This call in the interpreter, recording what the callees compiled code
+        calls through the interpreter return; the next call compiles.  (Warned when
+        a run did not teach the missing type: the call was not reached.)"""
+        if (id(jf), str(need)) in self.learned:
+            self.fallback(TypingError(f"{need} (no interpreted run has reached the call)"))
+        self.learned.add((id(jf), str(need)))
+        with handles.observing(need.functions):
+            return self._interpreted(jf, tape, args)
 
     def adjoint(self, jf: Any, reader: Any, env: Any, dy: Any) -> tuple:
         if type(env) is InterpEnv:
@@ -104,7 +133,13 @@ class LLVMBackend:
             code = env.code.adjoint_for(dy)
         except TypingError as e:
             return self._adjoint_in_interpreter(jf, env, dy, e)
-        return code.call(env.blk, dy)
+        if not env.code.host_pullbacks:
+            return code.call(env.blk, dy)
+        start = handles.mark()      # (a checkpointed loop's recompute makes handles)
+        try:
+            return code.call(env.blk, dy)
+        finally:
+            env.handles = list(env.handles) + handles.claim(start)
 
     def _adjoint_in_interpreter(self, jf: Any, env: NativeEnv, dy: Any, why: Exception):
         """A `dy` whose type the compiled adjoint cannot take: rerun the forward in

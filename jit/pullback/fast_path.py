@@ -112,6 +112,8 @@ def _build(f: Any, args: tuple) -> Any:
         adj = code.adjoint_for_type(FLOAT64)
     except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
         return False
+    if code.host_pullbacks:    # its tape holds pullbacks the general path's env owns
+        return False
     if code.typing.ret.elems[0] not in _LIKE:    # (None: back(dy) takes only dy None)
         return False
     gtypes = adj.typing.ret.elems

@@ -16,6 +16,9 @@ so the reader stands right behind it), calls the callee's adjoint with the same
 reader, routes its per-parameter cotangents to the jcall operands and adds the
 current ones `cur`.
 
+A user function that cannot be lowered or typed becomes a call into the interpreter
+from compiled code (`jit.pullback.host_jcalls`): only that call site leaves native code.
+
 Not compiled (TypingError, so backend="auto" falls back to the interpreter): a callee
 with a derivative rule called through a value, library callees without rules, nested
 `gradient` calls, and callees that write into array arguments (in-out cotangents).
@@ -36,6 +39,7 @@ from ssair.ir import IR, Const
 
 from jit.codegen.function import FunctionGen, codegen, lltype
 from jit.pullback.array_values import unless_none
+from jit.pullback.host_jcalls import HostPBT, cg_host_jback, cg_host_jcall, host_jcall, t_host_jback
 from jit.pullback.tape_ops import pop_value, push_value, static_phis
 from jit.typing.infer import (Call, Context, Packed, bind_operands,
                               call_argument_type, is_user_function, lower_function,
@@ -121,12 +125,22 @@ def _callee(ctx: Context, ft: Type) -> tuple:
 
 @rule("jcall")
 def _t_jcall(ctx: Context, s, ts) -> Type:
-    from adjoint.transform import transform
     if ts[1] != TAPE:
         ctx.fail(f"jcall on a {ts[1]}, not a tape")
     f, captured, closure = _callee(ctx, ts[0])
     if captured is None:
         return _t_rule_jcall(ctx, s, f)
+    try:
+        return _t_user_jcall(ctx, s, ts, f, captured, closure)
+    except (TypingError, UnsupportedError) as why:
+        if isinstance(f, IR) or captured or closure:
+            raise
+        return host_jcall(ctx, s, ts[0], why)
+
+
+def _t_user_jcall(ctx: Context, s, ts, f: Any, captured: list, closure: Any) -> Type:
+    """The jcall of a user function compiled with its caller (on the same tape)."""
+    from adjoint.transform import transform
     ir = f if isinstance(f, IR) else lower_function(f)
     kwnames = tuple(ctx.const(s.args[2], ()))
     rest = list(s.args[3:])
@@ -145,6 +159,7 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
         ctx.fail(f"{ir.name} writes into an array it captured; such closures are not "
                  "compiled yet")
     target = ctx.engine.infer(jf.forward, (TAPE,) + argtypes)
+    ctx.typing.host_pullbacks |= target.host_pullbacks
     ctx.typing.calls[s.var] = Call(target, operands, f)
     y = _result_type(ctx, ir, argtypes, target)
     if y is None:
@@ -340,6 +355,8 @@ def _cg_rule_jcall(fc: FunctionGen, s, ts):
 
 @codegen("jcall")
 def _cg_jcall(fc: FunctionGen, s, ts):
+    if isinstance(s.type.elems[1], HostPBT):
+        return cg_host_jcall(fc, s, ts)
     if isinstance(s.type.elems[1], RulePBT):
         if s.type.elems[1].rule is None and s.type.elems[1].fid == 0:
             return _cg_effect_jcall(fc, s, ts)
@@ -438,6 +455,8 @@ def _t_jback(ctx: Context, s, ts) -> Type:
     pb, cur = ts[0], ts[3]
     if isinstance(pb, RulePBT):
         return _t_rule_jback(ctx, s, ts)
+    if isinstance(pb, HostPBT):
+        return t_host_jback(ctx, s, ts)
     if not isinstance(pb, CallPBT):
         ctx.fail(f"jback of a {pb} (only compiled jcalls are supported)")
     if ts[1] != READER:
@@ -583,6 +602,8 @@ def _cg_jback(fc: FunctionGen, s, ts):
     pb = ts[0]
     if isinstance(pb, RulePBT):
         return _cg_rule_jback(fc, s, ts)
+    if isinstance(pb, HostPBT):
+        return cg_host_jback(fc, s, ts)
     call = fc.typing.calls[s.var]
     target = fc.mg.engine.table.get(call.target.key, call.target)
     reader = fc.get(s.args[1])

@@ -146,6 +146,9 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
     fwd = ctx.engine.infer(jf.forward, (TAPE,) + argtypes)
     if not isinstance(fwd.ret, TupleT):
         ctx.fail(f"the forward of {ir.name} does not return (y, env)")
+    if fwd.host_pullbacks:      # (no owner for their handles in a native frame yet)
+        ctx.fail(f"gradient of {ir.name}, which calls a function that runs in the "
+                 "interpreter, is not compiled inside compiled code")
     y_t, env_t = fwd.ret.elems
     if y_t not in (FLOAT64, INT64):        # (a bool is not a real scalar)
         ctx.fail(f"gradient: {ir.name} must return a real scalar, got {y_t}; "

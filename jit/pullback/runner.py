@@ -55,6 +55,7 @@ from jit.pullback.jcalls import adjoint_ir
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.tape_ops import presize_tape
 from jit.runtime.gradient_entry import build_fast_adjoint_entry
+from jit.runtime.host_pullbacks import release
 from jit.runtime.pullback_builtins import NativeEntries
 from jit.typing.infer import ENGINE
 from jit.types import (
@@ -145,15 +146,19 @@ def _compile_block_free() -> Any:
 class NativeEnv:
     """The native block of one forward run; freed with this object."""
 
-    __slots__ = ("__weakref__", "args", "blk", "code", "free")
+    __slots__ = ("__weakref__", "args", "blk", "code", "free", "handles")
 
-    def __init__(self, blk: int, code: ForwardCode, args: tuple) -> None:
+    def __init__(self, blk: int, code: ForwardCode, args: tuple, handles: list = ()) -> None:
         self.blk, self.code, self.args, self.free = blk, code, args, code.free
+        self.handles = handles     # of the interpreter's pullbacks on its tape
 
     def __del__(self) -> None:
         if self.blk:
             self.free(self.blk)
             self.blk = 0
+        if self.handles:
+            release(self.handles)
+            self.handles = ()
 
     def tape_words(self) -> int:
         """The number of 8-byte tape slots the forward recorded."""
@@ -355,6 +360,7 @@ class ForwardCode:
         if not isinstance(self.typing.ret, TupleT):
             raise TypingError(f"jit: {jf.forward.name} does not return (y, env)")
         self.env_t = self.typing.ret.elems[1]
+        self.host_pullbacks = self.typing.host_pullbacks   # (jit.pullback.host_jcalls)
         self.free = block_free()
         dy_t = cotangent_type(self.typing.ret.elems[0], jf.inout)
         adj_typing = ENGINE.infer(adjoint_ir(jf, self.typing), (READER, self.env_t, dy_t))

@@ -21,6 +21,8 @@ from ssair.compile_lock import built_once
 from jit.library.records import class_call
 from jit.library.registry import REGISTRY
 from jit.pullback.backend import JitFallbackWarning
+from jit.runtime.host_pullbacks import ResultTypeNeeded, learning, observing
+from ssair.interpreter import interpret
 from jit.library.python_impls import impl_call
 from jit.typing.infer import (Call, call_argument_type, is_user_function, lower_function,
                               user_call)
@@ -60,6 +62,10 @@ def _typed(ir: Any, args: tuple, strict: bool) -> Any:
     entry = _TABLE.get(key)
     if entry is None:
         entry = built_once(_TABLE, key, _build, ir, argtypes)
+    if isinstance(entry, ResultTypeNeeded):     # learned from this run: not kept
+        _TABLE.pop(key, None)
+        with observing(entry.functions):
+            return interpret(ir, *args)
     if isinstance(entry, Exception):
         if strict:
             raise entry
@@ -87,7 +93,8 @@ def _build(ir: Any, argtypes: tuple) -> Any:
         got = _typed(ir, args, False)
         return got if got is not None else interpret(ir, *args)
     try:
-        return compile_typing(infer(ir, argtypes), general, reroute).wrapper
+        with learning():
+            return compile_typing(infer(ir, argtypes), general, reroute).wrapper
     except Exception as e:  # noqa: BLE001 - kept, raised under backend="llvm"
         return e
 

@@ -91,6 +91,8 @@ class Typing:
     static: dict = field(default_factory=dict)
     taint: float = float("inf")
     writes: bool = False
+    # a call site, here or in a callee, runs in the interpreter (jit.pullback.host_jcalls)
+    host_pullbacks: bool = False
     returns: bool = True        # some reachable path returns (else every one raises)
     stops: dict = field(default_factory=dict)   # block id -> its call that never returns
     # the source with its loops over differently typed tuple entries unrolled (what a
@@ -150,6 +152,10 @@ POST_TYPING_REWRITES: list = []
 # `handler(ctx, stmt, types) -> Type or None`, asked for a call of a callable that has
 # no registry entry (jit.library.numpy_calls.effect_call)
 UNTYPED_CALLS: list = []
+# `handler(ctx, stmt, types, why) -> Type`, asked for a call of a user function that
+# cannot be lowered or typed (`why`): it runs in Python from compiled code, or `why`
+# is raised again (jit.pullback.host_jcalls)
+CALL_FALLBACKS: list = []
 # [object_call]: the function a call of an object (`jit.types.RecordT`) runs, or None
 # (jit.library.records: its class's `__call__` bound to it)
 OBJECT_CALLS: list = []
@@ -598,8 +604,15 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
     if not isinstance(callee, FunctionT):
         ctx.fail(f"calling a value of type {callee} is not supported")
     f = callee.func
-    if isinstance(f, IR) or is_user_function(f):
+    if isinstance(f, IR):
         return _user_call(ctx, s, f, [], closure=False)
+    if is_user_function(f):
+        try:
+            return _user_call(ctx, s, f, [], closure=False)
+        except (TypingError, lowering.UnsupportedError) as why:
+            if not CALL_FALLBACKS:
+                raise
+            return CALL_FALLBACKS[0](ctx, s, ts, why)
     need = rewrite_needed(f, s, ts)
     if need is not None:
         raise need
