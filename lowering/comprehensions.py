@@ -13,10 +13,11 @@ lowering one shape for all of them, the 3.12 one without its saved variables:
     end: (END_FOR)            -> the list is on the stack
 
 * `inline_calls` replaces the call of a `<listcomp>` function (3.10, 3.11) by its
-  body, and that of a `<genexpr>` (every version) when the generator is the single
-  argument of a builtin that consumes it at once (`sum`, `any`, `all`, `min`, `max`,
-  `list`, `tuple`, `sorted`, `set`, `frozenset`, `dict`): building the list first
-  gives the same result.  The body's locals are renamed apart from the function's
+  body, and that of a `<genexpr>` (every version) when the generator is the iterable
+  of a `for` loop or the single argument of a builtin that consumes it (`sum`, `any`,
+  `all`, `min`, `max`, `list`, `tuple`, `sorted`, `set`, `frozenset`, `dict`,
+  `enumerate`, `zip`): building the list first gives the same values in the same
+  order (as for a generator function, `lowering.generators`).  The body's locals are renamed apart from the function's
   (`x` stays `x` unless the function has an `x` too), its free variables become the
   function's own variables, and a function variable that was a cell only for the
   comprehension becomes an ordinary local.  A generator expression used any other way
@@ -41,7 +42,7 @@ from .errors import UnsupportedError
 
 PY = sys.version_info[:2]
 CONSUMERS = frozenset({"sum", "any", "all", "min", "max", "list", "tuple", "sorted", "set",
-                       "frozenset", "dict"})
+                       "frozenset", "dict", "enumerate", "zip"})
 OTHER_COMPREHENSIONS = {"<setcomp>": "set comprehension", "SET_ADD": "set comprehension",
                         "<dictcomp>": "dict comprehension", "MAP_ADD": "dict comprehension"}
 LOCAL_OPS = {"LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_CHECK",
@@ -104,26 +105,33 @@ class Inliner:
             self.refuse("comprehension called in an unexpected way", line)
         get_iter, end = call
         is_gen = code.co_name == "<genexpr>"
-        if is_gen and not self.consumed(instrs, start, end):
-            self.refuse("generator expression (other than the argument of sum, any, all, "
-                        "min, max, list, tuple, sorted, set, frozenset or dict)", line)
+        if is_gen and not (_iterated(instrs, end) or self.consumed(instrs, start, end)):
+            self.refuse("generator expression (other than the iterable of a for loop or "
+                        "the single argument of sum, any, all, min, max, list, tuple, "
+                        "sorted, set, frozenset, dict, enumerate or zip)", line)
         body = self.body(code, is_gen, line)
         self.inlined = True
+        loop_call = self.loop_consumer(instrs, start, end)
+        if loop_call is not None:     # load it after the loop: see `callable_below`
+            return instrs[:start - 1] + instrs[after:get_iter + 1] + body \
+                + callable_below(loop_call, instrs[start - 1].location) + instrs[end:]
         return instrs[:start] + instrs[after:get_iter + 1] + body + instrs[end:]
+
+    def loop_consumer(self, instrs: list, start: int, end: int):
+        """`enumerate` or `zip` when the comprehension is its single argument (the
+        lowering sees these callees as constants to turn the loop over them into a
+        counter, so they must not cross the comprehension's loop on the stack)."""
+        if not self.consumed(instrs, start, end):
+            return None
+        name = _global_name(instrs[start - 1])
+        return name if name in ("enumerate", "zip") else None
 
     def consumed(self, instrs: list, start: int, end: int) -> bool:
         """The generator made at `start` and called just before `end` is the single
         argument of a call of a consuming builtin."""
         if start == 0 or not _is_call(instrs, end, 1):
             return False
-        load = instrs[start - 1]
-        if not isinstance(load, Instr) or load.name != "LOAD_GLOBAL":
-            return False
-        arg = load.arg
-        if isinstance(arg, tuple):
-            if not arg[0]:
-                return False
-            arg = arg[1]
+        arg = _global_name(instrs[start - 1])
         if arg not in CONSUMERS:
             return False
         found = self.func.__globals__.get(arg, getattr(builtins, arg))
@@ -202,6 +210,34 @@ def _function_build(instrs: list, c: int) -> tuple:
         n = instrs[c - 1].arg
         start = c - 1 - n
     return start, k
+
+
+def _global_name(load):
+    """The name a LOAD_GLOBAL that pushes a callable (with its NULL slot) loads."""
+    if not isinstance(load, Instr) or load.name != "LOAD_GLOBAL":
+        return None
+    arg = load.arg
+    if isinstance(arg, tuple):
+        return arg[1] if arg[0] else None
+    return arg
+
+
+def callable_below(name: str, loc) -> list:
+    """Instructions that load global `name` and put it (with its NULL slot) below
+    the value on top of the stack, as a call of it with that one argument needs."""
+    if PY == (3, 10):
+        return [Instr("LOAD_GLOBAL", name, location=loc), Instr("ROT_TWO", location=loc)]
+    if PY < (3, 13):      # [v, NULL, f] -> [NULL, f, v]
+        return [Instr("LOAD_GLOBAL", (True, name), location=loc),
+                Instr("SWAP", 2, location=loc), Instr("SWAP", 3, location=loc)]
+    return [Instr("LOAD_GLOBAL", (False, name), location=loc), Instr("SWAP", 2, location=loc),
+            Instr("PUSH_NULL", location=loc), Instr("SWAP", 2, location=loc)]
+
+
+def _iterated(instrs: list, k: int) -> bool:
+    """The value made just before `k` is the iterable of a `for` loop."""
+    return k < len(instrs) and isinstance(instrs[k], Instr) and instrs[k].name == "GET_ITER" \
+        and any(isinstance(i, Instr) and i.name == "FOR_ITER" for i in instrs[k + 1:k + 3])
 
 
 def _is_call(instrs: list, k: int, nargs: int) -> bool:

@@ -19,10 +19,12 @@ def f_del_item(x):
     return x
 
 
-@refused("generator")
-def f_gen(n):  # HERE
+@refused("the value of a yield expression (x = yield v)")
+def f_gen(n):
+    total = 0
     for i in range(n):
-        yield i
+        total += yield i  # HERE
+    return total
 
 
 @refused("async")
@@ -65,8 +67,9 @@ def f_dictcomp(n):
     return {i: i * i for i in range(n)}  # HERE
 
 
-@refused("generator expression (other than the argument of sum, any, all, min, max, list, "
-         "tuple, sorted, set, frozenset or dict)")
+@refused("generator expression (other than the iterable of a for loop or the single "
+         "argument of sum, any, all, min, max, list, tuple, sorted, set, frozenset, dict, "
+         "enumerate or zip)")
 def f_genexpr(n):
     g = (i for i in range(n))  # HERE
     return next(g)
