@@ -12,22 +12,24 @@ lowering one shape for all of them, the 3.12 one without its saved variables:
     L: FOR_ITER end; STORE_FAST x'; ...; LIST_APPEND k; JUMP L
     end: (END_FOR)            -> the list is on the stack
 
-* `inline_calls` replaces the call of a `<listcomp>` function (3.10, 3.11) by its
-  body, and that of a `<genexpr>` (every version) when the generator is the iterable
-  of a `for` loop or the single argument of a builtin that consumes it (`sum`, `any`,
-  `all`, `min`, `max`, `list`, `tuple`, `sorted`, `set`, `frozenset`, `dict`,
-  `enumerate`, `zip`): building the list first gives the same values in the same
-  order (as for a generator function, `lowering.generators`).  The body's locals are renamed apart from the function's
+* `inline_calls` replaces the call of a `<listcomp>`, `<setcomp>` or `<dictcomp>`
+  function (3.10, 3.11) by its body, and that of a `<genexpr>` (every version) when
+  the generator is the iterable of a `for` loop or the single argument of a builtin
+  that consumes it (`sum`, `any`, `all`, `min`, `max`, `list`, `tuple`, `sorted`,
+  `set`, `frozenset`, `dict`, `enumerate`, `zip`): building the list first gives the
+  same values in the same order (as for a generator function,
+  `lowering.generators`).  The body's locals are renamed apart from the function's
   (`x` stays `x` unless the function has an `x` too), its free variables become the
   function's own variables, and a function variable that was a cell only for the
-  comprehension becomes an ordinary local.  A generator expression used any other way
-  is refused, naming it.
+  comprehension becomes an ordinary local.  A generator expression used any other
+  way is refused, naming it.
 * `drop_restore_handlers` (3.12+) removes the cleanup handler of an inlined
   comprehension when nothing in the function can catch the exception it re-raises:
   the locals it restores are dead once the exception leaves the function.
 
 Requires: abstract instructions of `bytecode` (Instr, Label, TryBegin, TryEnd).
-Guarantees: no `<listcomp>` or `<genexpr>` function is made; the result computes
+Guarantees: no comprehension function is made (a dict or set comprehension's
+MAP_ADD / SET_ADD steps stay, `lowering.ops_basic` lowers them); the result computes
 what CPython computes (a comprehension variable never leaks: it has its own name).
 """
 from __future__ import annotations
@@ -38,13 +40,12 @@ import types
 
 from bytecode import Instr, Label
 
-from .errors import UnsupportedError
+from .errors import COMPREHENSION_NAMES, UnsupportedError
 
 PY = sys.version_info[:2]
 CONSUMERS = frozenset({"sum", "any", "all", "min", "max", "list", "tuple", "sorted", "set",
                        "frozenset", "dict", "enumerate", "zip"})
-OTHER_COMPREHENSIONS = {"<setcomp>": "set comprehension", "SET_ADD": "set comprehension",
-                        "<dictcomp>": "dict comprehension", "MAP_ADD": "dict comprehension"}
+INLINE_SINCE_312 = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})   # PEP 709
 LOCAL_OPS = {"LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_CHECK",
              "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "LOAD_FAST_LOAD_FAST"}
 DEREF_AS_FAST = {"LOAD_DEREF": "LOAD_FAST", "STORE_DEREF": "STORE_FAST",
@@ -76,28 +77,16 @@ class Inliner:
 
     def inline_calls(self, instrs: list) -> list:
         """Every comprehension call in `instrs`, innermost (last) first."""
-        self.refuse_others(instrs)
         while True:
             sites = [k for k, ins in enumerate(instrs) if _comprehension_code(ins)]
             if not sites:
                 return instrs
             instrs = self.inline_site(instrs, sites[-1])
 
-    def refuse_others(self, instrs: list) -> None:
-        """Set and dict comprehensions are refused by name, on every version (3.12+
-        inlines them: SET_ADD / MAP_ADD; before, a `<setcomp>` / `<dictcomp>`)."""
-        for ins in instrs:
-            if not isinstance(ins, Instr):
-                continue
-            code = ins.arg if isinstance(ins.arg, types.CodeType) else None
-            kind = OTHER_COMPREHENSIONS.get(code.co_name if code else ins.name)
-            if kind is not None:
-                self.refuse(kind, ins.lineno)
-
     def inline_site(self, instrs: list, c: int) -> list:
         code = instrs[c].arg
         line = instrs[c].lineno
-        if code.co_name == "<listcomp>" and PY >= (3, 12):
+        if code.co_name in INLINE_SINCE_312 and PY >= (3, 12):
             self.refuse("comprehension", line)
         start, after = _function_build(instrs, c)
         call = _find_call(instrs, after)
@@ -191,7 +180,7 @@ class Inliner:
 def _comprehension_code(ins) -> bool:
     return (isinstance(ins, Instr) and ins.name == "LOAD_CONST"
             and isinstance(ins.arg, types.CodeType)
-            and ins.arg.co_name in ("<listcomp>", "<genexpr>"))
+            and ins.arg.co_name in COMPREHENSION_NAMES)
 
 
 def _function_build(instrs: list, c: int) -> tuple:

@@ -17,7 +17,7 @@ from ssair.primitives import operator_primitive
 
 from jit.types import NONE, BuiltListT, DictT, TupleT, TypingError
 from jit.typing.unroll import RetypeNeeded
-from lowering.runtime import call_unpacked, column, shortest
+from lowering.runtime import call_unpacked, column, keywords, merged, shortest
 
 
 class RewriteStatement(RetypeNeeded):
@@ -93,7 +93,29 @@ def _column(ts: list) -> Callable:
     return build
 
 
-_BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column}
+def _merge(ts: list, checked: bool) -> Callable:
+    """`merged(a, b, ...)` (`{**a, **b}`) and `keywords(...)` (a call's `k=v, **d`)
+    of dicts whose keys typing knows: the dict display of every part's entries in
+    order (the display keeps a repeated key's last value, at its first place).
+    `keywords` with a key given twice is CPython's TypeError at run time: refused."""
+    for t in ts[1:]:
+        if not isinstance(t, DictT):
+            raise TypingError(f"{{**d}} is compiled for a dict d with string keys, not {t}")
+    keys = [(j, k) for j, t in enumerate(ts[1:]) for k in t.keys]
+    if checked and len({k for _, k in keys}) < len(keys):
+        raise TypingError("a keyword argument given twice (CPython raises TypeError)")
+
+    def build(ir: IR, s: Stmt) -> list:
+        made: list = []
+        args: list = []
+        for j, k in keys:
+            args += [Const(k), _emit(ir, made, "getitem", [s.args[1 + j], Const(k)], s.line)]
+        return made + [Stmt(s.var, "dict", args, {}, s.line, s.name)]
+    return build
+
+
+_BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column,
+             merged: lambda ts: _merge(ts, False), keywords: lambda ts: _merge(ts, True)}
 
 
 def _as_primitive(op: str) -> Callable:
