@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from lowering.runtime import keywords, merged, with_entry, with_member
+from lowering.runtime import formatted, keywords, merged, with_entry, with_member
 from ssair.refusal import Refusal
 
 from . import (rules_elementary, rules_linalg, rules_math, rules_numpy,  # noqa: F401  (fill
@@ -113,7 +113,7 @@ def d_merged(dy, *parts) -> tuple:
 
 defpullback(merged, d_merged, needs=lambda active: set(range(len(active))))
 defpullback(keywords, d_merged, needs=lambda active: set(range(len(active))))
-nondiff(with_member)
+nondiff(with_member, formatted)     # a set's members, an f-string: constants
 
 nondiff("lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth",
         "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "floordiv")

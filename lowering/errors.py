@@ -42,8 +42,6 @@ REFUSED_OPCODES = {
     "DELETE_SUBSCR": "del", "DELETE_ATTR": "del",
     "DELETE_DEREF": "del", "DELETE_NAME": "del",
     "IMPORT_NAME": "import", "IMPORT_FROM": "import", "IMPORT_STAR": "import",
-    "FORMAT_VALUE": "f-string", "FORMAT_SIMPLE": "f-string", "FORMAT_WITH_SPEC": "f-string",
-    "CONVERT_VALUE": "f-string", "BUILD_STRING": "f-string",
     "MATCH_CLASS": "match", "MATCH_MAPPING": "match", "MATCH_SEQUENCE": "match",
     "MATCH_KEYS": "match", "GET_LEN": "match", "COPY_DICT_WITHOUT_KEYS": "match",
     "LOAD_BUILD_CLASS": "class definition", "LOAD_SUPER_ATTR": "super()",

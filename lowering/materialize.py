@@ -9,8 +9,10 @@ from ssair.ir import Const
 from .closures import (CELLS_ATTR, RUNTIME_DEFAULTS_ATTR, SELF_ATTR, SELF_SLOT, cell_names,
                        writes_free_variable)
 from .errors import COMPREHENSION_NAMES
+from .ops_format import materialize_format
 from .runtime import call_unpacked, merged
-from .values import FuncBuild, LazyCall, LazyDict, LazyList, LazyTuple, ListAppend, Starred
+from .values import (Converted, FuncBuild, LazyCall, LazyDict, LazyFormat, LazyList, LazyTuple,
+                     ListAppend, Starred)
 
 _FUNCTIONS: dict = {}   # (code, defaults, kwdefaults) -> function, so lowering is stable
 
@@ -41,6 +43,10 @@ def materialize(lw, v):
         return lw.emit("call", Const(v.callee), *v.args)
     if isinstance(v, FuncBuild):
         return make_function(lw, v)
+    if isinstance(v, LazyFormat):
+        return materialize_format(lw, v)
+    if isinstance(v, Converted):      # 3.13: a converted value used as it is
+        return lw.emit("call", Const({"s": str, "r": repr, "a": ascii}[v.conversion]), v.value)
     lw.refuse(f"{type(v).__name__} used as a value")
 
 

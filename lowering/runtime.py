@@ -85,6 +85,11 @@ def with_member(s: set, value) -> set:
     return s
 
 
+def formatted(template: str, *values) -> str:
+    """An f-string: `template.format(*values)` (see `lowering.ops_format`)."""
+    return template.format(*values)
+
+
 def shortest(seqs) -> int:
     """The number of items of `zip(*seqs)` (the shortest sequence's length)."""
     return min((len(s) for s in seqs), default=0)
@@ -154,6 +159,7 @@ check_bound.__zygopy_explain__ = (
     lambda value, name, bound=True: f"reading local variable {name!r}, which some path leaves unassigned")
 missing_name.__zygopy_explain__ = lambda kind, message: f"reading a missing name ({message})"
 merged.__zygopy_explain__ = lambda *parts: "a dict display with **"
+formatted.__zygopy_explain__ = lambda template, *values: "an f-string"
 keywords.__zygopy_explain__ = lambda *parts: "keyword arguments passed with **"
 with_entry.__zygopy_explain__ = lambda d, key, value: "a dict comprehension"
 with_member.__zygopy_explain__ = lambda s, value: "a set comprehension"
@@ -165,6 +171,7 @@ call_unpacked.__zygopy_symbol__ = "lowering.runtime.call_unpacked"
 shortest.__zygopy_symbol__ = "lowering.runtime.shortest"
 column.__zygopy_symbol__ = "lowering.runtime.column"
 merged.__zygopy_symbol__ = "lowering.runtime.merged"
+formatted.__zygopy_symbol__ = "lowering.runtime.formatted"
 keywords.__zygopy_symbol__ = "lowering.runtime.keywords"
 with_entry.__zygopy_symbol__ = "lowering.runtime.with_entry"
 with_member.__zygopy_symbol__ = "lowering.runtime.with_member"
