@@ -79,5 +79,6 @@ def _cg_formatted(fc, s, ts):
     return out
 
 
-REGISTRY.declare(formatted, family="strings", pattern="numbers, strings, arrays, tuples",
-                 types=_t_formatted, lower=_cg_formatted)
+REGISTRY.declare(formatted, family="strings", name="f-string (printed or logged)",
+                 pattern="numbers, strings, arrays, tuples", types=_t_formatted,
+                 lower=_cg_formatted)
