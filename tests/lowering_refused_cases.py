@@ -79,11 +79,6 @@ def f_starred_list(t):
     return [1.0, *t]  # HERE
 
 
-@refused("f-string")
-def f_fstring(x):
-    return f"{x}!"  # HERE
-
-
 @refused("match")
 def f_match(x):
     match x:
