@@ -390,6 +390,8 @@ class Engine:
             v = _static_is_none(self.operand_type(t, s.args[0]), self.operand_type(t, s.args[1]))
             if v is not None:
                 t.static[s.var] = v if s.op == "is" else not v
+        elif s.op in ("not", "truth") and self.operand_type(t, s.args[0]) == NONE:
+            t.static[s.var] = s.op == "not"      # `if ax:` with ax None: never taken
         elif s.op in ("not", "truth") and self.static_value(t, s.args[0]) is not None:
             v = bool(self.static_value(t, s.args[0]))
             t.static[s.var] = (not v) if s.op == "not" else v
