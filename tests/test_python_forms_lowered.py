@@ -143,6 +143,53 @@ def test_generator_closure_of_weight_layers():
     assert t == pytest.approx(float(np.sum(central(predict, (w, x), 0))), rel=1e-6)
 
 
+def guarded_inverses(xs):
+    for x in xs:
+        try:
+            yield 1.0 / x
+        except ZeroDivisionError:
+            yield -1.0
+
+
+def doubling(n, x):
+    if n == 0:
+        yield x
+        return
+    for v in doubling(n - 1, x * 2.0):
+        yield v + 1.0
+    yield x
+
+
+def quiet_logs(xs):
+    with np.errstate(all="ignore"):
+        for x in xs:
+            yield np.log(x)
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def scaled(self, xs):
+        for x in xs:
+            yield self.k * x * x
+
+
+def test_generator_bodies_with_try_with_recursion_and_methods():
+    check_lowering(lambda xs: list(guarded_inverses(xs)), ([1.0, 0.0, 2.0],))
+    check_lowering(lambda x: tuple(doubling(3, x)), (1.5,))
+    check_lowering(lambda xs: list(quiet_logs(xs)), (np.array([1.0, -1.0]),))
+
+    def total(x, m):
+        s = 0.0
+        for v in m.scaled([x, 2.0 * x]):
+            s = s + v
+        for v in doubling(2, x):
+            s = s + v * v
+        return s
+    check_gradient(total, (1.5, Scaler(3.0)))
+
+
 def sends_into_generator(n):
     total = 0
     for i in range(n):
