@@ -19,8 +19,8 @@ from ssair.primitives import operator_primitive
 
 from .closures import RUNTIME_DEFAULTS_ATTR
 from .handlers import handles
-from .ops_basic import static_items
 from .materialize import joined_dict
+from .ops_basic import static_items
 from .runtime import call_unpacked, keywords
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 

@@ -63,7 +63,8 @@ def keywords(*parts) -> dict:
     for p in parts:
         if not hasattr(p, "keys"):
             raise TypeError(f"argument after ** must be a mapping, not {type(p).__name__}")
-        for k in p.keys():
+        names = p.keys()            # what CPython's `**p` reads, then p[k]
+        for k in names:
             if type(k) is not str:
                 raise TypeError("keywords must be strings")
             if k in out:

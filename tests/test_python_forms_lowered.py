@@ -10,6 +10,7 @@ refused raises `lowering.UnsupportedError` naming the construct and the line.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import warnings
 
@@ -98,7 +99,7 @@ def builtins_over_generators(x):
 
 def make_layered_model(sizes):
     """autograd's bayesian_neural_net in small: a closure generator of (W, b)."""
-    dims = list(zip(sizes[:-1], sizes[1:]))
+    dims = list(itertools.pairwise(sizes))
 
     def layers(w):
         for n_in, n_out in dims:
@@ -283,7 +284,7 @@ def product(a, b, c=1.0):
 def mixed_calls(x, d):
     t = (x,)
     one = product(*t, b=x, **d)
-    two = product(b=2.0 * x, **{"a": x}, **d)
+    two = product(b=2.0 * x, **{"a": x}, **d)  # noqa: PIE804 - a display spread on purpose
     return one + two
 
 

@@ -24,7 +24,6 @@ another in-progress guess is not cached, so mutual recursion converges too.
 """
 from __future__ import annotations
 
-import builtins
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -34,14 +33,15 @@ from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
 from ssair.passes.util import use_counts
 
-from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, FormattedT,
-                       FunctionT, ListLiteral, ListT, RecordT, StrT, TupleT, Type, TypingError,
-                       join, typeof)
+from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, FunctionT,
+                       ListLiteral, ListT, RecordT, StrT, TupleT, Type, TypingError, join,
+                       typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
 from jit.typing.unroll import RetypeNeeded
 from jit.typing.refusals import (describe, internal_call, names_internals, refuse_exceptions,
                                  uncompiled_construct)
+from jit.typing.formatted import formatted_use, holds_formatted
 from jit.typing.unbound import expose_unbound, is_unbound
 
 MAX_ROUNDS = 64
@@ -455,7 +455,7 @@ class Engine:
                                              for v in s.kwargs.values()):
             return None
         kws = [self.operand_type(t, v) for v in s.kwargs.values()]
-        if not formatted_use(s, ts + kws):
+        if not formatted_use(s, ts + kws, lambda f: REGISTRY.for_callee(f) is not None):
             raise TypingError(f"jit: cannot compile {describe(t, s)}: an f-string is compiled "
                               "only as an argument of print or of a call made for its effect "
                               "(a logger); other uses of the string run in the interpreter")
@@ -478,7 +478,7 @@ class Engine:
         for b in t.ir.blocks:
             if isinstance(b.term, Return) and b.id in t.reachable and b.id not in t.stops:
                 out = self.join(t, out, self.operand_type(t, b.term.value))
-        if _holds_formatted(out):
+        if holds_formatted(out):
             raise TypingError("jit: returning an f-string is not compiled (it is compiled "
                               "only as an argument of print or of a call made for its effect)")
         return out
@@ -623,28 +623,6 @@ def _t_call(ctx: Context, s: Stmt, ts: list) -> Type:
         ctx.fail(f"the JIT has no rule for calling {object_name(f)}")
     ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), f)
     return REGISTRY.type_stmt(entry, ctx, s, ts if entry.key is type(f) else ts[1:])
-
-
-def formatted_use(s: Stmt, ts: list) -> bool:
-    """May `s` take its f-string operands (`FormattedT`, natively a tuple of the
-    values to format)?  Only a call that hands them to Python (`print`, a callable
-    with no registry entry, called for its effect), to a user function (typed with
-    the same rule inside), or to another f-string."""
-    if not any(_holds_formatted(x) for x in ts):
-        return True
-    if s.op not in ("call", "jcall") or _holds_formatted(ts[0]):
-        return False
-    if isinstance(ts[0], ClosureT):
-        return True
-    f = ts[0].func if isinstance(ts[0], FunctionT) else None
-    return f is not None and (f is builtins.print or f is lowering.runtime.formatted
-                              or is_user_function(f) or REGISTRY.for_callee(f) is None)
-
-
-def _holds_formatted(t: Any) -> bool:
-    if isinstance(t, FormattedT):
-        return True
-    return isinstance(t, TupleT) and any(_holds_formatted(e) for e in t.elems)
 
 
 def _rule_helper(f: Any) -> bool:
