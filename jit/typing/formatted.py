@@ -5,13 +5,13 @@ refuses it (`jit.typing.infer`)."""
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable
-
-from ssair.interpreter import is_user_function
-from ssair.ir import Stmt
+from collections.abc import Callable
+from typing import Any
 
 from jit.types import ClosureT, FormattedT, FunctionT, TupleT
 from lowering.runtime import formatted
+from ssair.interpreter import is_user_function
+from ssair.ir import Stmt
 
 
 def formatted_use(s: Stmt, ts: list, declared: Callable[[Any], bool]) -> bool:
