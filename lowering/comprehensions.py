@@ -14,8 +14,8 @@ lowering one shape for all of them, the 3.12 one without its saved variables:
 
 * `inline_calls` replaces the call of a `<listcomp>`, `<setcomp>` or `<dictcomp>`
   function (3.10, 3.11) by its body, and that of a `<genexpr>` (every version) when
-  the generator is the iterable of a `for` loop or the single argument of a builtin
-  that consumes it (`sum`, `any`, `all`, `min`, `max`, `list`, `tuple`, `sorted`,
+  the generator is the iterable of a `for` loop or an argument of a builtin that
+  consumes it (`sum`, `any`, `all`, `min`, `max`, `list`, `tuple`, `sorted`,
   `set`, `frozenset`, `dict`, `enumerate`, `zip`): building the list first gives the
   same values in the same order (as for a generator function,
   `lowering.generators`).  The body's locals are renamed apart from the function's
@@ -96,31 +96,16 @@ class Inliner:
         is_gen = code.co_name == "<genexpr>"
         if is_gen and not (_iterated(instrs, end) or self.consumed(instrs, start, end)):
             self.refuse("generator expression (other than the iterable of a for loop or "
-                        "the single argument of sum, any, all, min, max, list, tuple, "
-                        "sorted, set, frozenset, dict, enumerate or zip)", line)
+                        "an argument of sum, any, all, min, max, list, tuple, sorted, set, "
+                        "frozenset, dict, enumerate or zip)", line)
         body = self.body(code, is_gen, line)
         self.inlined = True
-        loop_call = self.loop_consumer(instrs, start, end)
-        if loop_call is not None:     # load it after the loop: see `callable_below`
-            return instrs[:start - 1] + instrs[after:get_iter + 1] + body \
-                + callable_below(loop_call, instrs[start - 1].location) + instrs[end:]
         return instrs[:start] + instrs[after:get_iter + 1] + body + instrs[end:]
 
-    def loop_consumer(self, instrs: list, start: int, end: int):
-        """`enumerate` or `zip` when the comprehension is its single argument (the
-        lowering sees these callees as constants to turn the loop over them into a
-        counter, so they must not cross the comprehension's loop on the stack)."""
-        if not self.consumed(instrs, start, end):
-            return None
-        name = _global_name(instrs[start - 1])
-        return name if name in ("enumerate", "zip") else None
-
     def consumed(self, instrs: list, start: int, end: int) -> bool:
-        """The generator made at `start` and called just before `end` is the single
-        argument of a call of a consuming builtin."""
-        if start == 0 or not _is_call(instrs, end, 1):
-            return False
-        arg = _global_name(instrs[start - 1])
+        """The generator made at `start` and called just before `end` is an argument
+        of a call of a consuming builtin (`sum(g)`, `zip(xs, g)`)."""
+        arg = _global_name(consumer_load(instrs, start, end))
         if arg not in CONSUMERS:
             return False
         found = self.func.__globals__.get(arg, getattr(builtins, arg))
@@ -211,16 +196,43 @@ def _global_name(load):
     return arg
 
 
-def callable_below(name: str, loc) -> list:
-    """Instructions that load global `name` and put it (with its NULL slot) below
-    the value on top of the stack, as a call of it with that one argument needs."""
-    if PY == (3, 10):
-        return [Instr("LOAD_GLOBAL", name, location=loc), Instr("ROT_TWO", location=loc)]
-    if PY < (3, 13):      # [v, NULL, f] -> [NULL, f, v]
-        return [Instr("LOAD_GLOBAL", (True, name), location=loc),
-                Instr("SWAP", 2, location=loc), Instr("SWAP", 3, location=loc)]
-    return [Instr("LOAD_GLOBAL", (False, name), location=loc), Instr("SWAP", 2, location=loc),
-            Instr("PUSH_NULL", location=loc), Instr("SWAP", 2, location=loc)]
+CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "PRECALL", "CALL", "CALL_KW"}
+
+
+def consumer_load(instrs: list, start: int, end: int):
+    """The instruction that loaded the callee of the call taking the value made by
+    instrs[start:end] as an argument, or None: the first instruction after it that
+    takes the stack below that value's slot must be that call (what lies between,
+    other arguments and comprehensions inlined already, stays above it)."""
+    code = [(k, i) for k, i in enumerate(instrs) if isinstance(i, (Instr, Label))]
+    at = {k: n for n, (k, _) in enumerate(code)}
+    if start not in at or end not in at:
+        return None
+    depths = stack_depths([i for _, i in code])
+    base = depths.get(at[start])
+    for n in range(at[end], len(code)):
+        ins = code[n][1]
+        if isinstance(ins, Label) or n not in depths:
+            continue
+        if depths[n] + ins.stack_effect(jump=False) > base:
+            continue
+        if ins.name not in CALLS:
+            return None
+        names = 1 if ins.name in ("CALL_FUNCTION_KW", "CALL_KW") else 0   # the names tuple
+        args_at = depths[n] - names - ins.arg
+        return None if args_at > base else _callee_load(code, depths, at[start], args_at)
+    return None
+
+
+def _callee_load(code: list, depths: dict, before: int, args_at: int):
+    """The LOAD_GLOBAL before `before` that pushed the callee (and its NULL slot) of
+    a call whose arguments start at depth `args_at`."""
+    push_at = args_at - 2 if PY >= (3, 11) else args_at - 1
+    for n in range(before - 1, -1, -1):
+        if depths.get(n) == push_at:
+            ins = code[n][1]
+            return ins if isinstance(ins, Instr) and ins.name == "LOAD_GLOBAL" else None
+    return None
 
 
 def _iterated(instrs: list, k: int) -> bool:

@@ -56,9 +56,9 @@ def f_import(x):
     return os.sep + x
 
 
-@refused("generator expression (other than the iterable of a for loop or the single "
-         "argument of sum, any, all, min, max, list, tuple, sorted, set, frozenset, dict, "
-         "enumerate or zip)")
+@refused("generator expression (other than the iterable of a for loop or an argument "
+         "of sum, any, all, min, max, list, tuple, sorted, set, frozenset, dict, enumerate "
+         "or zip)")
 def f_genexpr(n):
     g = (i for i in range(n))  # HERE
     return next(g)

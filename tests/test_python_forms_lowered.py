@@ -228,6 +228,22 @@ def test_generator_expressions_in_loops():
     check_gradient(genexpr_loops, (1.5, ws))
 
 
+def zipped_comprehensions(x, ws):
+    s = 0.0
+    for a, b in zip(ws, (x * w for w in ws)):
+        s = s + a * b
+    for i, (a, b) in enumerate(zip([x * w for w in ws], (w + x for w in ws))):
+        s = s + i * a * b
+    return s + sum((x * w for w in ws), 1.0) + max(x, max(w * w for w in ws))
+
+
+def test_comprehensions_among_the_arguments_of_zip_and_builtins():
+    ws = [1.0, -2.0, 0.5]
+    check_lowering(zipped_comprehensions, (1.5, ws), (-3.0, []))
+    g = gradient(zipped_comprehensions, 1.5, ws, backend="interp")[0]
+    assert g == pytest.approx(central(zipped_comprehensions, (1.5, ws), 0))
+
+
 def keeps_a_genexpr(n):
     g = (i * i for i in range(n))
     return next(g)
