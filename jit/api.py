@@ -191,14 +191,6 @@ def make_wrapper(t: Signature, addr: int, fallback: Callable, reroute: Callable 
         if a == NONE and reroute is not None:     # (a value where None was typed)
             lines.append(f"    if {n} is not None: "
                          f"return reroute(({sig}{',' if names else ''}))")
-        if isinstance(a, FunctionT) and reroute is not None:   # compiled for that function
-            env[f"F_{n}"] = a.func
-            lines.append(f"    if {n} is not F_{n}: "
-                         f"return reroute(({sig}{',' if names else ''}))")
-        if isinstance(a, ClosureT) and reroute is not None:    # and for those captures
-            env[f"T_{n}"], env["typeof"] = a, _typeof_or_none
-            lines.append(f"    if typeof({n}) != T_{n}: "
-                         f"return reroute(({sig}{',' if names else ''}))")
         if isinstance(a, TupleT) and reroute is not None and has_record(a):
             env[f"T_{n}"], env["typeof"] = a, _typeof_or_none
             lines.append(f"    if typeof({n}) != T_{n}: "

@@ -411,3 +411,22 @@ def test_other_uses_of_an_f_string_are_refused_by_the_jit():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert gradient(uses_the_string, 1.5) == (4.0,)
+
+
+# -- found on the way: compiled forward mode and closures of one code -------------------
+def make_objective(density):
+    def objective(w):
+        return np.sum(density(w)) + np.sum(w)
+    return objective
+
+
+def test_jvp_of_two_closures_of_one_code_capturing_different_functions():
+    """The compiled tangent of the first closure once ran for the second (its wrapper
+    checked only the classes of the arguments: every function has the same one)."""
+    first = make_objective(lambda w: w * w)
+    second = make_objective(lambda w: 3.0 * w * w * w)
+    w, t = np.array([1.0, 2.0]), np.array([1.0, -1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert jvp(first, (w,), (t,), backend="llvm")[1] == pytest.approx(-2.0 + 0.0)
+        assert jvp(second, (w,), (t,), backend="llvm")[1] == pytest.approx(9.0 - 36.0 + 0.0)
