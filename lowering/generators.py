@@ -60,7 +60,7 @@ def as_list_builder(instrs: list, code: types.CodeType, refuse) -> tuple:
             out.append(ins)
             continue
         loc = ins.location
-        if ins.name == "GEN_START" or (ins.name == "RETURN_GENERATOR"):
+        if ins.name in START:
             if ins.name == "RETURN_GENERATOR":
                 k += 1                        # its POP_TOP
             out += [Instr("BUILD_LIST", 0, location=loc), Instr("STORE_FAST", acc, location=loc)]
