@@ -1,8 +1,8 @@
 """Calls whose meaning depends on how many items a tuple holds, which the lowering
-could not see: `f(*t, **d)` (it emits `call_unpacked(f, t, d)`, `lowering.runtime`)
+could not see: `f(*t, **d)` (it emits `call_unpacked(f, t, d)`, `lowering.runtime`),
 the loop `for a, b in zip(*t)` (`shortest(t)`, `column(t, i)`), and `{**a, **b}` and a
-call's `k=v, **d` (`merged(...)`, `keywords(...)`: a dict display once the keys are known).  Compiled code
-has no call of "as many arguments as the tuple has", so once typing knows the
+call's `k=v, **d` (`merged(...)`, `keywords(...)`: a dict display once the keys are
+known).  Compiled code has no call of "as many arguments as the tuple has", so once typing knows the
 tuple's length and the dict's keys (both part of their types) the statement is
 rewritten as what it means for them, `f(t[0], ..., t[n-1], k=d["k"], ...)`,
 `min(len(t[0]), ...)`, `(t[0][i], ..., t[n-1][i])`, and the function is retyped from
