@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from lowering.runtime import formatted, keywords, merged, with_entry, with_member
 from ssair.refusal import Refusal
 
 from . import (rules_elementary, rules_linalg, rules_math, rules_norms, rules_numpy,  # noqa: F401  (fill
@@ -85,6 +86,34 @@ def d_list_append(dy, xs, x) -> tuple:
 
 
 defpullback("list_append", d_list_append, needs=lambda active: set())
+
+
+def d_with_entry(dy, d, key, value) -> tuple:
+    """A dict comprehension's step `with_entry(d, key, value)`: the dict's cotangent
+    without `key` (an earlier value under `key` was overwritten), and the entry's."""
+    if dy is None:
+        return None, None, None
+    return {k: g for k, g in dy.items() if k != key}, None, dy.get(key)
+
+
+defpullback(with_entry, d_with_entry, needs=lambda active: {1})
+
+
+def d_merged(dy, *parts) -> tuple:
+    """`{**a, **b}` (and a call's `k=v, **d`): each entry of the cotangent goes to
+    the last part holding its key (an earlier part's value was overwritten)."""
+    if dy is None:
+        return (None,) * len(parts)
+    owner = {k: i for i, p in enumerate(parts) for k in p}
+    out: tuple = tuple({} for _ in parts)
+    for k, g in dy.items():
+        out[owner[k]][k] = g
+    return out
+
+
+defpullback(merged, d_merged, needs=lambda active: set(range(len(active))))
+defpullback(keywords, d_merged, needs=lambda active: set(range(len(active))))
+nondiff(with_member, formatted)     # a set's members, an f-string: constants
 
 nondiff("lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth",
         "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "floordiv")

@@ -29,7 +29,7 @@ import types
 
 import numpy as np
 
-from lowering.runtime import check_bound, column, view_items
+from lowering.runtime import check_bound, column, keywords, merged, view_items, with_entry
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
@@ -606,6 +606,8 @@ linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel 
        + _named(math, "fsum degrees radians") + [builtins.sum, float])
 linear([np.where], data=(1, 2))
 linear([column, check_bound, view_items])   # zip's column i, a read of a local, a view
+linear([merged, keywords], data=tuple(range(32)))   # `{**a, **b}`, `f(k=v, **d)`
+linear([with_entry], data=(0, 2))        # a dict comprehension's step
 elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp
     expm1 exp2 log1p log2 log10 sqrt cbrt fabs erf erfc gamma lgamma atan2 hypot log
     copysign fmod pow""") + [builtins.abs, builtins.pow]

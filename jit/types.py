@@ -134,6 +134,20 @@ class DictT(TupleT):
 
 
 @dataclass(frozen=True, repr=False)
+class FormattedT(TupleT):
+    """An f-string compiled code made (`lowering.runtime.formatted`): natively the tuple
+    of its run-time values, `template.format(*values)` once it reaches Python as an
+    argument of `print` or of a call made for its effect (a logger).  Typing refuses
+    every other use (`jit.typing.infer.formatted_use`): read as a tuple it would be
+    a wrong value."""
+
+    template: str = ""
+
+    def __str__(self) -> str:
+        return "str (an f-string)"
+
+
+@dataclass(frozen=True, repr=False)
 class RecordT(TupleT):
     """An object whose attributes compiled code reads: a named tuple, a dataclass, a
     registered class (`adjoint.register_pytree_node`) or another user object.
@@ -305,6 +319,8 @@ def join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
         return numeric_join(a, b)
     if isinstance(a, RecordT) or isinstance(b, RecordT):
         return _join_records(a, b)
+    if isinstance(a, FormattedT) or isinstance(b, FormattedT):
+        return _join_formatted(a, b)
     if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
         return TupleT(tuple(join(x, y) for x, y in zip(a.elems, b.elems)))
     raise TypingError(f"cannot unify {a} and {b}")
@@ -317,6 +333,13 @@ def _join_records(a: Type, b: Type) -> Type:
         return RecordT(tuple(join(x, y) for x, y in zip(a.elems, b.elems)), a.keys, a.cls,
                        a.aux)
     raise TypingError(f"cannot unify {a} and {b}")
+
+
+def _join_formatted(a: Type, b: Type) -> Type:
+    """Two f-strings of one template join value by value; anything else does not."""
+    if isinstance(a, FormattedT) and isinstance(b, FormattedT) and a.template == b.template:
+        return FormattedT(tuple(join(x, y) for x, y in zip(a.elems, b.elems)), a.template)
+    raise TypingError(f"cannot unify {a} and {b} (two different f-strings)")
 
 
 _DTYPES = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL}

@@ -9,7 +9,8 @@ from ssair import progress
 from ssair.compile_lock import compiling
 from ssair.ir import IR
 
-from . import closures, guards, loops, ops_basic, ops_call, ops_control, ops_except  # noqa: F401  (handlers)
+from . import (closures, guards, loops, ops_basic, ops_call, ops_control, ops_except,  # noqa: F401
+               ops_format)  # (handlers)
 from .closures import CELLS_ATTR, RUNTIME_DEFAULTS_ATTR, SELF_ATTR, NeedsCell
 from .frame import Lowerer
 from .runtime import call_unpacked

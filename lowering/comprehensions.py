@@ -12,21 +12,24 @@ lowering one shape for all of them, the 3.12 one without its saved variables:
     L: FOR_ITER end; STORE_FAST x'; ...; LIST_APPEND k; JUMP L
     end: (END_FOR)            -> the list is on the stack
 
-* `inline_calls` replaces the call of a `<listcomp>` function (3.10, 3.11) by its
-  body, and that of a `<genexpr>` (every version) when the generator is the single
-  argument of a builtin that consumes it at once (`sum`, `any`, `all`, `min`, `max`,
-  `list`, `tuple`, `sorted`, `set`, `frozenset`, `dict`): building the list first
-  gives the same result.  The body's locals are renamed apart from the function's
+* `inline_calls` replaces the call of a `<listcomp>`, `<setcomp>` or `<dictcomp>`
+  function (3.10, 3.11) by its body, and that of a `<genexpr>` (every version) when
+  the generator is the iterable of a `for` loop or an argument of a builtin that
+  consumes it (`sum`, `any`, `all`, `min`, `max`, `list`, `tuple`, `sorted`,
+  `set`, `frozenset`, `dict`, `enumerate`, `zip`): building the list first gives the
+  same values in the same order (as for a generator function,
+  `lowering.generators`).  The body's locals are renamed apart from the function's
   (`x` stays `x` unless the function has an `x` too), its free variables become the
   function's own variables, and a function variable that was a cell only for the
-  comprehension becomes an ordinary local.  A generator expression used any other way
-  is refused, naming it.
+  comprehension becomes an ordinary local.  A generator expression used any other
+  way is refused, naming it.
 * `drop_restore_handlers` (3.12+) removes the cleanup handler of an inlined
   comprehension when nothing in the function can catch the exception it re-raises:
   the locals it restores are dead once the exception leaves the function.
 
 Requires: abstract instructions of `bytecode` (Instr, Label, TryBegin, TryEnd).
-Guarantees: no `<listcomp>` or `<genexpr>` function is made; the result computes
+Guarantees: no comprehension function is made (a dict or set comprehension's
+MAP_ADD / SET_ADD steps stay, `lowering.ops_basic` lowers them); the result computes
 what CPython computes (a comprehension variable never leaks: it has its own name).
 """
 from __future__ import annotations
@@ -37,13 +40,12 @@ import types
 
 from bytecode import Instr, Label
 
-from .errors import UnsupportedError
+from .errors import COMPREHENSION_NAMES, UnsupportedError
 
 PY = sys.version_info[:2]
 CONSUMERS = frozenset({"sum", "any", "all", "min", "max", "list", "tuple", "sorted", "set",
-                       "frozenset", "dict"})
-OTHER_COMPREHENSIONS = {"<setcomp>": "set comprehension", "SET_ADD": "set comprehension",
-                        "<dictcomp>": "dict comprehension", "MAP_ADD": "dict comprehension"}
+                       "frozenset", "dict", "enumerate", "zip"})
+INLINE_SINCE_312 = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})   # PEP 709
 LOCAL_OPS = {"LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_CHECK",
              "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "LOAD_FAST_LOAD_FAST"}
 DEREF_AS_FAST = {"LOAD_DEREF": "LOAD_FAST", "STORE_DEREF": "STORE_FAST",
@@ -75,28 +77,16 @@ class Inliner:
 
     def inline_calls(self, instrs: list) -> list:
         """Every comprehension call in `instrs`, innermost (last) first."""
-        self.refuse_others(instrs)
         while True:
             sites = [k for k, ins in enumerate(instrs) if _comprehension_code(ins)]
             if not sites:
                 return instrs
             instrs = self.inline_site(instrs, sites[-1])
 
-    def refuse_others(self, instrs: list) -> None:
-        """Set and dict comprehensions are refused by name, on every version (3.12+
-        inlines them: SET_ADD / MAP_ADD; before, a `<setcomp>` / `<dictcomp>`)."""
-        for ins in instrs:
-            if not isinstance(ins, Instr):
-                continue
-            code = ins.arg if isinstance(ins.arg, types.CodeType) else None
-            kind = OTHER_COMPREHENSIONS.get(code.co_name if code else ins.name)
-            if kind is not None:
-                self.refuse(kind, ins.lineno)
-
     def inline_site(self, instrs: list, c: int) -> list:
         code = instrs[c].arg
         line = instrs[c].lineno
-        if code.co_name == "<listcomp>" and PY >= (3, 12):
+        if code.co_name in INLINE_SINCE_312 and PY >= (3, 12):
             self.refuse("comprehension", line)
         start, after = _function_build(instrs, c)
         call = _find_call(instrs, after)
@@ -104,26 +94,18 @@ class Inliner:
             self.refuse("comprehension called in an unexpected way", line)
         get_iter, end = call
         is_gen = code.co_name == "<genexpr>"
-        if is_gen and not self.consumed(instrs, start, end):
-            self.refuse("generator expression (other than the argument of sum, any, all, "
-                        "min, max, list, tuple, sorted, set, frozenset or dict)", line)
+        if is_gen and not (_iterated(instrs, end) or self.consumed(instrs, start, end)):
+            self.refuse("generator expression (other than the iterable of a for loop or "
+                        "an argument of sum, any, all, min, max, list, tuple, sorted, set, "
+                        "frozenset, dict, enumerate or zip)", line)
         body = self.body(code, is_gen, line)
         self.inlined = True
         return instrs[:start] + instrs[after:get_iter + 1] + body + instrs[end:]
 
     def consumed(self, instrs: list, start: int, end: int) -> bool:
-        """The generator made at `start` and called just before `end` is the single
-        argument of a call of a consuming builtin."""
-        if start == 0 or not _is_call(instrs, end, 1):
-            return False
-        load = instrs[start - 1]
-        if not isinstance(load, Instr) or load.name != "LOAD_GLOBAL":
-            return False
-        arg = load.arg
-        if isinstance(arg, tuple):
-            if not arg[0]:
-                return False
-            arg = arg[1]
+        """The generator made at `start` and called just before `end` is an argument
+        of a call of a consuming builtin (`sum(g)`, `zip(xs, g)`)."""
+        arg = _global_name(consumer_load(instrs, start, end))
         if arg not in CONSUMERS:
             return False
         found = self.func.__globals__.get(arg, getattr(builtins, arg))
@@ -195,7 +177,7 @@ class Inliner:
 def _comprehension_code(ins) -> bool:
     return (isinstance(ins, Instr) and ins.name == "LOAD_CONST"
             and isinstance(ins.arg, types.CodeType)
-            and ins.arg.co_name in ("<listcomp>", "<genexpr>"))
+            and ins.arg.co_name in COMPREHENSION_NAMES)
 
 
 def _function_build(instrs: list, c: int) -> tuple:
@@ -214,6 +196,61 @@ def _function_build(instrs: list, c: int) -> tuple:
         n = instrs[c - 1].arg
         start = c - 1 - n
     return start, k
+
+
+def _global_name(load):
+    """The name a LOAD_GLOBAL that pushes a callable (with its NULL slot) loads."""
+    if not isinstance(load, Instr) or load.name != "LOAD_GLOBAL":
+        return None
+    arg = load.arg
+    if isinstance(arg, tuple):
+        return arg[1] if arg[0] else None
+    return arg
+
+
+CALLS = {"CALL_FUNCTION", "CALL_FUNCTION_KW", "PRECALL", "CALL", "CALL_KW"}
+
+
+def consumer_load(instrs: list, start: int, end: int):
+    """The instruction that loaded the callee of the call taking the value made by
+    instrs[start:end] as an argument, or None: the first instruction after it that
+    takes the stack below that value's slot must be that call (what lies between,
+    other arguments and comprehensions inlined already, stays above it)."""
+    code = [(k, i) for k, i in enumerate(instrs) if isinstance(i, (Instr, Label))]
+    at = {k: n for n, (k, _) in enumerate(code)}
+    if start not in at or end not in at:
+        return None
+    depths = stack_depths([i for _, i in code])
+    base = depths.get(at[start])
+    for n in range(at[end], len(code)):
+        ins = code[n][1]
+        if isinstance(ins, Label) or n not in depths:
+            continue
+        if depths[n] + ins.stack_effect(jump=False) > base:
+            continue
+        if ins.name not in CALLS:
+            return None
+        names = 1 if ins.name in ("CALL_FUNCTION_KW", "CALL_KW") else 0   # the names tuple
+        args_at = depths[n] - names - ins.arg
+        return None if args_at > base else _callee_load(code, depths, at[start], args_at)
+    return None
+
+
+def _callee_load(code: list, depths: dict, before: int, args_at: int):
+    """The LOAD_GLOBAL before `before` that pushed the callee (and its NULL slot) of
+    a call whose arguments start at depth `args_at`."""
+    push_at = args_at - 2 if PY >= (3, 11) else args_at - 1
+    for n in range(before - 1, -1, -1):
+        if depths.get(n) == push_at:
+            ins = code[n][1]
+            return ins if isinstance(ins, Instr) and ins.name == "LOAD_GLOBAL" else None
+    return None
+
+
+def _iterated(instrs: list, k: int) -> bool:
+    """The value made just before `k` is the iterable of a `for` loop."""
+    return k < len(instrs) and isinstance(instrs[k], Instr) and instrs[k].name == "GET_ITER" \
+        and any(isinstance(i, Instr) and i.name == "FOR_ITER" for i in instrs[k + 1:k + 3])
 
 
 def _is_call(instrs: list, k: int, nargs: int) -> bool:

@@ -42,16 +42,13 @@ REFUSED_OPCODES = {
     "DELETE_SUBSCR": "del", "DELETE_ATTR": "del",
     "DELETE_DEREF": "del", "DELETE_NAME": "del",
     "IMPORT_NAME": "import", "IMPORT_FROM": "import", "IMPORT_STAR": "import",
-    "SET_ADD": "set comprehension", "MAP_ADD": "dict comprehension",
-    "FORMAT_VALUE": "f-string", "FORMAT_SIMPLE": "f-string", "FORMAT_WITH_SPEC": "f-string",
-    "CONVERT_VALUE": "f-string", "BUILD_STRING": "f-string",
     "MATCH_CLASS": "match", "MATCH_MAPPING": "match", "MATCH_SEQUENCE": "match",
     "MATCH_KEYS": "match", "GET_LEN": "match", "COPY_DICT_WITHOUT_KEYS": "match",
     "LOAD_BUILD_CLASS": "class definition", "LOAD_SUPER_ATTR": "super()",
     "LOAD_CLASSDEREF": "class body", "LOAD_FROM_DICT_OR_DEREF": "class body",
     "SETUP_ANNOTATIONS": "annotations", "STORE_NAME": "module-level code",
     "LOAD_NAME": "module-level code",
-    "STORE_ATTR": "attribute assignment", "BUILD_SET": "set display",
+    "STORE_ATTR": "attribute assignment", "SET_UPDATE": "starred expression in a set",
 }
 
 COMPREHENSION_NAMES = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"}

@@ -28,8 +28,16 @@ PY = sys.version_info[:2]
 BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth"}
 
 
+LOOP_CALLEES = (range, enumerate, zip, reversed)
+
+
 def is_marker(v) -> bool:
-    return v is NULL or v is EXHAUSTED or v is LASTI or isinstance(v, (ForState, ExcInfo))
+    """Values carried across edges in the stack shape rather than through SSA: the
+    markers, and the constant `range`, `enumerate`, `zip` or `reversed` waiting for
+    its call (`zip([... for ...], ys)` crosses the comprehension's loop: its call
+    must still see which callable it is, to become a counter loop)."""
+    return v is NULL or v is EXHAUSTED or v is LASTI or isinstance(v, (ForState, ExcInfo)) \
+        or isinstance(v, Const) and any(v.value is f for f in LOOP_CALLEES)
 
 
 class Lowerer:

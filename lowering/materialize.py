@@ -9,8 +9,10 @@ from ssair.ir import Const
 from .closures import (CELLS_ATTR, RUNTIME_DEFAULTS_ATTR, SELF_ATTR, SELF_SLOT, cell_names,
                        writes_free_variable)
 from .errors import COMPREHENSION_NAMES
-from .runtime import call_unpacked
-from .values import FuncBuild, LazyCall, LazyDict, LazyList, LazyTuple, ListAppend, Starred
+from .ops_format import materialize_format
+from .runtime import call_unpacked, merged
+from .values import (Converted, FuncBuild, LazyCall, LazyDict, LazyFormat, LazyList, LazyTuple,
+                     ListAppend, Starred)
 
 _FUNCTIONS: dict = {}   # (code, defaults, kwdefaults) -> function, so lowering is stable
 
@@ -30,7 +32,7 @@ def materialize(lw, v):
         return lw.emit("list", *v.elems)
     if isinstance(v, LazyDict):
         if any(isinstance(e, Starred) for e in v.entries):
-            lw.refuse("** inside a dict display")
+            return joined_dict(lw, v.entries, merged)
         return lw.emit("dict", *[lw.operand(x) for pair in v.entries for x in pair])
     if isinstance(v, ListAppend):
         return lw.emit("getattr", v.obj, Const("append"))
@@ -41,7 +43,28 @@ def materialize(lw, v):
         return lw.emit("call", Const(v.callee), *v.args)
     if isinstance(v, FuncBuild):
         return make_function(lw, v)
+    if isinstance(v, LazyFormat):
+        return materialize_format(lw, v)
+    if isinstance(v, Converted):      # 3.13: a converted value used as it is
+        return lw.emit("call", Const({"s": str, "r": repr, "a": ascii}[v.conversion]), v.value)
     lw.refuse(f"{type(v).__name__} used as a value")
+
+
+def joined_dict(lw, entries: list, join):
+    """`{k: v, **d, ...}`: each run of `k: v` entries as a dict display, each `**d`
+    as itself, all passed to `join` (`merged` for a display, `keywords` for the
+    keywords of a call)."""
+    parts, run = [], []
+    for e in entries + [None]:
+        if isinstance(e, Starred) or e is None:
+            if run:
+                parts.append(lw.emit("dict", *[lw.operand(x) for pair in run for x in pair]))
+                run = []
+            if e is not None:
+                parts.append(e.seq)
+        else:
+            run.append(e)
+    return lw.emit("call", Const(join), *parts)
 
 
 def _joined_tuple(lw, elems: list):

@@ -8,7 +8,7 @@ from ssair.ir import Const
 
 from .closures import check_capture
 from .handlers import handles
-from .runtime import UNBOUND, unpack_star
+from .runtime import UNBOUND, unpack_star, with_entry, with_member
 from .values import LazyDict, LazyList, LazyTuple, Starred
 
 PY = sys.version_info[:2]
@@ -75,6 +75,30 @@ def op_list_append(lw, ins):
         lw.stack[k].elems.append(v)
         return
     lw.stack[k] = lw.emit("list_append", lw.operand(lw.stack[k]), v)
+
+
+@handles("MAP_ADD")
+def op_map_add(lw, ins):
+    """`{k: v for ...}`'s step: `with_entry(%d, %k, %v)` is the dict with the entry
+    set (its dict operand is read by nothing else)."""
+    value, key = lw.pop(), lw.pop()
+    k = len(lw.stack) - ins.arg
+    lw.stack[k] = lw.emit("call", Const(with_entry), lw.operand(lw.stack[k]), key, value)
+
+
+@handles("SET_ADD")
+def op_set_add(lw, ins):
+    """`{v for ...}`'s step: `with_member(%s, %v)`, as MAP_ADD."""
+    value = lw.pop()
+    k = len(lw.stack) - ins.arg
+    lw.stack[k] = lw.emit("call", Const(with_member), lw.operand(lw.stack[k]), value)
+
+
+@handles("BUILD_SET")
+def op_build_set(lw, ins):
+    """`{a, b}` (and a set comprehension's empty start): `set((a, b))`."""
+    items = lw.operand(LazyTuple(elems=lw.popn(ins.arg)))
+    lw.push(lw.emit("call", Const(set), items))
 
 
 @handles("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW")

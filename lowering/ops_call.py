@@ -19,8 +19,9 @@ from ssair.primitives import operator_primitive
 
 from .closures import RUNTIME_DEFAULTS_ATTR
 from .handlers import handles
+from .materialize import joined_dict
 from .ops_basic import static_items
-from .runtime import call_unpacked
+from .runtime import call_unpacked, keywords
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 
 PY = sys.version_info[:2]
@@ -154,7 +155,7 @@ def op_call_function_ex(lw, ins):
     entries = [] if kw is None else kw.entries if isinstance(kw, LazyDict) and kw.var is None \
         else [Starred(lw.operand(kw))]
     if len(entries) > 1 and any(isinstance(e, Starred) for e in entries):
-        lw.refuse("a call mixing keyword arguments and **kwargs")
+        entries = [Starred(joined_dict(lw, entries, keywords))]   # `k=v, **d`, checked
     if value_of(callee) is zip and not entries:    # `for a, b in zip(*t)`: see loops
         lw.push(LazyCall(callee=zip, args=items))
         return
@@ -166,7 +167,8 @@ def op_call_function_ex(lw, ins):
             return
     t = lw.operand(LazyTuple(elems=items))
     d = Const(None) if not entries else entries[0].seq \
-        if len(entries) == 1 and isinstance(entries[0], Starred) else lw.operand(kw)
+        if len(entries) == 1 and isinstance(entries[0], Starred) else lw.operand(kw) \
+        if static else joined_dict(lw, entries, keywords)    # a keyword given twice
     lw.push(lw.emit("call", Const(call_unpacked), lw.operand(callee), t, d))
 
 

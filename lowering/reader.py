@@ -12,13 +12,14 @@ from bytecode import Bytecode, Instr, Label
 
 from .comprehensions import inline_comprehensions
 from .errors import UnsupportedError
+from .generators import as_list_builder
 
 SETUPS = {"SETUP_FINALLY", "SETUP_WITH"}   # 3.10: push a handler on the block stack
 UNCOND_JUMPS = {"JUMP_FORWARD", "JUMP_ABSOLUTE", "JUMP_BACKWARD",
                 "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"}
 FINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
 FLAG_CONSTRUCTS = [
-    (inspect.CO_GENERATOR, "generator"), (inspect.CO_COROUTINE, "async"),
+    (inspect.CO_COROUTINE, "async"),
     (inspect.CO_ASYNC_GENERATOR, "async"), (inspect.CO_ITERABLE_COROUTINE, "async"),
 ]
 
@@ -88,8 +89,13 @@ class CodeReader:
         blocks = [BBlock(0)]
         self.label_block = {}
         instrs = [i for i in bc if isinstance(i, (Instr, Label)) or _is_try(i)]
+        yielded = frozenset()
+        if self.code.co_flags & inspect.CO_GENERATOR:    # returns the list of its yields
+            instrs, name = as_list_builder(instrs, self.code, self.refuse)
+            yielded = frozenset({name})
         instrs, self.extra_locals, demoted = inline_comprehensions(
             self.func, self.code, self.qualname, instrs)
+        self.extra_locals |= yielded
         self.cellvars = self.cellvars - demoted
         self.append_locals = append_locals(self.code, instrs)
         for ins in instrs:

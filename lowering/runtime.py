@@ -44,6 +44,53 @@ def call_unpacked(f, args, kwargs=None):
     return f(*args, **kwargs) if kwargs is not None else f(*args)
 
 
+def merged(*parts) -> dict:
+    """`{**a, **b, ...}`: a new dict of the parts' entries in order, a later part's
+    value winning for a key two parts share (the lowering passes the `k: v` runs of
+    a display as dicts of their own)."""
+    out: dict = {}
+    for p in parts:
+        if not hasattr(p, "keys"):
+            raise TypeError(f"'{type(p).__name__}' object is not a mapping")
+        out.update(p)
+    return out
+
+
+def keywords(*parts) -> dict:
+    """The keyword arguments of `f(k=v, **d, ...)`: like `merged`, with CPython's
+    TypeError for a key given twice or a key that is not a string."""
+    out: dict = {}
+    for p in parts:
+        if not hasattr(p, "keys"):
+            raise TypeError(f"argument after ** must be a mapping, not {type(p).__name__}")
+        names = p.keys()            # what CPython's `**p` reads, then p[k]
+        for k in names:
+            if type(k) is not str:
+                raise TypeError("keywords must be strings")
+            if k in out:
+                raise TypeError(f"got multiple values for keyword argument {k!r}")
+            out[k] = p[k]
+    return out
+
+
+def with_entry(d: dict, key, value) -> dict:
+    """A dict comprehension's step: `d` (the comprehension's own dict, read by
+    nothing else) with `key` set to `value`."""
+    d[key] = value
+    return d
+
+
+def with_member(s: set, value) -> set:
+    """A set comprehension's step: `s` (read by nothing else) with `value` added."""
+    s.add(value)
+    return s
+
+
+def formatted(template: str, *values) -> str:
+    """An f-string: `template.format(*values)` (see `lowering.ops_format`)."""
+    return template.format(*values)
+
+
 def shortest(seqs) -> int:
     """The number of items of `zip(*seqs)` (the shortest sequence's length)."""
     return min((len(s) for s in seqs), default=0)
@@ -121,6 +168,11 @@ def raise_from(exc, cause):
 check_bound.__zygopy_explain__ = (
     lambda value, name, bound=True: f"reading local variable {name!r}, which some path leaves unassigned")
 missing_name.__zygopy_explain__ = lambda kind, message: f"reading a missing name ({message})"
+merged.__zygopy_explain__ = lambda *parts: "a dict display with **"
+formatted.__zygopy_explain__ = lambda template, *values: "an f-string"
+keywords.__zygopy_explain__ = lambda *parts: "keyword arguments passed with **"
+with_entry.__zygopy_explain__ = lambda d, key, value: "a dict comprehension"
+with_member.__zygopy_explain__ = lambda s, value: "a set comprehension"
 unbound_local.__zygopy_explain__ = (
     lambda name: f"reading local variable {name!r} before it is assigned")
 
@@ -128,6 +180,11 @@ unbound_local.__zygopy_explain__ = (
 call_unpacked.__zygopy_symbol__ = "lowering.runtime.call_unpacked"
 shortest.__zygopy_symbol__ = "lowering.runtime.shortest"
 column.__zygopy_symbol__ = "lowering.runtime.column"
+merged.__zygopy_symbol__ = "lowering.runtime.merged"
+formatted.__zygopy_symbol__ = "lowering.runtime.formatted"
+keywords.__zygopy_symbol__ = "lowering.runtime.keywords"
+with_entry.__zygopy_symbol__ = "lowering.runtime.with_entry"
+with_member.__zygopy_symbol__ = "lowering.runtime.with_member"
 check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
 unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"

@@ -109,6 +109,34 @@ class FuncBuild(Lazy):
 
 
 @dataclass(eq=False)
+class Field:
+    """One replacement field of an f-string: `value` (an operand) after its
+    conversion ('' none, 'r' repr, 's' str, 'a' ascii), formatted with `spec` (None,
+    a constant str, or an operand or `LazyFormat` computed at run time)."""
+
+    value: Any = None
+    conversion: str = ""
+    spec: Any = None
+
+
+@dataclass(eq=False)
+class Converted(Lazy):
+    """3.13's CONVERT_VALUE: `value` (an operand) with its conversion still to apply
+    (FORMAT_SIMPLE / FORMAT_WITH_SPEC make it a `Field`)."""
+
+    value: Any = None
+    conversion: str = ""
+
+
+@dataclass(eq=False)
+class LazyFormat(Lazy):
+    """An f-string built in place (FORMAT_VALUE, BUILD_STRING): `parts` are literal
+    strs and `Field`s, in order (`lowering.ops_format`)."""
+
+    parts: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
 class ForState:
     """The iterator of a lowered `for` loop: an integer counter `key` (an SSA
     variable) running from its start by `step` while it is below `stop` (above it

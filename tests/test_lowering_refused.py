@@ -33,6 +33,6 @@ def test_message_format():
 
 def test_unknown_opcode_is_named():
     def f_set(x):
-        return {x, 1}
-    with pytest.raises(lowering.UnsupportedError, match="set display"):
+        return {*x, 1}
+    with pytest.raises(lowering.UnsupportedError, match="starred expression in a set"):
         lowering.lower(f_set)

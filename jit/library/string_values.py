@@ -1,4 +1,5 @@
-"""Strings in compiled code: values of a finite set of constants (`jit.types.StrT`).
+"""Strings in compiled code: values of a finite set of constants (`jit.types.StrT`),
+and f-strings (`jit.types.FormattedT`), formatted where they reach Python.
 
 A label chosen by a branch (`kind = "pos" if x > 0 else "neg"`) is a phi of string
 constants; the JIT types it `str` and keeps the string's interned id (an i64), so
@@ -9,9 +10,12 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
+from jit.codegen.function import lltype
 from jit.library.registry import REGISTRY
-from jit.typing.infer import Context, string_like
-from jit.types import BOOL, StrT
+from jit.runtime.host_calls import passable
+from jit.typing.infer import Context, LiteralT, string_like
+from jit.types import BOOL, FormattedT, StrT
+from lowering.runtime import formatted
 
 
 def _as_id(fc, operand, t) -> L.Value:
@@ -56,3 +60,25 @@ for _op in ("eq", "ne"):
     REGISTRY.overload(_op, "str", _has_str, _t_compare, _cg_compare, family="strings")
 for _op in ("truth", "not"):
     REGISTRY.overload(_op, "str", _is_str, _t_truth, _cg_truth, family="strings")
+
+
+def _t_formatted(ctx: Context, s, ts):
+    """`formatted(template, *values)`: the values are kept, formatted by Python where
+    the string is printed or logged (see FormattedT)."""
+    template = ctx.const(s.args[1])
+    for t in ts[1:]:
+        if isinstance(t, LiteralT) or not passable(t):
+            ctx.fail(f"a {t} inside an f-string is not compiled")
+    return FormattedT(tuple(ts[1:]), template)
+
+
+def _cg_formatted(fc, s, ts):
+    out = L.Constant(lltype(s.type), L.Undefined)
+    for i, a in enumerate(s.args[2:]):
+        out = fc.b.insert_value(out, fc.get(a, s.type.elems[i]), i)
+    return out
+
+
+REGISTRY.declare(formatted, family="strings", name="f-string (printed or logged)",
+                 pattern="numbers, strings, arrays, tuples", types=_t_formatted,
+                 lower=_cg_formatted)

@@ -77,8 +77,16 @@ def _typed(ir: Any, args: tuple, strict: bool) -> Any:
         return None
     if len(_HOT) >= _HOT_MAX:
         _HOT.clear()
-    _HOT[ir] = entry
+    if not any(map(_holds_function, argtypes)):
+        _HOT[ir] = entry      # (its wrapper checks classes: all functions share one)
     return entry(*args)
+
+
+def _holds_function(t: Type) -> bool:
+    """A function or closure value, whose compiled code is that function's only."""
+    if isinstance(t, (FunctionT, ClosureT)):
+        return True
+    return isinstance(t, TupleT) and any(map(_holds_function, t.elems))
 
 
 def _build(ir: Any, argtypes: tuple) -> Any:

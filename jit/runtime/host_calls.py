@@ -43,8 +43,8 @@ import numpy as np
 
 from jit.runtime import native as runtime
 from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, DictT, ListLiteral, ListT, ObjectT, RecordT, StrT, TupleT,
-                       Type)
+                       BuiltListT, DictT, FormattedT, ListLiteral, ListT, ObjectT, RecordT, StrT,
+                       TupleT, Type)
 
 
 _NUMPY_DTYPES = {FLOAT64: np.dtype(np.float64), INT64: np.dtype(np.int64),
@@ -129,6 +129,8 @@ def _decode(t: Type, words: Any, k: int, cotangents: bool) -> tuple:
             out.append(v)
         if isinstance(t, DictT):
             return dict(zip(t.keys, out)), k
+        if isinstance(t, FormattedT):
+            return t.template.format(*out), k
         if isinstance(t, RecordT) and not cotangents:    # the object itself
             from adjoint.pytrees import build_record
             return build_record(t.cls, t.keys, tuple(out), t.aux), k

@@ -42,6 +42,7 @@ from jit.typing.spread import rewrite_needed
 from jit.typing.unroll import RetypeNeeded
 from jit.typing.refusals import (describe, internal_call, names_internals, refuse_exceptions,
                                  uncompiled_construct)
+from jit.typing.formatted import formatted_use, holds_formatted
 from jit.typing.unbound import expose_unbound, is_unbound
 
 MAX_ROUNDS = 64
@@ -398,6 +399,8 @@ class Engine:
             v = _static_is_none(self.operand_type(t, s.args[0]), self.operand_type(t, s.args[1]))
             if v is not None:
                 t.static[s.var] = v if s.op == "is" else not v
+        elif s.op in ("not", "truth") and self.operand_type(t, s.args[0]) == NONE:
+            t.static[s.var] = s.op == "not"      # `if ax:` with ax None: never taken
         elif s.op in ("not", "truth") and self.static_value(t, s.args[0]) is not None:
             v = bool(self.static_value(t, s.args[0]))
             t.static[s.var] = (not v) if s.op == "not" else v
@@ -460,6 +463,11 @@ class Engine:
         if any(x is None for x in ts) or any(self.operand_type(t, v) is None
                                              for v in s.kwargs.values()):
             return None
+        kws = [self.operand_type(t, v) for v in s.kwargs.values()]
+        if not formatted_use(s, ts + kws, lambda f: REGISTRY.for_callee(f) is not None):
+            raise TypingError(f"jit: cannot compile {describe(t, s)}: an f-string is compiled "
+                              "only as an argument of print or of a call made for its effect "
+                              "(a logger); other uses of the string run in the interpreter")
         try:
             return type_primitive(Context(self, t, s), s.op, s, ts)
         except RetypeNeeded:
@@ -479,6 +487,9 @@ class Engine:
         for b in t.ir.blocks:
             if isinstance(b.term, Return) and b.id in t.reachable and b.id not in t.stops:
                 out = self.join(t, out, self.operand_type(t, b.term.value))
+        if holds_formatted(out):
+            raise TypingError("jit: returning an f-string is not compiled (it is compiled "
+                              "only as an argument of print or of a call made for its effect)")
         return out
 
     def join(self, t: Typing, a: Optional[Type], b: Optional[Type]) -> Optional[Type]:

@@ -1,9 +1,11 @@
 """Calls whose meaning depends on how many items a tuple holds, which the lowering
-could not see: `f(*t, **d)` (it emits `call_unpacked(f, t, d)`, `lowering.runtime`)
-and the loop `for a, b in zip(*t)` (`shortest(t)`, `column(t, i)`); and
-`functools.partial(g, a, b)` made in compiled code, which is the closure over `a, b`
-that a partial of `g` passed as an argument is (`jit.types.partial_template`).  Compiled code
-has no call of "as many arguments as the tuple has", so once typing knows the
+could not see: `f(*t, **d)` (it emits `call_unpacked(f, t, d)`, `lowering.runtime`),
+the loop `for a, b in zip(*t)` (`shortest(t)`, `column(t, i)`), `{**a, **b}` and a
+call's `k=v, **d` (`merged(...)`, `keywords(...)`: a dict display once the keys are
+known); and `functools.partial(g, a, b)` made in compiled code, which is the closure
+over `a, b` that a partial of `g` passed as an argument is
+(`adjoint.partials.partial_template`).  Compiled code has no call of "as many
+arguments as the tuple has", so once typing knows the
 tuple's length and the dict's keys (both part of their types) the statement is
 rewritten as what it means for them, `f(t[0], ..., t[n-1], k=d["k"], ...)`,
 `min(len(t[0]), ...)`, `(t[0][i], ..., t[n-1][i])`, and the function is retyped from
@@ -21,7 +23,7 @@ from ssair.primitives import operator_primitive
 from adjoint.partials import partial_template
 from jit.types import NONE, BuiltListT, DictT, FunctionT, TupleT, TypingError
 from jit.typing.unroll import RetypeNeeded
-from lowering.runtime import call_unpacked, column, shortest, view_items
+from lowering.runtime import call_unpacked, column, keywords, merged, shortest, view_items
 
 
 class RewriteStatement(RetypeNeeded):
@@ -120,8 +122,30 @@ def _view_items(ts: list) -> Callable:
     return build
 
 
+def _merge(ts: list, checked: bool) -> Callable:
+    """`merged(a, b, ...)` (`{**a, **b}`) and `keywords(...)` (a call's `k=v, **d`)
+    of dicts whose keys typing knows: the dict display of every part's entries in
+    order (the display keeps a repeated key's last value, at its first place).
+    `keywords` with a key given twice is CPython's TypeError at run time: refused."""
+    for t in ts[1:]:
+        if not isinstance(t, DictT):
+            raise TypingError(f"{{**d}} is compiled for a dict d with string keys, not {t}")
+    keys = [(j, k) for j, t in enumerate(ts[1:]) for k in t.keys]
+    if checked and len({k for _, k in keys}) < len(keys):
+        raise TypingError("a keyword argument given twice (CPython raises TypeError)")
+
+    def build(ir: IR, s: Stmt) -> list:
+        made: list = []
+        args: list = []
+        for j, k in keys:
+            args += [Const(k), _emit(ir, made, "getitem", [s.args[1 + j], Const(k)], s.line)]
+        return made + [Stmt(s.var, "dict", args, {}, s.line, s.name)]
+    return build
+
+
 _BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column,
-             functools.partial: _partial, view_items: _view_items}
+             functools.partial: _partial, view_items: _view_items,
+             merged: lambda ts: _merge(ts, False), keywords: lambda ts: _merge(ts, True)}
 
 
 def _as_primitive(op: str) -> Callable:

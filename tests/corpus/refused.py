@@ -11,8 +11,10 @@ COUNTER = 0
 
 @refuses("generator", "yield")
 def generator(n):
-    for i in range(n):  # noqa: UP028 - a yield loop on purpose
-        yield i
+    total = 0
+    for i in range(n):
+        total += yield i      # the value sent into the generator is used
+    return total
 
 
 @refuses("generator", "yield")
