@@ -38,6 +38,7 @@ from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, F
                        typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
+from jit.typing.choice import choice_needed
 from jit.typing.unroll import RetypeNeeded
 from jit.typing.refusals import (describe, internal_call, names_internals, refuse_exceptions,
                                  uncompiled_construct)
@@ -433,17 +434,24 @@ class Engine:
         """The join of the incoming values along live edges (a reachable predecessor
         whose branch here is decided against it contributes nothing)."""
         out = None
+        seen = []
         for pred, v in p.incoming.items():
             if pred not in t.reachable or is_unbound(v):    # see jit.typing.unbound
                 continue
             if by_id is not None and here not in self._live_successors(t, by_id[pred]):
                 continue
             vt = self.operand_type(t, v)
+            seen.append((pred, vt))
             if vt is not None:
                 try:
                     out = self.join(t, out, vt)
                 except TypingError as e:
-                    raise TypingError(f"jit: {describe(t, p)}: {e}") from None
+                    seen += [(q, self.operand_type(t, w)) for q, w in p.incoming.items()
+                             if q not in {x for x, _ in seen} and q in t.reachable
+                             and not is_unbound(w)]
+                    msg = f"jit: {describe(t, p)}: {e}"
+                    need = choice_needed(p, seen, msg, is_user_function)
+                    raise (need or TypingError(msg)) from None
         return out
 
     def _stmt_type(self, t: Typing, s: Stmt) -> Optional[Type]:
