@@ -568,9 +568,12 @@ def _t_make_closure(ctx: Context, s: Stmt, ts: list) -> Type:
     f = ctx.const(s.args[0])
     if f is None:
         ctx.fail("make_closure needs a constant function")
-    if s.kwargs:
+    if s.kwargs and (set(s.kwargs) != {"defaults"} or getattr(f, "__defaults__", None)):
         ctx.fail("default arguments computed at run time (make_closure defaults=) "
                  "are not supported")
+    # Defaults computed at run time are bound as operands where the lowering sees the
+    # call (`lowering.ops_call.bind`); the function itself holds none, so a call
+    # elsewhere that leaves such an argument out fails to bind rather than guess.
     for x in ts[1:]:
         if isinstance(x, LiteralT):
             ctx.fail(f"captured value {x} is not supported")
