@@ -230,10 +230,9 @@ def test_back_twice_through_a_handler_gives_the_same_gradient():
 
 # -- the JIT refuses, auto falls back -------------------------------------------------
 def test_the_jit_refuses_exception_handling_at_typing_time():
-    with pytest.raises(TypingError, match="try or with block; compiled code does not handle"):
+    with pytest.raises(TypingError, match="try or with block; compiled code does not catch"):
         gradient(reciprocal_or_zero, 2.0, backend="llvm")
-    with pytest.raises(TypingError, match="raise statement"):
-        jit.jit(checked_sqrt)(4.0)
+    assert jit.jit(checked_sqrt)(4.0) == 2.0      # a raise compiles (test_jit_python_forms)
     with pytest.warns(JitFallbackWarning, match="try or with block"):
         assert gradient(reciprocal_or_zero, 2.0) == (-0.25,)
 

@@ -29,6 +29,7 @@ from ssair.cfg import reverse_postorder
 from ssair.ir import Branch, Const, Goto, Raise, Return, Var
 
 from jit.typing.unbound import is_unbound
+from jit.typing.raising import argument_specs, raised
 from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
@@ -384,10 +385,25 @@ class FunctionGen:
         elif isinstance(term, Return):
             value = self.get(term.value, self.typing.ret)
             self.b.ret(self.b.insert_value(self._result(L.Constant(I32, runtime.OK)), value, 1))
-        elif isinstance(term, Raise):    # after a call that raised (`raised_before`)
-            self.b.unreachable()
+        elif isinstance(term, Raise):
+            self._emit_raise(term)
         else:
             raise TypingError(f"jit: block without terminator in {self.ir.name}")
+
+    def _emit_raise(self, term: Raise) -> None:
+        """A user's `raise E(args)` records E and its arguments and returns ERROR
+        (`jit.typing.raising`); any other `raise` follows a call that raised
+        (`raised_before`) and is never reached."""
+        made = raised(self.typing, term)
+        if made is not None:
+            cls, operands = made
+            types = [self.type_of(op) for op in operands]
+            details = tuple(self.get(op) for op, t in zip(operands, types)
+                            if not isinstance(op, Const))
+            sid = runtime.site(cls, "", self.source_name, self.ir.file, term.line, False,
+                               argument_specs(types, operands))
+            self._exit_if(L.Constant(L.IntType(1), 1), runtime.ERROR, sid, details)
+        self.b.unreachable()
 
     def _wire_phis(self, blocks: list) -> None:
         for block in blocks:

@@ -19,19 +19,27 @@ from jit.types import TypingError
 
 
 def refuse_exceptions(t: Any) -> None:
-    """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
-    `raise` is refused at typing time, so `backend="auto"` runs the interpreter.  The
-    `raise` after a read of a missing name is compiled: the read raises, and nothing
-    reaches the `raise` (see `lowering.runtime.raised_by_missing_name`)."""
+    """Compiled code does not catch exceptions yet: a `try` or a `with` block is
+    refused at typing time, so `backend="auto"` runs the interpreter.  A `raise` of a
+    new exception compiles (`jit.typing.raising`), and so does the `raise` after a read
+    of a missing name: the read raises, and nothing reaches the `raise` (see
+    `lowering.runtime.raised_by_missing_name`)."""
+    from jit.typing.raising import raise_refusal
     for b in t.ir.blocks:
         if isinstance(b.term, Raise) and raised_by_missing_name(b):
             continue
-        if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
-            what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
-            name = t.ir.meta.get("source_name", t.ir.name)
-            raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
-                              f"has {what}; compiled code does not handle exceptions yet "
-                              f"(backend='auto' runs it in the interpreter)")
+        why = raise_refusal(t.ir, b.term) if isinstance(b.term, Raise) else None
+        if why is not None:
+            _refuse(t, b.term, f"has a raise statement that does not compile: {why}")
+        if isinstance(b.term, Goto) and b.term.unwind is not None:
+            _refuse(t, b.term, "has a try or with block; compiled code does not catch "
+                    "exceptions yet")
+
+
+def _refuse(t: Any, term: Any, what: str) -> None:
+    name = t.ir.meta.get("source_name", t.ir.name)
+    raise TypingError(f"jit: {name} at {t.ir.file}:{term.line or t.ir.firstline} {what} "
+                      "(backend='auto' runs it in the interpreter)")
 
 
 def describe(typing: Any, d: Any) -> str:

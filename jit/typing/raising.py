@@ -1,0 +1,118 @@
+"""`raise` in compiled code.
+
+`raise E` and `raise E(a, ...)` of an exception class `E` (a builtin one or the
+user's) compile when each argument is a constant or a number: the exception is
+made only to be raised, so compiled code never holds it.  The call `E(...)` is
+typed as nothing (`exception_call`); the block's `raise` records an error site that
+names `E` and how to rebuild each argument (a constant, or an int, float or bool
+detail of the error record), and returns ERROR like any native error
+(`jit.codegen.function`).  The entry then makes `E(*args)` as CPython would, so the
+caller sees the same class, arguments and message.
+
+Refused, by `raise_refusal`: raising anything else (a variable holding an
+exception, a re-raise) and an exception used as a value besides being raised.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Optional
+
+from ssair.ir import IR, Const, Raise, Var
+
+from jit.types import BOOL, FLOAT64, INT64, NONE, FunctionT, Type
+
+MAX_DETAILS = 3     # ERRINFO[2:5]: the run-time arguments an error record holds
+_KINDS = {INT64: "int", FLOAT64: "float", BOOL: "bool"}
+_CONSTANTS = (str, int, float, bool, type(None))
+
+
+def is_exception_class(x: Any) -> bool:
+    return inspect.isclass(x) and issubclass(x, BaseException)
+
+
+def _definition(ir: IR, var: Var) -> Any:
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.var == var:
+                return s
+    return None
+
+
+def raise_refusal(ir: IR, term: Raise) -> Optional[str]:
+    """Why the `raise` `term` does not compile, or None when it does."""
+    v = term.value
+    if isinstance(v, Const):
+        return None if is_exception_class(v.value) else "it raises a constant that is not " \
+            "an exception class"
+    s = _definition(ir, v)
+    if s is None or s.op != "call" or not isinstance(s.args[0], Const) \
+            or not is_exception_class(s.args[0].value):
+        return "it raises a value, not a new exception (compiled code holds no exceptions)"
+    if s.kwargs:
+        return "the exception is made with keyword arguments"
+    return None
+
+
+def raised(typing: Any, term: Raise) -> Optional[tuple]:
+    """(exception class, argument operands) of a compiled `raise`, or None."""
+    v = term.value
+    if isinstance(v, Const):
+        return (v.value, []) if is_exception_class(v.value) else None
+    call = typing.calls.get(v)
+    if call is None or not is_exception_class(call.callee):
+        return None
+    return call.callee, list(call.operands)
+
+
+def argument_specs(types: list, operands: list) -> tuple:
+    """`jit.runtime.native.Site.args` of a raise: ("const", value) of a constant
+    argument, (kind, k) of the k-th number recorded."""
+    out, k = [], 0
+    for op, t in zip(operands, types):
+        if isinstance(op, Const):
+            out.append(("const", op.value))
+        else:
+            out.append((_KINDS[t], k))
+            k += 1
+    return tuple(out)
+
+
+def exception_call(ctx: Any, s: Any, ts: list) -> Optional[Type]:
+    """The type rule of `E(args)` for an exception class `E` (an `UNTYPED_CALLS`
+    handler): nothing, where the result is only raised; None for other callees."""
+    cls = ts[0].func if isinstance(ts[0], FunctionT) else None
+    if not is_exception_class(cls):
+        return None
+    name = cls.__name__
+    if s.kwargs:
+        ctx.fail(f"{name}(...) with keyword arguments is not compiled")
+    uses = [u for u in _uses(ctx.typing.ir, s.var)]
+    if not uses or any(not isinstance(u, Raise) for u in uses):
+        ctx.fail(f"an exception ({name}) is compiled only where it is raised at once, "
+                 "not kept as a value")
+    runtime = 0
+    for op, t in zip(s.args[1:], ts[1:]):
+        if isinstance(op, Const) and isinstance(op.value, _CONSTANTS):
+            continue
+        if t not in _KINDS:
+            ctx.fail(f"raising {name} with an argument of type {t} is not compiled "
+                     "(constants and numbers are)")
+        runtime += 1
+    if runtime > MAX_DETAILS:
+        ctx.fail(f"raising {name} with more than {MAX_DETAILS} arguments computed at run "
+                 "time is not compiled")
+    from jit.library.registry import Impl
+    from jit.typing.infer import Call
+    ctx.typing.impls[s.var] = Impl("an exception class", None, exception_call,
+                                   lower=_cg_exception)
+    ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), cls)
+    return NONE
+
+
+def _cg_exception(fc: Any, s: Any, ts: list) -> Any:
+    """Nothing: the block's `raise` records the exception (`FunctionGen._emit_term`)."""
+    return None
+
+
+def _uses(ir: IR, var: Var) -> list:
+    return [user for user, a in ir.uses() if a == var]
