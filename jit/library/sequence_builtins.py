@@ -25,10 +25,7 @@ from __future__ import annotations
 import builtins
 
 import numpy as np
-
 from llvmlite import ir as L
-
-from ssair.ir import Const, Stmt
 
 from jit.library import math_builtins  # noqa: F401  (declares min and max)
 from jit.library.builtin_sum import deopt_if_empty
@@ -37,6 +34,7 @@ from jit.library.registry import REGISTRY
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 from jit.typing.infer import Context
 from jit.typing.spread import RewriteStatement
+from ssair.ir import Const, Stmt
 
 FAMILY = "math and builtins"
 NUMBERS = (FLOAT64, INT64, BOOL)

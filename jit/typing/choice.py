@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ssair.ir import IR, Const, Phi, Stmt, Var
-
 from jit.types import ClosureT, FunctionT
 from jit.typing.unroll import RetypeNeeded
 from lowering.runtime import UNBOUND
+from ssair.ir import IR, Const, Phi, Stmt, Var
 
 # the __module__ of the library's plain-Python code (jit.library.python_impls.MARK):
 # compiled as user code, never taken for a library call

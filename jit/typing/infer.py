@@ -39,7 +39,6 @@ from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, F
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
 from jit.typing.choice import choice_needed
-from jit.typing.raising import exception_call
 from jit.typing.unroll import RetypeNeeded
 from jit.typing.refusals import (describe, internal_call, names_internals, refuse_exceptions,
                                  uncompiled_construct)
@@ -150,7 +149,7 @@ IR_REWRITES: list = []
 POST_TYPING_REWRITES: list = []
 # `handler(ctx, stmt, types) -> Type or None`, asked for a call of a callable that has
 # no registry entry (jit.library.numpy_calls.effect_call)
-UNTYPED_CALLS: list = [exception_call]
+UNTYPED_CALLS: list = []
 # [object_call]: the function a call of an object (`jit.types.RecordT`) runs, or None
 # (jit.library.records: its class's `__call__` bound to it)
 OBJECT_CALLS: list = []

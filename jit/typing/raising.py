@@ -3,7 +3,7 @@
 `raise E` and `raise E(a, ...)` of an exception class `E` (a builtin one or the
 user's) compile when each argument is a constant or a number: the exception is
 made only to be raised, so compiled code never holds it.  The call `E(...)` is
-typed as nothing (`exception_call`); the block's `raise` records an error site that
+typed as nothing (`jit.library.exceptions`); the block's `raise` records an error site that
 names `E` and how to rebuild each argument (a constant, or an int, float or bool
 detail of the error record), and returns ERROR like any native error
 (`jit.codegen.function`).  The entry then makes `E(*args)` as CPython would, so the
@@ -17,13 +17,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, Optional
 
+from jit.types import BOOL, FLOAT64, INT64
 from ssair.ir import IR, Const, Raise, Var
 
-from jit.types import BOOL, FLOAT64, INT64, NONE, FunctionT, Type
-
-MAX_DETAILS = 3     # ERRINFO[2:5]: the run-time arguments an error record holds
 _KINDS = {INT64: "int", FLOAT64: "float", BOOL: "bool"}
-_CONSTANTS = (str, int, float, bool, type(None))
 
 
 def is_exception_class(x: Any) -> bool:
@@ -75,44 +72,3 @@ def argument_specs(types: list, operands: list) -> tuple:
             out.append((_KINDS[t], k))
             k += 1
     return tuple(out)
-
-
-def exception_call(ctx: Any, s: Any, ts: list) -> Optional[Type]:
-    """The type rule of `E(args)` for an exception class `E` (an `UNTYPED_CALLS`
-    handler): nothing, where the result is only raised; None for other callees."""
-    cls = ts[0].func if isinstance(ts[0], FunctionT) else None
-    if not is_exception_class(cls):
-        return None
-    name = cls.__name__
-    if s.kwargs:
-        ctx.fail(f"{name}(...) with keyword arguments is not compiled")
-    uses = [u for u in _uses(ctx.typing.ir, s.var)]
-    if not uses or any(not isinstance(u, Raise) for u in uses):
-        ctx.fail(f"an exception ({name}) is compiled only where it is raised at once, "
-                 "not kept as a value")
-    runtime = 0
-    for op, t in zip(s.args[1:], ts[1:]):
-        if isinstance(op, Const) and isinstance(op.value, _CONSTANTS):
-            continue
-        if t not in _KINDS:
-            ctx.fail(f"raising {name} with an argument of type {t} is not compiled "
-                     "(constants and numbers are)")
-        runtime += 1
-    if runtime > MAX_DETAILS:
-        ctx.fail(f"raising {name} with more than {MAX_DETAILS} arguments computed at run "
-                 "time is not compiled")
-    from jit.library.registry import Impl
-    from jit.typing.infer import Call
-    ctx.typing.impls[s.var] = Impl("an exception class", None, exception_call,
-                                   lower=_cg_exception)
-    ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), cls)
-    return NONE
-
-
-def _cg_exception(fc: Any, s: Any, ts: list) -> Any:
-    """Nothing: the block's `raise` records the exception (`FunctionGen._emit_term`)."""
-    return None
-
-
-def _uses(ir: IR, var: Var) -> list:
-    return [user for user, a in ir.uses() if a == var]
