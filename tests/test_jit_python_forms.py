@@ -1,0 +1,285 @@
+"""Python as people write it, compiled: `raise`, a branch choosing between closures,
+nested functions with defaults computed at run time, builtins over sequences
+(`sum`, `min`, `max`, `any`, `all`, `sorted`) and `.item()` / `np.broadcast_to`.
+Each runs under `jit.jit` and under both gradient backends; "compiled" is asserted by
+turning the fallback warning into an error, and every gradient is checked against
+central differences."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jit
+from adjoint import gradient
+
+BACKENDS = ("interp", "llvm")
+
+
+def strict_gradient(f, *args, backend):
+    """`gradient` with a fallback to the interpreter turned into an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return gradient(f, *args, backend=backend)
+
+
+def central(f, args, k, eps=1e-6):
+    """The central difference of f along argument k (a float or an array)."""
+    x = args[k]
+    if isinstance(x, float):
+        hi = list(args); hi[k] = x + eps   # noqa: E702
+        lo = list(args); lo[k] = x - eps   # noqa: E702
+        return (f(*hi) - f(*lo)) / (2 * eps)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x); e[i] = eps   # noqa: E702
+        hi = list(args); hi[k] = x + e     # noqa: E702
+        lo = list(args); lo[k] = x - e     # noqa: E702
+        g[i] = (f(*hi) - f(*lo)) / (2 * eps)
+    return g
+
+
+def check_gradient(f, *args, wrt=(0,)):
+    for backend in BACKENDS:
+        got = strict_gradient(f, *args, backend=backend)
+        for k in wrt:
+            np.testing.assert_allclose(got[k], central(f, args, k), rtol=1e-6, atol=1e-7)
+
+
+def outcome(f, *args):
+    """(exception class, args) of a call that raises, else ("value", result)."""
+    try:
+        return "value", f(*args)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc), exc.args
+
+
+# -- raise -------------------------------------------------------------------------------------
+class ModelError(Exception):
+    pass
+
+
+def checked_log(x):
+    if x <= 0.0:
+        raise ValueError("log of a non-positive number")
+    return np.log(x) * x
+
+
+def checked_step(x, n):
+    if n > 3:
+        raise IndexError("step", n, x, n > 5)
+    if x == 0.0:
+        raise ModelError
+    if x == 1.0:
+        raise ModelError("at one", 1)
+    return x * x * n
+
+
+@pytest.mark.parametrize("args", [(2.5,), (-1.0,)])
+def test_raise_of_a_builtin_exception_is_cpythons(args):
+    assert outcome(jit.jit(checked_log), *args) == outcome(checked_log, *args)
+    for backend in BACKENDS:
+        if args[0] > 0:
+            check_gradient(checked_log, *args)
+        else:
+            with pytest.raises(ValueError) as info:
+                strict_gradient(checked_log, *args, backend=backend)
+            assert info.value.args == ("log of a non-positive number",)
+
+
+@pytest.mark.parametrize("args", [(2.0, 2), (2.5, 7), (0.0, 1), (1.0, 2)])
+def test_raise_with_run_time_arguments_and_user_classes(args):
+    expected = outcome(checked_step, *args)
+    assert outcome(jit.jit(checked_step), *args) == expected
+    for backend in BACKENDS:
+        got = outcome(lambda *a: strict_gradient(checked_step, *a, backend=backend), *args)
+        if expected[0] == "value":
+            assert got[1][0] == pytest.approx(central(checked_step, list(args), 0))
+        else:
+            assert got == expected
+
+
+def keeps_an_exception(x):
+    e = ValueError("kept")
+    if x > 0:
+        raise e
+    return e
+
+
+def test_an_exception_kept_as_a_value_is_refused_clearly():
+    with pytest.raises(jit.TypingError, match="raised at once"):
+        jit.jit(keeps_an_exception)(1.0)
+
+
+# -- a phi of different closures ---------------------------------------------------------------
+def branch_closure(x):
+    def g(y):
+        return y * 2.0 + x
+
+    def h(y):
+        return y * y
+
+    k = g if x > 0 else h
+    return k(x)
+
+
+def returned_closure(x):        # myia's test_nested_closure
+    a = x * x
+
+    def f():
+        b = x + 5
+
+        def g():
+            return a + b
+
+        def h():
+            return a * b
+        return g if x < 0 else h
+    return f()()
+
+
+def three_ways(x, n):
+    def g(y):
+        return y * x
+
+    def h(y):
+        return y + x
+    if n == 0:
+        k = g
+    elif n == 1:
+        k = h
+    else:
+        k = lambda y: np.sin(y) * x   # noqa: E731
+    return k(x) * 2.0
+
+
+@pytest.mark.parametrize("x", [3.0, -3.0])
+def test_a_branch_between_two_closures(x):
+    assert jit.jit(branch_closure)(x) == branch_closure(x)
+    assert jit.jit(returned_closure)(x) == returned_closure(x)
+    check_gradient(branch_closure, x)
+    check_gradient(returned_closure, x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_a_branch_between_three_functions(n):
+    assert jit.jit(three_ways)(0.7, n) == three_ways(0.7, n)
+    check_gradient(three_ways, 0.7, n)
+
+
+# -- defaults computed at run time, recursion through a cell ----------------------------------
+def fact_default(x):            # myia's test_fact_opt
+    def fact(n=x):
+        if n <= 1:
+            return 1
+        return n * fact(n=n - 1)
+    return fact()
+
+
+def fact_cell(x):
+    def fact(n):
+        if n <= 1.0:
+            return 1.0
+        return n * fact(n - 1.0)
+    return fact(x)
+
+
+def test_recursion_with_a_run_time_default_and_through_a_cell():
+    assert jit.jit(fact_default)(4.1) == pytest.approx(fact_default(4.1))
+    check_gradient(fact_default, 4.1)
+    check_gradient(fact_cell, 4.3)
+
+
+def made_with_default(x):
+    def g(n=x):
+        return n * 2.0
+    return g
+
+
+def calls_without_the_default(x):
+    return made_with_default(x)()
+
+
+def test_a_call_that_leaves_out_a_run_time_default_is_refused_by_the_jit():
+    with pytest.raises(jit.TypingError, match="missing argument 'n'"):
+        jit.jit(calls_without_the_default)(3.0)
+
+
+# -- builtins over sequences -------------------------------------------------------------------
+def sums(x):
+    a = np.array([x, 2.0 * x, x * x])
+    return sum(a) + sum([x, 3.0]) + sum((x, x * x), 10.0) + sum(v * v for v in [x, 2.0 * x])
+
+
+def extremes(x):
+    a = np.array([x, 2.0 * x, 1.5])
+    built = [v * x for v in [1.0, -1.0, 0.5]]
+    return min(a) + 2.0 * max(a) + 3.0 * min(built) + max([x, 1.0, x * x])
+
+
+def truths(x):
+    a = np.array([x, 2.0 * x])
+    r = x
+    if any(a > 5.0):
+        r = r * 2.0
+    if all([v > 1.0 for v in [x, 2.0 * x]]):
+        r = r * 3.0
+    if any((x < 0.0, x > 100.0)):
+        r = r + 1.0
+    return r
+
+
+def sorts(a):
+    s = sorted(a)
+    return s[0] + 2.0 * s[1] + 5.0 * s[-1] + 0.5 * sorted([a[0], a[1] * a[1]])[0]
+
+
+def sum_of_arrays(x):
+    a = np.ones(3) * x
+    return np.sum(sum([a, a * x, np.ones(3)]))
+
+
+@pytest.mark.parametrize("f", [sums, extremes, truths, sum_of_arrays])
+def test_builtins_over_sequences(f):
+    for x in (0.8, 3.0):
+        assert jit.jit(f)(x) == pytest.approx(f(x), rel=1e-15)
+        check_gradient(f, x)
+
+
+def test_sorted_matches_cpython_and_differentiates():
+    rng = np.random.default_rng(1)
+    for n in (1, 6, 70):
+        a = np.round(rng.normal(size=n), 1)         # ties included
+        assert jit.jit(lambda v: np.array(sorted(v)))(a).tolist() == sorted(a)
+    a = np.array([0.3, -1.2, 0.9, 0.1, 2.0])
+    assert jit.jit(sorts)(a) == sorts(a)
+    check_gradient(sorts, a)
+
+
+def min_of_built(n):
+    return min([float(i) for i in range(n)])
+
+
+def sum_of_built(n):
+    return sum([float(i) * 0.5 for i in range(n)])
+
+
+def test_empty_sequences_behave_as_in_cpython():
+    assert outcome(jit.jit(min_of_built), 0) == outcome(min_of_built, 0)
+    assert jit.jit(sum_of_built)(0) == 0 and type(jit.jit(sum_of_built)(0)) is int
+    nan = np.array([3.0, np.nan, 1.0])
+    assert np.array_equal(jit.jit(lambda v: np.array(sorted(v)))(nan), sorted(nan),
+                          equal_nan=True)
+
+
+# -- .item() and np.broadcast_to ---------------------------------------------------------------
+def scalar_items(x, y):
+    xs = np.broadcast_to(np.array(x), (4, 3))
+    ys = np.broadcast_to(y, (4, 3))
+    return np.sum(xs / ys).item() + np.float64(x * y).item()
+
+
+def test_item_of_a_number_and_broadcast_to():
+    assert jit.jit(scalar_items)(3.1, 7.6) == pytest.approx(scalar_items(3.1, 7.6), rel=1e-15)
+    check_gradient(scalar_items, 3.1, 7.6, wrt=(0, 1))
