@@ -283,3 +283,23 @@ def scalar_items(x, y):
 def test_item_of_a_number_and_broadcast_to():
     assert jit.jit(scalar_items)(3.1, 7.6) == pytest.approx(scalar_items(3.1, 7.6), rel=1e-15)
     check_gradient(scalar_items, 3.1, 7.6, wrt=(0, 1))
+
+
+# -- a loop over a list whose accumulator starts as the int 0 ----------------------------------
+def accumulate(xs, w):              # myia's test_aliasing_list
+    res = 0
+    for x in xs:
+        res = res + x * w
+    return np.sum(sum(res))
+
+
+def test_an_accumulator_that_becomes_an_array_in_the_first_iteration():
+    xs = [np.arange(3.0).reshape(1, 3) + k for k in range(4)]
+    w = np.array([[0.5, -1.0, 2.0]])
+    assert jit.jit(accumulate)(xs, w) == accumulate(xs, w)
+    for backend in BACKENDS:
+        got = strict_gradient(accumulate, xs, w, backend=backend)
+        np.testing.assert_allclose(got[1], central(lambda v: accumulate(xs, v), [w], 0),
+                                   rtol=1e-6)
+        for k in range(4):
+            np.testing.assert_allclose(got[0][k], np.broadcast_to(w, (1, 3)))
