@@ -303,3 +303,114 @@ def test_an_accumulator_that_becomes_an_array_in_the_first_iteration():
                                    rtol=1e-6)
         for k in range(4):
             np.testing.assert_allclose(got[0][k], np.broadcast_to(w, (1, 3)))
+
+
+# -- try / except ------------------------------------------------------------------------------
+def reciprocal(x):
+    try:
+        y = 1.0 / x
+    except ZeroDivisionError:
+        y = 0.0
+    return y * x
+
+
+def negated_on_error(x):
+    try:
+        if x < 0:
+            raise ValueError("negative")
+        y = x * x
+    except (TypeError, ValueError):
+        y = -x
+    return y
+
+
+def read_or_default(a, i):
+    try:
+        v = a[i]
+    except IndexError:
+        v = 0.5
+    return v * 2.0
+
+
+def too_big(x):
+    if x > 1.0:
+        raise ValueError("too big")
+    return x * x
+
+
+def caught_from_a_callee(x):
+    try:
+        y = too_big(x)
+    except ValueError:
+        y = 10.0 * x
+    return y
+
+
+def with_else_and_finally(x):
+    try:
+        y = x * 3.0
+        if x > 5:
+            raise ValueError("big")
+    except ValueError:
+        y = 1.0
+    else:
+        y = y + x
+    finally:
+        y = y * 2.0
+    return y
+
+
+def in_a_loop(xs):
+    s = 0.0
+    for x in xs:
+        try:
+            s = s + too_big(x)
+        except ValueError:
+            s = s - x
+    return s
+
+
+def not_caught(x):
+    try:
+        if x < 0:
+            raise KeyError("k")
+        y = x
+    except ValueError:
+        y = -x
+    return y
+
+
+@pytest.mark.parametrize("f, x", [(reciprocal, 2.0), (reciprocal, 0.0), (negated_on_error, 2.0),
+                                  (negated_on_error, -2.0), (caught_from_a_callee, 0.5),
+                                  (caught_from_a_callee, 2.0), (with_else_and_finally, 2.0),
+                                  (with_else_and_finally, 7.0)])
+def test_try_except_compiles(f, x):
+    assert jit.jit(f)(x) == f(x)
+    check_gradient(f, x)
+
+
+def test_try_except_of_an_index_error_in_a_loop_and_an_uncaught_error():
+    a = np.arange(3.0)
+    for i in (1, 5):
+        assert jit.jit(read_or_default)(a, i) == read_or_default(a, i)
+        check_gradient(read_or_default, a, i)
+    xs = np.array([0.5, 2.0, 0.7, 3.0])
+    assert jit.jit(in_a_loop)(xs) == in_a_loop(xs)
+    check_gradient(in_a_loop, xs)
+    assert outcome(jit.jit(not_caught), -1.0) == outcome(not_caught, -1.0)
+    for backend in BACKENDS:
+        with pytest.raises(KeyError):
+            strict_gradient(not_caught, -1.0, backend=backend)
+
+
+def uses_the_exception(x):
+    try:
+        y = too_big(x)
+    except ValueError as e:
+        y = len(str(e)) * x
+    return y
+
+
+def test_an_exception_read_in_its_handler_is_refused_clearly():
+    with pytest.raises(jit.TypingError, match="str"):
+        jit.jit(uses_the_exception)(2.0)

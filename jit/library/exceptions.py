@@ -1,14 +1,26 @@
-"""The type rule of `E(args)` for an exception class `E`, made to be raised at once
-(`jit.typing.raising` says how the `raise` compiles): it is typed as nothing, and
-its arguments, constants or numbers, are read by the `raise`."""
+"""Exceptions in compiled code (`jit.typing.raising` says how `raise` and `try`
+compile):
+
+  * `E(args)` for an exception class `E`, made to be raised at once: typed as
+    nothing; its arguments, constants or numbers, are read by the `raise`;
+  * `caught()`, the exception a handler block was entered with: the word of the
+    error record (`CAUGHT`);
+  * `except E:` (`lowering.runtime.exception_matches(caught, E)`, E a constant class
+    or tuple of classes): asks the runtime whether the caught error's class is a
+    subclass of E (`jit.runtime.caught`)."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from jit.library.registry import Impl
+from llvmlite import ir as L
+
+from jit.codegen.arrays import runtime_callee
+from jit.library.registry import REGISTRY, Impl
+from jit.runtime import symbols
 from jit.types import BOOL, FLOAT64, INT64, NONE, FunctionT, Type
 from jit.typing.infer import UNTYPED_CALLS, Call
-from jit.typing.raising import is_exception_class
+from jit.typing.raising import CAUGHT, is_exception_class
+from lowering.runtime import exception_matches
 from ssair.ir import IR, Const, Raise, Var
 
 MAX_DETAILS = 3     # ERRINFO[2:5]: the run-time arguments an error record holds
@@ -56,3 +68,46 @@ def _uses(ir: IR, var: Var) -> list:
 
 RAISED = Impl("an exception class, raised at once", None, exception_call, lower=_cg_exception)
 UNTYPED_CALLS.insert(0, exception_call)   # (it answers only for exception classes)
+
+
+def _t_caught(ctx: Any, s: Any, ts: list) -> Type:
+    return CAUGHT
+
+
+def _cg_caught(fc: Any, s: Any, ts: list) -> Any:
+    base = fc.mg.errinfo_base(fc.b)
+    word = fc.b.load(fc.b.gep(base, [L.Constant(L.IntType(64), 1)],
+                              source_etype=L.IntType(64)), typ=L.IntType(64))
+    return fc.b.inttoptr(word, L.PointerType())
+
+
+_KEPT: list = []     # the classes `except` clauses match against (their pointers are baked in)
+
+
+def _is_matching(ctx: Any, s: Any, ts: list) -> bool:
+    return len(ts) == 2 and ts[0] == CAUGHT
+
+
+def _t_matches(ctx: Any, s: Any, ts: list) -> Type:
+    kinds = s.args[2].value if isinstance(s.args[2], Const) else None
+    every = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not all(is_exception_class(k) for k in every):
+        ctx.fail("except of something other than constant exception classes is not compiled")
+    return BOOL
+
+
+def _cg_matches(fc: Any, s: Any, ts: list) -> Any:
+    kinds = s.args[2].value
+    _KEPT.append(kinds)
+    word = fc.b.ptrtoint(fc.get(s.args[1]), L.IntType(64))
+    fnty = L.FunctionType(L.IntType(64), [L.IntType(64), L.PointerType()])
+    hit = fc.b.call(runtime_callee("zy_exception_matches", fnty),
+                    [word, symbols.object_ptr(kinds)])
+    return fc.b.icmp_signed("!=", hit, L.Constant(L.IntType(64), 0))
+
+
+REGISTRY.overload("caught", "in a handler block", lambda ctx, s, ts: True, _t_caught,
+                  _cg_caught, family="exceptions")
+REGISTRY.declare(exception_matches, family="exceptions",
+                 pattern="a caught exception, constant classes", matches=_is_matching,
+                 types=_t_matches, lower=_cg_matches)

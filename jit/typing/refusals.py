@@ -19,10 +19,10 @@ from jit.types import TypingError
 
 
 def refuse_exceptions(t: Any) -> None:
-    """Compiled code does not catch exceptions yet: a `try` or a `with` block is
-    refused at typing time, so `backend="auto"` runs the interpreter.  A `raise` of a
-    new exception compiles (`jit.typing.raising`), and so does the `raise` after a read
-    of a missing name: the read raises, and nothing reaches the `raise` (see
+    """A `raise` that does not compile is refused at typing time, so
+    `backend="auto"` runs the interpreter.  A `raise` of a new exception or of the one
+    an `except` caught compiles (`jit.typing.raising`), and so does the `raise` after
+    a read of a missing name: the read raises, and nothing reaches the `raise` (see
     `lowering.runtime.raised_by_missing_name`)."""
     from jit.typing.raising import raise_refusal
     for b in t.ir.blocks:
@@ -31,9 +31,6 @@ def refuse_exceptions(t: Any) -> None:
         why = raise_refusal(t.ir, b.term) if isinstance(b.term, Raise) else None
         if why is not None:
             _refuse(t, b.term, f"has a raise statement that does not compile: {why}")
-        if isinstance(b.term, Goto) and b.term.unwind is not None:
-            _refuse(t, b.term, "has a try or with block; compiled code does not catch "
-                    "exceptions yet")
 
 
 def _refuse(t: Any, term: Any, what: str) -> None:
