@@ -414,3 +414,17 @@ def uses_the_exception(x):
 def test_an_exception_read_in_its_handler_is_refused_clearly():
     with pytest.raises(jit.TypingError, match="str"):
         jit.jit(uses_the_exception)(2.0)
+
+
+def divide_into(x, d):
+    out = np.zeros(2)
+    try:
+        out[0] = x / d
+    except ZeroDivisionError:
+        out[0] = -1.0
+    return out
+
+
+def test_a_function_writing_arrays_catches_a_division_by_zero():
+    for d in (0.0, 4.0):
+        np.testing.assert_array_equal(jit.jit(divide_into)(1.0, d), divide_into(1.0, d))

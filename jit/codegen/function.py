@@ -532,10 +532,16 @@ class FunctionGen:
                 d = self.b.bitcast(d, I64) if d.type == F64 else d
                 d = self.b.zext(d, I64) if d.type == I1 else d
                 self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
-            if status == runtime.ERROR and self.handler is not None:
+            if self.handler is not None and (status == runtime.ERROR or self._raises_deopts):
                 self.b.branch(self.handler)
             else:
                 self.b.ret(self._result(L.Constant(I32, status)))
+
+    @property
+    def _raises_deopts(self) -> bool:
+        """A function that writes to arrays is not rerun: a DEOPT raises its site's
+        exception (`jit.api._not_rerun`), which a handler here catches like an error."""
+        return bool(self.typing.writes)
 
     def _result(self, status: L.Value) -> L.Value:
         """This function's return value with `status` and no result yet."""
@@ -548,7 +554,9 @@ class FunctionGen:
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
             if on_error is not None:
                 on_error()
-            if self.handler is not None:        # an ERROR is caught; a DEOPT reruns
+            if self.handler is not None and self._raises_deopts:
+                self.b.branch(self.handler)
+            elif self.handler is not None:      # an ERROR is caught; a DEOPT reruns
                 error = self.b.icmp_signed("==", status, L.Constant(I32, runtime.ERROR))
                 with self.b.if_then(error):
                     self.b.branch(self.handler)
