@@ -428,3 +428,31 @@ def divide_into(x, d):
 def test_a_function_writing_arrays_catches_a_division_by_zero():
     for d in (0.0, 4.0):
         np.testing.assert_array_equal(jit.jit(divide_into)(1.0, d), divide_into(1.0, d))
+
+
+# -- a list of arrays of mixed ranks built by appends ------------------------------------------
+def mixed_weights(x, W, b):
+    ws = [W * x]
+    ws.append(b * x)
+    ws.append(np.sum(W) * x)
+    s = 0.0
+    for w in ws:
+        s = s + np.sum(w * w)
+    return s + np.sum(ws[0] @ ws[1])
+
+
+def appended_in_a_branch(x, flag):
+    ws = []
+    ws.append(np.ones((2, 2)) * x)
+    if flag:
+        ws.append(np.ones(2) * x)
+    return len(ws) * x
+
+
+def test_a_list_of_mixed_ranks_built_by_appends():
+    W = np.array([[0.5, -1.0], [2.0, 0.3]])
+    b = np.array([1.0, -0.5])
+    assert jit.jit(mixed_weights)(1.3, W, b) == pytest.approx(mixed_weights(1.3, W, b))
+    check_gradient(mixed_weights, 1.3, W, b, wrt=(0, 1, 2))
+    with pytest.raises(jit.TypingError, match="appending a array"):
+        jit.jit(appended_in_a_branch)(1.0, True)
