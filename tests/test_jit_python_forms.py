@@ -456,3 +456,21 @@ def test_a_list_of_mixed_ranks_built_by_appends():
     check_gradient(mixed_weights, 1.3, W, b, wrt=(0, 1, 2))
     with pytest.raises(jit.TypingError, match="appending a array"):
         jit.jit(appended_in_a_branch)(1.0, True)
+
+
+def chosen_in_a_loop(x):
+    def g(y):
+        return y * 2.0
+
+    def h(y):
+        return y + x
+    k = g
+    for i in range(3):
+        if i == 1:
+            k = h
+    return k(x)
+
+
+def test_a_function_variable_chosen_again_in_a_loop_is_refused_clearly():
+    with pytest.raises(jit.TypingError, match="chosen again in a loop, is not compiled"):
+        jit.jit(chosen_in_a_loop)(1.5)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from jit.types import ClosureT, FunctionT
+from jit.types import ClosureT, FunctionT, TypingError
 from jit.typing.unroll import RetypeNeeded
 from lowering.runtime import UNBOUND
 from ssair.ir import IR, Const, Phi, Stmt, Var
@@ -122,4 +122,8 @@ def choice_needed(p: Phi, incoming: list, message: str, user_function: Callable
     known = [t for _, t in incoming if t is not None]
     if len(known) < 2 or not all(is_user_callable(t, user_function) for t in known):
         return None
+    if any(isinstance(t, ClosureT) and t.func in _DISPATCHERS.values() for t in known):
+        where = message.split(": cannot unify")[0]
+        raise TypingError(f"{where}: a variable holding one of several functions, chosen "
+                          "again in a loop, is not compiled")
     return ChoiceNeeded(message, p.var, choice_groups(incoming))
