@@ -474,3 +474,17 @@ def chosen_in_a_loop(x):
 def test_a_function_variable_chosen_again_in_a_loop_is_refused_clearly():
     with pytest.raises(jit.TypingError, match="chosen again in a loop, is not compiled"):
         jit.jit(chosen_in_a_loop)(1.5)
+
+
+def halve_into(x, d):
+    out = np.zeros(2)
+    try:
+        out[0] = too_big(x) / d
+    except (ValueError, ZeroDivisionError):
+        out[1] = 1.0
+    return out
+
+
+def test_a_function_writing_arrays_catches_an_error_of_its_callee():
+    for x, d in ((0.5, 2.0), (3.0, 2.0), (0.5, 0.0)):
+        np.testing.assert_array_equal(jit.jit(halve_into)(x, d), halve_into(x, d))

@@ -556,7 +556,8 @@ class FunctionGen:
                 on_error()
             if self.handler is not None and self._raises_deopts:
                 self.b.branch(self.handler)
-            elif self.handler is not None:      # an ERROR is caught; a DEOPT reruns
+                return
+            if self.handler is not None:        # an ERROR is caught; a DEOPT reruns
                 error = self.b.icmp_signed("==", status, L.Constant(I32, runtime.ERROR))
                 with self.b.if_then(error):
                     self.b.branch(self.handler)
