@@ -17,7 +17,7 @@ from llvmlite import ir as L
 from jit.codegen.arrays import runtime_callee
 from jit.library.registry import REGISTRY, Impl
 from jit.runtime import symbols
-from jit.types import BOOL, FLOAT64, INT64, NONE, FunctionT, Type
+from jit.types import BOOL, FLOAT64, INT64, NONE, FunctionT, Type, TypingError
 from jit.typing.infer import UNTYPED_CALLS, Call
 from jit.typing.raising import CAUGHT, is_exception_class
 from lowering.runtime import exception_matches
@@ -75,6 +75,9 @@ def _t_caught(ctx: Any, s: Any, ts: list) -> Type:
 
 
 def _cg_caught(fc: Any, s: Any, ts: list) -> Any:
+    if not fc.mg.reruns:      # a device: its `except` would ask the host
+        raise TypingError(f"jit: {fc.source_name} at {fc.ir.file}:{s.line} has an except "
+                          "clause, which GPU code does not compile")
     base = fc.mg.errinfo_base(fc.b)
     word = fc.b.load(fc.b.gep(base, [L.Constant(L.IntType(64), 1)],
                               source_etype=L.IntType(64)), typ=L.IntType(64))
