@@ -488,3 +488,26 @@ def halve_into(x, d):
 def test_a_function_writing_arrays_catches_an_error_of_its_callee():
     for x, d in ((0.5, 2.0), (3.0, 2.0), (0.5, 0.0)):
         np.testing.assert_array_equal(jit.jit(halve_into)(x, d), halve_into(x, d))
+
+
+class Scope:
+    def __enter__(self):
+        return 2.0
+
+    def __exit__(self, *exc):
+        return False
+
+
+def inside_a_with(x, scope):
+    with scope as s:
+        y = x * s
+    return y
+
+
+def test_a_with_block_is_refused_clearly_and_auto_runs_the_interpreter():
+    with pytest.raises(jit.TypingError, match="has a with block; compiled code does not run "
+                                              "context managers yet"):
+        gradient(inside_a_with, 1.5, Scope(), backend="llvm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert gradient(inside_a_with, 1.5, Scope())[0] == 2.0

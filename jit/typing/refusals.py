@@ -30,12 +30,18 @@ def refuse_exceptions(t: Any) -> None:
             continue
         why = raise_refusal(t.ir, b.term) if isinstance(b.term, Raise) else None
         if why is not None:
-            _refuse(t, b.term, f"has a raise statement that does not compile: {why}")
+            _refuse(t, b.term.line, f"has a raise statement that does not compile: {why}")
+        exits = [s for s in b.stmts if s.op == "getattr" and len(s.args) == 2
+                 and s.args[1] == Const("__exit__")]
+        if exits and any(isinstance(x.term, Goto) and x.term.unwind is not None
+                         for x in t.ir.blocks):
+            _refuse(t, exits[0].line, "has a with block; compiled code does not run context "
+                    "managers yet")
 
 
-def _refuse(t: Any, term: Any, what: str) -> None:
+def _refuse(t: Any, line: Any, what: str) -> None:
     name = t.ir.meta.get("source_name", t.ir.name)
-    raise TypingError(f"jit: {name} at {t.ir.file}:{term.line or t.ir.firstline} {what} "
+    raise TypingError(f"jit: {name} at {t.ir.file}:{line or t.ir.firstline} {what} "
                       "(backend='auto' runs it in the interpreter)")
 
 
