@@ -262,7 +262,15 @@ def lookup_callee(f: Any) -> Optional[Rule]:
     hit = _BY_ID.get(id(f))
     if hit is not None and hit[0] is f:
         return hit[1]
-    return _method_rule(f) or _constructor_rule(f) or _operator_rule(f)
+    return _method_rule(f) or _constructor_rule(f) or _exception_rule(f) or _operator_rule(f)
+
+
+def _exception_rule(cls: Any) -> Optional[Rule]:
+    """An exception class called to make the exception a `raise` raises: nothing
+    differentiable comes out of it (what raises has no result to differentiate)."""
+    if not (inspect.isclass(cls) and issubclass(cls, BaseException)):
+        return None
+    return _store(cls, Rule(cls, varied=False))
 
 
 def _operator_rule(f: Any) -> Optional[Rule]:

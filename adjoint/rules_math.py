@@ -305,6 +305,25 @@ def d_sum(dy, xs, start=0):
     return (dy,) * len(xs), dy
 
 
+@pullback_rule(builtins.sorted)
+def d_sorted(dy, xs, key=None, reverse=False):
+    """`sorted(xs)` is a permutation of xs: an entry's cotangent is the cotangent of
+    the place it went to (the permutation is found by sorting the positions by the
+    same comparisons, so ties go where CPython's stable sort puts them)."""
+    if key is not None:
+        raise TypeError("adjoint: sorted() with key= is not differentiable")
+    order = sorted(range(len(xs)), key=xs.__getitem__, reverse=reverse)
+    if isinstance(xs, np.ndarray):
+        g = np.zeros(len(xs))
+        for k, i in enumerate(order):
+            g[i] = 0.0 if dy[k] is None else dy[k]
+        return (g,)
+    g = [None] * len(xs)
+    for k, i in enumerate(order):
+        g[i] = dy[k]
+    return (tuple(g) if isinstance(xs, tuple) else g,)
+
+
 nondiff(math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtins.len,
         builtins.range, builtins.bool, builtins.isinstance, builtins.print, builtins.str,
         builtins.type, builtins.repr, builtins.hash, builtins.id, builtins.enumerate,

@@ -114,8 +114,7 @@ def test_adjoint_refuses_differentiable_cells():
     assert back(1.0) == (None,)
 
 
-def test_jit_refuses_cells_and_dynamic_defaults():
+def test_jit_refuses_cells_and_compiles_dynamic_defaults():
     with pytest.raises(TypingError, match="captures .y., a variable assigned again"):
         jit.jit(later)(2.0)
-    with pytest.raises(TypingError, match="defaults"):
-        jit.jit(dynamic_default)(5)
+    assert jit.jit(dynamic_default)(5) == dynamic_default(5)

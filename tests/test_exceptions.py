@@ -228,13 +228,12 @@ def test_back_twice_through_a_handler_gives_the_same_gradient():
     assert back(1.0) == back(1.0)
 
 
-# -- the JIT refuses, auto falls back -------------------------------------------------
-def test_the_jit_refuses_exception_handling_at_typing_time():
-    with pytest.raises(TypingError, match="try or with block; compiled code does not handle"):
-        gradient(reciprocal_or_zero, 2.0, backend="llvm")
-    with pytest.raises(TypingError, match="raise statement"):
-        jit.jit(checked_sqrt)(4.0)
-    with pytest.warns(JitFallbackWarning, match="try or with block"):
+# -- the JIT compiles raise and try (tests/test_jit_python_forms.py) ------------------
+def test_the_jit_compiles_raise_and_try():
+    assert gradient(reciprocal_or_zero, 2.0, backend="llvm") == (-0.25,)
+    assert jit.jit(checked_sqrt)(4.0) == 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
         assert gradient(reciprocal_or_zero, 2.0) == (-0.25,)
 
 

@@ -29,6 +29,7 @@ from ssair.cfg import reverse_postorder
 from ssair.ir import Branch, Const, Goto, Raise, Return, Var
 
 from jit.typing.unbound import is_unbound
+from jit.typing.raising import CAUGHT, argument_specs, protected_blocks, raised
 from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
@@ -283,6 +284,9 @@ def _drops_none(have: Type, want: Type) -> bool:
 class FunctionGen:
     """Emits the body of one specialised function."""
 
+    handler: Optional[L.Block] = None     # where an ERROR goes in a protected block
+    landings: dict = {}                   # (see _make_landings)
+
     def __init__(self, mg: ModuleGen, t: Typing, fn: L.Function) -> None:
         self.mg = mg
         self.typing = t
@@ -309,6 +313,7 @@ class FunctionGen:
         blocks = self.ir.block_map()
         self.llblocks = {bid: self.fn.append_basic_block(f"b{bid}") for bid in order}
         self.ends: dict = {}
+        self._make_landings()
         self.b.branch(self.llblocks[order[0]])
         for bid in order:
             self._emit_block(blocks[bid])
@@ -319,7 +324,21 @@ class FunctionGen:
         self.raise_if(self.b.icmp_signed(">", self.depth, limit), RecursionError,
                       "maximum recursion depth exceeded")
 
+    def _make_landings(self) -> None:
+        """A landing block per `goto #k unwind #h` edge from #p (`protected_blocks`):
+        an error raised in #k branches there, and from there to #h, whose phis read
+        #p's values along it."""
+        self.protected = protected_blocks(self.ir)
+        self.landings: dict = {}
+        for p, h in self.protected.values():
+            if (p, h) not in self.landings and h in self.llblocks:
+                land = self.fn.append_basic_block(f"unwind{p}_{h}")
+                L.IRBuilder(land).branch(self.llblocks[h])
+                self.landings[(p, h)] = land
+        self.handler = None
+
     def _emit_block(self, block) -> None:
+        self.handler = self.landings.get(self.protected.get(block.id))
         self.b.position_at_end(self.llblocks[block.id])
         for p in block.phis:
             self.values[p.var] = self.b.phi(lltype(p.type), name=f"v{p.var.id}")
@@ -385,17 +404,35 @@ class FunctionGen:
         elif isinstance(term, Return):
             value = self.get(term.value, self.typing.ret)
             self.b.ret(self.b.insert_value(self._result(L.Constant(I32, runtime.OK)), value, 1))
-        elif isinstance(term, Raise):    # after a call that raised (`raised_before`)
-            self.b.unreachable()
+        elif isinstance(term, Raise):
+            self._emit_raise(term)
         else:
             raise TypingError(f"jit: block without terminator in {self.ir.name}")
+
+    def _emit_raise(self, term: Raise) -> None:
+        """A user's `raise E(args)` records E and its arguments and returns ERROR
+        (`jit.typing.raising`); any other `raise` follows a call that raised
+        (`raised_before`) and is never reached."""
+        if self.type_of(term.value) == CAUGHT:     # a re-raise: the record names it
+            self._exit_if(L.Constant(L.IntType(1), 1), runtime.ERROR, None, (),
+                          word=self.b.ptrtoint(self.get(term.value), I64))
+        made = raised(self.typing, term)
+        if made is not None:
+            cls, operands = made
+            types = [self.type_of(op) for op in operands]
+            details = tuple(self.get(op) for op, t in zip(operands, types)
+                            if not isinstance(op, Const))
+            sid = runtime.site(cls, "", self.source_name, self.ir.file, term.line, False,
+                               argument_specs(types, operands))
+            self._exit_if(L.Constant(L.IntType(1), 1), runtime.ERROR, sid, details)
+        self.b.unreachable()
 
     def _wire_phis(self, blocks: list) -> None:
         for block in blocks:
             for p in block.phis:
                 node = self.values[p.var]
                 for pred, operand in p.incoming.items():
-                    end = self.ends.get(pred)
+                    end = self.landings.get((pred, block.id)) or self.ends.get(pred)
                     if end is None:
                         continue
                     self.b.position_before(end.terminator)
@@ -483,16 +520,29 @@ class FunctionGen:
         else:
             self.raise_if(cond, ZeroDivisionError, template)
 
-    def _exit_if(self, cond: L.Value, status: int, sid: int, details: tuple) -> None:
+    def _exit_if(self, cond: L.Value, status: int, sid: Optional[int], details: tuple,
+                 word: Optional[L.Value] = None) -> None:
+        """If `cond`, record error site `sid` (or the site word `word`) and its details,
+        and leave with `status`: an ERROR raised in a protected block goes to its
+        handler instead (`_make_landings`)."""
         with self.b.if_then(cond, likely=False):
             base = self.mg.errinfo_base(self.b)
-            self.b.store(self.mg.site_word(sid),
+            self.b.store(self.mg.site_word(sid) if word is None else word,
                          self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
             for k, d in enumerate(details):
                 d = self.b.bitcast(d, I64) if d.type == F64 else d
                 d = self.b.zext(d, I64) if d.type == I1 else d
                 self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
-            self.leave_with(L.Constant(I32, status))
+            if self.handler is not None and (status == runtime.ERROR or self._raises_deopts):
+                self.b.branch(self.handler)
+            else:
+                self.leave_with(L.Constant(I32, status))
+
+    @property
+    def _raises_deopts(self) -> bool:
+        """A function that writes to arrays is not rerun: a DEOPT raises its site's
+        exception (`jit.api._not_rerun`), which a handler here catches like an error."""
+        return bool(self.typing.writes)
 
     def leave_with(self, status: L.Value) -> None:
         """Return `status` and no result, through one shared exit block per function
@@ -519,6 +569,13 @@ class FunctionGen:
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
             if on_error is not None:
                 on_error()
+            if self.handler is not None and self._raises_deopts:
+                self.b.branch(self.handler)
+                return
+            if self.handler is not None:        # an ERROR is caught; a DEOPT reruns
+                error = self.b.icmp_signed("==", status, L.Constant(I32, runtime.ERROR))
+                with self.b.if_then(error):
+                    self.b.branch(self.handler)
             self.leave_with(status)
 
     # -- calls -----------------------------------------------------------------

@@ -16,7 +16,11 @@ it, here in O(1) (`list_init`, `list_last`).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from llvmlite import ir as L
+
+from ssair.ir import Stmt
 
 from adjoint.rules import lookup_op
 from jit.codegen.arrays import ZERO, allocate_words, count_loop, index_operands
@@ -24,6 +28,7 @@ from jit.codegen.function import I64, PTR, FunctionGen, lltype, zero_of
 from jit.library.python_impls import mark
 from jit.library.registry import REGISTRY
 from jit.typing.infer import IR_REWRITES, Context, empty_list
+from jit.typing.unroll import RetypeNeeded
 from jit.types import (BOOL, FLOAT64, INT64, ArrayT, BuiltListT, ListT, ObjectT, StrT, TupleT,
                        Type, is_int_like, numeric_join)
 
@@ -61,7 +66,8 @@ def _t_append(ctx: Context, s, ts: list) -> Type:
     if isinstance(acc, BuiltListT) and acc.elem != v:
         if acc.elem in (FLOAT64, INT64) and v in (FLOAT64, INT64):
             return BuiltListT(numeric_join(acc.elem, v))
-        ctx.fail(f"appending a {v} to a list of {acc.elem} is not compiled")
+        raise FixedListNeeded(f"appending a {v} to a list of {acc.elem} is not compiled "
+                              "(outside a list made by appends in straight-line code)", s.var)
     return BuiltListT(v)
 
 
@@ -163,6 +169,66 @@ mark(_d_list_append)
 
 def _pick_d_append(argtypes: list):
     return _d_list_append if argtypes and isinstance(argtypes[0], BuiltListT) else None
+
+
+class FixedListNeeded(RetypeNeeded):
+    """Entries of different types appended to one list: where the appends run once
+    each, in straight-line code, the list is the display of its entries."""
+
+    def __init__(self, message: str, var) -> None:
+        super().__init__(message)
+        self.var = var
+
+    def apply(self, ir) -> bool:
+        return appends_as_display(ir, self.var)
+
+
+def appends_as_display(ir, var) -> bool:
+    """Rewrite, in place, the chain `%l0 = list(a)`, `%l1 = list_append(%l0, b)`, ...
+    through the append defining `var`, as the one display `list(a, b, ...)` at the
+    last append: a list of known length, whose entries may differ in type (a 2-D
+    and a 1-D array), as `[a, b]` is.  The chain must run straight (no block of it in
+    a loop) and each list but the last be read only by the next append; False when
+    it does not."""
+    from ssair.cfg import blocks_in_cycles
+    defs = {s.var: (b, s) for b in ir.blocks for s in b.stmts}
+    uses: dict = {}
+    for user, a in ir.uses():
+        uses.setdefault(a, []).append(user)
+    chain = _chain_back(defs, var)
+    if chain is None:
+        return False
+    while True:       # on to the last append of the list
+        after = uses.get(chain[-1][1].var, [])
+        if len(after) != 1 or getattr(after[0], "op", None) != "list_append" \
+                or after[0].args[0] != chain[-1][1].var:
+            break
+        chain.append(defs[after[0].var])
+    loops = blocks_in_cycles(ir)
+    if any(b.id in loops for b, _ in chain) or \
+            any(len(uses.get(s.var, [])) != 1 for _, s in chain[:-1]):
+        return False
+    values = list(chain[0][1].args) + [s.args[1] for _, s in chain[1:]]
+    dropped = {id(s) for _, s in chain[:-1]}
+    for b in {id(b): b for b, _ in chain}.values():
+        b.stmts = [x for x in b.stmts if id(x) not in dropped]
+    block, last = chain[-1]
+    k = block.stmts.index(last)
+    block.stmts[k] = Stmt(last.var, "list", values, {}, last.line, last.name)
+    return True
+
+
+def _chain_back(defs: dict, var) -> Optional[list]:
+    """[(block, stmt)] from the list display a chain of appends starts at to the
+    append defining `var`, or None."""
+    chain = []
+    while var in defs and defs[var][1].op == "list_append":
+        chain.append(defs[var])
+        var = defs[var][1].args[0]
+    if var not in defs or defs[var][1].op != "list" or not chain:
+        return None
+    chain.append(defs[var])
+    return chain[::-1]
 
 
 def displays_as_appends(ir) -> None:

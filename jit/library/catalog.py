@@ -6,6 +6,7 @@ from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the prim
 from jit.library import (array_calls, broadcast, builders, builtin_sum, built_lists,  # noqa: F401
                          dict_methods, elementwise, escape_hatch, fusion, linalg, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, records, reductions,
+                         exceptions, sequence_builtins,
                          shapes, slicing, string_values, tuple_slicing, ufuncs)
 from jit.pullback import (array_cotangents, cotangents, custom_calls,  # noqa: F401
                           jcalls, nested_gradient, tape_ops)

@@ -36,7 +36,7 @@ from jit.library.python_impls import NAMESPACE, has_array, make, mark
 from jit.library.numpy_calls import add_host, dot, dtype_of, host_operator, matmul
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import INT64, NONE, ArrayT, ClosureT, TupleT, Type
+from jit.types import FLOAT64, INT64, NONE, ArrayT, ClosureT, TupleT, Type
 
 HAS_BLAS = BLAS is not None     # a compile-time constant of the implementations below
 MATMUL_MESSAGE = ("matmul: Input operand 1 has a mismatch in its core dimension 0, with "
@@ -341,8 +341,11 @@ def _pick_d_outer(argtypes):
 
 
 def _getattr_pullback_impl(ts: list, name: object):
-    """The JIT's d_getattr for (dy, x) of a method or `.T`, or None."""
+    """The JIT's d_getattr for (dy, x) of a method or `.T` of an array, or of
+    `.item` of a float (`jit.library.number_builtins`), or None."""
     dy, x = ts[1], ts[2]
+    if x == FLOAT64 and name == "item" and isinstance(dy, TupleT) and len(dy.elems) == 1:
+        return _d_method
     if not isinstance(x, ArrayT) or dy == NONE:
         return None
     if name == "T":

@@ -5,6 +5,9 @@
     `snprintf("%.*f")` rounds the exact value the same way and `strtod` reads it
     correctly, so the compiled result is CPython's.  A negative ndigits deoptimises
     (the call reruns in the interpreter); infinities, NaN and ndigits > 323 return x;
+  * `x.item()` of a number (a numpy scalar, or a 0-d array, which the JIT types as
+    the number it holds): the number itself, as a closure over the receiver, so
+    that its derivative is the identity's;
   * the pullbacks of `min` / `max` of 2 to 4 numbers (adjoint.rules_math.d_min/d_max
     take *args, which the JIT does not lower): one-hot gradients at the first argument
     equal to the result.
@@ -22,7 +25,7 @@ from jit.library.python_impls import mark
 from jit.library import platforms
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import BOOL, FLOAT64, INT64, Type
+from jit.types import BOOL, FLOAT64, INT64, ClosureT, Type
 
 # -- round(x, ndigits) of a float ----------------------------------------------------------------
 # CPython rounds the exact binary value to ndigits decimals, half to even (dtoa mode 3), and
@@ -123,8 +126,37 @@ def _pick_d_extreme_scalars(argtypes):
     return {2: _d_extreme_n2, 3: _d_extreme_n3, 4: _d_extreme_n4}[len(xs)]
 
 
+# -- x.item() of a number ------------------------------------------------------------------------
+def _bind_item(x):
+    def item():
+        return x
+    return item
+
+
+_ITEM = _bind_item(None)
+mark(_bind_item, _ITEM)
+
+
+def _is_number_item(ctx: Context, s, ts: list) -> bool:
+    """Pattern: `x.item` of a number."""
+    return len(s.args) == 2 and ts[0] in (FLOAT64, INT64, BOOL) \
+        and ctx.const(s.args[1]) == "item"
+
+
+def _t_number_item(ctx: Context, s, ts: list) -> Type:
+    return ClosureT(_ITEM, (ts[0],))
+
+
+def _cg_number_item(fc, s, ts):
+    from jit.codegen.function import lltype
+    x = fc.get(s.args[0], ts[0])
+    return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), x, 0)
+
+
 def _declare() -> None:
     from adjoint import rules_math as M
+    REGISTRY.overload("getattr", "number: .item()", _is_number_item, _t_number_item,
+                      _cg_number_item, family="math and builtins")
     e = REGISTRY.entry(builtins.round, family="math and builtins",
                        gpu={"cuda": platforms.cuda("roundeven")})
     REGISTRY.add(e, "number", lambda ctx, s, ts: not _has_ndigits(ctx, s, ts), _t_round,

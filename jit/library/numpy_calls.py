@@ -446,15 +446,17 @@ def _definitions(typing: Any) -> dict:
     return got
 
 
-def shaped(dtype: Optional[Type] = FLOAT64, shape: str = "shape") -> Callable:
-    """np.full-like builders: the rank is the length of the shape (an int: 1-D)."""
+def shaped(dtype: Optional[Type] = FLOAT64, shape: str = "shape",
+           value: str = "fill_value") -> Callable:
+    """np.full-like builders and np.broadcast_to: the rank is the length of the shape
+    (an int: 1-D); the dtype is `dtype`, else that of argument `value`."""
     def result(a: Args) -> Type:
         t = a.type(shape)
         nd = len(t.elems) if isinstance(t, TupleT) else 1
         if isinstance(t, LiteralT) or isinstance(a.ops[shape], Const):
             v = a.const(shape)
             nd = len(v) if isinstance(v, (tuple, list)) else 1
-        return array_of(dtype or dtype_of(a.type("fill_value")), nd)
+        return array_of(dtype or dtype_of(a.type(value)), nd)
     return result
 
 

@@ -124,7 +124,7 @@ class Registry:
         self._entries: dict = {}     # id(key) -> Entry (callables need not be hashable)
         self._by_class: dict = {}    # class -> Entry, for callable objects
         self._methods: dict = {}     # ndarray method name -> Entry
-        self._pullbacks: dict = {}   # id(adjoint rule) -> (rule, pattern, pick)
+        self._pullbacks: dict = {}   # id(adjoint rule) -> [(rule, pattern, pick)]
         self._absent: list = []      # declared, but this Python or numpy lacks the callable
 
     # -- declaring ---------------------------------------------------------------------
@@ -187,19 +187,26 @@ class Registry:
     def declare_pullback(self, rule: Any, pattern: str, pick: Callable) -> None:
         """The JIT's plain-Python version of adjoint derivative rule `rule`:
         `pick(argtypes)` returns it for the argument types it covers, else None."""
-        if id(rule) in self._pullbacks:
-            raise ValueError(f"jit.library: the JIT version of {rule!r} is declared twice")
-        self._pullbacks[id(rule)] = (rule, pattern, pick)
+        picks = self._pullbacks.setdefault(id(rule), [])
+        if any(r is rule and p == pattern for r, p, _ in picks):
+            raise ValueError(f"jit.library: the JIT version of {rule!r} for {pattern} is "
+                             "declared twice")
+        picks.append((rule, pattern, pick))
 
     def pullback_impl(self, rule: Any, argtypes: list) -> Any:
-        """The JIT's version of derivative rule `rule` for `argtypes`, or None."""
-        hit = self._pullbacks.get(id(rule))
-        if hit is None or hit[0] is not rule or numpy_only(argtypes):
+        """The JIT's version of derivative rule `rule` for `argtypes`, or None (the
+        patterns of one rule are disjoint: at most one pick answers)."""
+        if numpy_only(argtypes):
             return None       # the JIT's versions are for 1-D and 2-D arrays
-        return hit[2](list(argtypes))
+        for r, _, pick in self._pullbacks.get(id(rule), ()):
+            impl = pick(list(argtypes)) if r is rule else None
+            if impl is not None:
+                return impl
+        return None
 
     def pullbacks(self) -> list:
-        return [(rule, pattern) for rule, pattern, _ in self._pullbacks.values()]
+        return [(rule, pattern) for picks in self._pullbacks.values()
+                for rule, pattern, _ in picks]
 
     # -- looking up --------------------------------------------------------------------
     def get(self, key: Any) -> Optional[Entry]:

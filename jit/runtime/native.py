@@ -61,13 +61,30 @@ class Site:
     file: Any
     line: Any
     float_details: bool = False
+    # A user's `raise E(args)`: per argument ("const", value) or (kind, detail
+    # slot) with kind "int", "float" or "bool"; the exception is `E(*args)`, as
+    # CPython makes it (no location appended).  None for the JIT's own errors.
+    args: Any = None
 
     def exception(self, details: list) -> BaseException:
+        if self.args is not None:
+            return self.exc(*[_raised_arg(a, details) for a in self.args])
         if self.float_details:
             details = [ctypes.c_double.from_buffer(ctypes.c_int64(d)).value for d in details]
         msg = self.template.format(*details)
         where = f" (in {self.func} at {self.file}:{self.line})" if self.line else ""
         return self.exc(msg + where)
+
+
+def _raised_arg(spec: tuple, details: list) -> Any:
+    """One argument of a user's exception from its `Site.args` entry."""
+    kind, v = spec
+    if kind == "const":
+        return v
+    word = details[v]
+    if kind == "float":
+        return ctypes.c_double.from_buffer(ctypes.c_int64(word)).value
+    return bool(word) if kind == "bool" else int(word)
 
 
 SITES: list = [None]    # ids start at 1 (`jit.runtime.symbols`)
@@ -76,9 +93,9 @@ _SITE_IDS: dict = {}
 
 @compiling
 def site(exc: type, template: str, func: str, file: Any, line: Any,
-         float_details: bool = False) -> int:
+         float_details: bool = False, args: Any = None) -> int:
     """The id of an error site (deduplicated)."""
-    key = (exc, template, func, file, line, float_details)
+    key = (exc, template, func, file, line, float_details, args)
     sid = _SITE_IDS.get(key)
     if sid is None:
         sid = len(SITES)
@@ -99,7 +116,7 @@ def current_site() -> Site:
     if caller and internal_file(where.file):
         at = SITES[caller]
         where = Site(where.exc, where.template, at.func, at.file, at.line,
-                     where.float_details)
+                     where.float_details, where.args)
     return where
 
 

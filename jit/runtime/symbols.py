@@ -14,7 +14,7 @@ its recipe (`bind`), which is why every symbol has one:
     rt     ("rt", name)                 a runtime address, by its `RUNTIME` entry
     capi   ("capi", name)               a function of CPython's C API
     vec    ("vec", name)                glibc's vector variant of libm's `name`
-    site   ("site", exc module, exc qualname, template, func, file, line, floats)
+    site   ("site", exc module, exc qualname, template, func, file, line, floats, args)
     str    ("str", text)                an interned string's id
     obj    ("obj", module, qualname) | ("const", repr) | ("dtype", str)
     live   ("live",)                    this process only: a module-level array, a
@@ -61,6 +61,7 @@ RUNTIME = {
     "zy_copy_grad": ("jit.runtime.gradient_entry", "copy_grad_address"),
     "zy_copy_strided": ("jit.runtime.gradient_entry", "copy_strided_address"),
     "host_callback": ("jit.runtime.host_calls", "callback_address"),
+    "zy_exception_matches": ("jit.runtime.caught", "matches_address"),
     "cblas_dgemm": ("jit.library.blas", "dgemm_address"),
 }
 
@@ -157,7 +158,7 @@ def site_word(sid: int) -> L.Value:
     """Error site `sid` of `jit.runtime.native.SITES` as an i64."""
     s = native.SITES[sid]
     recipe = ("site", s.exc.__module__, s.exc.__qualname__, s.template, s.func,
-              str(s.file), s.line, s.float_details)
+              str(s.file), s.line, s.float_details, s.args)
     if object_recipe(s.exc) != ("obj", recipe[1], recipe[2]):   # a class made at run time
         return live_word("site", sid)
     return _ref(_hashed("site", recipe), recipe, sid).ptrtoint(I64)
@@ -224,9 +225,9 @@ def _resolve(recipe: tuple) -> int:
             raise LookupError(f"no vector variant of {recipe[1]}")
         return 0
     if kind == "site":
-        _, module, qualname, template, func, file, line, floats = recipe
+        _, module, qualname, template, func, file, line, floats, args = recipe
         exc = _resolve_ref(module, qualname)
-        return native.site(exc, template, func, file, line, floats)
+        return native.site(exc, template, func, file, line, floats, args)
     if kind == "str":
         from jit.types import intern_string
         return intern_string(recipe[1])

@@ -39,11 +39,13 @@ from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, F
                        typeof)
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
-from jit.typing.unroll import RetypeNeeded
+from jit.typing.choice import choice_needed
+from jit.typing.unroll import RetypeNeeded, carried_unroll
 from jit.typing.refusals import (describe, internal_call, names_internals, refuse_exceptions,
                                  uncompiled_construct)
 from jit.typing.formatted import formatted_use, holds_formatted
 from jit.typing.unbound import expose_unbound, is_unbound
+from jit.typing.binding import Packed, bind_call, bind_operands, pack_varargs  # noqa: F401
 
 MAX_ROUNDS = 64
 
@@ -361,7 +363,8 @@ class Engine:
                 for p in b.phis:
                     changed |= self._update(t, p, self._phi_type(t, p, b.id, by_id))
                 for s in b.stmts:
-                    changed |= self._update(t, s, self._stmt_type(t, s))
+                    typed, moved = self._stmt_or_later(t, s, by_id)
+                    changed |= self._update(t, s, typed) | moved
                     self._note_static(t, s)
                     if self._never_returns(t, s):
                         t.stops[b.id] = s
@@ -427,6 +430,29 @@ class Engine:
                 return [term.then if v else term.else_]
         return b.successors()
 
+    def _stmt_or_later(self, t: Typing, s: Stmt, by_id: dict) -> tuple:
+        """(type of `s` or None, whether a phi it reads moved on).  A statement that
+        fails on the type a phi has so far, where the phi's incoming values have
+        moved on (a loop's `acc = 0` before `acc = acc + x` made it an array), is
+        typed in a later round, once the phi's join has spoken (or raised)."""
+        try:
+            return self._stmt_type(t, s), False
+        except RetypeNeeded:
+            raise
+        except TypingError:
+            if not self._phis_move(t, s, by_id):
+                raise
+            return None, True
+
+    def _phis_move(self, t: Typing, s: Stmt, by_id: dict) -> bool:
+        reads = {a for a in s.operands() if isinstance(a, Var)}
+        moved = False
+        for b in t.ir.blocks:
+            for p in b.phis:
+                if p.var in reads and b.id in t.reachable:
+                    moved |= self._update(t, p, self._phi_type(t, p, b.id, by_id))
+        return moved
+
     def _update(self, t: Typing, d: Any, new: Optional[Type]) -> bool:
         if new is None:
             return False
@@ -445,17 +471,25 @@ class Engine:
         """The join of the incoming values along live edges (a reachable predecessor
         whose branch here is decided against it contributes nothing)."""
         out = None
+        seen = []
         for pred, v in p.incoming.items():
             if pred not in t.reachable or is_unbound(v):    # see jit.typing.unbound
                 continue
             if by_id is not None and here not in self._live_successors(t, by_id[pred]):
                 continue
             vt = self.operand_type(t, v)
+            seen.append((pred, vt))
             if vt is not None:
                 try:
                     out = self.join(t, out, vt)
                 except TypingError as e:
-                    raise TypingError(f"jit: {describe(t, p)}: {e}") from None
+                    seen += [(q, self.operand_type(t, w)) for q, w in p.incoming.items()
+                             if q not in {x for x, _ in seen} and q in t.reachable
+                             and not is_unbound(w)]
+                    msg = f"jit: {describe(t, p)}: {e}"
+                    need = choice_needed(p, seen, msg, is_user_function) or \
+                        carried_unroll(t.ir, here, lambda a: self.operand_type(t, a), msg)
+                    raise (need or TypingError(msg)) from None
         return out
 
     def _stmt_type(self, t: Typing, s: Stmt) -> Optional[Type]:
@@ -580,9 +614,12 @@ def _t_make_closure(ctx: Context, s: Stmt, ts: list) -> Type:
     f = ctx.const(s.args[0])
     if f is None:
         ctx.fail("make_closure needs a constant function")
-    if s.kwargs:
+    if s.kwargs and (set(s.kwargs) != {"defaults"} or getattr(f, "__defaults__", None)):
         ctx.fail("default arguments computed at run time (make_closure defaults=) "
                  "are not supported")
+    # Defaults computed at run time are bound as operands where the lowering sees the
+    # call (`lowering.ops_call.bind`); the function itself holds none, so a call
+    # elsewhere that leaves such an argument out fails to bind rather than guess.
     for x in ts[1:]:
         if isinstance(x, LiteralT):
             ctx.fail(f"captured value {x} is not supported")
@@ -709,91 +746,6 @@ def _user_call(ctx: Context, s: Stmt, f: Any, captured: list, closure: bool,
     ctx.typing.calls[s.var] = Call(target, lead + operands, f)
     ctx.typing.writes |= target.writes
     return target.ret
-
-
-@dataclass(eq=False)
-class Packed:
-    """The operands a call passes to a `*args` parameter: one tuple-typed argument
-    (`Engine.operand_type`), built at the call (`FunctionGen.get`); with `keys`, the
-    keywords it passes to a `**kwargs` parameter: one dict-typed argument."""
-    operands: list
-    keys: Optional[tuple] = None
-
-
-def pack_varargs(ctx: Context, ir: IR, f: Any, args: list) -> list:
-    """Positional operands of a call of `ir` with its `*args` extras as one `Packed`
-    operand (unchanged when the callee has no `*args`)."""
-    packed = ir.meta.get("varargs")
-    if packed is None:
-        return args
-    return args[:packed] + [Packed(args[packed:])]
-
-
-def bind_call(ctx: Context, ir: IR, f: Any, s: Stmt) -> list:
-    """Operands for the callee's non-free parameters: positional (with `*args` extras
-    packed into one), keywords (with `**kwargs` extras packed into one), defaults."""
-    return bind_operands(ctx, ir, f, list(s.args[1:]), tuple(s.kwargs),
-                         list(s.kwargs.values()))[0]
-
-
-def bind_operands(ctx: Context, ir: IR, f: Any, pos: list, kwnames: tuple,
-                  kwvals: list) -> tuple:
-    """(operands in parameter order, the parameter each operand binds): an int, or
-    `(p, j)` for entry j of the `*args` tuple or the `**kwargs` dict parameter p."""
-    params = [a.name for a in ir.args[ir.nfree:]]
-    packed = ir.meta.get("varargs")
-    if packed is not None and len(pos) >= packed:
-        pos = pack_varargs(ctx, ir, f, list(pos))
-        extras = [(packed, j) for j in range(len(pos[-1].operands))]
-        out, slots = bind_operands(ctx, _WithoutPacking(ir), f, pos, kwnames, kwvals)
-        return out, tuple(list(slots[:packed]) + extras + list(slots[packed + 1:]))
-    varkw = ir.meta.get("varkw")
-    if not kwnames and len(pos) == len(params) and varkw is None:
-        return list(pos), tuple(range(len(pos)))
-    if len(pos) > (len(params) if varkw is None else varkw):
-        ctx.fail(f"{ir.name}() takes {len(params)} positional arguments")
-    out = list(pos) + [None] * (len(params) - len(pos))
-    slots = list(range(len(pos)))
-    extras = {}
-    for k, v in zip(kwnames, kwvals):
-        if k not in params or params.index(k) == varkw:
-            if varkw is None:
-                ctx.fail(f"{ir.name}() got an unexpected keyword {k!r}")
-            slots.append((varkw, len(extras)))
-            extras[k] = v
-            continue
-        if out[params.index(k)] is not None:
-            ctx.fail(f"{ir.name}() got multiple values for argument {k!r}")
-        out[params.index(k)] = v
-        slots.append(params.index(k))
-    if varkw is not None:
-        out[varkw] = Packed(list(extras.values()), tuple(extras))
-    defaults = _defaults(f, params)
-    for i, v in enumerate(out):
-        if v is None:
-            if params[i] not in defaults:
-                ctx.fail(f"{ir.name}() missing argument {params[i]!r}")
-            out[i] = Const(defaults[params[i]])
-    return out, tuple(slots)
-
-
-class _WithoutPacking:
-    """An IR seen by `bind_operands` once its `*args` extras are packed into one."""
-
-    def __init__(self, ir: IR) -> None:
-        self.args, self.nfree, self.name = ir.args, ir.nfree, ir.name
-        self.meta = {"varkw": ir.meta["varkw"]} if "varkw" in ir.meta else {}
-
-
-def _defaults(f: Any, params: list) -> dict:
-    f = getattr(f, "func", f)
-    d = dict(getattr(f, "__kwdefaults__", None) or {})
-    pos = getattr(f, "__defaults__", None) or ()
-    if pos:
-        n = getattr(getattr(f, "__code__", None), "co_argcount", len(params))
-        names = params[:n]
-        d.update(zip(names[len(names) - len(pos):], pos))
-    return d
 
 
 def infer(ir: IR, argtypes: tuple, engine: Optional[Engine] = None) -> Typing:

@@ -19,19 +19,30 @@ from jit.types import TypingError
 
 
 def refuse_exceptions(t: Any) -> None:
-    """Compiled code does not handle exceptions yet: a `try`, a `with` block or a
-    `raise` is refused at typing time, so `backend="auto"` runs the interpreter.  The
-    `raise` after a read of a missing name is compiled: the read raises, and nothing
-    reaches the `raise` (see `lowering.runtime.raised_by_missing_name`)."""
+    """A `raise` that does not compile is refused at typing time, so
+    `backend="auto"` runs the interpreter.  A `raise` of a new exception or of the one
+    an `except` caught compiles (`jit.typing.raising`), and so does the `raise` after
+    a read of a missing name: the read raises, and nothing reaches the `raise` (see
+    `lowering.runtime.raised_by_missing_name`)."""
+    from jit.typing.raising import raise_refusal
     for b in t.ir.blocks:
         if isinstance(b.term, Raise) and raised_by_missing_name(b):
             continue
-        if isinstance(b.term, Goto) and b.term.unwind is not None or isinstance(b.term, Raise):
-            what = "a raise statement" if isinstance(b.term, Raise) else "a try or with block"
-            name = t.ir.meta.get("source_name", t.ir.name)
-            raise TypingError(f"jit: {name} at {t.ir.file}:{b.term.line or t.ir.firstline} "
-                              f"has {what}; compiled code does not handle exceptions yet "
-                              f"(backend='auto' runs it in the interpreter)")
+        why = raise_refusal(t.ir, b.term) if isinstance(b.term, Raise) else None
+        if why is not None:
+            _refuse(t, b.term.line, f"has a raise statement that does not compile: {why}")
+        exits = [s for s in b.stmts if s.op == "getattr" and len(s.args) == 2
+                 and s.args[1] == Const("__exit__")]
+        if exits and any(isinstance(x.term, Goto) and x.term.unwind is not None
+                         for x in t.ir.blocks):
+            _refuse(t, exits[0].line, "has a with block; compiled code does not run context "
+                    "managers yet")
+
+
+def _refuse(t: Any, line: Any, what: str) -> None:
+    name = t.ir.meta.get("source_name", t.ir.name)
+    raise TypingError(f"jit: {name} at {t.ir.file}:{line or t.ir.firstline} {what} "
+                      "(backend='auto' runs it in the interpreter)")
 
 
 def describe(typing: Any, d: Any) -> str:

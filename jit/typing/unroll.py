@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from ssair.ir import IR, Branch, Const, Goto, Stmt, Var
 
-from jit.types import TypingError
+from jit.types import TupleT, TypingError
 
 
 class RetypeNeeded(TypingError):
@@ -37,6 +37,30 @@ class UnrollNeeded(RetypeNeeded):
 
     def apply(self, ir: IR) -> bool:
         return unroll_counter_loop(ir, self.counter, self.count)
+
+
+MAX_CARRIED_UNROLL = 64    # entries of a tuple whose loop is unrolled for a carried value
+
+
+def carried_unroll(ir: IR, header: int, type_of: Any, message: str) -> Optional[UnrollNeeded]:
+    """`for x in t` over a tuple of known length whose loop carries a value that
+    changes type in the first iteration (`acc = 0`, then `acc = acc + x` of arrays):
+    the loop with header block `header` is to be unrolled, so that each copy types
+    the value as it is then.  None when the loop is not such a loop."""
+    head = ir.block_map().get(header)
+    if head is None:
+        return None
+    for phi in head.phis:
+        if Const(0) not in phi.incoming.values():
+            continue
+        for b in ir.blocks:
+            for s in b.stmts:
+                if s.op != "getitem" or len(s.args) != 2 or s.args[1] != phi.var:
+                    continue
+                seq = type_of(s.args[0])
+                if isinstance(seq, TupleT) and 0 < len(seq.elems) <= MAX_CARRIED_UNROLL:
+                    return UnrollNeeded(message, phi.var, len(seq.elems))
+    return None
 
 
 def unroll_counter_loop(ir: IR, counter: Var, count: int) -> bool:

@@ -1,0 +1,300 @@
+"""Python's builtins over sequences, compiled: `sum` of a tuple or list, `min` / `max`
+of a 1-D array or of a list built by appending, `any` / `all` of a 1-D array, a
+tuple or a list.  Each follows CPython's order of operations, so the result is
+CPython's bit for bit:
+
+  * `sum(t)` of a tuple or list of known length is `((0 + t[0]) + t[1]) + ...`
+    (`start` in place of 0 when given): the statement is rewritten into those
+    additions before typing (`jit.typing.spread.RewriteStatement`), so that they
+    differentiate as additions do and each entry gets its own cotangent, whatever it
+    holds (numbers, arrays);
+  * `sum(xs)` of a built list of numbers adds in the same order; an empty one is the
+    int 0, which compiled code does not return: the call deoptimises;
+  * `min` / `max` keep the first extreme entry (an entry replaces the best so far
+    only when `<` / `>` holds, as CPython compares), and an empty sequence raises
+    CPython's ValueError; their derivative sends dy to that entry;
+  * `any` / `all` test each entry's truth in order and stop at the first that
+    decides;
+  * `sorted` of float64 entries places each by counting (the order CPython's stable
+    sort gives; a NaN, which CPython orders by the comparisons
+    its merge happens to make, deoptimises the call), differentiated by
+    `adjoint.rules_math.d_sorted`.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+from llvmlite import ir as L
+
+from jit.library import math_builtins  # noqa: F401  (declares min and max)
+from jit.library.builtin_sum import deopt_if_empty
+from jit.library.python_impls import impl_call, mark
+from jit.library.registry import REGISTRY
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
+from jit.typing.infer import Context
+from jit.typing.spread import RewriteStatement
+from ssair.ir import Const, Stmt
+
+FAMILY = "math and builtins"
+NUMBERS = (FLOAT64, INT64, BOOL)
+
+
+# -- sum of a tuple or list of known length: the additions it makes ----------------------------
+def is_fixed_sequence(ctx: Context, s, ts: list) -> bool:
+    """Pattern: a tuple or list (a `TupleT`: its length is known) as the first argument."""
+    return bool(ts) and isinstance(ts[0], TupleT) and not isinstance(ts[0], BuiltListT)
+
+
+def _start(s) -> object:
+    if len(s.args) > 2:
+        return s.args[2]
+    return dict(s.kwargs).get("start", Const(0))
+
+
+def t_sum_fixed(ctx: Context, s, ts: list) -> Type:
+    """Ask for `sum(t[, start])` to be rewritten as its additions, then retyped."""
+    if len(s.args) > 3 or set(dict(s.kwargs)) - {"start"}:
+        ctx.fail("sum() takes a sequence and a start value")
+    n = len(ts[0].elems)
+    if n == 0 and _start(s) != Const(0):
+        ctx.fail("sum() of an empty tuple with a start value is not compiled")
+    raise RewriteStatement("a call of sum", s.var, _sum_additions(n))
+
+
+def _sum_additions(n: int):
+    def build(ir, s) -> list:
+        if n == 0:
+            return [Stmt(s.var, "copy", [Const(0)], {}, s.line, s.name)]
+        made, total = [], _start(s)
+        for j in range(n):
+            item = Stmt(ir.new_var(), "getitem", [s.args[1], Const(j)], {}, s.line)
+            total_stmt = Stmt(ir.new_var(), "add", [total, item.var], {}, s.line)
+            made += [item, total_stmt]
+            total = total_stmt.var
+        made[-1] = Stmt(s.var, "add", made[-1].args, {}, s.line, s.name)
+        return made
+    return build
+
+
+# -- over a built list or a 1-D array: plain-Python implementations -------------------------------
+def _empty_message(extreme) -> str:
+    """This Python's message for `min([])` / `max([])` (it changed in 3.12)."""
+    try:
+        extreme([])
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+MIN_EMPTY, MAX_EMPTY = _empty_message(builtins.min), _empty_message(builtins.max)
+
+
+def _sum_built(xs):
+    n = len(xs)
+    deopt_if_empty(n)
+    total = 0 + xs[0]
+    for i in range(1, n):
+        total = total + xs[i]
+    return total
+
+
+def _d_sum_built(dy, xs):
+    """adjoint.rules_math.d_sum of a built list of numbers: dy reaches every entry."""
+    out = [dy]
+    for i in range(1, len(xs)):
+        out.append(dy)
+    return out
+
+
+def _min_items(xs):
+    n = len(xs)
+    if n == 0:
+        raise ValueError(MIN_EMPTY)
+    best = xs[0]
+    for i in range(1, n):
+        v = xs[i]
+        if v < best:
+            best = v
+    return best
+
+
+def _max_items(xs):
+    n = len(xs)
+    if n == 0:
+        raise ValueError(MAX_EMPTY)
+    best = xs[0]
+    for i in range(1, n):
+        v = xs[i]
+        if v > best:
+            best = v
+    return best
+
+
+def _first_at(xs, y):
+    """The index of the first entry equal to y (the one min/max returned)."""
+    for i in range(len(xs)):
+        if xs[i] == y:
+            return i
+    return 0
+
+
+def _d_extreme_array(dy, y, xs):
+    g = np.zeros(xs.shape[0])
+    g[_first_at(xs, y)] = dy
+    return g
+
+
+def _d_extreme_built(dy, y, xs):
+    k = _first_at(xs, y)
+    out = [dy if k == 0 else 0.0]
+    for i in range(1, len(xs)):
+        out.append(dy if k == i else 0.0)
+    return out
+
+
+def deopt_if_nan(x: float) -> None:
+    """Leave compiled code for the interpreter when `x` is a NaN (CPython's sort
+    orders NaNs by the comparisons its merge happens to make)."""
+
+
+def _t_deopt_if_nan(ctx: Context, s, ts: list) -> Type:
+    if len(ts) != 1 or ts[0] != FLOAT64:
+        ctx.fail(f"bad operand {ts} of a runtime check")
+    return NONE
+
+
+def _cg_deopt_if_nan(fc, s, ts):
+    x = fc.get(s.args[1], FLOAT64)
+    fc.deopt_if(fc.b.fcmp_unordered("uno", x, x), "sorted() of a sequence holding a NaN",
+                ValueError)
+    return L.Constant(L.IntType(8), 0)
+
+
+def _sorted_items(xs):
+    """Each entry's place in CPython's stable order (the entries below it, and the equal
+    ones before it), then the entries by place: O(n^2) comparisons and no writes into
+    arrays, so that a NaN's deoptimisation reruns the call."""
+    n = len(xs)
+    places = []
+    for i in range(n):
+        v = xs[i]
+        deopt_if_nan(v)
+        below = 0
+        for j in range(n):
+            if xs[j] < v or (j < i and xs[j] == v):
+                below += 1
+        places.append(below)
+    out = []
+    for k in range(n):
+        for i in range(n):
+            if places[i] == k:
+                out.append(xs[i])
+    return out
+
+
+def _any_items(xs):
+    for i in range(len(xs)):
+        if xs[i]:
+            return True
+    return False
+
+
+def _all_items(xs):
+    for i in range(len(xs)):
+        if not xs[i]:
+            return False
+    return True
+
+
+mark(_sorted_items, _sum_built, _d_sum_built, _min_items, _max_items, _first_at, _d_extreme_array,
+     _d_extreme_built, _any_items, _all_items)
+
+
+def _items_of(t: Type, elems: tuple = (FLOAT64, INT64)) -> bool:
+    """A 1-D array or a built list whose entries are of the types `elems`."""
+    if isinstance(t, ArrayT):
+        return t.ndim == 1 and t.dtype in elems + (BOOL,) * (BOOL in elems)
+    return isinstance(t, BuiltListT) and t.elem in elems
+
+
+def is_number_list(ctx: Context, s, ts: list) -> bool:
+    """Pattern: one built list of numbers."""
+    return len(ts) == 1 and not s.kwargs and isinstance(ts[0], BuiltListT) \
+        and ts[0].elem in (FLOAT64, INT64)
+
+
+def is_items(ctx: Context, s, ts: list) -> bool:
+    """Pattern: one 1-D array of numbers or built list of numbers."""
+    return len(ts) == 1 and not s.kwargs and _items_of(ts[0])
+
+
+def is_truth_items(ctx: Context, s, ts: list) -> bool:
+    """Pattern: one 1-D array, built list, tuple or list."""
+    return len(ts) == 1 and not s.kwargs and (
+        _items_of(ts[0], NUMBERS) or isinstance(ts[0], TupleT)
+        and all(e in NUMBERS for e in ts[0].elems))
+
+
+def is_float_items(ctx: Context, s, ts: list) -> bool:
+    """Pattern: one float64 1-D array, built list or tuple of float64."""
+    if len(ts) != 1 or s.kwargs:
+        return False
+    t = ts[0]
+    return _items_of(t, (FLOAT64,)) or isinstance(t, TupleT) and not isinstance(t, BuiltListT) \
+        and all(e == FLOAT64 for e in t.elems)
+
+
+def _calling(impl):
+    def rule(ctx: Context, s, ts: list) -> Type:
+        return impl_call(ctx, s, impl, list(s.args[1:]))
+    return rule
+
+
+def _t_extreme(ctx: Context, s, ts: list) -> Type:
+    impl = _min_items if s.args[0].value is builtins.min else _max_items
+    return impl_call(ctx, s, impl, list(s.args[1:]))
+
+
+def pick_d_sum_built(argtypes: list):
+    """d_sum of a built list of float64 (dy a float): `_d_sum_built`, else None."""
+    if len(argtypes) == 2 and argtypes[0] == FLOAT64 and isinstance(argtypes[1], BuiltListT) \
+            and argtypes[1].elem == FLOAT64:
+        return _d_sum_built
+    return None
+
+
+def pick_d_extreme_items(argtypes: list):
+    """d_min / d_max of one float64 1-D array or built list of float64, else None."""
+    if len(argtypes) != 3 or argtypes[0] != FLOAT64 or argtypes[1] != FLOAT64:
+        return None
+    xs = argtypes[2]
+    if isinstance(xs, ArrayT) and xs.ndim == 1 and xs.dtype == FLOAT64:
+        return _d_extreme_array
+    if isinstance(xs, BuiltListT) and xs.elem == FLOAT64:
+        return _d_extreme_built
+    return None
+
+
+def _declare() -> None:
+    from adjoint import rules_math as M
+    total = REGISTRY.get(builtins.sum)          # (declared by jit.library.builtin_sum)
+    REGISTRY.add(total, "a tuple or list of known length (its additions)", is_fixed_sequence,
+                 t_sum_fixed)
+    REGISTRY.add(total, "a built list of numbers", is_number_list, _calling(_sum_built))
+    REGISTRY.declare_pullback(M.d_sum, "a built list of float64", pick_d_sum_built)
+    for f, pb in ((builtins.min, M.d_min), (builtins.max, M.d_max)):
+        REGISTRY.add(REGISTRY.get(f), "one 1-D array or built list of numbers", is_items,
+                     _t_extreme)         # (declared by jit.library.math_builtins)
+        REGISTRY.declare_pullback(pb, "one float64 1-D array or built list",
+                                  pick_d_extreme_items)
+    REGISTRY.declare(deopt_if_nan, family="runtime checks", pattern="float",
+                     types=_t_deopt_if_nan, lower=_cg_deopt_if_nan, gpu={"cuda": "inline"})
+    REGISTRY.declare(builtins.sorted, family=FAMILY, pattern="one float64 1-D array, list or "
+                     "tuple", matches=is_float_items, types=_calling(_sorted_items))
+    for f, impl in ((builtins.any, _any_items), (builtins.all, _all_items)):
+        REGISTRY.declare(f, family=FAMILY, pattern="one 1-D array, list or tuple",
+                         matches=is_truth_items, types=_calling(impl), numpy_too=True)
+
+
+_declare()
