@@ -3,7 +3,7 @@
 anything is typed.  Which module declares what does not depend on this order: each
 callable is declared once, and the patterns of an entry are disjoint."""
 from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the primitives)
-from jit.library import (array_calls, broadcast, builders, builtin_sum, built_lists,  # noqa: F401
+from jit.library import (advanced_index, array_calls, broadcast, builders, builtin_sum, built_lists,  # noqa: F401
                          elementwise, escape_hatch, fusion, linalg, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, records, reductions,
                          shapes, slicing, string_values, tuple_slicing, ufuncs)

@@ -137,4 +137,4 @@ def _adv_rank(kind: str, t: Type) -> int:
     return t.ndim if kind == "array" and t.dtype != BOOL else 1
 
 
-__all__ = ["SliceT", "IndexPlan", "IndexRefused", "index_parts", "plan_index", "is_ellipsis"]
+__all__ = ["IndexPlan", "IndexRefused", "SliceT", "index_parts", "is_ellipsis", "plan_index"]

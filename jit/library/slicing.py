@@ -165,28 +165,30 @@ def view_of(fc, at: ArrayT, idx_operands: list, arr) -> tuple:
     return (make_array(fc, data, shapes, strides) if shapes else data), plan.ndim
 
 
-def view_plan(x: Type, ts: list):
+def view_plan(x: Type, ts: list, store: bool = False):
     """The plan of x[ts...] when it is a view of array x (an index without arrays and
-    not all integers), else None; an index numpy refuses raises IndexRefused."""
+    not all integers; for a store, integers that leave an axis too), else None; an
+    index numpy refuses raises IndexRefused."""
     parts = index_parts(ts)
-    if not isinstance(x, ArrayT) or all(t == INT64 for t in parts) \
-            or any(isinstance(t, ArrayT) for t in parts):
+    if not isinstance(x, ArrayT) or any(isinstance(t, ArrayT) for t in parts):
         return None
+    if all(t == INT64 for t in parts) and not (store and len(parts) < x.ndim):
+        return None      # an element, or a sub-array read: the core rules
     return plan_index(x, parts)
 
 
-def _claims(x: Type, ts: list) -> bool:
+def _claims(x: Type, ts: list, store: bool = False) -> bool:
     """Pattern: an array indexed by anything but integers and index arrays (an index
     numpy refuses is claimed too, so that its error names the index)."""
     try:
-        return view_plan(x, ts) is not None
+        return view_plan(x, ts, store) is not None
     except IndexRefused:
         return True
 
 
-def _plan_or_fail(ctx: Context, x: Type, ts: list) -> IndexPlan:
+def _plan_or_fail(ctx: Context, x: Type, ts: list, store: bool = False) -> IndexPlan:
     try:
-        return view_plan(x, ts)
+        return view_plan(x, ts, store)
     except IndexRefused as e:
         ctx.fail(str(e))
 
@@ -203,7 +205,7 @@ def _is_view_get(ctx, s, ts) -> bool:
 
 
 def _is_view_set(ctx, s, ts) -> bool:
-    return _claims(ts[0], ts[2:]) and not is_assign_all(ctx, s, ts)
+    return _claims(ts[0], ts[2:], store=True) and not is_assign_all(ctx, s, ts)
 
 
 def _t_get(ctx: Context, s, ts):
@@ -220,7 +222,7 @@ _STORES = {FLOAT64: (FLOAT64, INT64, BOOL), INT64: (INT64, BOOL), BOOL: (BOOL,)}
 
 def _t_set(ctx: Context, s, ts):
     a, v = ts[0], ts[1]
-    nd = _plan_or_fail(ctx, a, ts[2:]).ndim
+    nd = _plan_or_fail(ctx, a, ts[2:], store=True).ndim
     have = v.dtype if isinstance(v, ArrayT) else v
     if have not in _STORES[a.dtype] or isinstance(v, ArrayT) and v.ndim > max(nd, 1):
         ctx.fail(f"assigning {v} to a selection of {a} with {nd} dimensions is not "
@@ -280,12 +282,13 @@ def _is_view_acc(ctx, s, ts) -> bool:
 
 
 def _is_float_view(ctx, s, ts) -> bool:
-    return is_float_array(ts[0]) and view_plan_quiet(ts[0], ts[1:])
+    """take_index / zero_index, the adjoint of a store: a row by integers too."""
+    return is_float_array(ts[0]) and view_plan_quiet(ts[0], ts[1:], store=True)
 
 
-def view_plan_quiet(x: Type, ts: list) -> bool:
+def view_plan_quiet(x: Type, ts: list, store: bool = False) -> bool:
     try:
-        return view_plan(x, ts) is not None
+        return view_plan(x, ts, store) is not None
     except IndexRefused:
         return False
 
@@ -314,7 +317,7 @@ def _cg_acc(fc, s, ts):
 
 
 def _t_take(ctx: Context, s, ts):
-    return _element_or_view(ts[0], _plan_or_fail(ctx, ts[0], ts[1:]).ndim)
+    return _element_or_view(ts[0], _plan_or_fail(ctx, ts[0], ts[1:], store=True).ndim)
 
 
 def _cg_take(fc, s, ts):
@@ -328,7 +331,7 @@ def _cg_take(fc, s, ts):
 
 
 def _t_zero(ctx: Context, s, ts):
-    _plan_or_fail(ctx, ts[0], ts[1:])
+    _plan_or_fail(ctx, ts[0], ts[1:], store=True)
     return ts[0]
 
 
