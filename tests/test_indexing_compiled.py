@@ -2,16 +2,18 @@
 integer arrays and boolean masks in any position numpy accepts, read and written, on
 both backends.
 
-The index expressions come from tables, one per array rank.  Each table becomes one
-function `f(x, w0, w1, ...) = sum_k sum(sin(x[E_k]) * w_k)` (one compile per table),
-so that
+The index expressions come from tables, one per array rank.  `jit.jit` compiles every
+selection of a table and must return numpy's values exactly.  For gradients a table
+becomes one function `f(x, w0, w1, ...) = sum_k sum(sin(x[E_k]) * w_k)`, so that
 
-  * the gradient in w_k is sin(x[E_k]) itself: the compiled selection's values,
-    element by element and in numpy's order (shape included);
+  * the gradient in w_k is sin(x[E_k]) itself: the selection's values, element by
+    element and in numpy's order (shape included);
   * the gradient in x is checked against central differences of numpy's own f.
 
-Writes are tables of statements on a copy of x.  `backend="llvm"` raises where the JIT
-cannot compile, so every llvm case here runs compiled with no fallback.
+The interpreter differentiates every table; the compiled gradient (far dearer to
+compile) one table that takes each path of the compiled adjoint once.  Writes are
+tables of statements on a copy of x.  `backend="llvm"` raises where the JIT cannot
+compile, so every llvm case here runs compiled with no fallback.
 """
 from __future__ import annotations
 
@@ -59,9 +61,10 @@ def _function(name: str, params: list, body: list):
     return scope[name]
 
 
-def _reader(exprs: list):
+def _reader(exprs: list, linear: bool = False):
     ws = [f"w{k}" for k in range(len(exprs))]
-    terms = " + ".join(f"np.sum(np.sin(x[{e}]) * {w})" for e, w in zip(exprs, ws))
+    form = "np.sum(x[{}] * {})" if linear else "np.sum(np.sin(x[{}]) * {})"
+    terms = " + ".join(form.format(e, w) for e, w in zip(exprs, ws))
     return _function("reads", ["x"] + ws, [f"return {terms}"])
 
 
@@ -74,32 +77,45 @@ def central(f, x, *rest, h=1e-6):
     return g
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("rank", sorted(READS))
-def test_reads_values_and_gradients(rank, backend):
-    exprs = READS[rank]
-    x = RNG.normal(size=SHAPES[rank])
+def _check_reads(exprs: list, x: np.ndarray, backend: str, linear: bool = False) -> None:
     sel = [eval(f"x[{e}]", dict(GLOBALS, x=x)) for e in exprs]
     ws = [RNG.normal(size=np.shape(s)) for s in sel]
-    f = _reader(exprs)
+    f = _reader(exprs, linear)
     val, grads = value_and_grad(f, x, *ws, backend=backend)
     assert val == pytest.approx(f(x, *ws), rel=1e-12)
     for e, s, g in zip(exprs, sel, grads[1:]):
         assert np.shape(g) == np.shape(s), e
-        np.testing.assert_allclose(g, np.sin(s), rtol=1e-12, atol=1e-14, err_msg=e)
+        want = s if linear else np.sin(s)
+        np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-14, err_msg=e)
     np.testing.assert_allclose(grads[0], central(f, x, *ws), rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("rank", [2, 3])
-def test_reads_compiled_without_differentiation(rank):
-    """jit.jit of the selections themselves: views and numpy's copies, exact values."""
+@pytest.mark.parametrize("rank", sorted(READS))
+def test_reads_compiled_values(rank):
+    """jit.jit of every selection of the table: views and numpy's copies, exact."""
     exprs = READS[rank]
-    body = [f"return ({', '.join(f'x[{e}]' for e in exprs)},)"]
-    f = _function("select", ["x"], body)
+    f = _function("select", ["x"], [f"return ({', '.join(f'x[{e}]' for e in exprs)},)"])
     x = RNG.normal(size=SHAPES[rank])
     for e, got, want in zip(exprs, jit.jit(f)(x), f(x)):
         assert np.shape(got) == np.shape(want), e
         np.testing.assert_array_equal(got, want, err_msg=e)
+
+
+@pytest.mark.parametrize("rank", sorted(READS))
+def test_reads_gradients_interp(rank):
+    _check_reads(READS[rank], RNG.normal(size=SHAPES[rank]), "interp")
+
+
+# one of each way the compiled adjoint handles a read (an element, views with new axes,
+# `...`, reversed steps and lone booleans, numpy's copies with the advanced dimensions
+# in place or first): compiling a gradient costs far more than compiling the primal
+COMPILED_READS = {2: ["..., 0", "None, ::-1, 1", ":, True", "1:, K2", "M34"],
+                  3: [":, None, 1:, ::-1", "0, :, K2", "..., I3"]}
+
+
+@pytest.mark.parametrize("rank", sorted(COMPILED_READS))
+def test_reads_gradients_compiled(rank):
+    _check_reads(COMPILED_READS[rank], RNG.normal(size=SHAPES[rank]), "llvm", linear=True)
 
 
 WRITES = {
@@ -121,13 +137,20 @@ WRITES = {
 }
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("table", sorted(WRITES))
-def test_writes_values_and_gradients(table, backend):
+# one of each way compiled code stores and differentiates a store (a broadcast into a
+# view, `-=` on a row, numpy's stores by a mask and by an index array)
+WRITES["compiled"] = (2, ["y[:, None, 1] = x[:, None, 0] * 2.0",
+                          "y[1, :] -= x[0]",
+                          "y[::-1, 1::2] += x[:, :2] ** 2",
+                          "y[y > 0.3] = 0.0",
+                          "y[K2, 1:] = x[1:, 1:]"])
+
+
+def _check_writes(table: str, backend: str) -> None:
     rank, stmts = WRITES[table]
     # (`x.copy()` of a 3-D array is not compiled in reverse mode: `x * 1.0` copies it)
-    f = _function("writes", ["x", "w"], ["y = x.copy()" if rank < 3 else "y = x * 1.0"] + stmts
-                  + ["return np.sum(np.sin(y) * w)"])
+    f = _function("writes", ["x", "w"], ["y = x.copy()" if rank < 3 else "y = x * 1.0"]
+                  + stmts + ["return np.sum(np.sin(y) * w)"])
     x = RNG.normal(size=SHAPES[rank])
     w = RNG.normal(size=x.shape)
     val, (gx, gw) = value_and_grad(f, x, w, backend=backend)
@@ -135,6 +158,15 @@ def test_writes_values_and_gradients(table, backend):
     np.testing.assert_allclose(gx, central(f, x, w), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gw, central(lambda w_, x_: f(x_, w_), w, x), rtol=1e-6,
                                atol=1e-8)
+
+
+@pytest.mark.parametrize("table", sorted(WRITES))
+def test_writes_interp(table):
+    _check_writes(table, "interp")
+
+
+def test_writes_compiled():
+    _check_writes("compiled", "llvm")
 
 
 def test_scatter_add_in_a_loop_stays_compiled():
