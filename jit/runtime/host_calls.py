@@ -167,9 +167,9 @@ def _array_view(t: ArrayT, fields: list, writable: bool = False) -> np.ndarray:
     data, first = fields[0], 1 + max(t.ndim, 2)      # where the strides start
     dims, strides = tuple(fields[1:1 + t.ndim]), tuple(fields[first:first + t.ndim])
     dtype = _NUMPY_DTYPES[t.dtype]
-    if data == 0 or 0 in dims:
+    if data == 0 or 0 in dims:       # (no elements: a store into it stores nothing)
         out = np.zeros(dims, dtype)
-        out.flags.writeable = False
+        out.flags.writeable = writable
         return out
     lo = hi = 0
     for n, st in zip(dims, strides):
