@@ -244,6 +244,7 @@ def _cg_set(fc, s, ts):
     return L.Constant(L.IntType(8), 0)
 
 
+FITS1 = "could not broadcast input array from shape ({1},) into shape ({0},)"
 BROADCAST = ("could not broadcast input array into the selection: axis {0} of the value "
              "has length {1}, the selection {2}")
 
@@ -262,8 +263,11 @@ def _store_broadcast(fc, view, dtype, nd: int, value, vt: Type) -> None:
     steps = []
     for k in range(vt.ndim):
         n, want = shape(fc, src, k), dims[lead + k]
-        fc.raise_if(b.and_(b.icmp_signed("!=", n, want), b.icmp_signed("!=", n, ONE)),
-                    ValueError, BROADCAST, (L.Constant(I64, k), n, want))
+        bad = b.and_(b.icmp_signed("!=", n, want), b.icmp_signed("!=", n, ONE))
+        if nd == 1:       # numpy's own words (its message for more axes needs more numbers)
+            fc.raise_if(bad, ValueError, FITS1, (want, n))
+        else:
+            fc.raise_if(bad, ValueError, BROADCAST, (L.Constant(I64, k), n, want))
         steps.append(b.select(b.icmp_signed("==", n, ONE), ZERO, stride(fc, src, k)))
 
     def store(idx):
