@@ -26,10 +26,10 @@ import builtins
 from llvmlite import ir as L
 
 from jit.codegen.arrays import ZERO, field, make_array, shape, stride
-from jit.codegen.function import F64, I64, lltype
+from jit.codegen.function import F64, I64, lltype, zero_of
 from jit.library.elementwise import is_assign_all, is_float_array
 from jit.library.index_plans import IndexPlan, IndexRefused, SliceT, index_parts, plan_index
-from jit.library.registry import REGISTRY
+from jit.library.registry import REGISTRY, numpy_only
 from jit.pullback.array_values import (_elem, _fill_zero, _null, add_into_nd, copy_array,
                                        ensure_array, nest_loop)
 from jit.typing.infer import Context
@@ -205,7 +205,8 @@ def _is_view_get(ctx, s, ts) -> bool:
 
 
 def _is_view_set(ctx, s, ts) -> bool:
-    return _claims(ts[0], ts[2:], store=True) and not is_assign_all(ctx, s, ts)
+    """(`a[...] = v` of 1-D and 2-D arrays has its own loops: jit.library.operators)"""
+    return _claims(ts[0], ts[2:], store=True) and (numpy_only(ts) or not is_assign_all(ctx, s, ts))
 
 
 def _t_get(ctx: Context, s, ts):
@@ -327,7 +328,7 @@ def _t_take(ctx: Context, s, ts):
 def _cg_take(fc, s, ts):
     b, acc = fc.b, fc.get(s.args[0])
     res = fc.alloca(lltype(s.type))
-    b.store(L.Constant(F64, 0.0) if s.type == FLOAT64 else acc, res)
+    b.store(zero_of(s.type), res)       # 0.0, or the NULL array (a None cotangent)
     with b.if_then(b.not_(_null(fc, acc))):
         view, nd = view_of(fc, ts[0], s.args[1:], acc)
         b.store(b.load(view, typ=F64) if nd == 0 else copy_array(fc, view, s.type), res)
