@@ -41,7 +41,7 @@ READS = {
     2: [":, None", "None, :, :", "..., 0", "0, ...", "..., None", ":, ::-2", "None, ::-1, 1",
         "1, None, 2:0:-1", "..., None, 1", ":, True", "-1", "I3[:3]", "1:, K2",
         "K2, None, 1:", "J2", ":, J2", "ROWS", "ROWS, ::-2", "M34", "K2, K2[::-1]",
-        "None, ..., None"],
+        "None, ..., None", "[0, 2]", "[[0, 1], [2, 2]]", "[2, 0], 1:"],
     3: ["..., 0", "0, ..., None", ":, None, 1:, ::-1", "0, :, K2", "K2, :, K2",
         ":, K2, K2", "None, ..., None", "..., I3", "1, ROWS", ":, ROWS, ::3",
         "..., ::-1, None, 2"],
@@ -109,7 +109,7 @@ def test_reads_gradients_interp(rank):
 # one of each way the compiled adjoint handles a read (an element, views with new axes,
 # `...`, reversed steps and lone booleans, numpy's copies with the advanced dimensions
 # in place or first): compiling a gradient costs far more than compiling the primal
-COMPILED_READS = {2: ["..., 0", "None, ::-1, 1", ":, True", "1:, K2", "M34"],
+COMPILED_READS = {2: ["..., 0", "None, ::-1, 1", ":, True", "1:, K2", "M34", "[2, 0]"],
                   3: [":, None, 1:, ::-1", "0, :, K2", "..., I3"]}
 
 
@@ -129,7 +129,8 @@ WRITES = {
                      "y[K2] += x[2] * x[2]",
                      "y[K2, 1:] = x[1:, 1:]",
                      "y[:, J2[0]] -= 3.0 * x[:, :2]",
-                     "y[M34] = x[M34] ** 3"]),
+                     "y[M34] = x[M34] ** 3",
+                     "y[[0, 2], ::2] *= 2.0"]),
     "rank3": (3, ["y[1, None, :, 2] = 1.5",
                   "y[0, :, K2] = x[1, :, K2] * 2.0",
                   "y[:, ROWS] += x[:, ROWS] ** 2",
@@ -266,7 +267,8 @@ def test_hmm_forward_recursion(backend):
 REFUSED = [("x[1.5]", "index of type float64"),
            ("x[..., 0, ...]", "single ellipsis"),
            ("x[0, 1, 2]", "too many indices"),
-           ("x[np.array([0.5])]", "integer (or boolean) type")]
+           ("x[np.array([0.5])]", "integer (or boolean) type"),
+           ("x[[0.5, 1.5]]", "integer (or boolean) type")]
 
 
 @pytest.mark.parametrize("expr, words", REFUSED)

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type
+import numpy as np
+
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, ListLiteral, TupleT, Type
 
 MAX_RANK = 8       # the JIT's largest array (jit.types.MAX_NDIM)
 
@@ -69,10 +71,21 @@ def is_ellipsis(t: Type) -> bool:
 
 
 def index_parts(ts: list) -> list:
-    """The index parts of `x[ts...]`: one tuple operand (not a slice) is the index."""
+    """The index parts of `x[ts...]`: one tuple operand (not a slice) is the index; a
+    list display of constants (`x[[0, 2]]`) is the array numpy makes of it."""
     if len(ts) == 1 and isinstance(ts[0], TupleT) and not isinstance(ts[0], SliceT):
-        return list(ts[0].elems)
-    return list(ts)
+        ts = ts[0].elems
+    return [_listed_array(t) for t in ts]
+
+
+def _listed_array(t: Type) -> Type:
+    value = getattr(t, "value", None)
+    if type(t).__name__ != "LiteralT" or not isinstance(value, ListLiteral):
+        return t
+    a = np.asarray(list(value))
+    if a.size == 0:         # numpy reads `[]` as an empty integer index
+        return ArrayT(INT64, 1)
+    return ArrayT({"b": BOOL, "i": INT64, "u": INT64}.get(a.dtype.kind, FLOAT64), a.ndim)
 
 
 def _kind(t: Type) -> str:
