@@ -30,7 +30,7 @@ def gp_nll(X, y, log_ls, log_sf, log_sn):
     diff = (X[:, np.newaxis, :] - X[np.newaxis, :, :]) / ls
     K = sf2 * np.exp(-0.5 * np.sum(diff * diff, axis=2)) + sn2 * np.eye(X.shape[0])
     alpha = np.linalg.solve(K, y)
-    sign, logdet = np.linalg.slogdet(K)
+    _sign, logdet = np.linalg.slogdet(K)
     return 0.5 * y @ alpha + 0.5 * logdet + 0.5 * X.shape[0] * np.log(2.0 * np.pi)
 
 

@@ -17,14 +17,13 @@ import numpy as np
 from llvmlite import ir as L
 
 from adjoint.tape import accum_index, take_index, zero_index
-
 from jit.codegen.host_calls import call_host, operand_recipe
 from jit.library.elementwise import is_float_array
 from jit.library.index_plans import IndexRefused, SliceT, index_parts, plan_index
 from jit.library.registry import REGISTRY
 from jit.runtime.host_calls import HostSite, passable
-from jit.typing.infer import Context, LiteralT
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type
+from jit.typing.infer import Context, LiteralT
 
 FAMILY = "indexing"
 
