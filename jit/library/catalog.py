@@ -3,8 +3,9 @@
 anything is typed.  Which module declares what does not depend on this order: each
 callable is declared once, and the patterns of an entry are disjoint."""
 from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the primitives)
-from jit.library import (array_calls, broadcast, builders, builtin_sum, built_lists,  # noqa: F401
-                         dict_methods, elementwise, escape_hatch, fusion, linalg, math_builtins,
+from jit.library import (advanced_index, array_calls, broadcast, builders, builtin_sum,  # noqa: F401
+                         built_lists, dict_methods, elementwise, escape_hatch, fusion, linalg,
+                         math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, records, reductions,
                          exceptions, sequence_builtins,
                          shapes, slicing, string_values, tuple_slicing, ufuncs)

@@ -17,7 +17,6 @@ family (as np.roll of a line in `jit.library.shapes`).
 from __future__ import annotations
 
 import inspect
-import operator
 import re
 from typing import Any, Callable, Optional
 
@@ -756,33 +755,7 @@ def _has_array(ctx: Context, s, ts: list) -> bool:
     return any(isinstance(t, ArrayT) for t in ts)
 
 
-def _index_arrays(ctx: Context, s, ts: list) -> bool:
-    """Pattern: a[idx] with an integer array or a boolean mask among the indices."""
-    return isinstance(ts[0], ArrayT) and any(isinstance(t, ArrayT) for t in _indices(ts[1:]))
-
-
-def _indices(ts: list) -> list:
-    return list(ts[0].elems) if len(ts) == 1 and isinstance(ts[0], TupleT) else list(ts)
-
-
-def _t_fancy_index(ctx: Context, s, ts: list) -> Type:
-    """numpy's advanced indexing by one index array (a boolean mask selects along as
-    many axes as it has; an integer array replaces one axis by its own)."""
-    x, idx = ts[0], _indices(ts[1:])
-    if len(idx) != 1:
-        ctx.fail(f"indexing a {x} by {', '.join(map(str, idx))} is not compiled (one "
-                 "index array)")
-    i = idx[0]
-    if i.dtype == FLOAT64:
-        ctx.fail("arrays used as indices must be of integer or boolean type")
-    nd = x.ndim - i.ndim + 1 if i.dtype == BOOL else x.ndim - 1 + i.ndim
-    return ArrayT(x.dtype, nd)
-
-
 def _declare_python() -> None:
-    REGISTRY.overload("getitem", "an index array (integers or a boolean mask)", _index_arrays,
-                      _t_fancy_index, lower_operator(operator.getitem), family="indexing",
-                      numpy_too=True)
     # operators on arrays that have no native loop: numpy's, for every array
     for op in ("mod", "floordiv", "lt", "le", "gt", "ge", "eq", "ne", "bitand", "bitor",
                "bitxor", "invert"):

@@ -1,7 +1,8 @@
-"""Basic slices of arrays: `a[i:j]`, `a[i:]`, `a[:j]`, `a[::k]`, `a[i:j:k]`, and on
-2-D arrays any mix of slices and integers (`m[1:]`, `m[:, j]`, `m[i, 1:]`,
-`m[1:, ::2]`), compiled as views that share the array's memory (writes through
-them reach the base array, as in numpy).
+"""Basic indexing of arrays, compiled as views that share the array's memory (writes
+through them reach the base array, as in numpy): any mix of slices with any step,
+integers, `None` (`np.newaxis`), one `...` and lone booleans, over arrays of any rank
+(`x[:, None]`, `X[:, None, :] - X[None, :, :]`, `t[..., 0]`, `m[::-1, 1::2]`).  numpy's
+reading of the index is `jit.library.index_plans`.
 
 The lowering turns `a[1:]` into `%s = call(@slice, 1, None)` and `getitem(a, %s)`.
 A slice value has type `SliceT` (a tuple of start, stop and step, each int64, bool
@@ -9,47 +10,34 @@ or none), natively the struct of its parts.  Bounds follow CPython's
 `PySlice_AdjustIndices` (negative bounds count from the end, then clamp; a zero
 step raises ValueError).  Also compiled:
 
-  * `a[i:j] = v` for a float64 array and a number, or a 1-D float64 array and a
-    1-D array of the slice's length (v is copied first, as it may overlap the
-    view; a length-1 v is broadcast, another length raises numpy's ValueError);
-  * in adjoint code, `accum_index` / `take_index` / `zero_index` with a slice
-    index (the cotangent of a slice is added into, read from or cleared on the
-    same view of the receiver's cotangent).
+  * `a[idx] = v` of a number or an array, broadcast into the view as numpy does (v
+    is copied first, as it may overlap the view; a mismatch raises ValueError);
+  * in adjoint code, `accum_index` / `take_index` / `zero_index` with such an index
+    (the cotangent of a view is added into, read from or cleared on the same view of
+    the receiver's cotangent).
+
+A view without dimensions (`v[..., 0]` of a vector: numpy's 0-d array) is the
+element itself.
 """
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 
-import numpy as np
 from llvmlite import ir as L
 
-from jit.codegen.arrays import ZERO, count_loop, field, make_array, shape, stride
-from jit.codegen.function import I64, lltype
-from jit.library.elementwise import _assign_as1, _assign_as2, is_float_array
-from jit.library.python_impls import mark
-from jit.library.registry import REGISTRY
-from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, _row, add_into,
-                                           ensure_array)
-from jit.typing.infer import Call, Context, lower_function
-from jit.types import BOOL, INT64, NONE, ArrayT, TupleT, Type, is_numeric
+from jit.codegen.arrays import ZERO, field, make_array, shape, stride
+from jit.codegen.function import F64, I64, lltype, zero_of
+from jit.library.elementwise import is_assign_all, is_float_array
+from jit.library.index_plans import IndexPlan, IndexRefused, SliceT, index_parts, plan_index
+from jit.library.registry import REGISTRY, numpy_only
+from jit.pullback.array_values import (_elem, _fill_zero, _null, add_into_nd, copy_array,
+                                       ensure_array, nest_loop)
+from jit.typing.infer import Context
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type
 
 ONE = L.Constant(I64, 1)
 SSIZE_MAX = L.Constant(I64, (1 << 63) - 1)
 SSIZE_MIN = L.Constant(I64, -(1 << 63))
-
-
-@dataclass(frozen=True, repr=False)
-class SliceT(TupleT):
-    """A `slice(start, stop, step)` value; `elems` are the three parts' types (int64,
-    bool or none), `values` the parts themselves when all are known at compile time
-    (tuple slicing needs them: jit.library.tuple_slicing).  A tuple natively, but a distinct
-    type."""
-
-    values: tuple | None = None
-
-    def __str__(self) -> str:
-        return "slice(" + ", ".join(str(e) for e in self.elems) + ")"
 
 
 def _part_ok(t: Type) -> bool:
@@ -126,192 +114,240 @@ def slice_bounds(fc, sl, st: SliceT, n) -> tuple:
     return start, step, length
 
 
-def index_view(fc, arr, at: ArrayT, ops: list, types: list) -> L.Value:
-    """The view arr[ops...] for basic indices (integers and slices, at least one
-    slice) sharing arr's memory: an integer drops its axis, a slice keeps it."""
+def part_values(fc, operands: list, parts: list) -> list:
+    """The LLVM values of the index parts of types `parts` (None where a part has no
+    value: `None`, `...`); one tuple operand is taken apart."""
+    valued = [t in (INT64, BOOL) or isinstance(t, (SliceT, ArrayT)) for t in parts]
+    ts = [fc.type_of(o) for o in operands]
+    if len(ts) == 1 and isinstance(ts[0], TupleT) and not isinstance(ts[0], SliceT):
+        tup = fc.get(operands[0])
+        return [fc.b.extract_value(tup, k) if ok else None for k, ok in enumerate(valued)]
+    return [fc.get(o) if ok else None for o, ok in zip(operands, valued)]
+
+
+def view_fields(fc, arr, at: ArrayT, plan: IndexPlan, parts: list, values: list) -> tuple:
+    """(address of the first element, shapes, strides) of the view arr[parts...] for a
+    basic index (no arrays), sharing arr's memory."""
     from jit.codegen.arrays import checked_index
     b = fc.b
-    offset, shapes, strides = ZERO, [], []
-    for axis, (op, t) in enumerate(zip(ops, types)):
-        n, st = shape(fc, arr, axis), stride(fc, arr, axis)
-        if isinstance(t, SliceT):
-            start, step, length = slice_bounds(fc, op, t, n)
+    offset, shapes, strides, axis = ZERO, [], [], 0
+    for kind, span, t, v in zip(plan.kinds, plan.spans, parts, values):
+        if kind == "new" or kind == "bool":
+            shapes.append(ONE if kind == "new" else fc.convert(v, BOOL, INT64))
+            strides.append(ZERO)
+        elif kind == "ellipsis":
+            shapes += [shape(fc, arr, axis + k) for k in range(span)]
+            strides += [stride(fc, arr, axis + k) for k in range(span)]
+        elif kind == "slice":
+            n, st = shape(fc, arr, axis), stride(fc, arr, axis)
+            start, step, length = slice_bounds(fc, v, t, n)
             shapes.append(length)
             strides.append(b.mul(st, step))
+            offset = b.add(offset, b.mul(start, st))
         else:
-            start = checked_index(fc, fc.convert(op, t, INT64), n, axis)
-        offset = b.add(offset, b.mul(start, st))
-    for axis in range(len(ops), at.ndim):
-        shapes.append(shape(fc, arr, axis))
-        strides.append(stride(fc, arr, axis))
+            n, st = shape(fc, arr, axis), stride(fc, arr, axis)
+            offset = b.add(offset, b.mul(checked_index(fc, fc.convert(v, t, INT64), n, axis),
+                                         st))
+        axis += span
+    shapes += [shape(fc, arr, k) for k in range(axis, at.ndim)]
+    strides += [stride(fc, arr, k) for k in range(axis, at.ndim)]
     data = b.gep(field(fc, arr, 0), [offset], source_etype=L.IntType(8))
-    return make_array(fc, data, shapes, strides)
+    return data, shapes, strides
 
 
-def basic_index(x: Type, ts: list) -> int:
-    """The number of dimensions of x[ts...] when the indices are integers and slices
-    with at least one slice (a view), else -1 (not ours)."""
-    if not isinstance(x, ArrayT) or not any(isinstance(t, SliceT) for t in ts):
-        return -1
-    if len(ts) > x.ndim or not all(isinstance(t, SliceT) or t in (INT64, BOOL) for t in ts):
-        return -1
-    return x.ndim - sum(1 for t in ts if not isinstance(t, SliceT))
+def view_of(fc, at: ArrayT, idx_operands: list, arr) -> tuple:
+    """(the view arr[idx...] as an array value, or the address of its one element when
+    it has no dimensions; its rank) for IR index operands."""
+    parts = index_parts([fc.type_of(o) for o in idx_operands])
+    plan = plan_index(at, parts)
+    data, shapes, strides = view_fields(fc, arr, at, plan, parts,
+                                        part_values(fc, idx_operands, parts))
+    return (make_array(fc, data, shapes, strides) if shapes else data), plan.ndim
 
 
-def view_of(fc, arr_operand, at: ArrayT, idx_operands: list, arr=None) -> L.Value:
-    """index_view of IR operands (`arr` overrides the array's value)."""
-    arr = fc.get(arr_operand) if arr is None else arr
-    return index_view(fc, arr, at, [fc.get(o) for o in idx_operands],
-                      [fc.type_of(o) for o in idx_operands])
+def view_plan(x: Type, ts: list, store: bool = False):
+    """The plan of x[ts...] when it is a view of array x (an index without arrays and
+    not all integers; for a store, integers that leave an axis too), else None; an
+    index numpy refuses raises IndexRefused."""
+    parts = index_parts(ts)
+    if not isinstance(x, ArrayT) or any(isinstance(t, ArrayT) for t in parts):
+        return None
+    if all(t == INT64 for t in parts) and not (store and len(parts) < x.ndim):
+        return None      # an element, or a sub-array read: the core rules
+    return plan_index(x, parts)
+
+
+def _claims(x: Type, ts: list, store: bool = False) -> bool:
+    """Pattern: an array indexed by anything but integers and index arrays (an index
+    numpy refuses is claimed too, so that its error names the index)."""
+    try:
+        return view_plan(x, ts, store) is not None
+    except IndexRefused:
+        return True
+
+
+def _plan_or_fail(ctx: Context, x: Type, ts: list, store: bool = False) -> IndexPlan:
+    try:
+        return view_plan(x, ts, store)
+    except IndexRefused as e:
+        ctx.fail(str(e))
+
+
+def _element_or_view(x: ArrayT, nd: int) -> Type:
+    """x[...]'s type: a view has a rank; numpy's 0-d view (`v[..., 0]` of a vector) is
+    the element itself here (the JIT has no 0-d arrays)."""
+    return x.dtype if nd == 0 else ArrayT(x.dtype, nd)
 
 
 # -- getitem / setitem ---------------------------------------------------------------------------
-FITS1 = "could not broadcast input array from shape ({1},) into shape ({0},)"
-
-
-def check_fits1(n: int, n2: int) -> None:
-    """numpy's ValueError for `a[i:j] = v` of another length (compiled natively)."""
-    if n != n2:
-        raise ValueError(FITS1.format(n, n2))
-
-
-def _store_aa1(a, v):
-    """a[:] = v through a view; v is copied first, since it may overlap a (a
-    length-1 v is broadcast)."""
-    n = a.shape[0]
-    if v.shape[0] == 1:
-        x = v[0]
-        for i in range(n):
-            a[i] = x
-        return
-    check_fits1(n, v.shape[0])
-    w = np.empty(n)
-    for i in range(n):
-        w[i] = v[i]
-    for i in range(n):
-        a[i] = w[i]
-
-
-mark(_store_aa1)
-# `m[i:j] = v` of two 2-D arrays stays refused: numpy's error message for it needs four
-# numbers, and a native error record holds three.
-_ASSIGN = {("aa", 1): _store_aa1, ("as", 1): _assign_as1, ("as", 2): _assign_as2}
-
-
-def _t_fits(ctx: Context, s, ts: list) -> Type:
-    if not all(t == INT64 for t in ts):
-        ctx.fail(f"bad operands {ts} of a shape check")
-    return NONE
-
-
-def _cg_fits(template: str):
-    def cg(fc, s, ts):
-        n, n2 = (fc.get(a, INT64) for a in s.args[1:])
-        fc.raise_if(fc.b.icmp_signed("!=", n, n2), ValueError, template, (n, n2))
-        return L.Constant(L.IntType(8), 0)
-    return cg
-
-
 def _is_view_get(ctx, s, ts) -> bool:
-    return basic_index(ts[0], ts[1:]) >= 0
+    return _claims(ts[0], ts[1:])
 
 
 def _is_view_set(ctx, s, ts) -> bool:
-    return basic_index(ts[0], ts[2:]) >= 0
+    """(`a[...] = v` of 1-D and 2-D arrays has its own loops: jit.library.operators)"""
+    return _claims(ts[0], ts[2:], store=True) and (numpy_only(ts) or not is_assign_all(ctx, s, ts))
 
 
 def _t_get(ctx: Context, s, ts):
-    return ArrayT(ts[0].dtype, basic_index(ts[0], ts[1:]))
+    return _element_or_view(ts[0], _plan_or_fail(ctx, ts[0], ts[1:]).ndim)
 
 
 def _cg_get(fc, s, ts):
-    return view_of(fc, s.args[0], ts[0], s.args[1:])
+    view, nd = view_of(fc, ts[0], s.args[1:], fc.get(s.args[0]))
+    return fc.b.load(view, typ=lltype(ts[0].dtype)) if nd == 0 else view
+
+
+_STORES = {FLOAT64: (FLOAT64, INT64, BOOL), INT64: (INT64, BOOL), BOOL: (BOOL,)}
 
 
 def _t_set(ctx: Context, s, ts):
-    nd = basic_index(ts[0], ts[2:])
     a, v = ts[0], ts[1]
-    kind = "aa" if isinstance(v, ArrayT) and v.ndim == nd else \
-        "as" if is_numeric(v) else None
-    if not is_float_array(a) or (kind, nd) not in _ASSIGN:
-        ctx.fail(f"assigning {v} to a view of {a} is not compiled")
-    view_t = ArrayT(a.dtype, nd)
-    target = ctx.engine.infer(lower_function(_ASSIGN[(kind, nd)]), (view_t, v))
-    ctx.typing.calls[s.var] = Call(target, [s.args[1]], _ASSIGN[(kind, nd)])
+    nd = _plan_or_fail(ctx, a, ts[2:], store=True).ndim
+    have = v.dtype if isinstance(v, ArrayT) else v
+    if have not in _STORES[a.dtype] or isinstance(v, ArrayT) and v.ndim > max(nd, 1):
+        ctx.fail(f"assigning {v} to a selection of {a} with {nd} dimensions is not "
+                 "compiled")
     ctx.typing.writes = True
     return NONE
 
 
 def _cg_set(fc, s, ts):
-    view = view_of(fc, s.args[0], ts[0], s.args[2:])
-    call = fc.typing.calls[s.var]
-    fc.call_user(call.target, call.operands, [view])
+    a, v = ts[0], ts[1]
+    view, nd = view_of(fc, a, s.args[2:], fc.get(s.args[0]))
+    value = fc.get(s.args[1])
+    if nd == 0 and not isinstance(v, ArrayT):
+        fc.b.store(fc.convert(value, v, a.dtype), view)
+    elif nd == 0:
+        _store_broadcast(fc, make_array(fc, view, [ONE], [ZERO]), a.dtype, 1, value, v)
+    else:
+        _store_broadcast(fc, view, a.dtype, nd, value, v)
     return L.Constant(L.IntType(8), 0)
 
 
-# -- cotangents: accum_index / take_index / zero_index with slices -------------------------------
-def add_view(fc, view, dy, nd: int) -> None:
-    """view += dy for a 1-D or 2-D view (a NULL dy adds nothing)."""
-    if nd == 1:
-        add_into(fc, view, dy)
-        return
+FITS1 = "could not broadcast input array from shape ({1},) into shape ({0},)"
+BROADCAST = ("could not broadcast input array into the selection: axis {0} of the value "
+             "has length {1}, the selection {2}")
+
+
+def _store_broadcast(fc, view, dtype, nd: int, value, vt: Type) -> None:
+    """view[...] = value, numpy's broadcast of a number or an array into an nd-D view
+    (an array is copied first: it may overlap the view)."""
     b = fc.b
-    bad = b.and_(b.not_(_null(fc, dy)), b.icmp_signed("!=", shape(fc, view, 0), shape(fc, dy, 0)))
-    fc.raise_if(bad, ValueError, "cotangent shapes differ ({0} and {1})",
-                (shape(fc, view, 0), shape(fc, dy, 0)))
-    with b.if_then(b.not_(_null(fc, dy))):
-        count_loop(fc, shape(fc, view, 0),
-                   lambda i: add_into(fc, _row(fc, view, i), _row(fc, dy, i)))
+    dims = [shape(fc, view, k) for k in range(nd)]
+    if not isinstance(vt, ArrayT):
+        x = fc.convert(value, vt, dtype)
+        nest_loop(fc, dims, lambda idx: b.store(x, _elem(fc, view, idx)))
+        return
+    src = copy_array(fc, value, vt)
+    lead = nd - vt.ndim
+    steps = []
+    for k in range(vt.ndim):
+        n, want = shape(fc, src, k), dims[lead + k]
+        bad = b.and_(b.icmp_signed("!=", n, want), b.icmp_signed("!=", n, ONE))
+        if nd == 1:       # numpy's own words (its message for more axes needs more numbers)
+            fc.raise_if(bad, ValueError, FITS1, (want, n))
+        else:
+            fc.raise_if(bad, ValueError, BROADCAST, (L.Constant(I64, k), n, want))
+        steps.append(b.select(b.icmp_signed("==", n, ONE), ZERO, stride(fc, src, k)))
+
+    def store(idx):
+        off = ZERO
+        for k, st in enumerate(steps):
+            off = b.add(off, b.mul(idx[lead + k], st))
+        got = b.load(b.gep(field(fc, src, 0), [off], source_etype=L.IntType(8)),
+                     typ=lltype(vt.dtype))
+        b.store(fc.convert(got, vt.dtype, dtype), _elem(fc, view, idx))
+    nest_loop(fc, dims, store)
 
 
+# -- cotangents: accum_index / take_index / zero_index with basic indices ----------------------
 def _is_view_acc(ctx, s, ts) -> bool:
-    return basic_index(ts[2], ts[3:]) >= 0
+    return view_plan_quiet(ts[2], ts[3:])
 
 
 def _is_float_view(ctx, s, ts) -> bool:
-    return basic_index(ts[0], ts[1:]) >= 0 and is_float_array(ts[0])
+    """take_index / zero_index, the adjoint of a store: a row by integers too."""
+    return is_float_array(ts[0]) and view_plan_quiet(ts[0], ts[1:], store=True)
+
+
+def view_plan_quiet(x: Type, ts: list, store: bool = False) -> bool:
+    try:
+        return view_plan(x, ts, store) is not None
+    except IndexRefused:
+        return False
 
 
 def _t_acc(ctx: Context, s, ts):
-    nd = basic_index(ts[2], ts[3:])
+    nd = _plan_or_fail(ctx, ts[2], ts[3:]).ndim
     acc, dy, x = ts[0], ts[1], ts[2]
-    if not is_float_array(x) or acc not in (NONE, x) or dy not in (NONE, ArrayT(x.dtype, nd)):
+    want = (FLOAT64, INT64) if nd == 0 else (ArrayT(FLOAT64, nd),)
+    if not is_float_array(x) or acc not in (NONE, x) or dy not in (NONE,) + want:
         ctx.fail(f"accum_index of a {dy} into a view of a {x} cotangent")
     return x
 
 
 def _cg_acc(fc, s, ts):
-    nd = basic_index(ts[2], ts[3:])
     acc = ensure_array(fc, fc.get(s.args[0]), ts[0], fc.get(s.args[2]), ts[2])
-    if ts[1] != NONE:
-        add_view(fc, view_of(fc, None, ts[2], s.args[3:], arr=acc), fc.get(s.args[1]), nd)
+    if ts[1] == NONE:
+        return acc
+    view, nd = view_of(fc, ts[2], s.args[3:], acc)
+    dy = fc.get(s.args[1])
+    if nd == 0:
+        old = fc.b.load(view, typ=F64)
+        fc.b.store(fc.b.fadd(old, fc.convert(dy, ts[1], FLOAT64)), view)
+    else:
+        add_into_nd(fc, view, dy, nd)
     return acc
 
 
 def _t_take(ctx: Context, s, ts):
-    return ArrayT(ts[0].dtype, basic_index(ts[0], ts[1:]))
+    return _element_or_view(ts[0], _plan_or_fail(ctx, ts[0], ts[1:], store=True).ndim)
 
 
 def _cg_take(fc, s, ts):
     b, acc = fc.b, fc.get(s.args[0])
     res = fc.alloca(lltype(s.type))
-    b.store(acc, res)
+    b.store(zero_of(s.type), res)       # 0.0, or the NULL array (a None cotangent)
     with b.if_then(b.not_(_null(fc, acc))):
-        view = view_of(fc, None, ts[0], s.args[1:], arr=acc)
-        b.store(_copy_or_null(fc, view, s.type), res)
+        view, nd = view_of(fc, ts[0], s.args[1:], acc)
+        b.store(b.load(view, typ=F64) if nd == 0 else copy_array(fc, view, s.type), res)
     return b.load(res, typ=lltype(s.type))
 
 
 def _t_zero(ctx: Context, s, ts):
+    _plan_or_fail(ctx, ts[0], ts[1:], store=True)
     return ts[0]
 
 
 def _cg_zero(fc, s, ts):
-    nd = basic_index(ts[0], ts[1:])
     acc = fc.get(s.args[0])
     with fc.b.if_then(fc.b.not_(_null(fc, acc))):
-        view = view_of(fc, None, ts[0], s.args[1:], arr=acc)
-        _fill_zero(fc, view, ArrayT(ts[0].dtype, nd))
+        view, nd = view_of(fc, ts[0], s.args[1:], acc)
+        if nd == 0:
+            fc.b.store(L.Constant(F64, 0.0), view)
+        else:
+            _fill_zero(fc, view, ArrayT(ts[0].dtype, nd))
     return acc
 
 
@@ -319,15 +355,18 @@ def _declare() -> None:
     SHAPE = "shape and slicing"
     REGISTRY.declare(builtins.slice, family=SHAPE, pattern="ints or None", types=_t_slice,
                      lower=_cg_slice, gpu={"cuda": "inline"})
-    REGISTRY.declare(check_fits1, family="runtime checks", pattern="int, int", types=_t_fits,
-                     lower=_cg_fits(FITS1), gpu={"cuda": "inline"})
     o = REGISTRY.overload
-    o("getitem", "array by basic indices (a view)", _is_view_get, _t_get, _cg_get, SHAPE)
-    o("setitem", "a view of a float64 array", _is_view_set, _t_set, _cg_set, SHAPE)
-    o("accum_index", "into a view of a float64 array", _is_view_acc, _t_acc, _cg_acc, SHAPE)
-    o("take_index", "a view of a float64 cotangent", _is_float_view, _t_take, _cg_take, SHAPE)
-    o("zero_index", "a view of a float64 cotangent", _is_float_view, _t_zero, _cg_zero, SHAPE)
+    o("getitem", "array by basic indices: slices, None, ..., ints (a view)", _is_view_get,
+      _t_get, _cg_get, SHAPE, numpy_too=True)
+    o("setitem", "a view of an array (numpy's broadcast)", _is_view_set, _t_set, _cg_set,
+      SHAPE, numpy_too=True)
+    o("accum_index", "into a view of a float64 array", _is_view_acc, _t_acc, _cg_acc, SHAPE,
+      numpy_too=True)
+    o("take_index", "a view of a float64 cotangent", _is_float_view, _t_take, _cg_take, SHAPE,
+      numpy_too=True)
+    o("zero_index", "a view of a float64 cotangent", _is_float_view, _t_zero, _cg_zero, SHAPE,
+      numpy_too=True)
 
 
 _declare()
-__all__ = ["SliceT", "basic_index", "index_view", "slice_bounds"]
+__all__ = ["SliceT", "slice_bounds", "view_of", "view_plan"]

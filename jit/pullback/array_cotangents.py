@@ -18,14 +18,11 @@ interpreter does; returned gradients are copied into numpy memory by the entry
 """
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir as L
 
-from adjoint.tape import accum_index
 
 from jit.codegen.function import F64, I64, FunctionGen, codegen, lltype, zero_of
-from jit.codegen.host_calls import call_host, operand_recipe
-from jit.runtime.host_calls import HostSite, passable, slot_count
+from jit.runtime.host_calls import slot_count
 from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, add_into,
                                         add_into_nd, copy_array, copy_value,
                                         ensure_array)
@@ -57,12 +54,6 @@ def _indices_ok(ctx: Context, x: ArrayT, idx: list) -> int:
     return x.ndim - len(idx)
 
 
-def accum_index_fresh(s, dy, x, *idx):
-    """adjoint.tape.accum_index into a copy of `s` (the host call of an accum_index by an
-    index array: compiled code's arrays reach Python read-only)."""
-    return accum_index(None if s is None else np.array(s), dy, x, *idx)
-
-
 @rule("accum_index")
 def _t_accum_index(ctx: Context, s, ts) -> Type:
     acc, dy, x = ts[0], ts[1], ts[2]
@@ -70,11 +61,6 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
         return _tuple_accum_type(ctx, s, acc, dy, x)
     if isinstance(x, BuiltListT):
         return _list_accum_type(ctx, s, acc, dy, x)
-    if is_float_array(x) and any(isinstance(i, ArrayT) for i in index_types(ctx, ts[3:])):
-        if acc not in (NONE, x) or not all(passable(t) for t in ts):
-            ctx.fail(f"accum_index of a {dy} into a {x} by an index array")
-        ctx.typing.impls[("host", s.var)] = True     # np.add.at, by numpy
-        return x
     if not is_float_array(x):
         ctx.fail(f"accum_index into the cotangent of a {x} is not supported")
     if acc != NONE and acc != x:
@@ -163,11 +149,6 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
         return _cg_tuple_accum(fc, s, ts)
     if isinstance(x_t, BuiltListT):
         return _cg_list_accum(fc, s, ts)
-    if fc.typing.impls.get(("host", s.var)):
-        recipe, values = operand_recipe(fc, list(s.args))
-        site = HostSite(accum_index_fresh, "the derivative of indexing by an array", recipe,
-                        (), s.type, cotangents=True, cotangent_args=(0, 1))
-        return call_host(fc, site, values)
     acc = ensure_array(fc, fc.get(s.args[0]), acc_t, fc.get(s.args[2]), x_t)
     if dy_t == NONE:
         return acc

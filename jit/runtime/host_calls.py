@@ -16,7 +16,8 @@ derivative rule), is compiled as a call of one C callback, `zy_host(site, args, 
     (its address), None none.
 
 The callback rebuilds the Python values (an array as a read-only numpy view of the
-compiled code's memory: inputs are never modified), calls the callable, and writes the
+compiled code's memory: inputs are never modified; writable for an array the
+callable stores into, `HostSite.writes_into`), calls the callable, and writes the
 result into `out`.  An array result is copied into the runtime arena (`zy_alloc`), so it
 lives exactly as long as arrays compiled code allocates itself.  The result must have
 the declared type: a number where a number is declared, an array of the declared rank;
@@ -65,6 +66,9 @@ class HostSite:
     # with `cotangents`: the positions in `recipe` of the cotangent operands, whose
     # NULL arrays and lists are None (the primal values beside them are never None)
     cotangent_args: tuple = (0,)
+    # the positions in `recipe` of arrays the callable writes into (`a[idx] = v` by
+    # numpy): a writable view of compiled code's memory, where the others are read-only
+    writes_into: tuple = ()
     argtypes: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -114,12 +118,12 @@ def passable(t: Type) -> bool:
 
 # -- reading the slots -----------------------------------------------------------------
 
-def _decode(t: Type, words: Any, k: int, cotangents: bool) -> tuple:
+def _decode(t: Type, words: Any, k: int, cotangents: bool, writable: bool = False) -> tuple:
     if isinstance(t, ArrayT):
         n = array_slots(t.ndim)
         if cotangents and words[k] == 0:     # a NULL array: the None cotangent
             return None, k + n
-        return _array_view(t, [words[k + i] for i in range(n)]), k + n
+        return _array_view(t, [words[k + i] for i in range(n)], writable), k + n
     if isinstance(t, BuiltListT):
         return _built_list(t, words[k], words[k + 1], cotangents), k + 3
     if isinstance(t, TupleT):
@@ -161,13 +165,13 @@ def _built_list(t: BuiltListT, data: int, n: int, cotangents: bool) -> Any:
     return out
 
 
-def _array_view(t: ArrayT, fields: list) -> np.ndarray:
+def _array_view(t: ArrayT, fields: list, writable: bool = False) -> np.ndarray:
     data, first = fields[0], 1 + max(t.ndim, 2)      # where the strides start
     dims, strides = tuple(fields[1:1 + t.ndim]), tuple(fields[first:first + t.ndim])
     dtype = _NUMPY_DTYPES[t.dtype]
-    if data == 0 or 0 in dims:
+    if data == 0 or 0 in dims:       # (no elements: a store into it stores nothing)
         out = np.zeros(dims, dtype)
-        out.flags.writeable = False
+        out.flags.writeable = writable
         return out
     lo = hi = 0
     for n, st in zip(dims, strides):
@@ -176,7 +180,9 @@ def _array_view(t: ArrayT, fields: list) -> np.ndarray:
         else:
             hi += (n - 1) * st
     # a read-only memoryview of the span (PyBUF_READ): the array is read-only too
-    buf = _MEMORY(data + lo, hi - lo + dtype.itemsize, _PYBUF_READ)
+    # (a store's target, `writes_into`, gets a writable one)
+    flags = _PYBUF_WRITE if writable else _PYBUF_READ
+    buf = _MEMORY(data + lo, hi - lo + dtype.itemsize, flags)
     return np.ndarray(dims, dtype, buffer=buf, offset=-lo, strides=strides)
 
 
@@ -184,6 +190,7 @@ _MEMORY = ctypes.pythonapi.PyMemoryView_FromMemory
 _MEMORY.restype = ctypes.py_object
 _MEMORY.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int]
 _PYBUF_READ = 0x100
+_PYBUF_WRITE = 0x200
 
 
 # -- writing the result ----------------------------------------------------------------
@@ -303,7 +310,7 @@ def _enter(sid: int, args: int, out: int) -> int:
                 vals.append(list(x) if isinstance(x, ListLiteral) else x)
             else:
                 none = site.cotangents and pos in site.cotangent_args
-                v, k = _decode(x, words, k, none)
+                v, k = _decode(x, words, k, none, pos in site.writes_into)
                 vals.append(v)
         npos = len(vals) - len(site.kwnames)
         result = site.fn(*vals[:npos], **dict(zip(site.kwnames, vals[npos:])))
