@@ -41,7 +41,7 @@ from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_arra
                             unbox_expr)
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
 from jit.runtime.fastcall import builtin_at, emit_wrapper
-from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
+from jit.types import (NUMPY_DTYPE, FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
                     DictT, FunctionT, ListT, ObjectT, RecordT, TupleT, TypingError, typeof)
 
 @dataclass(eq=False)
@@ -227,7 +227,7 @@ def make_wrapper(t: Signature, addr: int, fallback: Callable, reroute: Callable 
     return env["call"]
 
 
-_NUMPY_DTYPES = {FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}
+_NUMPY_DTYPES = NUMPY_DTYPE
 
 
 def _array_leaves(name: str, t: Any) -> list:

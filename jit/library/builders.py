@@ -29,7 +29,7 @@ from jit.library.python_impls import mark
 from jit.library.numpy_calls import add_host, dtype_arg, dtype_of
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
                        is_numeric)
 
 # (message, exception) of the runtime checks below: each raises when its operand is true.
@@ -312,17 +312,22 @@ def _cg_check(f):
 
 
 # -- np.zeros / np.ones / np.empty ----------------------------------------------------------
-_DTYPE_OF = {float: FLOAT64, np.float64: FLOAT64, int: INT64, np.int64: INT64}
+_DTYPE_OF = {float: FLOAT64, np.float64: FLOAT64, int: INT64, np.int64: INT64,
+             np.float32: FLOAT32, np.int32: INT32}
 
 
 def _t_alloc(ctx, s, ts) -> Type:
-    if len(ts) != 1:
-        ctx.fail("array constructors take one shape argument (and dtype=)")
+    if len(ts) not in (1, 2) or len(ts) == 2 and "dtype" in s.kwargs:
+        ctx.fail("array constructors take one shape argument (and a dtype)")
     dtype = FLOAT64
-    for k, v in s.kwargs.items():
+    given = dict(s.kwargs)
+    if len(ts) == 2:
+        given["dtype"] = s.args[2]
+    for k, v in given.items():
         val = ctx.const(v)
         if k != "dtype" or _dtype_key(val) not in _DTYPE_OF:
-            ctx.fail(f"keyword {k}={val!r} is not supported (dtype float or int only)")
+            ctx.fail(f"keyword {k}={val!r} is not supported (dtype float, int, np.float32 "
+                     "or np.int32 only)")
         dtype = _DTYPE_OF[_dtype_key(val)]
     shape = ts[0]
     if is_int_like(shape):
