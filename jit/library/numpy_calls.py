@@ -30,7 +30,7 @@ from jit.codegen.host_calls import lower_calling, lower_library_call, lower_oper
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime.host_calls import passable
 from jit.typing.infer import Context, LiteralT
-from jit.types import (BOOL, FLOAT64, INT64, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NUMPY_DTYPE, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
                        ListT, TupleT, Type)
 
 HOST = "any"
@@ -153,8 +153,9 @@ def elementwise(dtype: Optional[Type] = None, *names: str) -> Callable:
     return result
 
 
-_KINDS = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL}
-_PROBES = {FLOAT64: (np.float64, 0.5), INT64: (np.int64, 1), BOOL: (np.bool_, True)}
+_KINDS = {d: t for t, d in NUMPY_DTYPE.items()}
+_PROBES = {FLOAT64: (np.float64, 0.5), INT64: (np.int64, 1), BOOL: (np.bool_, True),
+           FLOAT32: (np.float32, 0.5), INT32: (np.int32, 1)}
 
 
 def probe_dtype(a: Any, fn: Callable, ts: list) -> Type:
@@ -164,6 +165,8 @@ def probe_dtype(a: Any, fn: Callable, ts: list) -> Type:
     for t in ts:
         if isinstance(t, ArrayT):
             args.append(np.full(1, _PROBES[t.dtype][1], _PROBES[t.dtype][0]))
+        elif t in NARROW:      # a numpy scalar, which numpy 2 does not take as weak
+            args.append(_PROBES[t][0](_PROBES[t][1]))
         elif t in _PROBES:
             args.append(_PROBES[t][1])
         else:

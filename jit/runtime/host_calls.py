@@ -90,7 +90,7 @@ def slot_count(t: Type) -> int:
         return 3
     if isinstance(t, TupleT):
         return sum(slot_count(e) for e in t.elems)
-    if t in (BOOL, INT64, FLOAT64) or isinstance(t, (StrT, ObjectT)):
+    if t in (BOOL, INT64, FLOAT64, FLOAT32, INT32) or isinstance(t, (StrT, ObjectT)):
         return 1
     if t == NONE:
         return 0
