@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.codegen.arrays import (ONE, ZERO, allocate, count_loop, make_array, runtime_callee,
+from jit.codegen.arrays import (ONE, ZERO, allocate, stride_of, count_loop, make_array, runtime_callee,
                                shape, stride)
-from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
-from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
+from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype, memory_type
+from jit.types import FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 
 
 def _null(fc: FunctionGen, arr) -> L.Value:
@@ -103,7 +103,7 @@ def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:
 
 
 def _fill_zero(fc: FunctionGen, arr, t: ArrayT) -> None:
-    zero = L.Constant(F64, 0.0)
+    zero = L.Constant(memory_type(t.dtype), 0.0)
     nest_loop(fc, [shape(fc, arr, k) for k in range(t.ndim)],
               lambda idx: fc.b.store(zero, _elem(fc, arr, idx)))
 
@@ -123,12 +123,12 @@ def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
     b = fc.b
     dims = [shape(fc, x, k) for k in range(t.ndim)]
     out = allocate(fc, dims, t.dtype, None)
-    contiguous, size = L.Constant(L.IntType(1), 1), L.Constant(I64, 8)
+    contiguous, size = L.Constant(L.IntType(1), 1), L.Constant(I64, stride_of(t.dtype))
     for k in reversed(range(t.ndim)):
         same = b.icmp_signed("==", stride(fc, x, k), stride(fc, out, k))
         contiguous = b.and_(contiguous, same)
         size = b.mul(size, dims[k])
-    if t.dtype not in (FLOAT64, INT64):   # 8-byte elements only
+    if t.dtype not in (FLOAT64, INT64, FLOAT32, INT32):   # bools take 8 bytes here, 1 there
         contiguous = L.Constant(L.IntType(1), 0)
     with b.if_else(contiguous) as (flat, strided):
         with flat:
@@ -169,7 +169,7 @@ def _holds_array(t: Type) -> bool:
 
 
 def _copy_at(fc: FunctionGen, dst, src, idx: list, t: ArrayT) -> None:
-    ty = lltype(t.dtype)
+    ty = memory_type(t.dtype)
     fc.b.store(fc.b.load(_elem(fc, src, idx), typ=ty), _elem(fc, dst, idx))
 
 
@@ -194,10 +194,11 @@ def _sum_of(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
     for k, n in enumerate(dims):
         fc.raise_if(b.icmp_signed("!=", n, shape(fc, b_, k)), ValueError,
                     "cotangent shapes differ ({0} and {1})", (n, shape(fc, b_, k)))
-    out = allocate(fc, dims, FLOAT64, None)
+    out = allocate(fc, dims, t.dtype, None)
+    ty = memory_type(t.dtype)      # (a float32 sum rounded once: numpy's)
 
     def add(idx):
-        total = b.fadd(b.load(_elem(fc, a, idx), typ=F64), b.load(_elem(fc, b_, idx), typ=F64))
+        total = b.fadd(b.load(_elem(fc, a, idx), typ=ty), b.load(_elem(fc, b_, idx), typ=ty))
         b.store(total, _elem(fc, out, idx))
     nest_loop(fc, dims, add)
     return out
@@ -209,7 +210,7 @@ def _row(fc: FunctionGen, arr, i) -> L.Value:
 
 
 def zeros_like(fc: FunctionGen, x, t: ArrayT) -> L.Value:
-    return allocate(fc, [shape(fc, x, k) for k in range(t.ndim)], FLOAT64, 0.0)
+    return allocate(fc, [shape(fc, x, k) for k in range(t.ndim)], t.dtype, 0.0)
 
 
 def check_same_shape(fc: FunctionGen, dy, x, ndim: int) -> None:

@@ -29,7 +29,7 @@ from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
 from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
-                       RecordT, TupleT, Type, TypingError, is_numeric)
+                       RecordT, TupleT, Type, TypingError, is_float, is_numeric, INT32)
 
 
 def accum_type(a: Type, b: Type) -> Type:
@@ -43,7 +43,7 @@ def accum_type(a: Type, b: Type) -> Type:
     if is_numeric(a) and is_numeric(b):
         out = cotangent_join(a, b)
         return INT64 if out == BOOL else out
-    if isinstance(a, ArrayT) and a == b and a.dtype == FLOAT64:
+    if isinstance(a, ArrayT) and a == b and is_float(a.dtype):
         return a
     if isinstance(a, BuiltListT) and a == b:
         return a
@@ -51,14 +51,14 @@ def accum_type(a: Type, b: Type) -> Type:
 
 
 def zero_type(t: Type) -> Type:
-    if t == FLOAT64:
-        return FLOAT64
+    if is_float(t):
+        return t
     if isinstance(t, TupleT):
         return TupleT(tuple(zero_type(e) for e in t.elems))
-    if t in (INT64, BOOL, NONE):
+    if t in (INT64, BOOL, NONE, INT32):
         return NONE
     if isinstance(t, ArrayT):
-        return t if t.dtype == FLOAT64 else NONE
+        return t if is_float(t.dtype) else NONE
     if isinstance(t, BuiltListT):
         return cotangent_type(t)
     raise TypeError(f"the zero cotangent of {t} is not supported yet")
@@ -313,8 +313,9 @@ def _known(t: Type) -> bool:
 
 
 def cotangent_type(t: Type) -> Type:
-    """The type of the cotangent of a value of type `t` (None where it has none)."""
-    if t == FLOAT64 or isinstance(t, ArrayT) and t.dtype == FLOAT64:
+    """The type of the cotangent of a value of type `t` (None where it has none): a
+    float's or float array's own type (a float32 value's cotangent is float32)."""
+    if is_float(t) or isinstance(t, ArrayT) and is_float(t.dtype):
         return t
     if isinstance(t, ListT):
         return ListT(tuple(cotangent_type(e) for e in t.elems))
