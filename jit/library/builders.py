@@ -22,7 +22,7 @@ from llvmlite import ir as L
 from typing import Any
 
 from jit.codegen.arrays import allocate, array_dtype, shape_operands
-from jit.codegen.function import F64, FunctionGen
+from jit.codegen.function import F64, FunctionGen, const_value
 from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
 from jit.library.python_impls import has_array
 from jit.library.python_impls import mark
@@ -247,16 +247,23 @@ def _t_arange(ctx: Context, s, ts: list) -> Type:
     return impl_call(ctx, s, impl, list(s.args[1:]))
 
 
-def _t_float64(ctx: Context, s, ts: list) -> Type:
-    if s.kwargs or len(ts) > 1 or (ts and not is_numeric(ts[0])):
-        ctx.fail(f"np.float64 of {', '.join(map(str, ts))} is not compiled (one number)")
-    return FLOAT64
+def _t_number_type(kind: Type):
+    """The type rule of calling numpy's scalar type of `kind` (np.float64,
+    np.float32, np.int32) on one number or none; an int type takes ints only."""
+    def rule(ctx: Context, s, ts: list) -> Type:
+        if s.kwargs or len(ts) > 1 or (ts and not is_numeric(ts[0])) or (
+                ts and is_int_like(kind) and not is_int_like(ts[0])):
+            ctx.fail(f"np.{kind} of {', '.join(map(str, ts))} is not compiled (one number)")
+        return kind
+    return rule
 
 
-def _cg_float64(fc, s, ts):
-    if not ts:
-        return L.Constant(F64, 0.0)
-    return fc.get(s.args[1], FLOAT64)
+def _cg_number_type(kind: Type):
+    def cg(fc, s, ts):
+        if not ts:
+            return const_value(0, kind)
+        return fc.get(s.args[1], kind)      # (rounded to float32, wrapped to int32)
+    return cg
 
 
 def _fsum_items(t: Type) -> bool:
@@ -375,7 +382,11 @@ def _declare() -> None:
     add_host(np.arange, "start, stop=None, step=None, dtype=None, *, device=None, like=None",
              _t_arange_host)
     REGISTRY.declare(np.float64, family=BUILDERS, pattern="number or nothing",
-                     types=_t_float64, lower=_cg_float64, gpu={"cuda": "inline"})
+                     types=_t_number_type(FLOAT64), lower=_cg_number_type(FLOAT64),
+                     gpu={"cuda": "inline"})
+    for f, kind in ((np.float32, FLOAT32), (np.int32, INT32)):
+        REGISTRY.declare(f, family=BUILDERS, pattern="number or nothing",
+                         types=_t_number_type(kind), lower=_cg_number_type(kind))
     REGISTRY.declare(math.fsum, family="reductions", pattern="1-D array or tuple of numbers",
                      types=_t_fsum, lower=_cg_user)
     for f, which in ((np.argmin, "min"), (np.argmax, "max")):

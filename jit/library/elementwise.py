@@ -381,10 +381,13 @@ _OF_DTYPE: dict = {}     # (implementation, dtype) -> its instance for that dtyp
 def of_dtype(table: dict, key: Any, dtype: Type) -> Any:
     """Implementation `table[key]` (written for float64 arrays) for arrays of `dtype`:
     the same source with its result allocated in `dtype` (a float32 loop computes each
-    element in float32, `jit.codegen.function.narrowed`)."""
+    element in float32, `jit.codegen.function.narrowed`); None for an implementation
+    not made from a template."""
     impl = table.get(key)
     if impl is None or dtype == FLOAT64:
         return impl
+    if impl not in _SOURCES:      # written for float64 only: numpy computes the others
+        return None
     hit = _OF_DTYPE.get((impl, dtype))
     if hit is None:
         name = f"{impl.__name__}_{dtype}"

@@ -30,7 +30,7 @@ from jit.codegen.host_calls import lower_calling, lower_library_call, lower_oper
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime.host_calls import passable
 from jit.typing.infer import Context, LiteralT
-from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NUMPY_DTYPE, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
+from jit.types import (promote, promote_arrays, is_numeric, BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NUMPY_DTYPE, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
                        ListT, TupleT, Type)
 
 HOST = "any"
@@ -99,15 +99,20 @@ def array_of(dtype: Type, ndim: int) -> Type:
 
 
 def dtype_of(*ts: Type) -> Type:
-    """numpy's result dtype for float64/int64/bool operands: float64 if any is a float,
-    bool if all are."""
+    """numpy's result dtype for operands of these types: the arrays' dtypes promoted
+    (float32 with float64 is float64, int32 with int64 is int64), then the numbers
+    as Python numbers (NEP 50, `jit.types.promote`)."""
     flat = []
     for t in ts:
         flat += list(t.elems) if isinstance(t, TupleT) else [t]
-    kinds = [t.dtype if isinstance(t, ArrayT) else t for t in flat]
-    if all(k == BOOL for k in kinds):
-        return BOOL
-    return FLOAT64 if FLOAT64 in kinds else INT64
+    arrays = [t.dtype for t in flat if isinstance(t, ArrayT)]
+    numbers = [t for t in flat if not isinstance(t, ArrayT) and is_numeric(t)]
+    out = None
+    for k in arrays:
+        out = k if out is None else promote_arrays(out, k)
+    for k in numbers:
+        out = k if out is None else promote(out, k)
+    return INT64 if out is None else out
 
 
 def _axes(a: Args, k: str, ndim: int) -> Optional[tuple]:
@@ -134,6 +139,8 @@ def reduction(dtype: Optional[Type] = FLOAT64, arg: str = "a") -> Callable:
         x = a.array(arg)
         axes, keep = _axes(a, "axis", x.ndim), bool(a.const("keepdims"))
         nd = x.ndim if keep else (0 if axes is None else x.ndim - len(set(axes)))
+        if x.dtype in NARROW and a.fn is not None:     # float32 stays, int32 sums to int64
+            return array_of(probe_dtype(a, a.fn, [x]), nd)
         return array_of(dtype or x.dtype, nd)
     return result
 
