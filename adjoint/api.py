@@ -177,7 +177,7 @@ def _finish(g: Any, x: Any) -> Any:
         return 0.0
     if np.iscomplexobj(g):       # (a real input's cotangent is real: see rules_complex)
         g = np.real(g)
-    return float(g) if np.ndim(g) == 0 else g
+    return in_dtype_of(float(g), x) if np.ndim(g) == 0 else g
 
 
 class Pullback:

@@ -244,7 +244,7 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
         return []
     if isinstance(t, OpaqueT):
         return [f"{name}.addr"]
-    if strict and not (t in (FLOAT64, INT64, BOOL) or isinstance(t, (ArrayT, ObjectT))):
+    if strict and not (t in (FLOAT64, INT64, BOOL, FLOAT32, INT32) or isinstance(t, (ArrayT, ObjectT))):
         raise TypingError(f"jit: arguments of type {t} cannot be passed to a compiled pullback")
     return [name]
 

@@ -166,6 +166,13 @@ def make(src: str, name: str) -> Any:
     return fn
 
 
+def dtype_generic(*fns: Any) -> None:
+    """Let `of_dtype` instantiate plain functions (loops that allocate their result
+    with `np.empty`, names from numpy only) for other float dtypes."""
+    for fn in fns:
+        _SOURCES[fn] = inspect.getsource(fn)
+
+
 def _binary_source(template: str, name: str, op: str, sym: str) -> str:
     """A template instantiated for one operator; array division and power are
     numpy's (inf and nan for a zero divisor or a fractional power of a negative
@@ -391,7 +398,7 @@ def of_dtype(table: dict, key: Any, dtype: Type) -> Any:
     hit = _OF_DTYPE.get((impl, dtype))
     if hit is None:
         name = f"{impl.__name__}_{dtype}"
-        src = re.sub(r"np\.empty\((\(n, m\)|n)\)", rf"np.empty(\1, np.{dtype})",
+        src = re.sub(r"np\.(empty|zeros)\((\([^()]*\)|[^()]*)\)", rf"np.\1(\2, np.{dtype})",
                      _SOURCES[impl]).replace(f"def {impl.__name__}(", f"def {name}(")
         hit = _OF_DTYPE[(impl, dtype)] = make(src, name)
     return hit
@@ -493,14 +500,22 @@ def _d_hypot_pick(argtypes):
 
 
 def unbcast_pick(ts):
-    """`unbcast(dy, x)`: dy summed to x's shape (a number, or an array of x's rank)."""
-    if len(ts) == 2 and is_float_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
+    """`unbcast(dy, x)`: dy summed to x's shape (a number, or an array of x's rank); a
+    float32 dy by the same loops in float32 (`of_dtype`)."""
+    impl = _unbcast_pick64(ts)
+    if impl is None or impl in (_sum1, _sum2):
+        return impl
+    return of_dtype({0: impl}, 0, ts[0].dtype)
+
+
+def _unbcast_pick64(ts):
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
         return _sum1 if ts[0].ndim == 1 else _sum2
-    if len(ts) == 2 and is_float_array(ts[0]) and isinstance(ts[1], ArrayT) \
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and isinstance(ts[1], ArrayT) \
             and ts[1].ndim == ts[0].ndim:
         return _unbcast_aa1 if ts[0].ndim == 1 else _unbcast_aa2
-    if len(ts) == 2 and is_float_array(ts[0]) and ts[0].ndim == 2 and is_float_array(ts[1]) \
-            and ts[1].ndim == 1:
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and ts[0].ndim == 2 \
+            and is_float_dtype_array(ts[1]) and ts[1].ndim == 1:
         return _unbcast_row
     return None
 
@@ -509,8 +524,7 @@ def t_unbcast_array(ctx: Context, s, ts):
     impl = unbcast_pick(ts)
     if impl is None:
         ctx.fail(f"unbcast of {ts} is not compiled")
-    operands = [s.args[1], s.args[2]] if impl in (_unbcast_aa1, _unbcast_aa2, _unbcast_row) \
-        else [s.args[1]]
+    operands = [s.args[1]] if impl in (_sum1, _sum2) else [s.args[1], s.args[2]]
     return impl_call(ctx, s, impl, operands)
 
 
@@ -538,4 +552,6 @@ def t_assign_all(ctx: Context, s, ts):
 
 
 mark(_unbcast_aa1, _unbcast_aa2, _unbcast_row, _d_hypot2)
+dtype_generic(_unbcast_aa1, _unbcast_aa2, _unbcast_row)
+_NS["_sum1"] = _sum1
 __all__ = ["impl_call", "t_array_arith", "array_rule", "one_array", "by_first_array"]

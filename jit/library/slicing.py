@@ -32,7 +32,7 @@ from jit.library.registry import REGISTRY
 from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, _row, add_into,
                                            ensure_array)
 from jit.typing.infer import Call, Context, lower_function
-from jit.types import BOOL, INT64, NONE, ArrayT, TupleT, Type, is_numeric
+from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_float_dtype_array, is_numeric
 
 ONE = L.Constant(I64, 1)
 SSIZE_MAX = L.Constant(I64, (1 << 63) - 1)
@@ -233,7 +233,7 @@ def _t_set(ctx: Context, s, ts):
     a, v = ts[0], ts[1]
     kind = "aa" if isinstance(v, ArrayT) and v.ndim == nd else \
         "as" if is_numeric(v) else None
-    if not is_float_array(a) or (kind, nd) not in _ASSIGN:
+    if not is_float_dtype_array(a) or (kind, nd) not in _ASSIGN:
         ctx.fail(f"assigning {v} to a view of {a} is not compiled")
     view_t = ArrayT(a.dtype, nd)
     target = ctx.engine.infer(lower_function(_ASSIGN[(kind, nd)]), (view_t, v))
@@ -250,10 +250,10 @@ def _cg_set(fc, s, ts):
 
 
 # -- cotangents: accum_index / take_index / zero_index with slices -------------------------------
-def add_view(fc, view, dy, nd: int) -> None:
-    """view += dy for a 1-D or 2-D view (a NULL dy adds nothing)."""
+def add_view(fc, view, dy, nd: int, dtype=FLOAT64) -> None:
+    """view += dy for a 1-D or 2-D view of float `dtype` (a NULL dy adds nothing)."""
     if nd == 1:
-        add_into(fc, view, dy)
+        add_into(fc, view, dy, dtype)
         return
     b = fc.b
     bad = b.and_(b.not_(_null(fc, dy)), b.icmp_signed("!=", shape(fc, view, 0), shape(fc, dy, 0)))
@@ -261,7 +261,7 @@ def add_view(fc, view, dy, nd: int) -> None:
                 (shape(fc, view, 0), shape(fc, dy, 0)))
     with b.if_then(b.not_(_null(fc, dy))):
         count_loop(fc, shape(fc, view, 0),
-                   lambda i: add_into(fc, _row(fc, view, i), _row(fc, dy, i)))
+                   lambda i: add_into(fc, _row(fc, view, i), _row(fc, dy, i), dtype))
 
 
 def _is_view_acc(ctx, s, ts) -> bool:
@@ -269,13 +269,14 @@ def _is_view_acc(ctx, s, ts) -> bool:
 
 
 def _is_float_view(ctx, s, ts) -> bool:
-    return basic_index(ts[0], ts[1:]) >= 0 and is_float_array(ts[0])
+    return basic_index(ts[0], ts[1:]) >= 0 and is_float_dtype_array(ts[0])
 
 
 def _t_acc(ctx: Context, s, ts):
     nd = basic_index(ts[2], ts[3:])
     acc, dy, x = ts[0], ts[1], ts[2]
-    if not is_float_array(x) or acc not in (NONE, x) or dy not in (NONE, ArrayT(x.dtype, nd)):
+    if not is_float_dtype_array(x) or acc not in (NONE, x) or dy not in (
+            NONE, ArrayT(x.dtype, nd)):
         ctx.fail(f"accum_index of a {dy} into a view of a {x} cotangent")
     return x
 
@@ -284,7 +285,8 @@ def _cg_acc(fc, s, ts):
     nd = basic_index(ts[2], ts[3:])
     acc = ensure_array(fc, fc.get(s.args[0]), ts[0], fc.get(s.args[2]), ts[2])
     if ts[1] != NONE:
-        add_view(fc, view_of(fc, None, ts[2], s.args[3:], arr=acc), fc.get(s.args[1]), nd)
+        add_view(fc, view_of(fc, None, ts[2], s.args[3:], arr=acc), fc.get(s.args[1]), nd,
+                 ts[2].dtype)
     return acc
 
 

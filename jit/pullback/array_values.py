@@ -40,12 +40,13 @@ def unless_none(fc: FunctionGen, dy_t: Type, dy, call, ret: Type) -> L.Value:
 def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
     """`s` itself, or zeros of `x`'s shape when `s` is the None cotangent."""
     dims = [shape(fc, x, k) for k in range(xt.ndim)]
+    dtype = xt.dtype if xt.dtype == FLOAT32 else FLOAT64     # a cotangent's dtype
     if st == NONE:
-        return allocate(fc, dims, FLOAT64, 0.0)
+        return allocate(fc, dims, dtype, 0.0)
     b = fc.b
     pre = b.block
     with b.if_then(_null(fc, s), likely=False):
-        fresh = allocate(fc, dims, FLOAT64, 0.0)
+        fresh = allocate(fc, dims, dtype, 0.0)
         made = b.block
     out = b.phi(lltype(xt))
     out.add_incoming(s, pre)
@@ -53,11 +54,11 @@ def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
     return out
 
 
-def add_into_nd(fc: FunctionGen, dst, src, ndim: int) -> None:
-    """dst += src elementwise over arrays of `ndim` dimensions and equal shapes (a NULL
-    src adds nothing)."""
+def add_into_nd(fc: FunctionGen, dst, src, ndim: int, dtype: Type = FLOAT64) -> None:
+    """dst += src elementwise over arrays of `ndim` dimensions, equal shapes and float
+    `dtype` (a NULL src adds nothing)."""
     if ndim == 1:
-        return add_into(fc, dst, src)
+        return add_into(fc, dst, src, dtype)
     b = fc.b
     dims = [shape(fc, dst, k) for k in range(ndim)]
     for k, n in enumerate(dims):
@@ -65,8 +66,7 @@ def add_into_nd(fc: FunctionGen, dst, src, ndim: int) -> None:
                     ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, k)))
     with b.if_then(b.not_(_null(fc, src))):
         def add(idx):
-            pd = _elem(fc, dst, idx)
-            b.store(b.fadd(b.load(pd, typ=F64), b.load(_elem(fc, src, idx), typ=F64)), pd)
+            _add_to(fc, _elem(fc, dst, idx), _elem(fc, src, idx), dtype)
         nest_loop(fc, dims, add)
 
 
@@ -78,19 +78,21 @@ def nest_loop(fc: FunctionGen, dims: list, body, idx: tuple = ()) -> None:
     count_loop(fc, dims[0], lambda j: nest_loop(fc, dims[1:], body, idx + (j,)))
 
 
-def add_into(fc: FunctionGen, dst, src) -> None:
+def add_into(fc: FunctionGen, dst, src, dtype: Type = FLOAT64) -> None:
     """dst[j] += src[j] over a 1-D row (a NULL src adds nothing)."""
     n = shape(fc, dst, 0)
     fc.raise_if(fc.b.and_(fc.b.not_(_null(fc, src)), fc.b.icmp_signed("!=", n, shape(fc, src, 0))),
                 ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, 0)))
     with fc.b.if_then(fc.b.not_(_null(fc, src))):
-        count_loop(fc, n, lambda j: _add_at(fc, dst, src, j))
+        count_loop(fc, n, lambda j: _add_to(fc, _elem(fc, dst, [j]), _elem(fc, src, [j]),
+                                            dtype))
 
 
-def _add_at(fc: FunctionGen, dst, src, j) -> None:
+def _add_to(fc: FunctionGen, pd, ps, dtype: Type) -> None:
+    """*pd += *ps for elements of float `dtype` (a float32 sum is float32's own)."""
     b = fc.b
-    pd = _elem(fc, dst, [j])
-    b.store(b.fadd(b.load(pd, typ=F64), b.load(_elem(fc, src, [j]), typ=F64)), pd)
+    ty = memory_type(dtype)
+    b.store(b.fadd(b.load(pd, typ=ty), b.load(ps, typ=ty)), pd)
 
 
 def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:

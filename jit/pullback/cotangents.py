@@ -19,7 +19,7 @@ from adjoint.tape import accum as tape_accum
 from adjoint.tape import fresh as tape_fresh
 from adjoint.tape import unbcast
 
-from jit.codegen.function import FunctionGen, codegen, lltype
+from jit.codegen.function import FunctionGen, codegen, lltype, narrowed
 from jit.codegen.host_calls import call_host, operand_recipe
 from jit.pullback.array_values import (_copy_or_null, add_arrays, check_same_shape, unless_none,
                                        zeros_like)
@@ -28,7 +28,7 @@ from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
 from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
                        RecordT, TupleT, Type, TypingError, is_float, is_numeric, INT32)
 
 
@@ -122,6 +122,8 @@ def add_values(fc: FunctionGen, a, b, t: Type) -> L.Value:
         return out
     if t == FLOAT64:
         return fc.b.fadd(a, b)
+    if t == FLOAT32:
+        return narrowed(fc.b, fc.b.fadd(a, b), t)
     if t == NONE:
         return a
     if isinstance(t, ArrayT):
@@ -281,9 +283,19 @@ def _t_pullback(ctx: Context, s, ts) -> Type:
     except (TypingError, UnsupportedError) as exc:   # its Python is not compiled
         return _host_pullback(ctx, s, pb, ts, exc)
     ctx.typing.calls[s.var].callee = pb
-    if ret is None or isinstance(ret, TupleT):
-        return ret
-    return TupleT((ret,))
+    out = ret if ret is None or isinstance(ret, TupleT) else TupleT((ret,))
+    if out is not None and _widens(out, ts[len(ts) - nout:]):
+        return _host_pullback(ctx, s, pb, ts, TypingError(
+            f"the derivative of {pb.of} gives float64 cotangents for float32 operands"))
+    return out
+
+
+def _widens(out: TupleT, operands: list) -> bool:
+    """Does a compiled rule give a float64 array cotangent for a float32 array operand?
+    Then the rule runs as Python, which casts a cotangent to its operand's dtype
+    (`adjoint.rule_table.in_dtype_of`), as JAX gives a cotangent its primal's dtype."""
+    return any(isinstance(g, ArrayT) and isinstance(x, ArrayT) and g.dtype == FLOAT64
+               and x.dtype == FLOAT32 for g, x in zip(out.elems, operands))
 
 
 def _host_pullback(ctx: Context, s, pb, ts: list, why: Exception) -> Type:
