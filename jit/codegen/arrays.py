@@ -17,7 +17,8 @@ from jit.runtime.symbols import TypedPtr
 from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
                                   memory_type, nd_array_type)
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, ArrayT, DictT, FunctionT, TupleT, TypingError
+from jit.types import (BOOL, FLOAT32, INT32, INT64, NARROW, ArrayT, DictT, FunctionT,
+                       TupleT, TypingError)
 
 ZERO, ONE = L.Constant(I64, 0), L.Constant(I64, 1)
 
@@ -295,7 +296,8 @@ def _fill(fc: FunctionGen, data, total, dtype, fill) -> None:
                         b.mul(total, L.Constant(I64, stride_of(dtype))), L.Constant(I1, 0)])
         return
     ty = memory_type(dtype)
-    value = L.Constant(ty, float(fill) if isinstance(ty, (L.DoubleType, L.FloatType)) else int(fill))
+    is_float = isinstance(ty, (L.DoubleType, L.FloatType))
+    value = L.Constant(ty, float(fill) if is_float else int(fill))
     count_loop(fc, total, lambda i: b.store(value, b.gep(data, [i], source_etype=ty)))
 
 

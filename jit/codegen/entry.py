@@ -24,9 +24,10 @@ from jit.runtime import symbols
 from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltype
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
-from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NUMPY_DTYPE, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT,
-                       PartialT, RecordT, StrT, TupleT, Type, TypingError)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, INT64_MAX, INT64_MIN, NARROW, NONE,
+                       NUMPY_DTYPE, STRINGS, ArrayT, BuiltListT, ClosureT, DictT, FunctionT,
+                       ListT, ObjectT, OpaqueT, PartialT, RecordT, StrT, TupleT, Type,
+                       TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -244,7 +245,8 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
         return []
     if isinstance(t, OpaqueT):
         return [f"{name}.addr"]
-    if strict and not (t in (FLOAT64, INT64, BOOL, FLOAT32, INT32) or isinstance(t, (ArrayT, ObjectT))):
+    if strict and not (t in (FLOAT64, INT64, BOOL, FLOAT32, INT32)
+                       or isinstance(t, (ArrayT, ObjectT))):
         raise TypingError(f"jit: arguments of type {t} cannot be passed to a compiled pullback")
     return [name]
 

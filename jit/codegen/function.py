@@ -33,8 +33,8 @@ from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NONE, NUMPY_DTYPE, ArrayT,
-                       BuiltListT, ClosureT, FunctionT, wide, ObjectT, OpaqueT, PartialT, RecordT, Scalar, StrT, TupleT, Type,
-                       TypingError)
+                       BuiltListT, ClosureT, FunctionT, ObjectT, OpaqueT, PartialT, RecordT,
+                       Scalar, StrT, TupleT, Type, TypingError, wide)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()

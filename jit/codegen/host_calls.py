@@ -15,7 +15,8 @@ from jit.runtime import symbols
 from jit.codegen.function import F64, I1, I8, I32, I64, PTR, FunctionGen, array_fields, lltype
 from jit.runtime import host_calls as host
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT32, FLOAT64, NONE, ArrayT, BuiltListT, FunctionT, ObjectT, TupleT, Type
+from jit.types import (BOOL, FLOAT32, FLOAT64, NONE, ArrayT, BuiltListT, FunctionT, ObjectT,
+                       TupleT, Type)
 
 _FNTY = L.FunctionType(I32, [I64, PTR, PTR])
 

@@ -22,15 +22,15 @@ from llvmlite import ir as L
 from typing import Any
 
 from jit.codegen.arrays import allocate, array_dtype, shape_operands
-from jit.codegen.function import F64, FunctionGen, const_value
+from jit.codegen.function import FunctionGen, const_value
 from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
 from jit.library.python_impls import has_array
 from jit.library.python_impls import mark
 from jit.library.numpy_calls import add_host, dtype_arg, dtype_of
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
-                       is_numeric)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type,
+                       is_int_like, is_numeric)
 
 # (message, exception) of the runtime checks below: each raises when its operand is true.
 _CHECKS: dict = {}

@@ -509,7 +509,8 @@ def unbcast_pick(ts):
 
 
 def _unbcast_pick64(ts):
-    if len(ts) == 2 and is_float_dtype_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and (
+            is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
         return _sum1 if ts[0].ndim == 1 else _sum2
     if len(ts) == 2 and is_float_dtype_array(ts[0]) and isinstance(ts[1], ArrayT) \
             and ts[1].ndim == ts[0].ndim:

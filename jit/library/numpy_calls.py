@@ -30,8 +30,9 @@ from jit.codegen.host_calls import lower_calling, lower_library_call, lower_oper
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime.host_calls import passable
 from jit.typing.infer import Context, LiteralT
-from jit.types import (promote, promote_arrays, is_numeric, BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NUMPY_DTYPE, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
-                       ListT, TupleT, Type)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, MAX_NDIM, NARROW, NONE, NUMPY_DTYPE,
+                       ArrayT, BuiltListT, DictT, FunctionT, ListT, TupleT, Type, is_numeric,
+                       promote, promote_arrays)
 
 HOST = "any"
 OTHER = "other types"

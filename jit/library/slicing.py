@@ -26,13 +26,14 @@ from llvmlite import ir as L
 
 from jit.codegen.arrays import ZERO, count_loop, field, make_array, shape, stride
 from jit.codegen.function import I64, lltype
-from jit.library.elementwise import _assign_as1, _assign_as2, is_float_array
+from jit.library.elementwise import _assign_as1, _assign_as2
 from jit.library.python_impls import mark
 from jit.library.registry import REGISTRY
 from jit.pullback.array_values import (_copy_or_null, _fill_zero, _null, _row, add_into,
                                            ensure_array)
 from jit.typing.infer import Call, Context, lower_function
-from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_float_dtype_array, is_numeric
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_float_dtype_array,
+                       is_numeric)
 
 ONE = L.Constant(I64, 1)
 SSIZE_MAX = L.Constant(I64, (1 << 63) - 1)

@@ -45,7 +45,6 @@ from jit.codegen.arrays import (
     stride_of,
     sub_array,
 )
-from jit.library.python_impls import is_float_array
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, DictT, TupleT, Type,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from llvmlite import ir as L
 
-from jit.codegen.arrays import (ONE, ZERO, allocate, stride_of, count_loop, make_array, runtime_callee,
-                               shape, stride)
-from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype, memory_type
+from jit.codegen.arrays import (ONE, ZERO, allocate, count_loop, make_array, runtime_callee,
+                                shape, stride, stride_of)
+from jit.codegen.function import I64, PTR, FunctionGen, lltype, memory_type
 from jit.types import FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 
 

@@ -28,8 +28,8 @@ from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
 from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
-from jit.types import (BOOL, FLOAT32, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
-                       RecordT, TupleT, Type, TypingError, is_float, is_numeric, INT32)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, DictT,
+                       FunctionT, ListT, RecordT, TupleT, Type, TypingError, is_float, is_numeric)
 
 
 def accum_type(a: Type, b: Type) -> Type:

@@ -42,9 +42,9 @@ from typing import Any, Callable
 import numpy as np
 
 from jit.runtime import native as runtime
-from jit.types import (NUMPY_DTYPE, BOOL, FLOAT32, INT32, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, DictT, ListLiteral, ListT, ObjectT, RecordT, StrT, TupleT,
-                       Type)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, INT64_MAX, INT64_MIN, NONE,
+                       NUMPY_DTYPE, STRINGS, ArrayT, BuiltListT, DictT, ListLiteral, ListT,
+                       ObjectT, RecordT, StrT, TupleT, Type)
 
 
 _NUMPY_DTYPES = NUMPY_DTYPE

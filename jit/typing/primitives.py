@@ -13,9 +13,9 @@ from ssair.ir import Const, Stmt, Var
 
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
-from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, is_float, promote, NONE, ArrayT, DictT, FunctionT, ListLiteral, ListT,
-                       PythonCallable, RecordT, Scalar, TupleT, Type, is_int_like, is_numeric,
-                       numeric_join)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, DictT, FunctionT,
+                       ListLiteral, ListT, PythonCallable, RecordT, Scalar, TupleT, Type,
+                       is_float, is_int_like, is_numeric, promote)
 
 # ---------------------------------------------------------------------------
 # Arithmetic, comparisons, logic.
