@@ -580,7 +580,9 @@ def _stack(parts: list, yshape: tuple, x: Any) -> Any:
         raise TypeError(f"jacobian: the jacobian of a {type(x).__name__} argument is not "
                         "supported; use pullback, whose back gives it per attribute")
     arr = np.array([np.asarray(p, dtype=float) for p in parts])
-    return arr.reshape(yshape + np.shape(x)) if yshape or np.ndim(x) else float(arr[0])
+    if yshape or np.ndim(x):
+        return in_dtype_of(arr.reshape(yshape + np.shape(x)), x)   # (float32 stays)
+    return in_dtype_of(float(arr[0]), x)
 
 
 def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:
