@@ -156,6 +156,54 @@ def test_default_backend_compiles_float32():
     assert np.allclose(g, np.cos(X32) * X32 + np.sin(X32), rtol=1e-5)
 
 
+def _rows_loop(X):
+    s = 0.0
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            s += X[i, j] * X[i, j] * (j + 1.0)
+    return s
+
+
+def _row_writes(X):
+    Y = np.zeros_like(X)           # (float32 here; float64 for the central differences)
+    for i in range(3):
+        Y[i, :] = X[i] * (i + 1.0)
+    return np.sum(Y * Y)
+
+
+@pytest.mark.parametrize("fn", [
+    _rows_loop, _row_writes,
+    lambda X: np.sum(X[1:, ::2] ** 2) + X[0, 1] * X[2, 3],        # slices and elements
+    lambda X: np.sum((X.T @ X) ** 2),                            # .T and a product
+    lambda X: np.sum(np.tanh(X + X[0])) + np.sum(X * X[:, :1]),  # broadcasts
+    lambda X: np.sum(np.log(np.sum(np.exp(X), axis=1))) + np.mean(X * X),
+], ids=["loop", "row_writes", "slices", "transpose", "broadcast", "reductions"])
+def test_float32_gradients_compiled(fn):
+    X = ((np.arange(12, dtype=F32).reshape(3, 4) - 5) / F32(3))
+    ctx = no_fallback()
+    try:
+        g, = gradient(fn, X, backend="llvm")
+    finally:
+        ctx.__exit__(None, None, None)
+    assert g.dtype == F32
+    assert np.allclose(g, central(fn, (X,), 0), rtol=2e-3, atol=2e-3)
+
+
+def test_float32_number_argument_and_transforms():
+    import adjoint
+    assert repr(gradient(lambda x: x * x * 3.0, F32(1.5), backend="llvm")[0]) == \
+        repr(F32(9.0))
+    f = lambda x: np.sum(np.sin(x) * x)                     # noqa: E731
+    J = adjoint.jacobian(lambda x: np.sin(x) * x, X32)[0]
+    assert J.dtype == F32 and np.allclose(J, np.diag(np.cos(X32) * X32 + np.sin(X32)),
+                                          rtol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = adjoint.vmap(adjoint.grad(f))(np.stack([X32, X32]))
+    assert rows.dtype == F32 and np.allclose(rows[1], np.cos(X32) * X32 + np.sin(X32),
+                                             rtol=1e-5)
+
+
 # -- complex numbers ------------------------------------------------------------------
 COMPLEX = {
     "abs(z*z)": (lambda z: abs(z * z), "abs(z*z)"),
