@@ -204,6 +204,28 @@ def test_float32_number_argument_and_transforms():
                                              rtol=1e-5)
 
 
+def _lsq(w, X, y):
+    r = X @ w - y
+    return np.sum(r * r) / len(y)
+
+
+def _train(w, X, y, steps, lr):
+    for _ in range(steps):
+        w = w - lr * gradient(_lsq, w, X, y)[0]
+    return w
+
+
+def test_float32_training_loop_with_nested_gradient():
+    X = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.2], [0.3, 0.1, 1.0], [0.5, 0.5, 0.5]], F32)
+    y = X @ np.array([1.0, -2.0, 0.5], F32)
+    w = compiled(_train, np.zeros(3, F32), X, y, 200, 0.5)
+    assert w.dtype == F32 and np.allclose(w, [1.0, -2.0, 0.5], atol=1e-5)
+    g = compiled(lambda w: gradient(_lsq, w, X, y)[0], np.zeros(3, F32))
+    assert g.dtype == F32
+    assert np.allclose(g, gradient(_lsq, np.zeros(3, F32), X, y, backend="interp")[0],
+                       rtol=1e-6)
+
+
 # -- complex numbers ------------------------------------------------------------------
 COMPLEX = {
     "abs(z*z)": (lambda z: abs(z * z), "abs(z*z)"),
