@@ -729,7 +729,7 @@ def _t_fancy_index(ctx: Context, s, ts: list) -> Type:
         ctx.fail(f"indexing a {x} by {', '.join(map(str, idx))} is not compiled (one "
                  "index array)")
     i = idx[0]
-    if i.dtype == FLOAT64:
+    if i.dtype in (FLOAT64, FLOAT32):
         ctx.fail("arrays used as indices must be of integer or boolean type")
     nd = x.ndim - i.ndim + 1 if i.dtype == BOOL else x.ndim - 1 + i.ndim
     return ArrayT(x.dtype, nd)
