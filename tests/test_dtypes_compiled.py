@@ -85,6 +85,15 @@ def test_float32_elementwise_results_are_bitwise_numpy():
     assert got.dtype == F32 and np.array_equal(got, (X32 * Y32 - X32) / (Y32 + 1.5))
 
 
+def test_numpy_scalars_as_arguments_and_in_tuples():
+    def f(x, t):
+        return x * 3.0 + t[0]
+    for args in ((F32(1.1), (F32(2.0),)), (1.1, (np.float64(2.0),)), (np.int32(7), (2,))):
+        got, want = compiled(f, *args), f(*args)
+        assert type(got) is type(want) or (type(want) is np.float64 and type(got) is float)
+        assert got == want
+
+
 def test_float32_scalar_loop_rounds_each_step():
     assert compiled(loop_sum, X32) == loop_sum(X32)    # every += rounded to float32
 
