@@ -40,6 +40,7 @@ from .passes.inplace import arg_types
 from .passes.activity import SHAPE_ATTRS
 from .pytrees import (PULLBACK, as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
                       record_fields, refuse_shadowed_fields)
+from .rule_table import in_dtype_of
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback, lookup_callee
 from .options import Checkpointed, take_options, unwrap
@@ -150,12 +151,13 @@ def _finish(g: Any, x: Any) -> Any:
         return None
     if isinstance(x, np.ndarray):
         if g is None:
-            return np.zeros(x.shape, dtype=np.result_type(x.dtype, float))
+            return np.zeros(x.shape, dtype=x.dtype if x.dtype.kind in "fc" else float)
         if x.dtype.kind != "c" and np.iscomplexobj(g):   # a real input's: the real part
             g = np.real(g)
         if isinstance(g, (tuple, list)):
             g = np.array([0.0 if v is None else v for v in g], dtype=float)
-        return np.asarray(g).reshape(x.shape) if np.ndim(g) else np.full(x.shape, g)
+        g = np.asarray(g).reshape(x.shape) if np.ndim(g) else np.full(x.shape, g)
+        return in_dtype_of(g, x)     # a float32 argument's gradient is float32
     if isinstance(x, (tuple, list)):     # the argument's own structure (pytree-like)
         parts = g if g is not None else (None,) * len(x)
         out = [_finish(v, e) for v, e in zip(parts, x)]
@@ -175,7 +177,7 @@ def _finish(g: Any, x: Any) -> Any:
         return 0.0
     if np.iscomplexobj(g):       # (a real input's cotangent is real: see rules_complex)
         g = np.real(g)
-    return float(g) if np.ndim(g) == 0 else g
+    return in_dtype_of(float(g), x) if np.ndim(g) == 0 else g
 
 
 class Pullback:
@@ -578,7 +580,9 @@ def _stack(parts: list, yshape: tuple, x: Any) -> Any:
         raise TypeError(f"jacobian: the jacobian of a {type(x).__name__} argument is not "
                         "supported; use pullback, whose back gives it per attribute")
     arr = np.array([np.asarray(p, dtype=float) for p in parts])
-    return arr.reshape(yshape + np.shape(x)) if yshape or np.ndim(x) else float(arr[0])
+    if yshape or np.ndim(x):
+        return in_dtype_of(arr.reshape(yshape + np.shape(x)), x)   # (float32 stays)
+    return in_dtype_of(float(arr[0]), x)
 
 
 def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:

@@ -79,8 +79,9 @@ def stack(results: list, like: tuple) -> Any:
         return {k: stack([r[k] for r in results], v) for k, v in like.items()}
     if isinstance(like, types.SimpleNamespace) or dataclasses.is_dataclass(like):
         return _stacked_record(results, like)
-    parts = [np.asarray(r) for r in results]   # (complex gradients stay complex)
-    return np.array(parts, dtype=np.result_type(float, *parts))
+    parts = [np.asarray(r) for r in results]   # (complex gradients stay complex, and
+    dtype = np.result_type(*parts)             # float32 ones float32)
+    return np.array(parts, dtype=dtype if dtype.kind in "fc" else np.result_type(float, dtype))
 
 
 def _stacked_record(results: list, like: Any) -> Any:

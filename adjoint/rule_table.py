@@ -74,11 +74,16 @@ class Pullback:
             self.check_keywords(kw)
         if dy is None:
             return (None,) * (len(args) - self.uses_result)
+        narrow = False
         for v in (dy, *args):      # (inline: this runs for every rule call)
-            if type(v) not in _REAL and _is_complex(v):
-                return self.complex_call(dy, args, kw)
+            if type(v) not in _REAL:
+                if _is_complex(v):
+                    return self.complex_call(dy, args, kw)
+                narrow = narrow or _is_narrow_float(v)
         out = self.fn(dy, *args, **kw)
         out = out if isinstance(out, tuple) else (out,)
+        if narrow:
+            out = tuple(in_dtype_of(g, a) for g, a in zip(out, args[self.uses_result:]))
         return out if self.check is None else self.check(self, out, args[self.uses_result:])
 
     def complex_call(self, dy: Any, args: tuple, kw: dict) -> tuple:
@@ -138,6 +143,26 @@ def _is_complex(v: Any) -> bool:
     if isinstance(v, np.ndarray):
         return v.dtype.kind == "c"
     return isinstance(v, (complex, np.complexfloating))
+
+
+def _is_narrow_float(v: Any) -> bool:
+    """A float array or numpy float scalar of less than double precision."""
+    dt = getattr(v, "dtype", None)
+    return dt is not None and dt.kind == "f" and dt.itemsize < 8
+
+
+def in_dtype_of(g: Any, x: Any) -> Any:
+    """Cotangent `g` of operand `x` in `x`'s dtype where `x` is a float32 (or other
+    narrow float) array or numpy scalar: a cotangent has its primal's dtype, as in JAX,
+    so a float32 argument gets a float32 gradient."""
+    if g is None or not _is_narrow_float(x):
+        return g
+    dt = x.dtype
+    if isinstance(g, np.ndarray):
+        return g if g.dtype == dt or g.dtype.kind not in "fiub" else g.astype(dt)
+    if isinstance(g, (float, int, np.floating, np.integer)):
+        return dt.type(g)
+    return g
 
 
 def _real_part_for(g: Any, x: Any, y: Any = None) -> Any:

@@ -42,8 +42,8 @@ from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_arra
                             unbox_expr)
 from jit.typing.infer import ENGINE, Typing, infer, lower_function
 from jit.runtime.fastcall import builtin_at, emit_wrapper
-from jit.types import (FLOAT64, INT64, NONE, ArrayT, BOOL, ClosureT,
-                    DictT, FunctionT, ListT, ObjectT, RecordT, TupleT, TypingError, typeof)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, NUMPY_DTYPE, ArrayT, ClosureT,
+                       DictT, FunctionT, ListT, ObjectT, RecordT, TupleT, TypingError, typeof)
 
 @dataclass(eq=False)
 class Compiled:
@@ -230,7 +230,7 @@ def make_wrapper(t: Signature, addr: int, fallback: Callable, reroute: Callable 
     return env["call"]
 
 
-_NUMPY_DTYPES = {FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}
+_NUMPY_DTYPES = NUMPY_DTYPE
 
 
 def _array_leaves(name: str, t: Any) -> list:
@@ -268,9 +268,10 @@ def _guard_expr(name: str, t: Any) -> str:
         inner = [_guard_expr(f"{name}[{i}]", e) for i, e in enumerate(t.elems)]
         kind = "list" if isinstance(t, ListT) else "tuple"
         return " and ".join([f"type({name}) is {kind}", f"len({name}) == {len(t.elems)}"] + inner)
-    simple = {FLOAT64: "float", INT64: "int", BOOL: "bool"}
-    if t in simple:
-        return f"type({name}) is {simple[t]}"
+    simple = {FLOAT64: "(float, np.float64)", INT64: "(int, np.int64)",
+              BOOL: "(bool, np.bool_)", FLOAT32: "(np.float32,)", INT32: "(np.int32,)"}
+    if t in simple:     # (numpy's scalars too: `typeof` gives them these types)
+        return f"type({name}) in {simple[t]}"
     if t == NONE:
         return f"{name} is None"
     if isinstance(t, ObjectT):

@@ -42,7 +42,7 @@ class Type:
 
 @dataclass(frozen=True, repr=False)
 class Scalar(Type):
-    """`bool`, `int64`, `float64` or `none`."""
+    """`bool`, `int64`, `float64`, `float32`, `int32` or `none`."""
 
     name: str
 
@@ -54,15 +54,27 @@ class Scalar(Type):
 
 
 def scalar_named(name: str) -> Scalar:
-    return {s.name: s for s in (BOOL, INT64, FLOAT64, NONE)}[name]
+    return {s.name: s for s in (BOOL, INT64, FLOAT64, FLOAT32, INT32, NONE)}[name]
 
 
 BOOL = Scalar("bool")
 INT64 = Scalar("int64")
 FLOAT64 = Scalar("float64")
+FLOAT32 = Scalar("float32")
+INT32 = Scalar("int32")
 NONE = Scalar("none")
-NUMERIC = (BOOL, INT64, FLOAT64)
-_RANK = {BOOL: 0, INT64: 1, FLOAT64: 2}
+NUMERIC = (BOOL, INT64, FLOAT64, FLOAT32, INT32)
+_RANK = {BOOL: 0, INT64: 1, FLOAT64: 2, FLOAT32: 1.5, INT32: 0.5}
+# The numpy dtype of each numeric type.  float32 and int32 are the narrow ones: a
+# number of either is held in a register of its wide kind (double, i64) and rounded
+# (wrapped) to its own width after every operation that makes one
+# (`jit.codegen.function`), while arrays of them hold 4-byte elements.
+NUMPY_DTYPE = {BOOL: np.dtype(np.bool_), INT64: np.dtype(np.int64),
+               FLOAT64: np.dtype(np.float64), FLOAT32: np.dtype(np.float32),
+               INT32: np.dtype(np.int32)}
+_OF_DTYPE = {d: t for t, d in NUMPY_DTYPE.items()}
+NARROW = (FLOAT32, INT32)
+WIDE = {FLOAT32: FLOAT64, INT32: INT64}
 
 
 @dataclass(frozen=True, repr=False)
@@ -291,7 +303,47 @@ def is_numeric(t: Any) -> bool:
 
 
 def is_int_like(t: Any) -> bool:
-    return t is BOOL or t is INT64 or t == BOOL or t == INT64
+    return t is BOOL or t is INT64 or t == BOOL or t == INT64 or t == INT32
+
+
+def is_float(t: Any) -> bool:
+    """A float number type (float64 or float32)."""
+    return t == FLOAT64 or t == FLOAT32
+
+
+def is_float_dtype_array(t: Any) -> bool:
+    """An array of floats (float64 or float32): the arrays that have gradients."""
+    return isinstance(t, ArrayT) and is_float(t.dtype)
+
+
+def wide(t: Scalar) -> Scalar:
+    """The register type a number of type `t` is computed in (float32 in double)."""
+    return WIDE.get(t, t)
+
+
+def promote(a: Scalar, b: Scalar) -> Scalar:
+    """numpy's result type of an operation on numbers or arrays of types `a` and `b`,
+    with NEP 50's rule for Python numbers: bool, int64 and float64 stand for Python's
+    bool, int and float, which take the other operand's type where it is of the same
+    kind or higher (float32 * 2.0 is float32, int32 + 1 is int32, int32 * 0.5 is
+    float64).  Between the narrow types numpy's table applies (int32 + float32 is
+    float64)."""
+    if a == b:
+        return a
+    if a in NARROW and b in NARROW:
+        return _OF_DTYPE[np.promote_types(NUMPY_DTYPE[a], NUMPY_DTYPE[b])]
+    if a in NARROW or b in NARROW:
+        narrow, other = (a, b) if a in NARROW else (b, a)
+        return narrow if _KIND[narrow] >= _KIND[other] else FLOAT64
+    return numeric_join(a, b)
+
+
+def promote_arrays(a: Scalar, b: Scalar) -> Scalar:
+    """numpy's result dtype of two arrays of dtypes `a` and `b` (no weak operands)."""
+    return _OF_DTYPE[np.promote_types(NUMPY_DTYPE[a], NUMPY_DTYPE[b])]
+
+
+_KIND = {BOOL: 0, INT32: 1, INT64: 1, FLOAT32: 2, FLOAT64: 2}
 
 
 def count_held(t: Any, kind: type) -> int:
@@ -304,7 +356,11 @@ def count_held(t: Any, kind: type) -> int:
 
 
 def numeric_join(a: Scalar, b: Scalar) -> Scalar:
-    """The wider of two numeric types (bool < int64 < float64)."""
+    """The wider of two numeric types (bool < int64 < float64; a narrow type joined
+    with another follows numpy's table: int32 with int64 is int64, float32 with
+    float64 or an int is float64)."""
+    if a in NARROW or b in NARROW:
+        return promote_arrays(a, b)
     return a if _RANK[a] >= _RANK[b] else b
 
 
@@ -342,7 +398,7 @@ def _join_formatted(a: Type, b: Type) -> Type:
     raise TypingError(f"cannot unify {a} and {b} (two different f-strings)")
 
 
-_DTYPES = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL}
+_DTYPES = _OF_DTYPE
 
 
 def typeof(value: Any) -> Type:
@@ -380,6 +436,9 @@ def typeof(value: Any) -> Type:
             return PartialT(template, tuple(typeof(a) for a in value.args))
     if callable(value):
         return FunctionT(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypingError("complex numbers are not compiled by the JIT (they run in the "
+                          "interpreter only)")
     raise TypingError(f"values of type {type(value).__name__} are not supported by the JIT"
                       f"{_register_hint(value)}")
 
@@ -481,8 +540,13 @@ def _array_type(a: np.ndarray) -> ArrayT:
     dt = _DTYPES.get(a.dtype)
     if dt is None or not 1 <= a.ndim <= MAX_NDIM:
         raise TypingError(f"arrays of dtype {a.dtype} with {a.ndim} dimensions are not "
-                          f"supported by the JIT (float64/int64/bool, 1-D to {MAX_NDIM}-D)")
+                          f"supported by the JIT (float64/float32/int64/int32/bool, 1-D to "
+                          f"{MAX_NDIM}-D){_complex_note(a.dtype)}")
     return ArrayT(dt, a.ndim)
+
+
+def _complex_note(dtype: np.dtype) -> str:
+    return "; complex numbers run in the interpreter only" if dtype.kind == "c" else ""
 
 
 MAX_NDIM = 8    # arrays of 3 or more dimensions: see jit.library.registry (ranks)
@@ -491,4 +555,5 @@ MAX_NDIM = 8    # arrays of 3 or more dimensions: see jit.library.registry (rank
 _SIMPLE = {
     bool: BOOL, int: INT64, float: FLOAT64, type(None): NONE,
     np.float64: FLOAT64, np.int64: INT64, np.bool_: BOOL,
+    np.float32: FLOAT32, np.int32: INT32,
 }

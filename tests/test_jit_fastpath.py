@@ -173,7 +173,10 @@ def test_other_signatures_take_the_general_path():
             continue
         yi, backi = adjoint.pullback(horner, 0.3, other, backend="interp")
         dy = 1.0 if np.ndim(yi) == 0 else np.ones(np.shape(yi))   # (dy has y's shape)
-        assert close(y2, yi) and close(back2(dy), backi(dy))
+        # float32 compiles too (rounded per operation where the interpreter's rules
+        # round per rule): equal to float32's precision
+        rtol = 1e-5 if other.dtype == np.float32 else 1e-12
+        assert close(y2, yi, rtol) and close(back2(dy), backi(dy), rtol)
     # a dy that is not a float
     assert close(back(np.float64(0.5)), back(0.5))
 

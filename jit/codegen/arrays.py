@@ -15,10 +15,10 @@ from llvmlite import ir as L
 from jit.runtime import symbols
 from jit.runtime.symbols import TypedPtr
 from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
-                                  nd_array_type)
+                                  memory_type, nd_array_type)
 from jit.typing.infer import LiteralT
-from jit.types import (BOOL, FLOAT64, INT64, ArrayT, DictT, FunctionT, TupleT, TypingError,
-                       known_string)
+from jit.types import (BOOL, FLOAT32, INT32, INT64, NARROW, ArrayT, DictT, FunctionT,
+                       TupleT, TypingError, known_string)
 
 ZERO, ONE = L.Constant(I64, 0), L.Constant(I64, 1)
 
@@ -87,11 +87,32 @@ def element_pointer(fc: FunctionGen, arr, idx: list, known_valid: bool = False,
 
 def itemsize(dtype) -> int:
     """Bytes per element of a JIT array dtype."""
-    return 1 if dtype == BOOL else 8
+    return 1 if dtype == BOOL else 4 if dtype in NARROW else 8
+
+
+def stride_of(dtype) -> int:
+    """The element stride of an array compiled code allocates (bools take 8 bytes)."""
+    return 4 if dtype in NARROW else 8
 
 
 def load_element(fc: FunctionGen, ptr, dtype) -> L.Value:
-    return fc.b.load(ptr, typ=lltype(dtype))
+    """An element of `dtype` read from memory into its register (a float32 into a
+    double, an int32 into an i64)."""
+    v = fc.b.load(ptr, typ=memory_type(dtype))
+    if dtype == FLOAT32:
+        return fc.b.fpext(v, F64)
+    if dtype == INT32:
+        return fc.b.sext(v, I64)
+    return v
+
+
+def store_element(fc: FunctionGen, value, ptr, dtype) -> None:
+    """Store a register value of `dtype` (already rounded to it) into memory."""
+    if dtype == FLOAT32:
+        value = fc.b.fptrunc(value, memory_type(dtype))
+    elif dtype == INT32:
+        value = fc.b.trunc(value, memory_type(dtype))
+    fc.b.store(value, ptr)
 
 
 @codegen("getitem")
@@ -140,7 +161,7 @@ def _cg_setitem(fc: FunctionGen, s, ts):
     arr = fc.get(s.args[0])
     idx = index_operands(fc, s.args[2:])
     ptr = element_pointer(fc, arr, idx, itemsize=itemsize(ts[0].dtype))
-    fc.b.store(fc.get(s.args[1], ts[0].dtype), ptr)
+    store_element(fc, fc.get(s.args[1], ts[0].dtype), ptr, ts[0].dtype)
     return L.Constant(L.IntType(8), 0)
 
 
@@ -245,11 +266,13 @@ def allocate(fc: FunctionGen, dims: list, dtype, fill) -> L.Value:
         fc.raise_if(b.icmp_signed("<", d, ZERO), ValueError,
                     "negative dimensions are not allowed")
         total = b.mul(total, d)
-    nbytes = b.mul(total, L.Constant(I64, 8))
-    data = allocate_words(fc, nbytes)
+    size = L.Constant(I64, stride_of(dtype))
+    nbytes = b.mul(total, size)
+    data = allocate_words(fc, b.select(b.icmp_signed("<", nbytes, L.Constant(I64, 8)),
+                                       L.Constant(I64, 8), nbytes) if dtype in NARROW else nbytes)
     if fill is not None:
         _fill(fc, data, total, dtype, fill)
-    strides = [L.Constant(I64, 8)]
+    strides = [size]
     for d in reversed(dims[1:]):       # C order
         strides.insert(0, b.mul(d, strides[0]))
     return make_array(fc, data, dims, strides)
@@ -270,11 +293,13 @@ def _fill(fc: FunctionGen, data, total, dtype, fill) -> None:
     if fill == 0:
         memset = fc.mg.intrinsic("llvm.memset.p0.i64", L.VoidType(),
                                  [PTR, L.IntType(8), I64, I1])
-        b.call(memset, [data, L.Constant(L.IntType(8), 0), b.mul(total, L.Constant(I64, 8)),
-                        L.Constant(I1, 0)])
+        b.call(memset, [data, L.Constant(L.IntType(8), 0),
+                        b.mul(total, L.Constant(I64, stride_of(dtype))), L.Constant(I1, 0)])
         return
-    value = L.Constant(lltype(dtype), float(fill) if dtype == FLOAT64 else int(fill))
-    count_loop(fc, total, lambda i: b.store(value, b.gep(data, [i], source_etype=lltype(dtype))))
+    ty = memory_type(dtype)
+    is_float = isinstance(ty, (L.DoubleType, L.FloatType))
+    value = L.Constant(ty, float(fill) if is_float else int(fill))
+    count_loop(fc, total, lambda i: b.store(value, b.gep(data, [i], source_etype=ty)))
 
 
 def count_loop(fc: FunctionGen, n, body) -> None:

@@ -24,9 +24,10 @@ from jit.runtime import symbols
 from jit.codegen.function import ARRAY, F64, I8, I32, I64, PTR, ModuleGen, lltype
 from jit.codegen.arrays import make_array
 from jit.typing.infer import LiteralT, Typing
-from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, ClosureT, DictT, FunctionT, ListT, ObjectT, OpaqueT,
-                       PartialT, RecordT, StrT, TupleT, Type, TypingError)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, INT64_MAX, INT64_MIN, NARROW, NONE,
+                       NUMPY_DTYPE, STRINGS, ArrayT, BuiltListT, ClosureT, DictT, FunctionT,
+                       ListT, ObjectT, OpaqueT, PartialT, RecordT, StrT, TupleT, Type,
+                       TypingError)
 
 # Offsets in numpy's PyArrayObject_fields (64-bit): data, nd, dimensions, strides.
 DATA_OFF, DIMS_OFF, STRIDES_OFF = 16, 32, 40
@@ -48,9 +49,9 @@ LAYOUT_OK = layout_ok()
 
 def flat_ctypes(t: Type) -> list:
     """The ctypes of the C parameters an argument of type `t` is flattened into."""
-    if t == FLOAT64:
+    if t == FLOAT64 or t == FLOAT32:
         return [ctypes.c_double]
-    if t == INT64:
+    if t == INT64 or t == INT32:
         return [ctypes.c_int64]
     if t == BOOL:
         return [ctypes.c_bool]
@@ -116,7 +117,7 @@ def out_leaves(t: Type, path: tuple = ()) -> list:
     float64/int64/bool scalars and arrays; none and functions store nothing."""
     if isinstance(t, TupleT):
         return [x for i, e in enumerate(t.elems) for x in out_leaves(e, path + (i,))]
-    if t in (FLOAT64, INT64, BOOL) or isinstance(t, (ArrayT, StrT)):
+    if t in (FLOAT64, INT64, BOOL, FLOAT32, INT32) or isinstance(t, (ArrayT, StrT)):
         return [(path, t)]
     if isinstance(t, BuiltListT):     # (it lives in the arena, which the call frees)
         raise TypingError("returning a list built in compiled code is not compiled yet "
@@ -124,7 +125,7 @@ def out_leaves(t: Type, path: tuple = ()) -> list:
     return []
 
 
-_MEM = {FLOAT64: F64, INT64: I64, BOOL: I8}
+_MEM = {FLOAT64: F64, INT64: I64, BOOL: I8, FLOAT32: F64, INT32: I64}
 
 
 def out_struct(t: Type) -> L.LiteralStructType:
@@ -155,7 +156,7 @@ def _return(b: L.IRBuilder, ret: Type, out, outp) -> None:
 
 def _rebuild(b: L.IRBuilder, t: Type, it) -> L.Value:
     """The native value of an argument from its flattened C parameters."""
-    if t in (FLOAT64, INT64) or isinstance(t, (OpaqueT, ObjectT)):
+    if t in (FLOAT64, INT64, FLOAT32, INT32) or isinstance(t, (OpaqueT, ObjectT)):
         return next(it)
     if t == BOOL:
         return b.icmp_unsigned("!=", next(it), L.Constant(I8, 0))
@@ -210,7 +211,8 @@ def array_struct(ndim: int) -> Any:
     return st
 
 
-_CTYPES = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool}
+_CTYPES = {FLOAT64: ctypes.c_double, INT64: ctypes.c_int64, BOOL: ctypes.c_bool,
+           FLOAT32: ctypes.c_double, INT32: ctypes.c_int64}
 
 
 def ctype_of(t: Type) -> Any:
@@ -243,7 +245,8 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
         return []
     if isinstance(t, OpaqueT):
         return [f"{name}.addr"]
-    if strict and not (t in (FLOAT64, INT64, BOOL) or isinstance(t, (ArrayT, ObjectT))):
+    if strict and not (t in (FLOAT64, INT64, BOOL, FLOAT32, INT32)
+                       or isinstance(t, (ArrayT, ObjectT))):
         raise TypingError(f"jit: arguments of type {t} cannot be passed to a compiled pullback")
     return [name]
 
@@ -308,6 +311,9 @@ def unbox_expr(t: Type, env: dict, counter: list, direct: bool = False) -> str:
     if isinstance(t, StrT):
         env["STRINGS"] = STRINGS
         return f"STRINGS[o.f{k}]"
+    if t in NARROW:      # numpy's scalar type, as numpy returns it
+        env[f"N{k}"] = NUMPY_DTYPE[t].type
+        return f"N{k}(o.f{k})"
     return f"o.f{k}"
 
 
@@ -323,7 +329,7 @@ def copy_array(s: Any, t: ArrayT) -> np.ndarray:
     """A numpy-owned copy of a native array (native memory is freed after the call)."""
     if not s.data:  # the None cotangent of an array (see jit.pullback.array_cotangents)
         return None
-    dtype = {FLOAT64: np.float64, INT64: np.int64, BOOL: np.bool_}[t.dtype]
+    dtype = NUMPY_DTYPE[t.dtype]
     if t.ndim > 2:
         shape, strides = tuple(s.shape), tuple(s.strides)
     else:

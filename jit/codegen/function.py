@@ -33,9 +33,9 @@ from jit.typing.raising import CAUGHT, argument_specs, protected_blocks, raised
 from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, FunctionT,
-                       ObjectT, OpaqueT, PartialT, RecordT, Scalar, StrT, TupleT, Type,
-                       TypingError)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NONE, NUMPY_DTYPE, ArrayT,
+                       BuiltListT, ClosureT, FunctionT, ObjectT, OpaqueT, PartialT, RecordT,
+                       Scalar, StrT, TupleT, Type, TypingError, wide)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
@@ -83,12 +83,13 @@ def codegen(*ops: str):
 
 
 def lltype(t: Type) -> L.Type:
-    """The LLVM type of a value of JIT type `t`."""
+    """The LLVM type of a value of JIT type `t` (a float32 number is held in a double,
+    an int32 in an i64: `narrowed`)."""
     if t == BOOL:
         return I1
-    if t == INT64:
+    if t == INT64 or t == INT32:
         return I64
-    if t == FLOAT64:
+    if t == FLOAT64 or t == FLOAT32:
         return F64
     if isinstance(t, ArrayT):
         return array_lltype(t)
@@ -107,14 +108,32 @@ def lltype(t: Type) -> L.Type:
     raise TypingError(f"jit: no native representation for {t}")
 
 
+F32 = L.FloatType()
+
+
+def narrowed(b: L.IRBuilder, v: L.Value, t: Type) -> L.Value:
+    """A float32 (int32) number computed in a double (i64) rounded (wrapped) to its
+    width and held wide again: after every operation that makes one, so that the
+    result is numpy's (a float32 sum, product, quotient or square root of float32
+    operands rounded once from double is the float32 operation's exact result)."""
+    if t == FLOAT32:
+        return b.fpext(b.fptrunc(v, F32), F64)
+    return b.sext(b.trunc(v, I32), I64)
+
+
+def memory_type(dtype: Type) -> L.Type:
+    """The LLVM type of an array element of `dtype` in memory."""
+    return F32 if dtype == FLOAT32 else I32 if dtype == INT32 else lltype(dtype)
+
+
 def const_value(value: Any, t: Type) -> L.Constant:
     """A constant operand as an LLVM constant of type `t`."""
     if t == BOOL:
         return L.Constant(I1, int(bool(value)))
-    if t == INT64:
-        return L.Constant(I64, int(value))
-    if t == FLOAT64:
-        return L.Constant(F64, float(value))
+    if t == INT64 or t == INT32:
+        return L.Constant(I64, int(NUMPY_DTYPE[t].type(value)))
+    if t == FLOAT64 or t == FLOAT32:
+        return L.Constant(F64, float(NUMPY_DTYPE[t].type(value)))
     if isinstance(t, RecordT):       # an object read from a global: its attributes now
         from adjoint.pytrees import record_structure
         value = record_structure(value)[1]
@@ -377,6 +396,8 @@ class FunctionGen:
         impl = self.typing.impls.get(s.var)
         if impl is not None:
             v = self.emit_impl(impl, s)
+            if s.type in NARROW and v is not None:
+                v = narrowed(self.b, v, s.type)
             return v if v is not None else L.Constant(I8, 0)
         fn = self.mg.lowering(s.op)
         if fn is None:
@@ -384,6 +405,8 @@ class FunctionGen:
                               f"in {self.ir.name} at {self.ir.file}:{s.line}")
         ts = [self.type_of(a) for a in s.args]
         v = fn(self, s, ts)
+        if s.type in NARROW and v is not None:
+            v = narrowed(self.b, v, s.type)
         return v if v is not None else L.Constant(I8, 0)
 
     def emit_impl(self, impl, s) -> L.Value:
@@ -460,9 +483,13 @@ class FunctionGen:
         return v if want is None else self.convert(v, have, want)
 
     def convert(self, v: L.Value, have: Type, want: Type) -> L.Value:
-        """Numeric widening bool -> int64 -> float64 (element-wise for tuples)."""
+        """Numeric widening bool -> int64 -> float64 (element-wise for tuples); a
+        float32 or int32 result is rounded (wrapped) to its width."""
         if have == want:
             return v
+        if have in NARROW or want in NARROW:
+            w = self.convert(v, wide(have), wide(want))
+            return narrowed(self.b, w, want) if want in NARROW else w
         if isinstance(want, LiteralT):      # a constant the callee was specialised on
             return L.Constant(I8, 0)
         if isinstance(want, BuiltListT) and isinstance(have, LiteralT):   # [] grown

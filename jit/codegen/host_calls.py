@@ -15,7 +15,8 @@ from jit.runtime import symbols
 from jit.codegen.function import F64, I1, I8, I32, I64, PTR, FunctionGen, array_fields, lltype
 from jit.runtime import host_calls as host
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT64, NONE, ArrayT, BuiltListT, FunctionT, ObjectT, TupleT, Type
+from jit.types import (BOOL, FLOAT32, FLOAT64, NONE, ArrayT, BuiltListT, FunctionT, ObjectT,
+                       TupleT, Type)
 
 _FNTY = L.FunctionType(I32, [I64, PTR, PTR])
 
@@ -60,7 +61,7 @@ def _store(fc: FunctionGen, buf, k: int, v, t: Type) -> int:
         return k
     if isinstance(t, ObjectT):
         v = b.ptrtoint(v, I64)
-    elif t == FLOAT64:
+    elif t == FLOAT64 or t == FLOAT32:
         v = b.bitcast(v, I64)
     elif t == BOOL:
         v = b.zext(v, I64)
@@ -91,7 +92,7 @@ def _load(fc: FunctionGen, buf, k: int, t: Type) -> tuple:
     if t == NONE:
         return L.Constant(I8, 0), k
     w = b.load(_slot(fc, buf, k), typ=I64)
-    if t == FLOAT64:
+    if t == FLOAT64 or t == FLOAT32:
         w = b.bitcast(w, F64)
     elif t == BOOL:
         w = b.trunc(w, I1)

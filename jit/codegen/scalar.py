@@ -24,7 +24,7 @@ from llvmlite import ir as L
 
 from jit.codegen.function import F64, I1, I64, FunctionGen, codegen, const_operand
 from jit.typing.infer import LiteralT
-from jit.types import BOOL, FLOAT64, INT64, NONE, TupleT
+from jit.types import BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, TupleT, wide
 
 INT_MIN = L.Constant(I64, -(1 << 63))
 ZERO_I, ONE_I = L.Constant(I64, 0), L.Constant(I64, 1)
@@ -57,8 +57,10 @@ def _cg_arith(fc: FunctionGen, s, ts):
     if isinstance(s.type, TupleT):
         return _tuple_concat(fc, s, ts)
     a, b = operands(fc, s, s.type)
-    if s.type == FLOAT64:
+    if wide(s.type) == FLOAT64:
         return {"add": fc.b.fadd, "sub": fc.b.fsub, "mul": fc.b.fmul}[s.op](a, b)
+    if s.type == INT32:    # wraps as numpy's int32 does (the statement narrows it)
+        return {"add": fc.b.add, "sub": fc.b.sub, "mul": fc.b.mul}[s.op](a, b)
     if s.var.id in fc.ir.meta.get("exact_ints", ()):  # a value the forward computed
         return {"add": fc.b.add, "sub": fc.b.sub, "mul": fc.b.mul}[s.op](a, b, flags=["nsw"])
     return checked(fc, s.op, a, b)
@@ -82,6 +84,9 @@ def fc_lltype(t):
 
 @codegen("truediv")
 def _cg_truediv(fc: FunctionGen, s, ts):
+    if s.type == FLOAT32 or INT32 in ts:     # numpy's scalars: inf or nan, no error
+        a, b = operands(fc, s, s.type)
+        return fc.b.fdiv(a, b)
     if FLOAT64 in ts:
         a, b = operands(fc, s, FLOAT64)
         fc.zero_division_if(fc.b.fcmp_ordered("==", b, ZERO_F), "float division by zero")
@@ -104,13 +109,13 @@ def _too_big(fc: FunctionGen, a) -> L.Value:
 @codegen("floordiv")
 def _cg_floordiv(fc: FunctionGen, s, ts):
     a, b = operands(fc, s, s.type)
-    return floordiv_values(fc, a, b, s.type)
+    return floordiv_values(fc, a, b, wide(s.type))
 
 
 @codegen("mod")
 def _cg_mod(fc: FunctionGen, s, ts):
     a, b = operands(fc, s, s.type)
-    return mod_values(fc, a, b, s.type)
+    return mod_values(fc, a, b, wide(s.type))
 
 
 def floordiv_values(fc: FunctionGen, a, b, t) -> L.Value:
@@ -171,6 +176,9 @@ def float_divmod(fc: FunctionGen, vx, wx) -> tuple:
 
 @codegen("pow")
 def _cg_pow(fc: FunctionGen, s, ts):
+    if s.type == FLOAT32:      # numpy's float32 power: no error, inf or nan
+        a, b = operands(fc, s, FLOAT32)
+        return fc.b.call(fc.mg.extern("pow", F64, [F64, F64]), [a, b])
     if s.type == FLOAT64:
         a, b = operands(fc, s, FLOAT64)
         if s.var.id in fc.ir.meta.get("exact_ints", ()):   # recomputed: it did not raise
@@ -276,8 +284,10 @@ def _cg_shift(fc: FunctionGen, s, ts):
 @codegen("neg")
 def _cg_neg(fc: FunctionGen, s, ts):
     a = fc.get(s.args[0], s.type)
-    if s.type == FLOAT64:
+    if wide(s.type) == FLOAT64:
         return fc.b.fneg(a)
+    if s.type == INT32:
+        return fc.b.sub(ZERO_I, a)
     return checked(fc, "sub", ZERO_I, a)
 
 
@@ -296,9 +306,9 @@ def truth(fc: FunctionGen, v, t) -> L.Value:
         return v
     if isinstance(t, LiteralT):      # a constant flag
         return L.Constant(I1, int(bool(t.value)))
-    if t == INT64:
+    if wide(t) == INT64:
         return fc.b.icmp_signed("!=", v, ZERO_I)
-    if t == FLOAT64:
+    if wide(t) == FLOAT64:
         return fc.b.fcmp_unordered("!=", v, ZERO_F)
     if t == NONE:
         return L.Constant(I1, 0)
@@ -353,7 +363,9 @@ def mixed_compare(fc: FunctionGen, op: str, i, f) -> L.Value:
 
 
 def compare_values(fc: FunctionGen, op: str, a, ta, b, tb) -> L.Value:
-    """`a op b` for two numeric values of types ta, tb (exact for int/float mixes)."""
+    """`a op b` for two numeric values of types ta, tb (exact for int/float mixes;
+    float32 and int32 numbers are compared as the doubles and i64s that hold them)."""
+    ta, tb = wide(ta), wide(tb)
     if ta == FLOAT64 and tb == FLOAT64:
         return float_compare(fc, op, a, b)
     if FLOAT64 not in (ta, tb):

@@ -24,6 +24,7 @@ from llvmlite import ir as L
 import builtins
 
 from jit.library.elementwise import (
+    dtype_generic,
     _sum1,
     _sum2,
     _unbcast_aa1,
@@ -375,6 +376,9 @@ def _copy2(a):
         for j in range(m):
             out[i, j] = a[i, j]
     return out
+
+
+dtype_generic(_copy1, _copy2)
 
 
 def _sign_float(x):

@@ -22,15 +22,15 @@ from llvmlite import ir as L
 from typing import Any
 
 from jit.codegen.arrays import allocate, array_dtype, shape_operands
-from jit.codegen.function import F64, FunctionGen
+from jit.codegen.function import FunctionGen, const_value
 from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
 from jit.library.python_impls import has_array
 from jit.library.python_impls import mark
 from jit.library.numpy_calls import add_host, dtype_arg, dtype_of
 from jit.library.registry import REGISTRY, called
 from jit.typing.infer import Context
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like,
-                       is_numeric)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type,
+                       is_int_like, is_numeric)
 
 # (message, exception) of the runtime checks below: each raises when its operand is true.
 _CHECKS: dict = {}
@@ -247,16 +247,23 @@ def _t_arange(ctx: Context, s, ts: list) -> Type:
     return impl_call(ctx, s, impl, list(s.args[1:]))
 
 
-def _t_float64(ctx: Context, s, ts: list) -> Type:
-    if s.kwargs or len(ts) > 1 or (ts and not is_numeric(ts[0])):
-        ctx.fail(f"np.float64 of {', '.join(map(str, ts))} is not compiled (one number)")
-    return FLOAT64
+def _t_number_type(kind: Type):
+    """The type rule of calling numpy's scalar type of `kind` (np.float64,
+    np.float32, np.int32) on one number or none; an int type takes ints only."""
+    def rule(ctx: Context, s, ts: list) -> Type:
+        if s.kwargs or len(ts) > 1 or (ts and not is_numeric(ts[0])) or (
+                ts and is_int_like(kind) and not is_int_like(ts[0])):
+            ctx.fail(f"np.{kind} of {', '.join(map(str, ts))} is not compiled (one number)")
+        return kind
+    return rule
 
 
-def _cg_float64(fc, s, ts):
-    if not ts:
-        return L.Constant(F64, 0.0)
-    return fc.get(s.args[1], FLOAT64)
+def _cg_number_type(kind: Type):
+    def cg(fc, s, ts):
+        if not ts:
+            return const_value(0, kind)
+        return fc.get(s.args[1], kind)      # (rounded to float32, wrapped to int32)
+    return cg
 
 
 def _fsum_items(t: Type) -> bool:
@@ -312,17 +319,22 @@ def _cg_check(f):
 
 
 # -- np.zeros / np.ones / np.empty ----------------------------------------------------------
-_DTYPE_OF = {float: FLOAT64, np.float64: FLOAT64, int: INT64, np.int64: INT64}
+_DTYPE_OF = {float: FLOAT64, np.float64: FLOAT64, int: INT64, np.int64: INT64,
+             np.float32: FLOAT32, np.int32: INT32}
 
 
 def _t_alloc(ctx, s, ts) -> Type:
-    if len(ts) != 1:
-        ctx.fail("array constructors take one shape argument (and dtype=)")
+    if len(ts) not in (1, 2) or len(ts) == 2 and "dtype" in s.kwargs:
+        ctx.fail("array constructors take one shape argument (and a dtype)")
     dtype = FLOAT64
-    for k, v in s.kwargs.items():
+    given = dict(s.kwargs)
+    if len(ts) == 2:
+        given["dtype"] = s.args[2]
+    for k, v in given.items():
         val = ctx.const(v)
         if k != "dtype" or _dtype_key(val) not in _DTYPE_OF:
-            ctx.fail(f"keyword {k}={val!r} is not supported (dtype float or int only)")
+            ctx.fail(f"keyword {k}={val!r} is not supported (dtype float, int, np.float32 "
+                     "or np.int32 only)")
         dtype = _DTYPE_OF[_dtype_key(val)]
     shape = ts[0]
     if is_int_like(shape):
@@ -370,7 +382,11 @@ def _declare() -> None:
     add_host(np.arange, "start, stop=None, step=None, dtype=None, *, device=None, like=None",
              _t_arange_host)
     REGISTRY.declare(np.float64, family=BUILDERS, pattern="number or nothing",
-                     types=_t_float64, lower=_cg_float64, gpu={"cuda": "inline"})
+                     types=_t_number_type(FLOAT64), lower=_cg_number_type(FLOAT64),
+                     gpu={"cuda": "inline"})
+    for f, kind in ((np.float32, FLOAT32), (np.int32, INT32)):
+        REGISTRY.declare(f, family=BUILDERS, pattern="number or nothing",
+                         types=_t_number_type(kind), lower=_cg_number_type(kind))
     REGISTRY.declare(math.fsum, family="reductions", pattern="1-D array or tuple of numbers",
                      types=_t_fsum, lower=_cg_user)
     for f, which in ((np.argmin, "min"), (np.argmax, "max")):

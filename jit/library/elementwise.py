@@ -29,9 +29,11 @@ import numpy as np
 
 
 from jit.library.broadcast import _fdiv, broadcast_length, same_length
-from jit.library.python_impls import NAMESPACE as _NS, impl_call, is_float_array, make, mark
+from jit.library.python_impls import NAMESPACE as _NS, impl_call, is_float_array, mark
+from jit.library.python_impls import make as _make
 from jit.typing.infer import Context
-from jit.types import BOOL, INT64, NONE, ArrayT, Type, is_numeric
+from jit.types import (BOOL, FLOAT64, INT64, NARROW, NONE, ArrayT, Type, is_float_dtype_array,
+                       is_numeric)
 
 
 # -- implementations (templates instantiated per operator) -------------------------------------
@@ -152,6 +154,23 @@ _NAN = float("nan")
 _NS.update(same_length=same_length, broadcast_length=broadcast_length, _fdiv=_fdiv)
 
 
+
+
+_SOURCES: dict = {}    # template-made implementation -> its source (`of_dtype`)
+
+
+def make(src: str, name: str) -> Any:
+    """`python_impls.make`, keeping the source for instances of other dtypes."""
+    fn = _make(src, name)
+    _SOURCES[fn] = src
+    return fn
+
+
+def dtype_generic(*fns: Any) -> None:
+    """Let `of_dtype` instantiate plain functions (loops that allocate their result
+    with `np.empty`, names from numpy only) for other float dtypes."""
+    for fn in fns:
+        _SOURCES[fn] = inspect.getsource(fn)
 
 
 def _binary_source(template: str, name: str, op: str, sym: str) -> str:
@@ -345,22 +364,52 @@ mark(_at, _d_pow_as1, _d_pow_as2, _assign_aa1, _assign_aa2, _assign_as1, _assign
 
 # -- type rules (the registry entries are in jit.library.operators, ufuncs, reductions) -------
 def binary_impl(op: str, ts: list) -> Any:
+    """The loop of `a op b` for float arrays of one dtype, or such an array and a
+    number whose type leaves the array's dtype as it is (a Python number, or a number
+    of the array's dtype); None otherwise (numpy computes the rest)."""
     a, b = ts
-    if is_float_array(a) and is_float_array(b):
+    if is_float_dtype_array(a) and is_float_dtype_array(b) and a.dtype == b.dtype:
         key = a.ndim if a.ndim == b.ndim else f"a{a.ndim}b{b.ndim}"
-        return BINARY_IMPLS[(op, "aa", key)]
-    if is_float_array(a) and is_numeric(b):
-        return BINARY_IMPLS[(op, "as", a.ndim)]
-    if is_numeric(a) and is_float_array(b):
-        return BINARY_IMPLS[(op, "sa", b.ndim)]
+        return of_dtype(BINARY_IMPLS, (op, "aa", key), a.dtype)
+    if is_float_dtype_array(a) and _keeps_dtype(a.dtype, b):
+        return of_dtype(BINARY_IMPLS, (op, "as", a.ndim), a.dtype)
+    if is_float_dtype_array(b) and _keeps_dtype(b.dtype, a):
+        return of_dtype(BINARY_IMPLS, (op, "sa", b.ndim), b.dtype)
     return None
+
+
+def _keeps_dtype(dtype: Type, t: Type) -> bool:
+    return is_numeric(t) and (t not in NARROW or t == dtype)
+
+
+_OF_DTYPE: dict = {}     # (implementation, dtype) -> its instance for that dtype
+
+
+def of_dtype(table: dict, key: Any, dtype: Type) -> Any:
+    """Implementation `table[key]` (written for float64 arrays) for arrays of `dtype`:
+    the same source with its result allocated in `dtype` (a float32 loop computes each
+    element in float32, `jit.codegen.function.narrowed`); None for an implementation
+    not made from a template."""
+    impl = table.get(key)
+    if impl is None or dtype == FLOAT64:
+        return impl
+    if impl not in _SOURCES:      # written for float64 only: numpy computes the others
+        return None
+    hit = _OF_DTYPE.get((impl, dtype))
+    if hit is None:
+        name = f"{impl.__name__}_{dtype}"
+        src = re.sub(r"np\.(empty|zeros)\((\([^()]*\)|[^()]*)\)", rf"np.\1(\2, np.{dtype})",
+                     _SOURCES[impl]).replace(f"def {impl.__name__}(", f"def {name}(")
+        hit = _OF_DTYPE[(impl, dtype)] = make(src, name)
+    return hit
 
 
 def t_array_arith(ctx: Context, s, ts: list) -> Type:
     """`a OP b` / `-a` with an array operand: a loop over the float64 array(s)."""
     op = s.op
-    impl = binary_impl(op, ts) if len(ts) == 2 else NEG_IMPLS.get(ts[0].ndim)
-    if impl is None or (op == "neg" and not is_float_array(ts[0])):
+    impl = binary_impl(op, ts) if len(ts) == 2 else \
+        of_dtype(NEG_IMPLS, ts[0].ndim, ts[0].dtype) if is_float_dtype_array(ts[0]) else None
+    if impl is None:
         ctx.fail(f"{op} of {', '.join(map(str, ts))} is not compiled (whole-array "
                  "arithmetic needs float64 arrays of equal shape, or an array and a "
                  "number)")
@@ -380,10 +429,10 @@ def array_rule(pick, name: str):
 
 
 def one_array(table: dict):
-    """A `pick` for one float64 array argument, by its rank."""
+    """A `pick` for one float array argument, by its rank (and dtype)."""
     def pick(ts):
-        if len(ts) == 1 and is_float_array(ts[0]):
-            return table.get(ts[0].ndim)
+        if len(ts) == 1 and is_float_dtype_array(ts[0]):
+            return of_dtype(table, ts[0].ndim, ts[0].dtype)
         return None
     return pick
 
@@ -452,14 +501,23 @@ def _d_hypot_pick(argtypes):
 
 
 def unbcast_pick(ts):
-    """`unbcast(dy, x)`: dy summed to x's shape (a number, or an array of x's rank)."""
-    if len(ts) == 2 and is_float_array(ts[0]) and (is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
+    """`unbcast(dy, x)`: dy summed to x's shape (a number, or an array of x's rank); a
+    float32 dy by the same loops in float32 (`of_dtype`)."""
+    impl = _unbcast_pick64(ts)
+    if impl is None or impl in (_sum1, _sum2):
+        return impl
+    return of_dtype({0: impl}, 0, ts[0].dtype)
+
+
+def _unbcast_pick64(ts):
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and (
+            is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
         return _sum1 if ts[0].ndim == 1 else _sum2
-    if len(ts) == 2 and is_float_array(ts[0]) and isinstance(ts[1], ArrayT) \
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and isinstance(ts[1], ArrayT) \
             and ts[1].ndim == ts[0].ndim:
         return _unbcast_aa1 if ts[0].ndim == 1 else _unbcast_aa2
-    if len(ts) == 2 and is_float_array(ts[0]) and ts[0].ndim == 2 and is_float_array(ts[1]) \
-            and ts[1].ndim == 1:
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and ts[0].ndim == 2 \
+            and is_float_dtype_array(ts[1]) and ts[1].ndim == 1:
         return _unbcast_row
     return None
 
@@ -468,8 +526,7 @@ def t_unbcast_array(ctx: Context, s, ts):
     impl = unbcast_pick(ts)
     if impl is None:
         ctx.fail(f"unbcast of {ts} is not compiled")
-    operands = [s.args[1], s.args[2]] if impl in (_unbcast_aa1, _unbcast_aa2, _unbcast_row) \
-        else [s.args[1]]
+    operands = [s.args[1]] if impl in (_sum1, _sum2) else [s.args[1], s.args[2]]
     return impl_call(ctx, s, impl, operands)
 
 
@@ -497,4 +554,6 @@ def t_assign_all(ctx: Context, s, ts):
 
 
 mark(_unbcast_aa1, _unbcast_aa2, _unbcast_row, _d_hypot2)
+dtype_generic(_unbcast_aa1, _unbcast_aa2, _unbcast_row)
+_NS["_sum1"] = _sum1
 __all__ = ["impl_call", "t_array_arith", "array_rule", "one_array", "by_first_array"]

@@ -31,12 +31,12 @@ from jit.codegen.arrays import field, make_array, shape, stride
 from jit.codegen.function import lltype
 from jit.library.array_calls import _copy1, _copy2
 from jit.library.blas import BLAS, blas_operand, gemm
-from jit.library.elementwise import array_rule, impl_call, is_float_array
+from jit.library.elementwise import array_rule, impl_call, is_float_array, of_dtype
 from jit.library.python_impls import NAMESPACE, has_array, make, mark
 from jit.library.numpy_calls import add_host, dot, dtype_of, host_operator, matmul
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import FLOAT64, INT64, NONE, ArrayT, ClosureT, TupleT, Type
+from jit.types import FLOAT64, INT64, NONE, ArrayT, ClosureT, TupleT, Type, is_float_dtype_array
 
 HAS_BLAS = BLAS is not None     # a compile-time constant of the implementations below
 MATMUL_MESSAGE = ("matmul: Input operand 1 has a mismatch in its core dimension 0, with "
@@ -268,11 +268,16 @@ def _d_transpose1(dy, x):
     return dy, None
 
 
+def _d_transpose_copy(dy, x):
+    """`.T`'s pullback for a cotangent of another dtype than float64 (np.copy keeps it)."""
+    return np.copy(dy.T), None
+
+
 D_MATMUL_IMPLS = {(1, 1): _d_mm11, (2, 1): _d_mm21, (1, 2): _d_mm12, (2, 2): _d_mm22}
 
 mark(_copy_int1, _copy_int2, _dot11, _dot21, _dot12, _dot22, _outer, _mm11, _mm21, _mm12, _mm22,
      _transposed_copy, _d_mm11, _d_mm21, _d_mm12, _d_mm22, _d_outer, _d_method, _d_transpose2,
-     _d_transpose1)
+     _d_transpose1, _d_transpose_copy)
 
 
 # -- typing and lowering -----------------------------------------------------------------------
@@ -349,6 +354,8 @@ def _getattr_pullback_impl(ts: list, name: object):
     if not isinstance(x, ArrayT) or dy == NONE:
         return None
     if name == "T":
+        if x.ndim == 2 and isinstance(dy, ArrayT) and dy.dtype != FLOAT64:
+            return _d_transpose_copy
         return {1: _d_transpose1, 2: _d_transpose2}.get(x.ndim)
     if REGISTRY.method(name) is not None and isinstance(dy, TupleT) and len(dy.elems) == 1:
         return _d_method
@@ -404,12 +411,14 @@ def _pick_d_dot(argtypes):
 
 
 def _pick_copy(ts):
-    """np.copy / `a.copy()` of a float64 or int64 array."""
+    """np.copy / `a.copy()` of a float64, float32 or int64 array."""
     if len(ts) != 1 or not isinstance(ts[0], ArrayT) or ts[0].ndim not in (1, 2):
         return None
     if ts[0].dtype == INT64:
         return _copy_int1 if ts[0].ndim == 1 else _copy_int2
-    return (_copy1 if ts[0].ndim == 1 else _copy2) if is_float_array(ts[0]) else None
+    if not is_float_dtype_array(ts[0]):
+        return None
+    return of_dtype({1: _copy1, 2: _copy2}, ts[0].ndim, ts[0].dtype)
 
 
 LINALG = "linear algebra"

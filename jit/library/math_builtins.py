@@ -32,8 +32,8 @@ from jit.library import platforms
 from jit.library.registry import REGISTRY, called
 from jit.typing.infer import STATIC_CALLS
 from jit.typing.infer import LiteralT
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ListLiteral, RecordT, TupleT, Type,
-                       is_int_like, is_numeric, numeric_join)
+from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, ListLiteral, RecordT,
+                       TupleT, Type, is_int_like, is_numeric, numeric_join, wide)
 
 # math functions of one float argument: name -> can overflow (inf from finite input is
 # OverflowError rather than ValueError, as in CPython's mathmodule.c).
@@ -303,7 +303,7 @@ def float_to_int(fc: FunctionGen, x) -> L.Value:
 
 def _int_of(intrinsic: str):
     def gen(fc: FunctionGen, s, ts):
-        if ts[0] != FLOAT64:
+        if wide(ts[0]) != FLOAT64:
             return fc.get(s.args[1], INT64)
         return float_to_int(fc, fintrinsic(fc, intrinsic, fc.get(s.args[1])))
     return gen
@@ -320,7 +320,7 @@ def _cg_isnan(fc: FunctionGen, s, ts):
 
 
 def _cg_abs(fc: FunctionGen, s, ts):
-    if s.type == FLOAT64:
+    if wide(s.type) == FLOAT64:
         return fintrinsic(fc, "fabs", fc.get(s.args[1]))
     x = fc.get(s.args[1], INT64)
     neg = checked(fc, "sub", L.Constant(I64, 0), x)
@@ -332,7 +332,7 @@ def _cg_minmax(fc: FunctionGen, s, ts):
     op = "lt" if called(fc.typing, s) is builtins.min else "gt"
     cur = values[0]
     for x in values[1:]:
-        if s.type == FLOAT64:
+        if wide(s.type) == FLOAT64:
             better = float_compare(fc, op, x, cur)
         else:
             better = fc.b.icmp_signed("<" if op == "lt" else ">", x, cur)

@@ -29,8 +29,9 @@ from jit.codegen.host_calls import lower_calling, lower_library_call, lower_oper
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime.host_calls import passable
 from jit.typing.infer import Context, LiteralT
-from jit.types import (BOOL, FLOAT64, INT64, MAX_NDIM, NONE, ArrayT, BuiltListT, DictT, FunctionT,
-                       ListT, TupleT, Type)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, MAX_NDIM, NARROW, NONE, NUMPY_DTYPE,
+                       ArrayT, BuiltListT, DictT, FunctionT, ListT, TupleT, Type, is_numeric,
+                       promote, promote_arrays)
 
 HOST = "any"
 OTHER = "other types"
@@ -98,15 +99,20 @@ def array_of(dtype: Type, ndim: int) -> Type:
 
 
 def dtype_of(*ts: Type) -> Type:
-    """numpy's result dtype for float64/int64/bool operands: float64 if any is a float,
-    bool if all are."""
+    """numpy's result dtype for operands of these types: the arrays' dtypes promoted
+    (float32 with float64 is float64, int32 with int64 is int64), then the numbers
+    as Python numbers (NEP 50, `jit.types.promote`)."""
     flat = []
     for t in ts:
         flat += list(t.elems) if isinstance(t, TupleT) else [t]
-    kinds = [t.dtype if isinstance(t, ArrayT) else t for t in flat]
-    if all(k == BOOL for k in kinds):
-        return BOOL
-    return FLOAT64 if FLOAT64 in kinds else INT64
+    arrays = [t.dtype for t in flat if isinstance(t, ArrayT)]
+    numbers = [t for t in flat if not isinstance(t, ArrayT) and is_numeric(t)]
+    out = None
+    for k in arrays:
+        out = k if out is None else promote_arrays(out, k)
+    for k in numbers:
+        out = k if out is None else promote(out, k)
+    return INT64 if out is None else out
 
 
 def _axes(a: Args, k: str, ndim: int) -> Optional[tuple]:
@@ -133,6 +139,8 @@ def reduction(dtype: Optional[Type] = FLOAT64, arg: str = "a") -> Callable:
         x = a.array(arg)
         axes, keep = _axes(a, "axis", x.ndim), bool(a.const("keepdims"))
         nd = x.ndim if keep else (0 if axes is None else x.ndim - len(set(axes)))
+        if x.dtype in NARROW and a.fn is not None:     # float32 stays, int32 sums to int64
+            return array_of(probe_dtype(a, a.fn, [x]), nd)
         return array_of(dtype or x.dtype, nd)
     return result
 
@@ -152,8 +160,9 @@ def elementwise(dtype: Optional[Type] = None, *names: str) -> Callable:
     return result
 
 
-_KINDS = {np.dtype(np.float64): FLOAT64, np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL}
-_PROBES = {FLOAT64: (np.float64, 0.5), INT64: (np.int64, 1), BOOL: (np.bool_, True)}
+_KINDS = {d: t for t, d in NUMPY_DTYPE.items()}
+_PROBES = {FLOAT64: (np.float64, 0.5), INT64: (np.int64, 1), BOOL: (np.bool_, True),
+           FLOAT32: (np.float32, 0.5), INT32: (np.int32, 1)}
 
 
 def probe_dtype(a: Any, fn: Callable, ts: list) -> Type:
@@ -163,6 +172,8 @@ def probe_dtype(a: Any, fn: Callable, ts: list) -> Type:
     for t in ts:
         if isinstance(t, ArrayT):
             args.append(np.full(1, _PROBES[t.dtype][1], _PROBES[t.dtype][0]))
+        elif t in NARROW:      # a numpy scalar, which numpy 2 does not take as weak
+            args.append(_PROBES[t][0](_PROBES[t][1]))
         elif t in _PROBES:
             args.append(_PROBES[t][1])
         else:

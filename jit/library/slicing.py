@@ -25,15 +25,16 @@ import builtins
 
 from llvmlite import ir as L
 
-from jit.codegen.arrays import ZERO, field, make_array, shape, stride
-from jit.codegen.function import F64, I64, lltype, zero_of
-from jit.library.elementwise import is_assign_all, is_float_array
+from jit.codegen.arrays import ZERO, field, load_element, make_array, shape, store_element, stride
+from jit.codegen.function import I64, lltype, memory_type, zero_of
+from jit.library.elementwise import is_assign_all
 from jit.library.index_plans import IndexPlan, IndexRefused, SliceT, index_parts, plan_index
 from jit.library.registry import REGISTRY, numpy_only
 from jit.pullback.array_values import (_elem, _fill_zero, _null, add_into_nd, copy_array,
                                        ensure_array, nest_loop)
 from jit.typing.infer import Context
-from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type,
+                       is_float_dtype_array)
 
 ONE = L.Constant(I64, 1)
 SSIZE_MAX = L.Constant(I64, (1 << 63) - 1)
@@ -215,10 +216,12 @@ def _t_get(ctx: Context, s, ts):
 
 def _cg_get(fc, s, ts):
     view, nd = view_of(fc, ts[0], s.args[1:], fc.get(s.args[0]))
-    return fc.b.load(view, typ=lltype(ts[0].dtype)) if nd == 0 else view
+    return load_element(fc, view, ts[0].dtype) if nd == 0 else view
 
 
-_STORES = {FLOAT64: (FLOAT64, INT64, BOOL), INT64: (INT64, BOOL), BOOL: (BOOL,)}
+_STORES = {FLOAT64: (FLOAT64, FLOAT32, INT64, INT32, BOOL),
+           FLOAT32: (FLOAT32, FLOAT64, INT64, INT32, BOOL),
+           INT64: (INT64, INT32, BOOL), INT32: (INT32, INT64, BOOL), BOOL: (BOOL,)}
 
 
 def _t_set(ctx: Context, s, ts):
@@ -237,7 +240,7 @@ def _cg_set(fc, s, ts):
     view, nd = view_of(fc, a, s.args[2:], fc.get(s.args[0]))
     value = fc.get(s.args[1])
     if nd == 0 and not isinstance(v, ArrayT):
-        fc.b.store(fc.convert(value, v, a.dtype), view)
+        store_element(fc, fc.convert(value, v, a.dtype), view, a.dtype)
     elif nd == 0:
         _store_broadcast(fc, make_array(fc, view, [ONE], [ZERO]), a.dtype, 1, value, v)
     else:
@@ -257,7 +260,7 @@ def _store_broadcast(fc, view, dtype, nd: int, value, vt: Type) -> None:
     dims = [shape(fc, view, k) for k in range(nd)]
     if not isinstance(vt, ArrayT):
         x = fc.convert(value, vt, dtype)
-        nest_loop(fc, dims, lambda idx: b.store(x, _elem(fc, view, idx)))
+        nest_loop(fc, dims, lambda idx: store_element(fc, x, _elem(fc, view, idx), dtype))
         return
     src = copy_array(fc, value, vt)
     lead = nd - vt.ndim
@@ -275,9 +278,9 @@ def _store_broadcast(fc, view, dtype, nd: int, value, vt: Type) -> None:
         off = ZERO
         for k, st in enumerate(steps):
             off = b.add(off, b.mul(idx[lead + k], st))
-        got = b.load(b.gep(field(fc, src, 0), [off], source_etype=L.IntType(8)),
-                     typ=lltype(vt.dtype))
-        b.store(fc.convert(got, vt.dtype, dtype), _elem(fc, view, idx))
+        got = load_element(fc, b.gep(field(fc, src, 0), [off], source_etype=L.IntType(8)),
+                           vt.dtype)
+        store_element(fc, fc.convert(got, vt.dtype, dtype), _elem(fc, view, idx), dtype)
     nest_loop(fc, dims, store)
 
 
@@ -288,7 +291,7 @@ def _is_view_acc(ctx, s, ts) -> bool:
 
 def _is_float_view(ctx, s, ts) -> bool:
     """take_index / zero_index, the adjoint of a store: a row by integers too."""
-    return is_float_array(ts[0]) and view_plan_quiet(ts[0], ts[1:], store=True)
+    return is_float_dtype_array(ts[0]) and view_plan_quiet(ts[0], ts[1:], store=True)
 
 
 def view_plan_quiet(x: Type, ts: list, store: bool = False) -> bool:
@@ -301,8 +304,10 @@ def view_plan_quiet(x: Type, ts: list, store: bool = False) -> bool:
 def _t_acc(ctx: Context, s, ts):
     nd = _plan_or_fail(ctx, ts[2], ts[3:]).ndim
     acc, dy, x = ts[0], ts[1], ts[2]
-    want = (FLOAT64, INT64) if nd == 0 else (ArrayT(FLOAT64, nd),)
-    if not is_float_array(x) or acc not in (NONE, x) or dy not in (NONE,) + want:
+    if not is_float_dtype_array(x):
+        ctx.fail(f"accum_index of a {dy} into a view of a {x} cotangent")
+    want = (x.dtype, FLOAT64, INT64) if nd == 0 else (ArrayT(x.dtype, nd),)
+    if acc not in (NONE, x) or dy not in (NONE,) + want:
         ctx.fail(f"accum_index of a {dy} into a view of a {x} cotangent")
     return x
 
@@ -313,11 +318,12 @@ def _cg_acc(fc, s, ts):
         return acc
     view, nd = view_of(fc, ts[2], s.args[3:], acc)
     dy = fc.get(s.args[1])
+    dtype = ts[2].dtype
     if nd == 0:
-        old = fc.b.load(view, typ=F64)
-        fc.b.store(fc.b.fadd(old, fc.convert(dy, ts[1], FLOAT64)), view)
+        old = load_element(fc, view, dtype)
+        store_element(fc, fc.b.fadd(old, fc.convert(dy, ts[1], dtype)), view, dtype)
     else:
-        add_into_nd(fc, view, dy, nd)
+        add_into_nd(fc, view, dy, nd, dtype)
     return acc
 
 
@@ -331,7 +337,8 @@ def _cg_take(fc, s, ts):
     b.store(zero_of(s.type), res)       # 0.0, or the NULL array (a None cotangent)
     with b.if_then(b.not_(_null(fc, acc))):
         view, nd = view_of(fc, ts[0], s.args[1:], acc)
-        b.store(b.load(view, typ=F64) if nd == 0 else copy_array(fc, view, s.type), res)
+        b.store(load_element(fc, view, ts[0].dtype) if nd == 0 else copy_array(fc, view, s.type),
+                res)
     return b.load(res, typ=lltype(s.type))
 
 
@@ -345,7 +352,7 @@ def _cg_zero(fc, s, ts):
     with fc.b.if_then(fc.b.not_(_null(fc, acc))):
         view, nd = view_of(fc, ts[0], s.args[1:], acc)
         if nd == 0:
-            fc.b.store(L.Constant(F64, 0.0), view)
+            fc.b.store(L.Constant(memory_type(ts[0].dtype), 0.0), view)
         else:
             _fill_zero(fc, view, ArrayT(ts[0].dtype, nd))
     return acc

@@ -18,7 +18,7 @@ from jit.library import platforms
 from jit.library.numpy_calls import UFUNC1, UFUNC2, add_host, elementwise
 from jit.library.registry import REGISTRY, called
 from jit.runtime import native as runtime
-from jit.types import FLOAT64, INT64, Type, is_int_like
+from jit.types import FLOAT32, FLOAT64, INT32, INT64, Type, is_int_like, promote, wide
 
 NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "fabs", "floor",
@@ -27,15 +27,17 @@ NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh"
 
 
 def _t_np_unary(ctx, s, ts) -> Type:
+    """numpy's type: a float32 or int32 number keeps its type (np.exp(np.float32(1)) is
+    float32), other ints give a float64 (an int64 for np.negative, np.abs, np.square)."""
     _scalar_args(ctx, ts, 1)
     if called(ctx.typing, s) in (np.negative, np.absolute, np.square) and is_int_like(ts[0]):
-        return INT64
-    return FLOAT64
+        return INT32 if ts[0] == INT32 else INT64
+    return FLOAT32 if ts[0] == FLOAT32 else FLOAT64
 
 
 def _t_np_binary(ctx, s, ts) -> Type:
     _scalar_args(ctx, ts, 2)
-    return FLOAT64
+    return FLOAT32 if promote(ts[0], ts[1]) == FLOAT32 else FLOAT64
 
 
 _NP_LIBM = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "asin",
@@ -72,7 +74,7 @@ def _array_libm(fc: FunctionGen, name: str) -> str:
 def _cg_np_int_or_float(fc: FunctionGen, s, ts):
     f = called(fc.typing, s)
     x = fc.get(s.args[1], s.type)
-    if s.type == FLOAT64:
+    if wide(s.type) == FLOAT64:
         if f is np.square:
             return fc.b.fmul(x, x)
         return fc.b.fneg(x) if f is np.negative else fintrinsic(fc, "fabs", x)

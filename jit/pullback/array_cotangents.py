@@ -33,19 +33,22 @@ from jit.codegen.arrays import (
     count_loop,
     element_pointer,
     index_operands,
+    itemsize,
+    load_element,
     make_array,
     shape,
+    store_element,
     stride,
+    stride_of,
     sub_array,
 )
-from jit.library.python_impls import is_float_array
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, DictT, TupleT, Type,
-                       count_held, is_int_like, known_string)
+                       count_held, is_float, is_float_dtype_array, is_int_like, is_numeric,
+                       known_string)
 
 ONE = L.Constant(I64, 1)
-EIGHT = L.Constant(I64, 8)
 
 
 def _indices_ok(ctx: Context, x: ArrayT, idx: list) -> int:
@@ -61,13 +64,14 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
         return _tuple_accum_type(ctx, s, acc, dy, x)
     if isinstance(x, BuiltListT):
         return _list_accum_type(ctx, s, acc, dy, x)
-    if not is_float_array(x):
+    if not is_float_dtype_array(x):
         ctx.fail(f"accum_index into the cotangent of a {x} is not supported")
     if acc != NONE and acc != x:
         ctx.fail(f"accum_index into a {acc} for a {x}")
     rest = _indices_ok(ctx, x, index_types(ctx, ts[3:]))
-    want = FLOAT64 if rest == 0 else ArrayT(FLOAT64, rest)
-    if dy != NONE and dy != want and not (rest == 0 and dy == INT64):
+    want = x.dtype if rest == 0 else ArrayT(x.dtype, rest)
+    # (an element's cotangent of another number type is taken in the array's dtype)
+    if dy != NONE and dy != want and not (rest == 0 and is_numeric(dy)):
         ctx.fail(f"accum_index of a {dy} into an element of type {want}")
     return x
 
@@ -153,18 +157,19 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
     if dy_t == NONE:
         return acc
     valid = s.var.id in fc.ir.meta.get("inbounds", ())   # the forward's own index
-    ptr = element_pointer(fc, acc, index_operands(fc, s.args[3:]), valid, itemsize=8)
-    if dy_t in (FLOAT64, INT64):
-        old = fc.b.load(ptr, typ=F64)
-        fc.b.store(fc.b.fadd(old, fc.get(s.args[1], FLOAT64)), ptr)
+    dtype = x_t.dtype
+    ptr = element_pointer(fc, acc, index_operands(fc, s.args[3:]), valid, itemsize(dtype))
+    if is_numeric(dy_t):
+        old = load_element(fc, ptr, dtype)
+        store_element(fc, fc.b.fadd(old, fc.get(s.args[1], dtype)), ptr, dtype)
         return acc
     nidx = len(index_types(None, ts[3:]))
     if x_t.ndim - nidx == 1:
         row = make_array(fc, ptr, [shape(fc, acc, nidx)], [stride(fc, acc, nidx)])
-        add_into(fc, row, fc.get(s.args[1]))
+        add_into(fc, row, fc.get(s.args[1]), dtype)
     else:
         add_into_nd(fc, sub_array(fc, acc, ptr, nidx, x_t.ndim), fc.get(s.args[1]),
-                    x_t.ndim - nidx)
+                    x_t.ndim - nidx, dtype)
     return acc
 
 
@@ -283,16 +288,16 @@ def _whole(ctx_or_s, s=None) -> bool:
 def _t_take_index(ctx: Context, s, ts) -> Type:
     if ts[0] == NONE:
         return NONE
-    if _whole(s) and (is_float_array(ts[0]) or ts[0] == FLOAT64):
+    if _whole(s) and (is_float_dtype_array(ts[0]) or is_float(ts[0])):
         # s[...] of a number is the number (the path of an in-place update that
         # found an array, typed for a value the JIT knows is a number, never runs)
         return ts[0]
-    if not is_float_array(ts[0]):
+    if not is_float_dtype_array(ts[0]):
         ctx.fail(f"take_index of a {ts[0]} cotangent is not supported")
     rest = _indices_ok(ctx, ts[0], index_types(ctx, ts[1:]))
     if rest:
         ctx.fail("take_index of a row of a cotangent is not supported yet")
-    return FLOAT64
+    return ts[0].dtype
 
 
 @codegen("take_index")
@@ -302,11 +307,12 @@ def _cg_take_index(fc: FunctionGen, s, ts):
     acc = fc.get(s.args[0])
     b = fc.b
     if _whole(s):
-        return acc if ts[0] == FLOAT64 else _copy_or_null(fc, acc, ts[0])
+        return acc if is_float(ts[0]) else _copy_or_null(fc, acc, ts[0])
     pre = b.block
+    dtype = ts[0].dtype
     with b.if_then(b.not_(_null(fc, acc))):
-        v = b.load(element_pointer(fc, acc, index_operands(fc, s.args[1:]), itemsize=8),
-                   typ=F64)
+        v = load_element(fc, element_pointer(fc, acc, index_operands(fc, s.args[1:]),
+                                             itemsize=itemsize(dtype)), dtype)
         got = b.block
     out = b.phi(F64)
     out.add_incoming(L.Constant(F64, 0.0), pre)
@@ -318,9 +324,9 @@ def _cg_take_index(fc: FunctionGen, s, ts):
 def _t_zero_index(ctx: Context, s, ts) -> Type:
     if ts[0] == NONE:
         return NONE
-    if _whole(s) and (is_float_array(ts[0]) or ts[0] == FLOAT64):    # as take_index
+    if _whole(s) and (is_float_dtype_array(ts[0]) or is_float(ts[0])):    # as take_index
         return ts[0]
-    if not is_float_array(ts[0]) or _indices_ok(ctx, ts[0], index_types(ctx, ts[1:])):
+    if not is_float_dtype_array(ts[0]) or _indices_ok(ctx, ts[0], index_types(ctx, ts[1:])):
         ctx.fail(f"zero_index of a {ts[0]} cotangent is not supported")
     return ts[0]
 
@@ -329,15 +335,17 @@ def _t_zero_index(ctx: Context, s, ts) -> Type:
 def _cg_zero_index(fc: FunctionGen, s, ts):
     if ts[0] == NONE:
         return L.Constant(L.IntType(8), 0)
-    if ts[0] == FLOAT64:        # the whole of a number (see _t_take_index)
+    if is_float(ts[0]):        # the whole of a number (see _t_take_index)
         return L.Constant(F64, 0.0)
     acc = fc.get(s.args[0])
     with fc.b.if_then(fc.b.not_(_null(fc, acc))):
         if _whole(s):
             _fill_zero(fc, acc, ts[0])
         else:
-            ptr = element_pointer(fc, acc, index_operands(fc, s.args[1:]), itemsize=8)
-            fc.b.store(L.Constant(F64, 0.0), ptr)
+            dtype = ts[0].dtype
+            ptr = element_pointer(fc, acc, index_operands(fc, s.args[1:]),
+                                  itemsize=itemsize(dtype))
+            store_element(fc, L.Constant(F64, 0.0), ptr, dtype)
     return acc
 
 
@@ -353,7 +361,7 @@ def _cg_contiguous(fc: FunctionGen, s, ts):
     if not isinstance(ts[0], ArrayT):
         return x
     b = fc.b
-    flat, size = L.Constant(L.IntType(1), 1), EIGHT
+    flat, size = L.Constant(L.IntType(1), 1), L.Constant(I64, stride_of(ts[0].dtype))
     for k in reversed(range(ts[0].ndim)):
         one = b.icmp_signed("==", shape(fc, x, k), ONE)
         flat = b.and_(flat, b.or_(one, b.icmp_signed("==", stride(fc, x, k), size)))

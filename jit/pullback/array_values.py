@@ -7,9 +7,9 @@ from __future__ import annotations
 from llvmlite import ir as L
 
 from jit.codegen.arrays import (ONE, ZERO, allocate, count_loop, make_array, runtime_callee,
-                               shape, stride)
-from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
-from jit.types import FLOAT64, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
+                                shape, stride, stride_of)
+from jit.codegen.function import I64, PTR, FunctionGen, lltype, memory_type
+from jit.types import FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 
 
 def _null(fc: FunctionGen, arr) -> L.Value:
@@ -40,12 +40,13 @@ def unless_none(fc: FunctionGen, dy_t: Type, dy, call, ret: Type) -> L.Value:
 def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
     """`s` itself, or zeros of `x`'s shape when `s` is the None cotangent."""
     dims = [shape(fc, x, k) for k in range(xt.ndim)]
+    dtype = xt.dtype if xt.dtype == FLOAT32 else FLOAT64     # a cotangent's dtype
     if st == NONE:
-        return allocate(fc, dims, FLOAT64, 0.0)
+        return allocate(fc, dims, dtype, 0.0)
     b = fc.b
     pre = b.block
     with b.if_then(_null(fc, s), likely=False):
-        fresh = allocate(fc, dims, FLOAT64, 0.0)
+        fresh = allocate(fc, dims, dtype, 0.0)
         made = b.block
     out = b.phi(lltype(xt))
     out.add_incoming(s, pre)
@@ -53,11 +54,11 @@ def ensure_array(fc: FunctionGen, s, st: Type, x, xt: ArrayT) -> L.Value:
     return out
 
 
-def add_into_nd(fc: FunctionGen, dst, src, ndim: int) -> None:
-    """dst += src elementwise over arrays of `ndim` dimensions and equal shapes (a NULL
-    src adds nothing)."""
+def add_into_nd(fc: FunctionGen, dst, src, ndim: int, dtype: Type = FLOAT64) -> None:
+    """dst += src elementwise over arrays of `ndim` dimensions, equal shapes and float
+    `dtype` (a NULL src adds nothing)."""
     if ndim == 1:
-        return add_into(fc, dst, src)
+        return add_into(fc, dst, src, dtype)
     b = fc.b
     dims = [shape(fc, dst, k) for k in range(ndim)]
     for k, n in enumerate(dims):
@@ -65,8 +66,7 @@ def add_into_nd(fc: FunctionGen, dst, src, ndim: int) -> None:
                     ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, k)))
     with b.if_then(b.not_(_null(fc, src))):
         def add(idx):
-            pd = _elem(fc, dst, idx)
-            b.store(b.fadd(b.load(pd, typ=F64), b.load(_elem(fc, src, idx), typ=F64)), pd)
+            _add_to(fc, _elem(fc, dst, idx), _elem(fc, src, idx), dtype)
         nest_loop(fc, dims, add)
 
 
@@ -78,19 +78,21 @@ def nest_loop(fc: FunctionGen, dims: list, body, idx: tuple = ()) -> None:
     count_loop(fc, dims[0], lambda j: nest_loop(fc, dims[1:], body, idx + (j,)))
 
 
-def add_into(fc: FunctionGen, dst, src) -> None:
+def add_into(fc: FunctionGen, dst, src, dtype: Type = FLOAT64) -> None:
     """dst[j] += src[j] over a 1-D row (a NULL src adds nothing)."""
     n = shape(fc, dst, 0)
     fc.raise_if(fc.b.and_(fc.b.not_(_null(fc, src)), fc.b.icmp_signed("!=", n, shape(fc, src, 0))),
                 ValueError, "cotangent shapes differ ({0} and {1})", (n, shape(fc, src, 0)))
     with fc.b.if_then(fc.b.not_(_null(fc, src))):
-        count_loop(fc, n, lambda j: _add_at(fc, dst, src, j))
+        count_loop(fc, n, lambda j: _add_to(fc, _elem(fc, dst, [j]), _elem(fc, src, [j]),
+                                            dtype))
 
 
-def _add_at(fc: FunctionGen, dst, src, j) -> None:
+def _add_to(fc: FunctionGen, pd, ps, dtype: Type) -> None:
+    """*pd += *ps for elements of float `dtype` (a float32 sum is float32's own)."""
     b = fc.b
-    pd = _elem(fc, dst, [j])
-    b.store(b.fadd(b.load(pd, typ=F64), b.load(_elem(fc, src, [j]), typ=F64)), pd)
+    ty = memory_type(dtype)
+    b.store(b.fadd(b.load(pd, typ=ty), b.load(ps, typ=ty)), pd)
 
 
 def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:
@@ -103,7 +105,7 @@ def _elem(fc: FunctionGen, arr, idx: list) -> L.Value:
 
 
 def _fill_zero(fc: FunctionGen, arr, t: ArrayT) -> None:
-    zero = L.Constant(F64, 0.0)
+    zero = L.Constant(memory_type(t.dtype), 0.0)
     nest_loop(fc, [shape(fc, arr, k) for k in range(t.ndim)],
               lambda idx: fc.b.store(zero, _elem(fc, arr, idx)))
 
@@ -123,12 +125,12 @@ def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
     b = fc.b
     dims = [shape(fc, x, k) for k in range(t.ndim)]
     out = allocate(fc, dims, t.dtype, None)
-    contiguous, size = L.Constant(L.IntType(1), 1), L.Constant(I64, 8)
+    contiguous, size = L.Constant(L.IntType(1), 1), L.Constant(I64, stride_of(t.dtype))
     for k in reversed(range(t.ndim)):
         same = b.icmp_signed("==", stride(fc, x, k), stride(fc, out, k))
         contiguous = b.and_(contiguous, same)
         size = b.mul(size, dims[k])
-    if t.dtype not in (FLOAT64, INT64):   # 8-byte elements only
+    if t.dtype not in (FLOAT64, INT64, FLOAT32, INT32):   # bools take 8 bytes here, 1 there
         contiguous = L.Constant(L.IntType(1), 0)
     with b.if_else(contiguous) as (flat, strided):
         with flat:
@@ -169,7 +171,7 @@ def _holds_array(t: Type) -> bool:
 
 
 def _copy_at(fc: FunctionGen, dst, src, idx: list, t: ArrayT) -> None:
-    ty = lltype(t.dtype)
+    ty = memory_type(t.dtype)
     fc.b.store(fc.b.load(_elem(fc, src, idx), typ=ty), _elem(fc, dst, idx))
 
 
@@ -194,10 +196,11 @@ def _sum_of(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
     for k, n in enumerate(dims):
         fc.raise_if(b.icmp_signed("!=", n, shape(fc, b_, k)), ValueError,
                     "cotangent shapes differ ({0} and {1})", (n, shape(fc, b_, k)))
-    out = allocate(fc, dims, FLOAT64, None)
+    out = allocate(fc, dims, t.dtype, None)
+    ty = memory_type(t.dtype)      # (a float32 sum rounded once: numpy's)
 
     def add(idx):
-        total = b.fadd(b.load(_elem(fc, a, idx), typ=F64), b.load(_elem(fc, b_, idx), typ=F64))
+        total = b.fadd(b.load(_elem(fc, a, idx), typ=ty), b.load(_elem(fc, b_, idx), typ=ty))
         b.store(total, _elem(fc, out, idx))
     nest_loop(fc, dims, add)
     return out
@@ -209,7 +212,7 @@ def _row(fc: FunctionGen, arr, i) -> L.Value:
 
 
 def zeros_like(fc: FunctionGen, x, t: ArrayT) -> L.Value:
-    return allocate(fc, [shape(fc, x, k) for k in range(t.ndim)], FLOAT64, 0.0)
+    return allocate(fc, [shape(fc, x, k) for k in range(t.ndim)], t.dtype, 0.0)
 
 
 def check_same_shape(fc: FunctionGen, dy, x, ndim: int) -> None:

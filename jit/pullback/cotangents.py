@@ -19,7 +19,7 @@ from adjoint.tape import accum as tape_accum
 from adjoint.tape import fresh as tape_fresh
 from adjoint.tape import unbcast
 
-from jit.codegen.function import FunctionGen, codegen, lltype
+from jit.codegen.function import FunctionGen, codegen, lltype, narrowed
 from jit.codegen.host_calls import call_host, operand_recipe
 from jit.pullback.array_values import (_copy_or_null, add_arrays, check_same_shape, unless_none,
                                        zeros_like)
@@ -28,8 +28,9 @@ from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
 from jit.typing.infer import Call, Context, LiteralT, cotangent_join, rule, user_call
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, FunctionT, ListT,
-                       RecordT, StrT, TupleT, Type, TypingError, is_numeric)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, DictT,
+                       FunctionT, ListT, RecordT, StrT, TupleT, Type, TypingError, is_float,
+                       is_numeric)
 
 
 def accum_type(a: Type, b: Type) -> Type:
@@ -43,7 +44,7 @@ def accum_type(a: Type, b: Type) -> Type:
     if is_numeric(a) and is_numeric(b):
         out = cotangent_join(a, b)
         return INT64 if out == BOOL else out
-    if isinstance(a, ArrayT) and a == b and a.dtype == FLOAT64:
+    if isinstance(a, ArrayT) and a == b and is_float(a.dtype):
         return a
     if isinstance(a, BuiltListT) and a == b:
         return a
@@ -51,14 +52,14 @@ def accum_type(a: Type, b: Type) -> Type:
 
 
 def zero_type(t: Type) -> Type:
-    if t == FLOAT64:
-        return FLOAT64
+    if is_float(t):
+        return t
     if isinstance(t, TupleT):
         return TupleT(tuple(zero_type(e) for e in t.elems))
-    if t in (INT64, BOOL, NONE) or isinstance(t, StrT):     # (a string is a label)
+    if t in (INT64, BOOL, NONE, INT32) or isinstance(t, StrT):     # (a string is a label)
         return NONE
     if isinstance(t, ArrayT):
-        return t if t.dtype == FLOAT64 else NONE
+        return t if is_float(t.dtype) else NONE
     if isinstance(t, BuiltListT):
         return cotangent_type(t)
     raise TypeError(f"the zero cotangent of {t} is not supported yet")
@@ -122,6 +123,8 @@ def add_values(fc: FunctionGen, a, b, t: Type) -> L.Value:
         return out
     if t == FLOAT64:
         return fc.b.fadd(a, b)
+    if t == FLOAT32:
+        return narrowed(fc.b, fc.b.fadd(a, b), t)
     if t == NONE:
         return a
     if isinstance(t, ArrayT):
@@ -281,9 +284,19 @@ def _t_pullback(ctx: Context, s, ts) -> Type:
     except (TypingError, UnsupportedError) as exc:   # its Python is not compiled
         return _host_pullback(ctx, s, pb, ts, exc)
     ctx.typing.calls[s.var].callee = pb
-    if ret is None or isinstance(ret, TupleT):
-        return ret
-    return TupleT((ret,))
+    out = ret if ret is None or isinstance(ret, TupleT) else TupleT((ret,))
+    if out is not None and _widens(out, ts[len(ts) - nout:]):
+        return _host_pullback(ctx, s, pb, ts, TypingError(
+            f"the derivative of {pb.of} gives float64 cotangents for float32 operands"))
+    return out
+
+
+def _widens(out: TupleT, operands: list) -> bool:
+    """Does a compiled rule give a float64 array cotangent for a float32 array operand?
+    Then the rule runs as Python, which casts a cotangent to its operand's dtype
+    (`adjoint.rule_table.in_dtype_of`), as JAX gives a cotangent its primal's dtype."""
+    return any(isinstance(g, ArrayT) and isinstance(x, ArrayT) and g.dtype == FLOAT64
+               and x.dtype == FLOAT32 for g, x in zip(out.elems, operands))
 
 
 def _host_pullback(ctx: Context, s, pb, ts: list, why: Exception) -> Type:
@@ -313,8 +326,9 @@ def _known(t: Type) -> bool:
 
 
 def cotangent_type(t: Type) -> Type:
-    """The type of the cotangent of a value of type `t` (None where it has none)."""
-    if t == FLOAT64 or isinstance(t, ArrayT) and t.dtype == FLOAT64:
+    """The type of the cotangent of a value of type `t` (None where it has none): a
+    float's or float array's own type (a float32 value's cotangent is float32)."""
+    if is_float(t) or isinstance(t, ArrayT) and is_float(t.dtype):
         return t
     if isinstance(t, ListT):
         return ListT(tuple(cotangent_type(e) for e in t.elems))

@@ -32,7 +32,7 @@ from ssair import IR, Const, Return
 from ssair.compile_lock import built_once
 
 from jit.pullback.backend import BACKEND
-from jit.types import FLOAT64, INT64, ArrayT, TupleT, TypingError, typeof
+from jit.types import FLOAT64, INT64, ArrayT, TupleT, TypingError, is_float, typeof
 
 _TABLE: dict = {}       # (code, with_value, argument types) -> (globals, call, Python
                         # wrapper) or False
@@ -108,7 +108,7 @@ def _pullback_path(f: Any, with_value: bool) -> Any:
 
 def _has_float_array(t: Any) -> bool:
     if isinstance(t, ArrayT):
-        return t.dtype == FLOAT64
+        return is_float(t.dtype)
     return isinstance(t, TupleT) and any(_has_float_array(e) for e in t.elems)
 
 

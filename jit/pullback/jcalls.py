@@ -44,7 +44,7 @@ from jit.pullback.tape_ops import pop_value, push_value, static_phis
 from jit.typing.infer import (Call, Context, Packed, bind_operands,
                               call_argument_type, is_user_function, lower_function,
                               option_type, rule)
-from jit.types import (
+from jit.types import (FLOAT32, 
     FLOAT64,
     NONE,
     READER,
@@ -82,10 +82,10 @@ class CallPBT(Type):
 
 def type_activity(t: Type) -> int:
     """`adjoint.transform.activity_of` computed from a JIT type."""
-    if t == FLOAT64:
+    if t == FLOAT64 or t == FLOAT32:
         return 1
     if isinstance(t, ArrayT):
-        return 2 if t.dtype == FLOAT64 else 0
+        return 2 if t.dtype in (FLOAT64, FLOAT32) else 0
     if isinstance(t, BuiltListT):
         return 1 if type_activity(t.elem) else 0
     if isinstance(t, TupleT):

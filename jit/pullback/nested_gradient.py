@@ -59,8 +59,8 @@ from jit.pullback.tape_ops import presize_tape
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
 from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
                               call_argument_type, lower_function)
-from jit.types import (BOOL, FLOAT64, INT64, NONE, READER, TAPE, ArrayT, ClosureT, DictT,
-                       ListT, RecordT, TupleT, Type)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, READER, TAPE, ArrayT, ClosureT,
+                       DictT, ListT, RecordT, TupleT, Type)
 
 FAMILY = "nested differentiation"
 _TAPE_HEAD = L.ArrayType(I64, 3)          # data, len, cap (jit.runtime.tape)
@@ -74,10 +74,10 @@ def _gradient_type(ctx: Context, c: Type, a: Type) -> Type:
     if a == FLOAT64 and c in (FLOAT64, INT64, BOOL, NONE):
         return FLOAT64
     if isinstance(a, ArrayT):
-        if a.dtype != FLOAT64:
+        if a.dtype not in (FLOAT64, FLOAT32):
             return NONE
-        if c == NONE or isinstance(c, ArrayT) and c.ndim == a.ndim and c.dtype == FLOAT64:
-            return ArrayT(FLOAT64, a.ndim)
+        if c == NONE or c == a:        # (a float32 array's gradient is float32)
+            return a
     if isinstance(a, TupleT) and (c == NONE or isinstance(c, TupleT)):
         cs = c.elems if isinstance(c, TupleT) else (NONE,) * len(a.elems)
         if len(cs) == len(a.elems):      # in the argument's own structure
@@ -150,7 +150,7 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
         ctx.fail(f"gradient of {ir.name}, which calls a function that runs in the "
                  "interpreter, is not compiled inside compiled code")
     y_t, env_t = fwd.ret.elems
-    if y_t not in (FLOAT64, INT64):        # (a bool is not a real scalar)
+    if y_t not in (FLOAT64, INT64, FLOAT32, INT32):   # (a bool is not a real scalar)
         ctx.fail(f"gradient: {ir.name} must return a real scalar, got {y_t}; "
                  "use jacobian or pullback")
     adj = ctx.engine.infer(adjoint_ir(jf, fwd), (READER, env_t, FLOAT64))
@@ -236,7 +236,7 @@ def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Va
         if c != NONE:
             return g
         dims = [shape(fc, x, k) for k in range(out.ndim)]
-        return allocate(fc, dims, FLOAT64, 0.0)
+        return allocate(fc, dims, out.dtype, 0.0)
     v = L.Constant(lltype(out), L.Undefined)
     for i, e in enumerate(out.elems):
         gi = fc.b.extract_value(g, i) if isinstance(c, TupleT) else None

@@ -60,7 +60,9 @@ from jit.runtime.pullback_builtins import NativeEntries
 from jit.typing.infer import ENGINE
 from jit.types import (
     BOOL,
+    FLOAT32,
     FLOAT64,
+    INT32,
     INT64,
     NONE,
     READER,
@@ -422,8 +424,8 @@ def cotangent_type(t: Type, inout: tuple = ()) -> Type:
     `gradient` and `jacobian` pass); with in-out arguments it is `(dy, None)`."""
     if inout:
         return TupleT((cotangent_type(t), NONE))
-    if t in (FLOAT64, INT64, BOOL):
-        return FLOAT64
+    if t in (FLOAT64, INT64, BOOL, FLOAT32, INT32):
+        return FLOAT64           # (a float32 result's too: `gradient` passes 1.0)
     if isinstance(t, ArrayT):
         return ArrayT(FLOAT64, t.ndim)
     if isinstance(t, TupleT):

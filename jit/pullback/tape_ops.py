@@ -30,6 +30,9 @@ from jit.types import (
     Type,
     TypingError,
     count_held,
+    FLOAT32,
+    INT32,
+    wide,
 )
 
 ZERO = L.Constant(I64, 0)
@@ -39,6 +42,8 @@ def tape_leaves(t: Type) -> list:
     """The scalar leaf types a value occupies on the tape, in slot order."""
     if t in (FLOAT64, INT64, BOOL):
         return [t]
+    if t in (FLOAT32, INT32):      # held in a double / an i64 (`jit.codegen.function`)
+        return [wide(t)]
     if isinstance(t, (StrT, ObjectT)):
         return [INT64]
     if isinstance(t, BuiltListT):   # data, length, capacity (its entries stay in the arena)
@@ -86,7 +91,7 @@ def _t_pop(ctx: Context, s, ts) -> Type:
 def _word(fc: FunctionGen, v, t) -> L.Value:
     if isinstance(t, ObjectT):
         return fc.b.ptrtoint(v, I64)
-    if t == FLOAT64:
+    if t == FLOAT64 or t == FLOAT32:
         return fc.b.bitcast(v, I64)
     if t == BOOL:
         return fc.b.zext(v, I64)
@@ -96,7 +101,7 @@ def _word(fc: FunctionGen, v, t) -> L.Value:
 def _unword(fc: FunctionGen, w, t) -> L.Value:
     if isinstance(t, ObjectT):
         return fc.b.inttoptr(w, PTR)
-    if t == FLOAT64:
+    if t == FLOAT64 or t == FLOAT32:
         return fc.b.bitcast(w, F64)
     if t == BOOL:
         return fc.b.trunc(w, I1)

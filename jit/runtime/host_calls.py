@@ -43,13 +43,12 @@ from typing import Any, Callable
 import numpy as np
 
 from jit.runtime import native as runtime
-from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, STRINGS, ArrayT,
-                       BuiltListT, DictT, FormattedT, ListLiteral, ListT, ObjectT, RecordT, StrT,
-                       TupleT, Type)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, INT64_MAX, INT64_MIN, NONE,
+                       NUMPY_DTYPE, STRINGS, ArrayT, BuiltListT, DictT, FormattedT, ListLiteral,
+                       ListT, ObjectT, RecordT, StrT, TupleT, Type)
 
 
-_NUMPY_DTYPES = {FLOAT64: np.dtype(np.float64), INT64: np.dtype(np.int64),
-                 BOOL: np.dtype(np.bool_)}
+_NUMPY_DTYPES = NUMPY_DTYPE
 
 
 @dataclass
@@ -95,7 +94,7 @@ def slot_count(t: Type) -> int:
         return 3
     if isinstance(t, TupleT):
         return sum(slot_count(e) for e in t.elems)
-    if t in (BOOL, INT64, FLOAT64) or isinstance(t, (StrT, ObjectT)):
+    if t in (BOOL, INT64, FLOAT64, FLOAT32, INT32) or isinstance(t, (StrT, ObjectT)):
         return 1
     if t == NONE:
         return 0
@@ -143,6 +142,10 @@ def _decode(t: Type, words: Any, k: int, cotangents: bool, writable: bool = Fals
         return ctypes.c_double.from_buffer(ctypes.c_int64(words[k])).value, k + 1
     if t == INT64:
         return int(words[k]), k + 1
+    if t == FLOAT32:
+        return np.float32(ctypes.c_double.from_buffer(ctypes.c_int64(words[k])).value), k + 1
+    if t == INT32:
+        return np.int32(words[k]), k + 1
     if t == BOOL:
         return bool(words[k] & 1), k + 1
     if isinstance(t, StrT):
@@ -219,19 +222,22 @@ def _encode(site: HostSite, t: Type, v: Any, words: Any, k: int) -> int:
         for e, x in zip(t.elems, v):
             k = _encode(site, e, x, words, k)
         return k
-    if t == FLOAT64:
+    if t == FLOAT64 or t == FLOAT32:
         if site.cotangents and v is None:
             v = 0.0
         if isinstance(v, np.ndarray) and v.ndim:
             raise _mismatch(site, t, v)
-        words[k] = ctypes.c_int64.from_buffer(ctypes.c_double(float(v))).value
+        v = float(np.float32(v)) if t == FLOAT32 else float(v)
+        words[k] = ctypes.c_int64.from_buffer(ctypes.c_double(v)).value
         return k + 1
-    if t in (INT64, BOOL):
+    if t in (INT64, BOOL, INT32):
         if isinstance(v, (float, np.floating)) or isinstance(v, np.ndarray) and v.ndim:
             raise _mismatch(site, t, v)
         n = operator.index(v)
         if t == BOOL:
             n = int(bool(n))
+        elif t == INT32:
+            n = int(np.int64(n).astype(np.int32))
         elif not INT64_MIN <= n <= INT64_MAX:
             raise OverflowError(f"{site.name} returned {n}, which does not fit in int64")
         words[k] = n

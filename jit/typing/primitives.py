@@ -13,9 +13,9 @@ from ssair.ir import Const, Stmt, Var
 
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
-from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, DictT, FunctionT, ListLiteral, ListT,
-                       PythonCallable, RecordT, Scalar, StrT, TupleT, Type, is_int_like,
-                       is_numeric, known_string, numeric_join)
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, DictT, FunctionT,
+                       ListLiteral, ListT, PythonCallable, RecordT, Scalar, StrT, TupleT, Type,
+                       is_float, is_int_like, is_numeric, known_string, promote)
 
 # ---------------------------------------------------------------------------
 # Arithmetic, comparisons, logic.
@@ -25,8 +25,10 @@ def _numeric(ts: list) -> bool:
 
 
 def _arith_result(ts: list) -> Scalar:
-    out = numeric_join(ts[0], ts[1])
-    return INT64 if out is BOOL else out
+    """numpy's and Python's result type (`jit.types.promote`: a Python number
+    takes a float32 or int32 operand's type)."""
+    out = promote(ts[0], ts[1])
+    return INT64 if out == BOOL else out
 
 
 @rule("add", "sub", "mul")
@@ -42,7 +44,8 @@ def _t_arith(ctx: Context, s: Stmt, ts: list) -> Type:
 def _t_truediv(ctx: Context, s: Stmt, ts: list) -> Type:
     if not _numeric(ts):
         ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
-    return FLOAT64
+    out = promote(ts[0], ts[1])
+    return out if out == FLOAT32 else FLOAT64
 
 
 @rule("floordiv", "mod")
@@ -56,6 +59,8 @@ def _t_floordiv(ctx: Context, s: Stmt, ts: list) -> Type:
 def _t_pow(ctx: Context, s: Stmt, ts: list) -> Type:
     if not _numeric(ts):
         ctx.fail(f"unsupported operand types {ts[0]} and {ts[1]}")
+    if FLOAT32 in ts or INT32 in ts:
+        return _arith_result(ts)
     if FLOAT64 in ts:
         return FLOAT64
     e = ctx.const(s.args[1])
@@ -260,7 +265,7 @@ def _t_setitem(ctx: Context, s: Stmt, ts: list) -> Type:
         ctx.fail(f"item assignment into {obj} is not supported")
     if len(idx) != obj.ndim or not all(is_int_like(i) for i in idx):
         ctx.fail(f"assignment to {obj} needs {obj.ndim} integer indices")
-    if not is_numeric(val) or val == FLOAT64 and obj.dtype == INT64:
+    if not is_numeric(val) or is_float(val) and not is_float(obj.dtype) and obj.dtype != BOOL:
         ctx.fail(f"cannot store {val} into {obj}")
     ctx.typing.writes = True
     return NONE
