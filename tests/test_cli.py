@@ -16,7 +16,7 @@ SOURCE = textwrap.dedent("""\
         return r
 
     def generates(x):
-        yield x
+        yield from range(x)
 """)
 
 
