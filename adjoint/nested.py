@@ -426,9 +426,12 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     rule = T.lookup_callee(f)
     if rule is not None and rule.pullback is not None:
         return _forward_rule_call(state, f, tape, pos, npos, kwnames)
+    if f is api.gradient or f is api.value_and_grad and npos > 1:
+        return _forward_rule_call(state, f, tape, pos, npos, kwnames, nested_gradient_call)
     if special_handler(f) is not None:
         raise TypeError(f"adjoint: adjoint.{f.__name__} inside a function that is differentiated "
-                        f"twice (reverse mode of third order) is not supported")
+                        f"twice (reverse mode of third order) is not supported; gradient() "
+                        f"and value_and_grad() are")
     target = T._target(f)
     if target is None:
         raise TypeError(f"adjoint: nested AD through a call of {T._name(f)} (a library "
@@ -452,13 +455,17 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     return (y, inner), _NestedPB(jj, env2, lambda dz: dz, from_inner, operand_of)
 
 
-def _forward_rule_call(state, f, tape, pos, npos, kwnames) -> tuple:
+def _forward_rule_call(state, f, tape, pos, npos, kwnames, call=None) -> tuple:
     """A jcall whose callee has a rule (math.sin passed as a value): y = f(args) and
     its RulePB.  The RulePB's cotangent is `(d_y, d_args...)` for the values it holds
-    (see `forward_jback`); both it and d_y reach the args through the rule."""
+    (see `forward_jback`); both it and d_y reach the args through the rule.  `call`:
+    what gives `(y, RulePB)` instead of the rule table (a nested `gradient`)."""
     rest = pos[3:]
     args, kw = tuple(rest[:npos]), dict(zip(kwnames, rest[npos:]))
-    y, inner = T.call_forward(state, f, tape, args, kw, plain=False)
+    if call is not None:
+        y, inner = call(f, args, kw)
+    else:
+        y, inner = T.call_forward(state, f, tape, args, kw, plain=False)
     if not isinstance(inner, T.RulePB):
         raise TypeError(f"adjoint: nested AD through {T._name(f)} is not supported")
     nheld = len(inner.args)     # a bound method's rule holds its receiver first
@@ -473,6 +480,25 @@ def _forward_rule_call(state, f, tape, pos, npos, kwnames) -> tuple:
         d_f, d_args = (held[0], held[1:]) if inner.bound else (None, held)
         return (None, d_f, None, None) + d_args + (None,) * len(kw)
     return (y, inner), _RulePB2(from_outer)
+
+
+def nested_gradient_call(f, args: tuple, kw: dict) -> tuple:
+    """`(y, RulePB)` of `gradient(fn, *xs)` / `value_and_grad(fn, *xs)` met in a function
+    differentiated twice: y computed, and the pullback by Hessian-vector products
+    (`adjoint.nested_hv`), which is itself differentiable to any order."""
+    from .nested_hv import function_parts, gradient_pullback
+    fn, xs = args[0], tuple(args[1:])
+    _check_nested_keywords(f.__name__, fn, kw)
+    parts = function_parts(fn)
+    if parts is None:
+        raise TypeError(f"adjoint: {f.__name__}() of {T._name(fn)} inside a function that is "
+                        f"differentiated twice is not supported (a Python function is)")
+    py, nfree, captured = parts
+    y = f(fn, *xs, backend="interp") if not accepts_keyword(fn, "backend") else f(fn, *xs)
+    mask = tuple(T.is_differentiable(x) for x in xs)
+    pb = gradient_pullback(py, nfree, mask, T.arg_types(xs), T.arg_types(captured),
+                           with_value=f is api.value_and_grad)
+    return y, T.RulePB(pb, (fn,) + xs, {}, y, 2 + len(xs), False)
 
 
 class _RulePB2:

@@ -106,6 +106,8 @@ def _callee(ctx: Context, ft: Type) -> tuple:
     if isinstance(f, functools.partial):
         ctx.fail(f"a functools.partial of {getattr(f.func, '__qualname__', f.func)} "
                  "passed as a value is not compiled yet")
+    if _nested_gradient(f):
+        return f, None, False   # by its Hessian-vector rule (`jit.pullback.nested_jcall`)
     if _special(f) is not None:
         ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
                  "is not compiled")
@@ -231,9 +233,16 @@ class RulePBT(Type):
         return "pullback(rule)"
 
 
-def _fake_call(s, f, operands: list):
+def _fake_call(s, f, operands: list, var=None):
     from ssair.ir import Stmt
-    return Stmt(s.var, "call", [Const(f)] + list(operands), line=s.line)
+    return Stmt(s.var if var is None else var, "call", [Const(f)] + list(operands),
+                line=s.line)
+
+
+def _nested_gradient(f: Any) -> bool:
+    """Is `f` `gradient` or `value_and_grad`, whose jcall `nested_jcall` compiles?"""
+    from adjoint import api
+    return f is api.gradient or f is api.value_and_grad
 
 
 def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
@@ -242,6 +251,9 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     from jit.library.registry import REGISTRY
     operands = list(s.args[3:])
     argtypes = tuple(ctx.type_of(a) for a in operands)
+    if _nested_gradient(f):
+        from jit.pullback.nested_jcall import t_gradient_jcall
+        return t_gradient_jcall(ctx, s, f, operands, argtypes)
     if lookup_callee(f) is None:
         return _t_effect_jcall(ctx, s, f, operands, argtypes)
     if ctx.const(s.args[2], ()):
@@ -321,7 +333,8 @@ def _cg_rule_jcall(fc: FunctionGen, s, ts):
     call = fc.typing.calls[s.var]
     pbt = s.type.elems[1]
     impl = fc.typing.impls[("primal", s.var)]
-    primal = _fake_call(s, call.callee, call.operands)
+    primal = _fake_call(s, call.callee, call.operands,
+                        ("nested", s.var) if _nested_gradient(call.callee) else None)
     primal.type = s.type.elems[0]    # lowerings read their statement's result type
     if impl.lower is None:
         python_impl = fc.typing.calls[("primal", s.var)]

@@ -165,6 +165,8 @@ def _needed_entries(ctx: Context, s, n: int) -> set:
     J transform takes their arguments as constants) and read None: a training loop's
     `gradient(loss, w, X, y)[0]` differentiates w only, not the data."""
     everything = set(range(n))
+    if isinstance(s.var, tuple):     # a jcall's primal (`nested_jcall`): all are read
+        return everything
     if not _with_value(s):
         got = _indices_read(ctx.typing.ir, s.var)
         return everything if got is None else {k % n for k in got if -n <= k < n}
