@@ -17,8 +17,9 @@ reader, routes its per-parameter cotangents to the jcall operands and adds the
 current ones `cur`.
 
 Not compiled (TypingError, so backend="auto" falls back to the interpreter): a callee
-with a derivative rule called through a value, library callees without rules, nested
-`gradient` calls, and callees that write into array arguments (in-out cotangents).
+with a derivative rule called through a value, library callees without rules, and callees that write into array arguments (in-out cotangents).
+A nested `gradient` / `value_and_grad` call compiles as a call with a rule whose
+pullback is a Hessian-vector product (`_t_gradient_jcall`, `adjoint.nested_hv`).
 """
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ from jit.typing.infer import (Call, Context, Packed, bind_operands,
                               call_argument_type, is_user_function, lower_function,
                               option_type, rule)
 from jit.types import (
+    BOOL,
     FLOAT64,
+    INT64,
     NONE,
     READER,
     TAPE,
@@ -107,7 +110,7 @@ def _callee(ctx: Context, ft: Type) -> tuple:
         ctx.fail(f"a functools.partial of {getattr(f.func, '__qualname__', f.func)} "
                  "passed as a value is not compiled yet")
     if _nested_gradient(f):
-        return f, None, False   # by its Hessian-vector rule (`jit.pullback.nested_jcall`)
+        return f, None, False   # by its Hessian-vector rule (`_t_gradient_jcall`)
     if _special(f) is not None:
         ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
                  "is not compiled")
@@ -240,9 +243,60 @@ def _fake_call(s, f, operands: list, var=None):
 
 
 def _nested_gradient(f: Any) -> bool:
-    """Is `f` `gradient` or `value_and_grad`, whose jcall `nested_jcall` compiles?"""
+    """Is `f` `gradient` or `value_and_grad`, whose jcall `_t_gradient_jcall` types?"""
     from adjoint import api
     return f is api.gradient or f is api.value_and_grad
+
+
+def _type_name(t: Type):
+    """The scalar analysis' type name of a JIT type (`adjoint.passes.inplace.arg_type`)."""
+    if t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT):
+        return str(t)
+    return None
+
+
+def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> Type:
+    """A nested `gradient(f, *xs)` / `value_and_grad(f, *xs)` jcall, typed as a call
+    with a rule: its primal is the nested gradient compiled in place (for the key
+    `("nested", var)`, `jit.pullback.nested_gradient`); f and xs go on the tape; its
+    adjoint calls the rule `adjoint.nested_hv.gradient_pullback` generates for f's
+    code and these types (`H dz`, one more nested gradient, of f's tangent function),
+    plain Python compiled like any rule.  Refused (a TypingError): keywords, a callee
+    that is not a Python function, and a closure over differentiated values."""
+    from adjoint.nested_hv import gradient_pullback
+    from jit.library.registry import REGISTRY
+    if ctx.const(s.args[2], ()):
+        ctx.fail(f"{f.__name__}() with keyword arguments inside differentiated code is not "
+                 "compiled")
+    ft = argtypes[0]
+    if isinstance(ft, ClosureT) and type(ft.func) is pytypes.FunctionType:
+        fn, captured = ft.func, tuple(ft.captured)
+    elif isinstance(ft, FunctionT) and type(ft.func) is pytypes.FunctionType \
+            and not ft.func.__closure__:
+        fn, captured = ft.func, ()
+    else:
+        ctx.fail(f"{f.__name__}() of a {ft} inside differentiated code is not compiled "
+                 "(of a Python function is)")
+    if any(type_activity(t) for t in captured):
+        ctx.fail(f"{f.__name__}() of {fn.__qualname__}, which captures differentiated values, "
+                 "inside differentiated code is not compiled yet; pass them as arguments")
+    xs = argtypes[1:]
+    if any(t not in (FLOAT64, INT64, BOOL) and not isinstance(t, ArrayT) for t in xs):
+        ctx.fail(f"{f.__name__}() inside differentiated code is compiled for numbers and "
+                 f"arrays, not {', '.join(str(t) for t in xs)}")
+    entry = REGISTRY.for_callee(f)
+    fake = _fake_call(s, f, operands, ("nested", s.var))
+    impl = entry.pick(ctx, fake, list(argtypes))
+    impl, y = _primal_type(ctx, entry, impl, fake, list(argtypes))
+    ctx.typing.impls[("primal", s.var)] = impl
+    mask = tuple(bool(type_activity(t)) for t in xs)
+    from adjoint import api
+    pb = gradient_pullback(fn, len(captured), mask, tuple(_type_name(t) for t in xs),
+                           tuple(_type_name(t) for t in captured),
+                           with_value=f is api.value_and_grad)
+    ctx.typing.calls[s.var] = Call(None, operands, f)
+    return TupleT((y, RulePBT(id(pb), tuple(argtypes), 1 + len(operands), pb)))
+
 
 
 def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
@@ -252,8 +306,7 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     operands = list(s.args[3:])
     argtypes = tuple(ctx.type_of(a) for a in operands)
     if _nested_gradient(f):
-        from jit.pullback.nested_jcall import t_gradient_jcall
-        return t_gradient_jcall(ctx, s, f, operands, argtypes)
+        return _t_gradient_jcall(ctx, s, f, operands, argtypes)
     if lookup_callee(f) is None:
         return _t_effect_jcall(ctx, s, f, operands, argtypes)
     if ctx.const(s.args[2], ()):
