@@ -33,10 +33,13 @@ from .rule_table import Pullback, pullback_rule
 _PULLBACKS: dict = {}    # (function, nfree, mask, types, ctypes, kind) -> Pullback
 
 
-def function_parts(f: Any) -> Optional[tuple]:
-    """(Python function, number of captured values, captured values or None) of a
-    function value given to `gradient`, or None when it is not a Python function
-    (a library callee, an IR closure)."""
+def function_parts(f: Any, nargs: Optional[int] = None) -> Optional[tuple]:
+    """(Python function, number of captured values, captured values) of a function
+    value given to `gradient`: a library callee with a derivative rule (`math.tanh`)
+    called with `nargs` arguments is the Python function that calls it
+    (`library_caller`).  None for anything else (an IR closure)."""
+    if nargs is not None and library_callee(f):
+        return library_caller(f, nargs), 0, ()
     if isinstance(f, Closure):
         fn = f.func
         if isinstance(fn, types.CodeType):
@@ -48,6 +51,32 @@ def function_parts(f: Any) -> Optional[tuple]:
         cells = tuple(c.cell_contents for c in f.__closure__ or ())
         return f, len(cells), cells
     return None
+
+
+def library_callee(f: Any) -> bool:
+    """Is `f` a library function with a derivative rule (not Python code of its own)?"""
+    from .rules import lookup_callee
+    return type(f) is not types.FunctionType and not isinstance(f, Closure) and \
+        lookup_callee(f) is not None
+
+
+_LIBRARY_CALLERS: dict = {}
+
+
+def library_caller(f: Any, nargs: int) -> types.FunctionType:
+    """`def tanh(x0, ...): return f(x0, ...)` for library callee `f`: a Python function
+    whose tangent function and gradient are those of f's rules, so a nested
+    `gradient(math.tanh, x)` differentiates to any order as a Python function's does."""
+    key = (f, nargs)
+    hit = _LIBRARY_CALLERS.get(key)
+    if hit is None:
+        ps = ", ".join(f"x{k}" for k in range(nargs))
+        name = getattr(f, "__name__", "function")
+        name = name if name.isidentifier() else "function"
+        hit = _generated(name, [f"x{k}" for k in range(nargs)], [f"return __f__({ps})"],
+                         {"__f__": f}, None)
+        _LIBRARY_CALLERS[key] = hit
+    return hit
 
 
 def captured_values(f: Any) -> tuple:
@@ -117,17 +146,41 @@ def gradient_pullback(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: t
 
 def _generated(name: str, params: list, lines: list, env: dict, of: Any) -> types.FunctionType:
     """A Python function `name(params)` running `lines` with globals `env`, placed in
-    the module and file of `of` (so that errors name the user's function), marked
-    generated (never stored by the JIT's disk cache)."""
+    the module and file of `of` (so that errors name the user's function; with `of`
+    None, named `name` alone), marked generated (never stored by the JIT's disk cache)."""
     src = f"def {name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
     scope: dict = {}
-    exec(compile(src, of.__code__.co_filename, "exec"), scope)
-    code = scope[name].__code__.replace(co_firstlineno=of.__code__.co_firstlineno)
+    exec(compile(src, f"<{name}>" if of is None else of.__code__.co_filename, "exec"), scope)
+    code = scope[name].__code__
+    if of is not None:
+        code = code.replace(co_firstlineno=of.__code__.co_firstlineno)
     glob = {"__name__": __name__, "__builtins__": builtins, **env}
     out = types.FunctionType(code, glob, name)
-    out.__qualname__ = f"{of.__qualname__}.{name}"
+    out.__qualname__ = name if of is None else f"{of.__qualname__}.{name}"
     out.__module__ = __name__
     out.__zygopy_generated__ = out.__qualname__
+    return out
+
+
+_CALLERS: dict = {}    # (Pullback, number of operands) -> its plain-Python caller
+
+
+def pullback_caller(pb: Pullback, nargs: int) -> types.FunctionType:
+    """A plain Python function doing what calling rule pullback `pb` with `nargs`
+    positional operands does (Nones for a None cotangent, a bare result put in a
+    tuple): forward mode differentiates a pullback call of an adjoint IR (a fourth
+    order and up) as a call of this function, whose code it can read."""
+    key = (pb, nargs)
+    hit = _CALLERS.get(key)
+    if hit is not None:
+        return hit
+    ps = [f"a{k}" for k in range(nargs - 1)]
+    nones = "(" + "None, " * (nargs - 1 - pb.uses_result) + ")"
+    lines = ["if dy is None:", f"    return {nones}",
+             f"out = __rule__(dy, {', '.join(ps)})",
+             "if isinstance(out, tuple):", "    return out", "return (out,)"]
+    out = _generated(f"call_{pb.fn.__name__}", ["dy"] + ps, lines, {"__rule__": pb.fn}, pb.fn)
+    _CALLERS[key] = out
     return out
 
 
@@ -153,7 +206,7 @@ def tangent_rule(em: Any, s: Any, ts: list, tan: dict, kinds: Any, defs: dict,
         raise TypeError(f"jvp: {name}() of a function that reads differentiated values of "
                         f"its enclosing function is not differentiated in forward mode yet "
                         f"({where}); pass those values as arguments")
-    fn, captured = _static_function(s.args[1], defs, ir, name, where)
+    fn, captured = _static_function(s, s.args[1], defs, ir, name, where)
     from .passes.tangent import _type_name
     mask = tuple(t is not None for t in txs)
     tf = tangent_of_gradient(fn, len(captured), mask,
@@ -171,12 +224,12 @@ def tangent_rule(em: Any, s: Any, ts: list, tan: dict, kinds: Any, defs: dict,
     return [s] + em.post
 
 
-def _static_function(f: Any, defs: dict, ir: Any, name: str, where: str) -> tuple:
+def _static_function(s: Any, f: Any, defs: dict, ir: Any, name: str, where: str) -> tuple:
     """(Python function, captured operands) of the function operand of a nested
     gradient in IR being built: a function constant, or a closure made here."""
     from ssair import Const
     if isinstance(f, Const):
-        parts = function_parts(f.value)
+        parts = function_parts(f.value, len(s.args) - 2)
         if parts is not None:
             return parts[0], [Const(c) for c in parts[2]]
     else:
@@ -194,9 +247,13 @@ def _static_function(f: Any, defs: dict, ir: Any, name: str, where: str) -> tupl
 
 def _register() -> None:
     from . import api
+    from .rules_tangent import linear
     from .special_callees import SPECIAL_TANGENTS
     for f in (api.gradient, api.value_and_grad):
         SPECIAL_TANGENTS[id(f)] = (f, tangent_rule)
+    # forward mode over an adjoint IR (the tangent function of a gradient's gradient,
+    # a fourth order and up): a cotangent's entry is linear in the cotangent
+    linear(["dget"])
 
 
 _register()
