@@ -50,7 +50,7 @@ from . import transform as T
 from .options import accepts_keyword
 from .rule_table import no_operands
 from .rules import Pullback, nondiff, pullback_rule, structural
-from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
+from .special_callees import READ_ONLY_CALLEES, SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
 from .tape import accum, accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
 
 
@@ -367,6 +367,8 @@ def _register_gradient() -> None:
     SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
     for f in (api.jacobian, api.hessian):
         SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))
+    for f in (api.gradient, api.value_and_grad):
+        READ_ONLY_CALLEES[id(f)] = f
 
 
 _register_gradient()

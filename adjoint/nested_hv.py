@@ -21,13 +21,13 @@ cotangents as well, which go to f as one tuple (a closure's cotangent).
 """
 from __future__ import annotations
 
-import builtins
 import types
 from typing import Any, Optional
 
 from ssair.interpreter import Closure, closure_template
 
 from .custom import dense_cotangent
+from .generated import generated_function, library_caller
 from .rule_table import Pullback, pullback_rule
 
 _PULLBACKS: dict = {}    # (function, nfree, mask, types, ctypes, kind) -> Pullback
@@ -58,25 +58,6 @@ def library_callee(f: Any) -> bool:
     from .rules import lookup_callee
     return type(f) is not types.FunctionType and not isinstance(f, Closure) and \
         lookup_callee(f) is not None
-
-
-_LIBRARY_CALLERS: dict = {}
-
-
-def library_caller(f: Any, nargs: int) -> types.FunctionType:
-    """`def tanh(x0, ...): return f(x0, ...)` for library callee `f`: a Python function
-    whose tangent function and gradient are those of f's rules, so a nested
-    `gradient(math.tanh, x)` differentiates to any order as a Python function's does."""
-    key = (f, nargs)
-    hit = _LIBRARY_CALLERS.get(key)
-    if hit is None:
-        ps = ", ".join(f"x{k}" for k in range(nargs))
-        name = getattr(f, "__name__", "function")
-        name = name if name.isidentifier() else "function"
-        hit = _generated(name, [f"x{k}" for k in range(nargs)], [f"return __f__({ps})"],
-                         {"__f__": f}, None)
-        _LIBRARY_CALLERS[key] = hit
-    return hit
 
 
 def captured_values(f: Any) -> tuple:
@@ -138,50 +119,10 @@ def gradient_pullback(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: t
            "__captured__": captured_values}
     tail = fn.__name__ if fn.__name__.isidentifier() else "lambda"
     name = f"d_{'value_and_grad' if with_value else 'gradient'}_of_{tail}"
-    pb = Pullback(_generated(name, ["dz", "f"] + xs, lines, env, fn))
+    pb = Pullback(generated_function(name, ["dz", "f"] + xs, lines, env, fn))
     pb.of = f"gradient({fn.__qualname__})"
     _PULLBACKS[key] = pb
     return pb
-
-
-def _generated(name: str, params: list, lines: list, env: dict, of: Any) -> types.FunctionType:
-    """A Python function `name(params)` running `lines` with globals `env`, placed in
-    the module and file of `of` (so that errors name the user's function; with `of`
-    None, named `name` alone), marked generated (never stored by the JIT's disk cache)."""
-    src = f"def {name}({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
-    scope: dict = {}
-    exec(compile(src, f"<{name}>" if of is None else of.__code__.co_filename, "exec"), scope)
-    code = scope[name].__code__
-    if of is not None:
-        code = code.replace(co_firstlineno=of.__code__.co_firstlineno)
-    glob = {"__name__": __name__, "__builtins__": builtins, **env}
-    out = types.FunctionType(code, glob, name)
-    out.__qualname__ = name if of is None else f"{of.__qualname__}.{name}"
-    out.__module__ = __name__
-    out.__zygopy_generated__ = out.__qualname__
-    return out
-
-
-_CALLERS: dict = {}    # (Pullback, number of operands) -> its plain-Python caller
-
-
-def pullback_caller(pb: Pullback, nargs: int) -> types.FunctionType:
-    """A plain Python function doing what calling rule pullback `pb` with `nargs`
-    positional operands does (Nones for a None cotangent, a bare result put in a
-    tuple): forward mode differentiates a pullback call of an adjoint IR (a fourth
-    order and up) as a call of this function, whose code it can read."""
-    key = (pb, nargs)
-    hit = _CALLERS.get(key)
-    if hit is not None:
-        return hit
-    ps = [f"a{k}" for k in range(nargs - 1)]
-    nones = "(" + "None, " * (nargs - 1 - pb.uses_result) + ")"
-    lines = ["if dy is None:", f"    return {nones}",
-             f"out = __rule__(dy, {', '.join(ps)})",
-             "if isinstance(out, tuple):", "    return out", "return (out,)"]
-    out = _generated(f"call_{pb.fn.__name__}", ["dy"] + ps, lines, {"__rule__": pb.fn}, pb.fn)
-    _CALLERS[key] = out
-    return out
 
 
 # -- forward mode: the tangent of a nested gradient ----------------------------------------

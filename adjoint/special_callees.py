@@ -23,6 +23,11 @@ SPECIAL_TYPES: list = []     # (type, handler): first-order Pullbacks (nested)
 SPECIAL_TANGENTS: dict = {}
 
 
+# ids of callees that never write into their operands, though reverse mode transforms
+# their calls (`adjoint.gradient`: it calls f, whose own writes are refused there)
+READ_ONLY_CALLEES: dict = {}
+
+
 def special_tangent(f: Any):
     """The forward-mode emitter of callee `f` (`SPECIAL_TANGENTS`), or None."""
     hit = SPECIAL_TANGENTS.get(id(f))

@@ -95,3 +95,79 @@ def test_unsupported_nesting_is_refused_clearly():
             gradient(outer, np.ones(2), backend="llvm")
     assert np.allclose(gradient(outer, np.array([1.0, 2.0]), backend="interp")[0],
                        8 * np.array([1.0, 2.0]))
+
+
+# -- tanh to the sixth order (autograd's examples/tanh.py), library rules nested -------
+def tanh_derivative(n, x):
+    """d^n/dx^n tanh at x, by the recurrence d/dx P(t) = P'(t) (1 - t^2), t = tanh x."""
+    p = np.poly1d([1.0, 0.0])
+    for _ in range(n):
+        p = np.polyder(p) * np.poly1d([-1.0, 0.0, 1.0])
+    return p(np.tanh(x))
+
+
+def tanh_by_exp(x):
+    y = np.exp(-x)
+    return (1.0 - y) / (1.0 + y)        # tanh(x / 2)
+
+
+def d1_tanh(x):
+    return gradient(math.tanh, x)[0]
+
+
+def d2_tanh(x):
+    return gradient(d1_tanh, x)[0]
+
+
+def d3_tanh(x):
+    return gradient(d2_tanh, x)[0]
+
+
+def d4_tanh(x):
+    return gradient(d3_tanh, x)[0]
+
+
+def d5_tanh(x):
+    return gradient(d4_tanh, x)[0]
+
+
+def e1_tanh(x):
+    return gradient(lambda y: np.sum(tanh_by_exp(y)), x)[0]
+
+
+def e2_tanh(x):
+    return gradient(lambda y: np.sum(e1_tanh(y)), x)[0]
+
+
+def e3_tanh(x):
+    return gradient(lambda y: np.sum(e2_tanh(y)), x)[0]
+
+
+def d1_exp(x):
+    return gradient(lambda y: math.exp(-y), x)[0]
+
+
+def d2_exp(x):
+    return gradient(d1_exp, x)[0]
+
+
+def d3_exp(x):
+    return gradient(d2_exp, x)[0]
+
+
+@pytest.mark.parametrize("x", [0.3, -1.2])
+def test_library_rules_fourth_order_interpreted(x):
+    assert gradient(d3_tanh, x, backend="interp")[0] == pytest.approx(
+        tanh_derivative(4, x), rel=1e-12)
+    assert gradient(d3_exp, x, backend="interp")[0] == pytest.approx(math.exp(-x),
+                                                                     rel=1e-12)
+    assert gradient(d2_tanh, x, backend="interp")[0] == pytest.approx(fd(d2_tanh, x),
+                                                                      rel=1e-6)
+
+
+def test_sixth_derivative_of_tanh_interpreted():
+    x = 0.3
+    assert gradient(d5_tanh, x, backend="interp")[0] == pytest.approx(
+        tanh_derivative(6, x), rel=1e-10, abs=1e-10)
+    xs = np.linspace(-3.0, 3.0, 7)     # by the exp formula, elementwise over an array
+    assert np.allclose(e3_tanh(xs), tanh_derivative(3, xs / 2) / 8, rtol=0, atol=1e-12)

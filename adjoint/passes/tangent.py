@@ -292,7 +292,7 @@ def _user_call(em: Emitter, s: Stmt, ts: list, tan: dict, kinds: Scalars,
     args = em.operands(s)
     captured: list = []
     if isinstance(f, Const) and isinstance(f.value, Pullback) and not s.kwargs:
-        from ..nested_hv import pullback_caller     # a rule's pullback in an adjoint IR
+        from ..generated import pullback_caller     # a rule's pullback in an adjoint IR
         fn = pullback_caller(f.value, len(args))
     elif isinstance(f, Const):
         fn = rule_function(f.value)     # forward mode's own helper: its Python code, so
