@@ -47,12 +47,51 @@ def pullback_caller(pb: Any, nargs: int) -> types.FunctionType:
     ps = [f"a{k}" for k in range(nargs - 1)]
     nones = "(" + "None, " * (nargs - 1 - pb.uses_result) + ")"
     lines = ["if dy is None:", f"    return {nones}",
-             f"out = __rule__(dy, {', '.join(ps)})",
-             "if isinstance(out, tuple):", "    return out", "return (out,)"]
+             f"out = __rule__(dy, {', '.join(ps)})"]
+    tuples = _returns_tuples(pb.fn)     # (known from the code: one type for the JIT)
+    lines += ["return out"] if tuples else ["return (out,)"] if tuples is False else \
+        ["if isinstance(out, tuple):", "    return out", "return (out,)"]
     out = generated_function(f"call_{pb.fn.__name__}", ["dy"] + ps, lines,
                              {"__rule__": pb.fn}, pb.fn)
     _CALLERS[key] = out
     return out
+
+
+def _returns_tuples(fn: Any) -> Any:
+    """True when every `return` of `fn` returns a tuple display, False when none
+    does, None when mixed or unknown."""
+    import lowering
+    from ssair import Return, Var
+    try:
+        ir = lowering.lower(fn)
+    except Exception:       # noqa: BLE001  (unknown: decided at run time)
+        return None
+    defs = ir.defs_by_var()
+    kinds = set()
+    for b in ir.blocks:
+        if isinstance(b.term, Return):
+            v = b.term.value
+            d = defs.get(v) if isinstance(v, Var) else None
+            op = getattr(d, "op", None)
+            kinds.add(True if op == "tuple" else False if op in _NUMBER_OPS and not any(
+                _tuple_value(a, defs) for a in d.args) else None)
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _tuple_value(a: Any, defs: dict) -> bool:
+    """May operand `a` be a tuple (a tuple constant, a display, anything but a number
+    computed here)?"""
+    from ssair import Const, Var
+    if isinstance(a, Const):
+        return isinstance(a.value, tuple)
+    d = defs.get(a) if isinstance(a, Var) else None
+    op = getattr(d, "op", "arg")        # (a rule's parameters: numbers and arrays)
+    return op not in _NUMBER_OPS and op != "arg"
+
+
+# operators whose result is never a tuple when no operand is one (of numbers and arrays: what rules return)
+_NUMBER_OPS = frozenset({"add", "sub", "mul", "truediv", "neg", "pow", "matmul", "pos",
+                         "floordiv", "mod"})
 
 
 def generated_function(name: str, params: list, lines: list, env: dict,

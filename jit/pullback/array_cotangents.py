@@ -75,6 +75,8 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
             ctx.fail(f"accum_index of a {dy} into a {x} by an index array")
         ctx.typing.impls[("host", s.var)] = True     # np.add.at, by numpy
         return x
+    if x == NONE and acc == NONE:
+        return NONE     # (an entry of None, on a path never taken: no cotangent)
     if not is_float_array(x):
         ctx.fail(f"accum_index into the cotangent of a {x} is not supported")
     if acc != NONE and acc != x:
@@ -163,6 +165,8 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
         return _cg_tuple_accum(fc, s, ts)
     if isinstance(x_t, BuiltListT):
         return _cg_list_accum(fc, s, ts)
+    if x_t == NONE:
+        return fc.get(s.args[0])       # (None, see `_t_accum_index`)
     if fc.typing.impls.get(("host", s.var)):
         recipe, values = operand_recipe(fc, list(s.args))
         site = HostSite(accum_index_fresh, "the derivative of indexing by an array", recipe,

@@ -94,9 +94,14 @@ def type_activity(t: Type) -> int:
     return 0
 
 
-def _callee(ctx: Context, ft: Type) -> tuple:
-    """(function or IR, captured types, is a closure) of a jcall's callee operand."""
+def _callee(ctx: Context, ft: Type, nargs: Optional[int] = None) -> tuple:
+    """(function or IR, captured types, is a closure) of a jcall's callee operand
+    (called with `nargs` positional operands, None: with keywords).  A rule's
+    pullback called by a tangent function is its Python code's caller
+    (`adjoint.generated.pullback_caller`), differentiated like user code."""
     from adjoint.rules import lookup_callee
+    from adjoint.generated import pullback_caller
+    from adjoint.rule_table import Pullback
     from adjoint.transform import _special, own_rule_code, rule_function
     if isinstance(ft, ClosureT):
         return ft.func, list(ft.captured), True
@@ -111,6 +116,8 @@ def _callee(ctx: Context, ft: Type) -> tuple:
                  "passed as a value is not compiled yet")
     if _nested_gradient(f):
         return f, None, False   # by its Hessian-vector rule (`_t_gradient_jcall`)
+    if isinstance(f, Pullback) and nargs is not None:
+        return pullback_caller(f, nargs), [], False
     if _special(f) is not None:
         ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
                  "is not compiled")
@@ -129,7 +136,8 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
     from adjoint.transform import transform
     if ts[1] != TAPE:
         ctx.fail(f"jcall on a {ts[1]}, not a tape")
-    f, captured, closure = _callee(ctx, ts[0])
+    f, captured, closure = _callee(ctx, ts[0], None if ctx.const(s.args[2], ()) else
+                                   len(s.args) - 3)
     if captured is None:
         return _t_rule_jcall(ctx, s, f)
     ir = f if isinstance(f, IR) else lower_function(f)
@@ -504,6 +512,8 @@ def _t_jback(ctx: Context, s, ts) -> Type:
     pb, cur = ts[0], ts[3]
     if isinstance(pb, RulePBT):
         return _t_rule_jback(ctx, s, ts)
+    if pb == NONE and isinstance(cur, TupleT):
+        return cur      # the data of a jcall on a path never taken: nothing to add
     if not isinstance(pb, CallPBT):
         ctx.fail(f"jback of a {pb} (only compiled jcalls are supported)")
     if ts[1] != READER:
@@ -649,6 +659,8 @@ def _cg_jback(fc: FunctionGen, s, ts):
     pb = ts[0]
     if isinstance(pb, RulePBT):
         return _cg_rule_jback(fc, s, ts)
+    if pb == NONE:      # (a jcall on a path never taken, see `_t_jback`)
+        return fc.get(s.args[3])
     call = fc.typing.calls[s.var]
     target = fc.mg.engine.table.get(call.target.key, call.target)
     reader = fc.get(s.args[1])
