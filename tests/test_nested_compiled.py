@@ -195,3 +195,21 @@ def test_fourth_derivative_compiled(backend):
     got = _strict(gradient, e3_exp_tanh, x, backend=backend)[0]
     assert got == pytest.approx(tanh_derivative(4, x / 2) / 16, rel=1e-12)
     assert got == pytest.approx(fd(e3_exp_tanh, x, h=1e-3), rel=1e-5)
+
+
+def t1_tanh(x):
+    return gradient(math.tanh, x)[0]     # a library function nested, compiled
+
+
+def t2_tanh(x):
+    return gradient(t1_tanh, x)[0]
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_gradient_of_a_library_function_nested(backend):
+    x = -0.7
+    assert _strict(gradient, t2_tanh, x, backend=backend)[0] == pytest.approx(
+        tanh_derivative(3, x), rel=1e-12)
+    xs = np.array([-1.0, 0.2, 2.5])
+    got = _strict(gradient, lambda y: np.sum(e1_tanh(y)), xs, backend=backend)[0]
+    assert np.allclose(got, tanh_derivative(2, xs / 2) / 4, rtol=1e-12, atol=1e-14)

@@ -271,7 +271,8 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
     code and these types (`H dz`, one more nested gradient, of f's tangent function),
     plain Python compiled like any rule.  Refused (a TypingError): keywords, a callee
     that is not a Python function, and a closure over differentiated values."""
-    from adjoint.nested_hv import gradient_pullback
+    from adjoint.generated import library_caller
+    from adjoint.nested_hv import gradient_pullback, library_callee
     from jit.library.registry import REGISTRY
     if ctx.const(s.args[2], ()):
         ctx.fail(f"{f.__name__}() with keyword arguments inside differentiated code is not "
@@ -282,6 +283,8 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
     elif isinstance(ft, FunctionT) and type(ft.func) is pytypes.FunctionType \
             and not ft.func.__closure__:
         fn, captured = ft.func, ()
+    elif isinstance(ft, FunctionT) and library_callee(ft.func):     # gradient(math.tanh, x)
+        fn, captured = library_caller(ft.func, len(argtypes) - 1), ()
     else:
         ctx.fail(f"{f.__name__}() of a {ft} inside differentiated code is not compiled "
                  "(of a Python function is)")
