@@ -57,11 +57,11 @@ def pullback_caller(pb: Any, nargs: int) -> types.FunctionType:
     return out
 
 
-def _returns_tuples(fn: Any) -> Any:
+def _returns_tuples(fn: Any, _depth: int = 0) -> Any:
     """True when every `return` of `fn` returns a tuple display, False when none
     does, None when mixed or unknown."""
     import lowering
-    from ssair import Return, Var
+    from ssair import Const, Return, Var
     try:
         ir = lowering.lower(fn)
     except Exception:       # noqa: BLE001  (unknown: decided at run time)
@@ -71,11 +71,34 @@ def _returns_tuples(fn: Any) -> Any:
     for b in ir.blocks:
         if isinstance(b.term, Return):
             v = b.term.value
+            if isinstance(v, Const):
+                kinds.add(True if isinstance(v.value, tuple) else False
+                          if isinstance(v.value, (int, float)) else None)
+                continue
             d = defs.get(v) if isinstance(v, Var) else None
             op = getattr(d, "op", None)
+            if op == "call" and _depth < 3:     # a helper's result: read its code too
+                kinds.add(_call_returns_tuples(d, _depth))
+                continue
             kinds.add(True if op == "tuple" else False if op in _NUMBER_OPS and not any(
                 _tuple_value(a, defs) for a in d.args) else None)
     return kinds.pop() if len(kinds) == 1 else None
+
+
+def _call_returns_tuples(d: Any, depth: int) -> Any:
+    """Does call statement `d` return a tuple (True), never (False), or unknown?  A
+    numpy function's result never is; a Python helper's: read from its code."""
+    import numpy as np
+    from ssair import Const
+    f = d.args[0]
+    if not isinstance(f, Const):
+        return None
+    if isinstance(f.value, np.ufunc) or getattr(f.value, "__module__", None) == "math":
+        return False
+    if type(f.value) is types.FunctionType and (f.value.__module__ or "").startswith(
+            "adjoint."):
+        return _returns_tuples(f.value, depth + 1)
+    return None
 
 
 def _tuple_value(a: Any, defs: dict) -> bool:
@@ -86,6 +109,8 @@ def _tuple_value(a: Any, defs: dict) -> bool:
         return isinstance(a.value, tuple)
     d = defs.get(a) if isinstance(a, Var) else None
     op = getattr(d, "op", "arg")        # (a rule's parameters: numbers and arrays)
+    if op == "call":
+        return _call_returns_tuples(d, 3) is not False
     return op not in _NUMBER_OPS and op != "arg"
 
 

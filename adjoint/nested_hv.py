@@ -93,9 +93,13 @@ def gradient_pullback(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: t
     hit = _PULLBACKS.get(key)
     if hit is not None:
         return hit
-    tf = tangent_of_gradient(fn, nfree, tuple(mask), tuple(types_), tuple(ctypes))
     n = len(mask)
+    filled = _left_out_defaults(fn, n)      # (passed to the tangent function, constant)
+    tf = tangent_of_gradient(fn, nfree, tuple(mask) + (False,) * len(filled),
+                             tuple(types_) + tuple(_value_type(v) for v in filled),
+                             tuple(ctypes))
     xs = [f"x{k}" for k in range(n)]
+    given = xs + [f"__default{k}__" for k in range(len(filled))]
     cs = [f"c[{j}]" for j in range(nfree)]
     lines = []
     if nfree:
@@ -103,7 +107,8 @@ def gradient_pullback(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: t
     dg = "dz[1]" if with_value else "dz"
     vs = [f"__dense__({dg}[{k}], x{k})" for k in range(n) if mask[k]]
     # (compiled code ignores `backend`; the interpreter keeps to itself)
-    lines.append(f"h = __gradient__(__tangent__, {', '.join(cs + xs + vs)}, backend='interp')")
+    lines.append(f"h = __gradient__(__tangent__, {', '.join(cs + given + vs)}, "
+                 "backend='interp')")
     d_f = "(" + "".join(f"h[{j}], " for j in range(nfree)) + ")" if nfree else "None"
     outs = [f"h[{nfree + k}]" for k in range(n)]
     if with_value:     # value_and_grad: (dy, dg); dy reaches xs through grad f
@@ -116,13 +121,30 @@ def gradient_pullback(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: t
     lines.append("return (" + ", ".join([d_f] + outs) + ",)")
     from . import api
     env = {"__gradient__": api.gradient, "__tangent__": tf, "__dense__": dense_cotangent,
-           "__captured__": captured_values}
+           "__captured__": captured_values,
+           **{f"__default{k}__": v for k, v in enumerate(filled)}}
     tail = fn.__name__ if fn.__name__.isidentifier() else "lambda"
     name = f"d_{'value_and_grad' if with_value else 'gradient'}_of_{tail}"
     pb = Pullback(generated_function(name, ["dz", "f"] + xs, lines, env, fn))
     pb.of = f"gradient({fn.__qualname__})"
     _PULLBACKS[key] = pb
     return pb
+
+
+def _left_out_defaults(fn: Any, n: int) -> tuple:
+    """The defaults of fn's positional parameters after the first `n` (what a call
+    `gradient(fn, x0, ..., x_{n-1})` leaves out)."""
+    code, defaults = fn.__code__, fn.__defaults__ or ()
+    missing = code.co_argcount - n
+    if missing <= 0 or missing > len(defaults):
+        return ()
+    return tuple(defaults[len(defaults) - missing:])
+
+
+def _value_type(v: Any) -> Optional[str]:
+    """The scalar analysis' type name of a constant argument (`passes.inplace`)."""
+    return "bool" if isinstance(v, bool) else "int64" if isinstance(v, int) else \
+        "float64" if isinstance(v, float) else None
 
 
 # -- forward mode: the tangent of a nested gradient ----------------------------------------
