@@ -50,7 +50,7 @@ from . import transform as T
 from .options import accepts_keyword
 from .rule_table import no_operands
 from .rules import Pullback, nondiff, pullback_rule, structural
-from .special_callees import SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
+from .special_callees import READ_ONLY_CALLEES, SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
 from .tape import accum, accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
 
 
@@ -367,6 +367,8 @@ def _register_gradient() -> None:
     SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
     for f in (api.jacobian, api.hessian):
         SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))
+    for f in (api.gradient, api.value_and_grad):
+        READ_ONLY_CALLEES[id(f)] = f
 
 
 _register_gradient()
@@ -426,9 +428,14 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     rule = T.lookup_callee(f)
     if rule is not None and rule.pullback is not None:
         return _forward_rule_call(state, f, tape, pos, npos, kwnames)
+    if f is api.gradient or f is api.value_and_grad and npos > 1:
+        return _forward_rule_call(state, f, tape, pos, npos, kwnames, nested_gradient_call)
+    if isinstance(f, Pullback):
+        return _forward_pullback_jcall(state, f, tape, tape2, rest, npos, kwnames)
     if special_handler(f) is not None:
         raise TypeError(f"adjoint: adjoint.{f.__name__} inside a function that is differentiated "
-                        f"twice (reverse mode of third order) is not supported")
+                        f"twice (reverse mode of third order) is not supported; gradient() "
+                        f"and value_and_grad() are")
     target = T._target(f)
     if target is None:
         raise TypeError(f"adjoint: nested AD through a call of {T._name(f)} (a library "
@@ -452,13 +459,53 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     return (y, inner), _NestedPB(jj, env2, lambda dz: dz, from_inner, operand_of)
 
 
-def _forward_rule_call(state, f, tape, pos, npos, kwnames) -> tuple:
+def _forward_pullback_jcall(state, pb: Pullback, tape, tape2, rest: tuple, npos: int,
+                            kwnames: tuple) -> tuple:
+    """A jcall of a rule's pullback (`call(@d_exp, dy, y, x)` of an adjoint IR, made a
+    jcall when that IR was differentiated), differentiated once more: J of the
+    transform of the pullback's plain Python code, as `forward_pullback` runs it one
+    level down; a bare cotangent it returns is wrapped in a tuple there
+    (`_UnwrapPB`), and here too.  A None `dy` gives Nones, with no derivative."""
+    nops = 1 + len(rest)
+    args, kw = tuple(rest[:npos]), dict(zip(kwnames, rest[npos:]))
+    if not args or args[0] is None:
+        return (pb(*args, **kw), T.NondiffPB(nops)), T.NondiffPB(4 + len(rest))
+    fn = pb.fn
+    jf, params, slots, nfree, _ = T.resolve_call(
+        (T.lower_function(fn), fn, T.cells(fn), False), args, kw)
+    fwd_args = (tape,) + params
+    jj = T.transform(jf.forward, T.activity_of(fwd_args), T.arg_types(fwd_args))
+    (y, env), env2 = interp._call_ir(state, jj.forward, (tape2,) + fwd_args)
+    inner = T.CallPB(jf, env, nfree, slots, False)
+    bare = not isinstance(y, tuple)
+
+    def to_inner(dz):          # (d_y, d_data): a bare y's cotangent is one in a tuple
+        if dz is None or not bare:
+            return dz
+        return (None if dz[0] is None else dz[0][0], dz[1])
+
+    def from_inner(g):          # (d_tape, d_params...) -> (d_run_jcall, d_f, d_tape, d_kw, d_rest...)
+        d = inner.route(g[1:])
+        return (None, None, None, None) + tuple(d[1:])
+    operand_of = [2] + [None] * len(params)
+    for j, k in enumerate(slots):
+        if k is not None:
+            operand_of[1 + k] = 4 + j
+    data = _UnwrapPB(inner) if bare else inner
+    return ((y,) if bare else y, data), _NestedPB(jj, env2, to_inner, from_inner, operand_of)
+
+
+def _forward_rule_call(state, f, tape, pos, npos, kwnames, call=None) -> tuple:
     """A jcall whose callee has a rule (math.sin passed as a value): y = f(args) and
     its RulePB.  The RulePB's cotangent is `(d_y, d_args...)` for the values it holds
-    (see `forward_jback`); both it and d_y reach the args through the rule."""
+    (see `forward_jback`); both it and d_y reach the args through the rule.  `call`:
+    what gives `(y, RulePB)` instead of the rule table (a nested `gradient`)."""
     rest = pos[3:]
     args, kw = tuple(rest[:npos]), dict(zip(kwnames, rest[npos:]))
-    y, inner = T.call_forward(state, f, tape, args, kw, plain=False)
+    if call is not None:
+        y, inner = call(f, args, kw)
+    else:
+        y, inner = T.call_forward(state, f, tape, args, kw, plain=False)
     if not isinstance(inner, T.RulePB):
         raise TypeError(f"adjoint: nested AD through {T._name(f)} is not supported")
     nheld = len(inner.args)     # a bound method's rule holds its receiver first
@@ -473,6 +520,25 @@ def _forward_rule_call(state, f, tape, pos, npos, kwnames) -> tuple:
         d_f, d_args = (held[0], held[1:]) if inner.bound else (None, held)
         return (None, d_f, None, None) + d_args + (None,) * len(kw)
     return (y, inner), _RulePB2(from_outer)
+
+
+def nested_gradient_call(f, args: tuple, kw: dict) -> tuple:
+    """`(y, RulePB)` of `gradient(fn, *xs)` / `value_and_grad(fn, *xs)` met in a function
+    differentiated twice: y computed, and the pullback by Hessian-vector products
+    (`adjoint.nested_hv`), which is itself differentiable to any order."""
+    from .nested_hv import function_parts, gradient_pullback
+    fn, xs = args[0], tuple(args[1:])
+    _check_nested_keywords(f.__name__, fn, kw)
+    parts = function_parts(fn, len(xs))
+    if parts is None:
+        raise TypeError(f"adjoint: {f.__name__}() of {T._name(fn)} inside a function that is "
+                        f"differentiated twice is not supported (a Python function is)")
+    py, nfree, captured = parts
+    y = f(fn, *xs, backend="interp") if not accepts_keyword(fn, "backend") else f(fn, *xs)
+    mask = tuple(T.is_differentiable(x) for x in xs)
+    pb = gradient_pullback(py, nfree, mask, T.arg_types(xs), T.arg_types(captured),
+                           with_value=f is api.value_and_grad)
+    return y, T.RulePB(pb, (fn,) + xs, {}, y, 2 + len(xs), False)
 
 
 class _RulePB2:
@@ -522,6 +588,11 @@ def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     """jback(pb, reader, dy, cur), differentiated: J of the callee's adjoint IR.  The
     result is `cur + route(grads)`, so `cur` receives the outer cotangent as is."""
     inner, reader, dy, cur = pos
+    if isinstance(inner, T.NondiffPB):      # (a rule's pullback called with dy None)
+        return T.combine(inner.back(state, reader, dy), cur, set()), _CurOnly()
+    bare = isinstance(inner, _UnwrapPB)     # (a rule's pullback that returned one value)
+    if bare:
+        inner, dy = inner.inner, None if dy is None else dy[0]
     if isinstance(inner, T.RulePB):
         return _forward_rule_back(state, inner, tape2, reader, dy, cur)
     if not isinstance(inner, T.CallPB):
@@ -544,10 +615,20 @@ def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
         return inner.unroute(dz, nargs)
 
     def from_inner(g):   # (d_reader, d_env, d_dy) -> (d_run_jback, d_pb, d_reader, d_dy, d_cur)
-        return (None, g[1], None, g[2], seen[0])
+        d_dy = (g[2],) if bare and g[2] is not None else g[2]
+        return (None, g[1], None, d_dy, seen[0])
     # (reader, env, dy) came from the operands reader, pb (its env) and dy
     return T.combine(inner.route(grads), cur, set()), _NestedPB(jj, env2, keep, from_inner,
                                                                  (2, 1, 3))
+
+
+class _CurOnly:
+    """Outer pullback data of a jback that adds nothing to `cur`: only `cur` gets dz."""
+
+    __slots__ = ()
+
+    def back(self, state, reader, dz):
+        return (None, None, None, None, dz)
 
 
 SPECIAL_CALLEES[id(run_jcall)] = (run_jcall, forward_jcall)

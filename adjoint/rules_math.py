@@ -52,7 +52,7 @@ def d_sub_num(dy, x, y):
 
 @pullback_rule("mul", needs=lambda act: set(range(2)))
 def d_mul(dy, x, y):
-    if isinstance(x, tuple) or isinstance(y, tuple):
+    if isinstance(x, (tuple, list)) or isinstance(y, (tuple, list)):
         return _d_repeat(dy, x, y)
     return unbcast(dy * y, x), unbcast(dy * x, y)
 
@@ -90,27 +90,28 @@ def d_sub_left(dy, x, y):
 
 @partial_rule("mul", lambda act: {0, 1}, lambda act: not act[0])
 def d_mul_right(dy, x, y):
-    if isinstance(x, tuple) or isinstance(y, tuple):
+    if isinstance(x, (tuple, list)) or isinstance(y, (tuple, list)):
         return _d_repeat(dy, x, y)
     return None, unbcast(dy * x, y)
 
 
 @partial_rule("mul", lambda act: {0, 1}, lambda act: not act[1])
 def d_mul_left(dy, x, y):
-    if isinstance(x, tuple) or isinstance(y, tuple):
+    if isinstance(x, (tuple, list)) or isinstance(y, (tuple, list)):
         return _d_repeat(dy, x, y)
     return unbcast(dy * y, x), None
 
 
 def _d_repeat(dy, x, y):
-    """`t * n`: each entry of t receives the sum over its n copies."""
-    t, first = (x, True) if isinstance(x, tuple) else (y, False)
+    """`t * n` (a tuple or a list): each entry of t receives the sum over its n copies."""
+    t, first = (x, True) if isinstance(x, (tuple, list)) else (y, False)
     g = [None] * len(t)
     for k in range(len(dy)):
         i = k % len(t)
         if dy[k] is not None:
             g[i] = dy[k] if g[i] is None else g[i] + dy[k]
-    return (tuple(g), None) if first else (None, tuple(g))
+    g = g if isinstance(t, list) else tuple(g)
+    return (g, None) if first else (None, g)
 
 
 @pullback_rule("truediv")

@@ -63,11 +63,42 @@ def j_add(a, b, ta, tb):
     if isinstance(a, (tuple, list)):
         return (zero_tangent(a) if ta is None else ta) + (zero_tangent(b) if tb is None
                                                           else tb)
+    if ta is None and tb is None:       # (zero tangents: a cotangent that is None)
+        return None
     if ta is None:
         return _widen(tb, a)
     if tb is None:
         return _widen(ta, b)
     return ta + tb
+
+
+@_helper
+def j_add_left(a, b, ta):
+    """d(a + b) where only a has a tangent (no test of a None tangent: a compiled
+    derivative of this code types every branch)."""
+    if isinstance(a, (tuple, list)):
+        return ta + zero_tangent(b)
+    return _widen(ta, b)
+
+
+@_helper
+def j_add_right(a, b, tb):
+    """d(a + b) where only b has a tangent."""
+    if isinstance(a, (tuple, list)):
+        return zero_tangent(a) + tb
+    return _widen(tb, a)
+
+
+@_helper
+def j_sub_left(a, b, ta):
+    """d(a - b) where only a has a tangent."""
+    return _widen(ta, b)
+
+
+@_helper
+def j_sub_right(a, b, tb):
+    """d(a - b) where only b has a tangent."""
+    return _widen(-tb, a)
 
 
 @_helper
@@ -323,8 +354,15 @@ def _binary(helper, scalar):
         if helper is j_add and (em.is_tuple(a) or em.is_tuple(b)):    # concatenation
             return em.op("add", *[t if t is not None else em.zero(x)
                                   for x, t in ((a, ts[0]), (b, ts[1]))])
+        one = _ONE_SIDED.get((helper, ts[0] is None, ts[1] is None))
+        if one is not None:         # (one tangent: a helper without None branches)
+            return em.op("call", one, a, b, ts[1] if ts[0] is None else ts[0])
         return em.op("call", helper, a, b, em.or_none(ts[0]), em.or_none(ts[1]))
     return jvp
+
+
+_ONE_SIDED = {(j_add, False, True): j_add_left, (j_add, True, False): j_add_right,
+              (j_sub, False, True): j_sub_left, (j_sub, True, False): j_sub_right}
 
 
 def _s_add(em, a, b, ta, tb):

@@ -4,7 +4,7 @@ transform, and the rule modules' own code.
   * `SPECIAL_CALLEES`: `id(callee) -> (callee, handler)` (`adjoint.gradient` and
     `adjoint.pullback` called in differentiated code, `run_jcall` / `run_jback`);
   * `SPECIAL_TYPES`: `(type, handler)` for callees of a type (first-order `Pullback`s).
-`adjoint.nested` fills both; a handler is `handler(state, f, tape, pos, kw) ->
+`adjoint.nested` fills both (and `adjoint.nested_hv` fills `SPECIAL_TANGENTS`); a handler is `handler(state, f, tape, pos, kw) ->
 (y, pullback data)` (see `adjoint.transform.call_forward`).  `run_jcall` /
 `run_jback` stand for a `jcall` / `jback` statement of a transformed IR when that IR
 is differentiated again (`as_call`).
@@ -18,6 +18,20 @@ from ssair import Const, Stmt
 
 SPECIAL_CALLEES: dict = {}   # id(callee) -> (callee, handler): adjoint.gradient (nested)
 SPECIAL_TYPES: list = []     # (type, handler): first-order Pullbacks (nested)
+# id(callee) -> (callee, emitter): forward mode of a nested `gradient` (adjoint.nested_hv);
+# emitter(em, s, ts, tan, kinds, defs, ir) -> the statements replacing s, or None
+SPECIAL_TANGENTS: dict = {}
+
+
+# ids of callees that never write into their operands, though reverse mode transforms
+# their calls (`adjoint.gradient`: it calls f, whose own writes are refused there)
+READ_ONLY_CALLEES: dict = {}
+
+
+def special_tangent(f: Any):
+    """The forward-mode emitter of callee `f` (`SPECIAL_TANGENTS`), or None."""
+    hit = SPECIAL_TANGENTS.get(id(f))
+    return hit[1] if hit is not None and hit[0] is f else None
 
 
 def special_handler(f: Any):

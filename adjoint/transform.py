@@ -256,14 +256,17 @@ def inout_args(ir: IR, act: Activity, active: tuple) -> tuple:
     or passed on to a user call that may): their cotangent is passed *in* to the
     adjoint as well as out (see `adjoint.passes.reverse`)."""
     from .passes.activity import is_user_call
+    from .passes.writes import call_written_operands
     from ssair import Var
     written = set()
     for b in ir.blocks:
         for s in b.stmts:
             if s.op == "setitem" and isinstance(s.args[0], Var):
                 written.add(s.args[0])
-            elif is_user_call(s):
-                written.update(v for v in s.operands()[1:] if isinstance(v, Var))
+            elif is_user_call(s):     # (what the callee's code may write: `passes.writes`)
+                ws = call_written_operands(s)
+                written.update(v for k, v in enumerate(s.operands()[1:])
+                               if isinstance(v, Var) and (ws is None or k in ws))
     return tuple(k for k, a in enumerate(ir.args)
                  if active[k] == 2 and a.var in written and act.is_active(a.var))
 

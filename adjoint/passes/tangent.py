@@ -45,6 +45,8 @@ from ssair.passes.scalars import Scalars
 from ssair.primitives import INPLACE, operator_primitive, register
 
 from .activity import analyze
+from ..rule_table import Pullback
+from ..special_callees import own_rule_code, rule_function, special_tangent
 
 # array methods linear in the array: the tangent is the same method of its tangent
 LINEAR_METHODS = frozenset({
@@ -288,13 +290,19 @@ def _user_call(em: Emitter, s: Stmt, ts: list, tan: dict, kinds: Scalars,
     if s.op != "call":
         return None
     f = s.args[0]
+    if isinstance(f, Const) and special_tangent(f.value) is not None:
+        return special_tangent(f.value)(em, s, ts, tan, kinds, defs, ir)
     args = em.operands(s)
     captured: list = []
-    if isinstance(f, Const):
-        fn = f.value
-        from ssair.interpreter import is_user_function
-        if not (type(fn) is pytypes.FunctionType and is_user_function(fn)) or \
-                lookup_callee(fn) is not None:
+    if isinstance(f, Const) and isinstance(f.value, Pullback) and not s.kwargs:
+        from ..generated import pullback_caller     # a rule's pullback in an adjoint IR
+        fn = pullback_caller(f.value, len(args))
+    elif isinstance(f, Const):
+        fn = rule_function(f.value)     # forward mode's own helper: its Python code, so
+        from ssair.interpreter import is_user_function  # forward over forward works
+        if not (type(fn) is pytypes.FunctionType and (is_user_function(fn) or
+                                                      own_rule_code(f.value))) or \
+                lookup_callee(fn) is not None or lookup_callee(f.value) is not None:
             return None
     else:
         made = defs.get(f)
@@ -528,6 +536,8 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
     else:
         rule = lookup_op(s.op)
         what = f"the operator {s.op}"
+    if rule is not None and not rule.varied:
+        return None         # (np.zeros_like(x) where x varies: a constant all the same)
     if rule is None or not rule.differentiable:
         raise TypeError(f"jvp: no derivative rule for {what} ({_where(em, s)}) in "
                         "forward mode")

@@ -64,6 +64,8 @@ def _t_accum_index(ctx: Context, s, ts) -> Type:
         return _tuple_accum_type(ctx, s, acc, dy, x)
     if isinstance(x, BuiltListT):
         return _list_accum_type(ctx, s, acc, dy, x)
+    if x == NONE and acc == NONE:
+        return NONE     # (an entry of None, on a path never taken: no cotangent)
     if not is_float_dtype_array(x):
         ctx.fail(f"accum_index into the cotangent of a {x} is not supported")
     if acc != NONE and acc != x:
@@ -153,6 +155,8 @@ def _cg_accum_index(fc: FunctionGen, s, ts):
         return _cg_tuple_accum(fc, s, ts)
     if isinstance(x_t, BuiltListT):
         return _cg_list_accum(fc, s, ts)
+    if x_t == NONE:
+        return fc.get(s.args[0])       # (None, see `_t_accum_index`)
     acc = ensure_array(fc, fc.get(s.args[0]), acc_t, fc.get(s.args[2]), x_t)
     if dy_t == NONE:
         return acc

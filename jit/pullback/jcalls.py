@@ -20,8 +20,9 @@ A user function that cannot be lowered or typed becomes a call into the interpre
 from compiled code (`jit.pullback.host_jcalls`): only that call site leaves native code.
 
 Not compiled (TypingError, so backend="auto" falls back to the interpreter): a callee
-with a derivative rule called through a value, library callees without rules, nested
-`gradient` calls, and callees that write into array arguments (in-out cotangents).
+with a derivative rule called through a value, library callees without rules, and callees that write into array arguments (in-out cotangents).
+A nested `gradient` / `value_and_grad` call compiles as a call with a rule whose
+pullback is a Hessian-vector product (`_t_gradient_jcall`, `adjoint.nested_hv`).
 """
 from __future__ import annotations
 
@@ -44,8 +45,11 @@ from jit.pullback.tape_ops import pop_value, push_value, static_phis
 from jit.typing.infer import (Call, Context, Packed, bind_operands,
                               call_argument_type, is_user_function, lower_function,
                               option_type, rule)
-from jit.types import (FLOAT32, 
+from jit.types import (
+    BOOL,
+    FLOAT32,
     FLOAT64,
+    INT64,
     NONE,
     READER,
     TAPE,
@@ -95,9 +99,14 @@ def type_activity(t: Type) -> int:
     return 0
 
 
-def _callee(ctx: Context, ft: Type) -> tuple:
-    """(function or IR, captured types, is a closure) of a jcall's callee operand."""
+def _callee(ctx: Context, ft: Type, nargs: Optional[int] = None) -> tuple:
+    """(function or IR, captured types, is a closure) of a jcall's callee operand
+    (called with `nargs` positional operands, None: with keywords).  A rule's
+    pullback called by a tangent function is its Python code's caller
+    (`adjoint.generated.pullback_caller`), differentiated like user code."""
     from adjoint.rules import lookup_callee
+    from adjoint.generated import pullback_caller
+    from adjoint.rule_table import Pullback
     from adjoint.transform import _special, own_rule_code, rule_function
     if isinstance(ft, ClosureT):
         return ft.func, list(ft.captured), True
@@ -110,6 +119,10 @@ def _callee(ctx: Context, ft: Type) -> tuple:
     if isinstance(f, functools.partial):
         ctx.fail(f"a functools.partial of {getattr(f.func, '__qualname__', f.func)} "
                  "passed as a value is not compiled yet")
+    if _nested_gradient(f):
+        return f, None, False   # by its Hessian-vector rule (`_t_gradient_jcall`)
+    if isinstance(f, Pullback) and nargs is not None:
+        return pullback_caller(f, nargs), [], False
     if _special(f) is not None:
         ctx.fail("nested differentiation (gradient/pullback inside differentiated code) "
                  "is not compiled")
@@ -127,7 +140,8 @@ def _callee(ctx: Context, ft: Type) -> tuple:
 def _t_jcall(ctx: Context, s, ts) -> Type:
     if ts[1] != TAPE:
         ctx.fail(f"jcall on a {ts[1]}, not a tape")
-    f, captured, closure = _callee(ctx, ts[0])
+    f, captured, closure = _callee(ctx, ts[0], None if ctx.const(s.args[2], ()) else
+                                   len(s.args) - 3)
     if captured is None:
         return _t_rule_jcall(ctx, s, f)
     try:
@@ -246,9 +260,70 @@ class RulePBT(Type):
         return "pullback(rule)"
 
 
-def _fake_call(s, f, operands: list):
+def _fake_call(s, f, operands: list, var=None):
     from ssair.ir import Stmt
-    return Stmt(s.var, "call", [Const(f)] + list(operands), line=s.line)
+    return Stmt(s.var if var is None else var, "call", [Const(f)] + list(operands),
+                line=s.line)
+
+
+def _nested_gradient(f: Any) -> bool:
+    """Is `f` `gradient` or `value_and_grad`, whose jcall `_t_gradient_jcall` types?"""
+    from adjoint import api
+    return f is api.gradient or f is api.value_and_grad
+
+
+def _type_name(t: Type):
+    """The scalar analysis' type name of a JIT type (`adjoint.passes.inplace.arg_type`)."""
+    if t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT):
+        return str(t)
+    return None
+
+
+def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> Type:
+    """A nested `gradient(f, *xs)` / `value_and_grad(f, *xs)` jcall, typed as a call
+    with a rule: its primal is the nested gradient compiled in place (for the key
+    `("nested", var)`, `jit.pullback.nested_gradient`); f and xs go on the tape; its
+    adjoint calls the rule `adjoint.nested_hv.gradient_pullback` generates for f's
+    code and these types (`H dz`, one more nested gradient, of f's tangent function),
+    plain Python compiled like any rule.  Refused (a TypingError): keywords, a callee
+    that is not a Python function, and a closure over differentiated values."""
+    from adjoint.generated import library_caller
+    from adjoint.nested_hv import gradient_pullback, library_callee
+    from jit.library.registry import REGISTRY
+    if ctx.const(s.args[2], ()):
+        ctx.fail(f"{f.__name__}() with keyword arguments inside differentiated code is not "
+                 "compiled")
+    ft = argtypes[0]
+    if isinstance(ft, ClosureT) and type(ft.func) is pytypes.FunctionType:
+        fn, captured = ft.func, tuple(ft.captured)
+    elif isinstance(ft, FunctionT) and type(ft.func) is pytypes.FunctionType \
+            and not ft.func.__closure__:
+        fn, captured = ft.func, ()
+    elif isinstance(ft, FunctionT) and library_callee(ft.func):     # gradient(math.tanh, x)
+        fn, captured = library_caller(ft.func, len(argtypes) - 1), ()
+    else:
+        ctx.fail(f"{f.__name__}() of a {ft} inside differentiated code is not compiled "
+                 "(of a Python function is)")
+    if any(type_activity(t) for t in captured):
+        ctx.fail(f"{f.__name__}() of {fn.__qualname__}, which captures differentiated values, "
+                 "inside differentiated code is not compiled yet; pass them as arguments")
+    xs = argtypes[1:]
+    if any(t not in (FLOAT64, INT64, BOOL) and not isinstance(t, ArrayT) for t in xs):
+        ctx.fail(f"{f.__name__}() inside differentiated code is compiled for numbers and "
+                 f"arrays, not {', '.join(str(t) for t in xs)}")
+    entry = REGISTRY.for_callee(f)
+    fake = _fake_call(s, f, operands, ("nested", s.var))
+    impl = entry.pick(ctx, fake, list(argtypes))
+    impl, y = _primal_type(ctx, entry, impl, fake, list(argtypes))
+    ctx.typing.impls[("primal", s.var)] = impl
+    mask = tuple(bool(type_activity(t)) for t in xs)
+    from adjoint import api
+    pb = gradient_pullback(fn, len(captured), mask, tuple(_type_name(t) for t in xs),
+                           tuple(_type_name(t) for t in captured),
+                           with_value=f is api.value_and_grad)
+    ctx.typing.calls[s.var] = Call(None, operands, f)
+    return TupleT((y, RulePBT(id(pb), tuple(argtypes), 1 + len(operands), pb)))
+
 
 
 def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
@@ -257,6 +332,8 @@ def _t_rule_jcall(ctx: Context, s, f: Any) -> Type:
     from jit.library.registry import REGISTRY
     operands = list(s.args[3:])
     argtypes = tuple(ctx.type_of(a) for a in operands)
+    if _nested_gradient(f):
+        return _t_gradient_jcall(ctx, s, f, operands, argtypes)
     if lookup_callee(f) is None:
         return _t_effect_jcall(ctx, s, f, operands, argtypes)
     if ctx.const(s.args[2], ()):
@@ -336,7 +413,8 @@ def _cg_rule_jcall(fc: FunctionGen, s, ts):
     call = fc.typing.calls[s.var]
     pbt = s.type.elems[1]
     impl = fc.typing.impls[("primal", s.var)]
-    primal = _fake_call(s, call.callee, call.operands)
+    primal = _fake_call(s, call.callee, call.operands,
+                        ("nested", s.var) if _nested_gradient(call.callee) else None)
     primal.type = s.type.elems[0]    # lowerings read their statement's result type
     if impl.lower is None:
         python_impl = fc.typing.calls[("primal", s.var)]
@@ -457,6 +535,8 @@ def _t_jback(ctx: Context, s, ts) -> Type:
         return _t_rule_jback(ctx, s, ts)
     if isinstance(pb, HostPBT):
         return t_host_jback(ctx, s, ts)
+    if pb == NONE and isinstance(cur, TupleT):
+        return cur      # the data of a jcall on a path never taken: nothing to add
     if not isinstance(pb, CallPBT):
         ctx.fail(f"jback of a {pb} (only compiled jcalls are supported)")
     if ts[1] != READER:
@@ -604,6 +684,8 @@ def _cg_jback(fc: FunctionGen, s, ts):
         return _cg_rule_jback(fc, s, ts)
     if isinstance(pb, HostPBT):
         return cg_host_jback(fc, s, ts)
+    if pb == NONE:      # (a jcall on a path never taken, see `_t_jback`)
+        return fc.get(s.args[3])
     call = fc.typing.calls[s.var]
     target = fc.mg.engine.table.get(call.target.key, call.target)
     reader = fc.get(s.args[1])

@@ -118,9 +118,13 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
     or `argument_cotangents`; its positional arguments are `s.args[2:]`); returns (the
     adjoint's cotangents, the argument types with f's captured values first, the
     number of those, f's result type, the positional entries read)."""
+    from adjoint.generated import library_caller
+    from adjoint.nested_hv import library_callee
     f, captured, closure = _callee(ctx, ts[0])
     if captured is None and type(f) is pytypes.FunctionType and lookup_callee(f) is None:
         captured = []    # a Python function of a library module: differentiated all the same
+    if captured is None and library_callee(f):      # `gradient(math.tanh, x)`
+        f, captured = library_caller(f, len(s.args) - 2), []
     if captured is None:
         ctx.fail("gradient of a library function inside compiled code is not compiled; "
                  "wrap it in a Python function")
@@ -168,6 +172,8 @@ def _needed_entries(ctx: Context, s, n: int) -> set:
     J transform takes their arguments as constants) and read None: a training loop's
     `gradient(loss, w, X, y)[0]` differentiates w only, not the data."""
     everything = set(range(n))
+    if isinstance(s.var, tuple):     # a jcall's primal (`nested_jcall`): all are read
+        return everything
     if not _with_value(s):
         got = _indices_read(ctx.typing.ir, s.var)
         return everything if got is None else {k % n for k in got if -n <= k < n}

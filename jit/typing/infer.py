@@ -398,9 +398,10 @@ class Engine:
             t.static[s.var] = same if s.op == "eq" else not same
         elif s.op in ("is", "isnot") and isinstance(s.args[0], Var) and s.args[0] == s.args[1]:
             t.static[s.var] = s.op == "is"
-        elif s.op in ("is", "isnot") and not t.ir.meta.get("none_is_zero"):
+        elif s.op in ("is", "isnot"):
             v = _static_is_none(self.operand_type(t, s.args[0]), self.operand_type(t, s.args[1]))
-            if v is not None:
+            if v is not None and (v or not t.ir.meta.get("none_is_zero")):
+                # (where None is a zero, a number may be None: only `None is None` holds)
                 t.static[s.var] = v if s.op == "is" else not v
         elif s.op in ("not", "truth") and self.operand_type(t, s.args[0]) == NONE:
             t.static[s.var] = s.op == "not"      # `if ax:` with ax None: never taken

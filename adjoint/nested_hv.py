@@ -1,0 +1,222 @@
+"""Derivatives of a nested `gradient(f, *xs)` by Hessian-vector products, at any order.
+
+`g = gradient(f, *xs)` is the vector `grad f` at `xs`.  Its derivatives are products
+with f's Hessian, which is symmetric, so one program gives both:
+
+  * its pullback:  dz -> H dz  (the cotangents of xs, and of the values f captures);
+  * its tangent:   dx -> H dx  (forward mode, `tangent_rule`).
+
+`H v` is the gradient, in every argument of f, of the directional derivative
+`<grad_xs f, v>`, which f's tangent IR computes (`only=True`): reverse over forward,
+as `hvp` does.  That gradient is an ordinary `gradient` call of a tangent function, so
+differentiating it again (a third order) meets a `gradient` call once more, of a
+function with one `gradient` call fewer in its tangent's reverse pass: the recursion
+ends, and no order has a limit.  The interpreter and the JIT run the same generated
+pullback (`gradient_pullback`, a plain Python function the JIT compiles), so both
+backends compile or interpret every order alike.
+
+f's captured values (a closure's, or a Python function's cells) are leading
+arguments of the tangent function without a tangent: the gradient gives their
+cotangents as well, which go to f as one tuple (a closure's cotangent).
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Optional
+
+from ssair.interpreter import Closure, closure_template
+
+from .custom import dense_cotangent
+from .generated import generated_function, library_caller
+from .rule_table import Pullback, pullback_rule
+
+_PULLBACKS: dict = {}    # (function, nfree, mask, types, ctypes, kind) -> Pullback
+
+
+def function_parts(f: Any, nargs: Optional[int] = None) -> Optional[tuple]:
+    """(Python function, number of captured values, captured values) of a function
+    value given to `gradient`: a library callee with a derivative rule (`math.tanh`)
+    called with `nargs` arguments is the Python function that calls it
+    (`library_caller`).  None for anything else (an IR closure)."""
+    if nargs is not None and library_callee(f):
+        return library_caller(f, nargs), 0, ()
+    if isinstance(f, Closure):
+        fn = f.func
+        if isinstance(fn, types.CodeType):
+            fn = closure_template(fn, {})
+        if type(fn) is not types.FunctionType:
+            return None
+        return fn, len(f.values), tuple(f.values)
+    if type(f) is types.FunctionType:
+        cells = tuple(c.cell_contents for c in f.__closure__ or ())
+        return f, len(cells), cells
+    return None
+
+
+def library_callee(f: Any) -> bool:
+    """Is `f` a library function with a derivative rule (not Python code of its own)?"""
+    from .rules import lookup_callee
+    return type(f) is not types.FunctionType and not isinstance(f, Closure) and \
+        lookup_callee(f) is not None
+
+
+def captured_values(f: Any) -> tuple:
+    """The values function `f` captured (a Closure's, or a Python function's cells)."""
+    parts = function_parts(f)
+    return () if parts is None else parts[2]
+
+
+@pullback_rule(captured_values)
+def d_captured_values(dz, f):
+    return (None if dz is None else tuple(dz),)
+
+
+def tangent_of_gradient(fn: Any, nfree: int, mask: tuple, types_: tuple,
+                        ctypes: tuple) -> Any:
+    """The function `(captured..., xs..., v...) -> <grad_xs fn, v>` (v: one tangent for
+    each xs with `mask`): fn's tangent IR returning the tangent alone."""
+    from .forward import tangent_function
+    if nfree:
+        return tangent_function(fn, mask, types_, captured=(False,) * nfree,
+                                captured_types=ctypes, only=True)
+    return tangent_function(fn, mask, types_, only=True)
+
+
+def gradient_pullback(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: tuple,
+                      with_value: bool = False) -> Pullback:
+    """The pullback of `gradient(f, x0, ...)` (of `value_and_grad` with `with_value`)
+    for f running `fn` over `nfree` captured values; `mask[k]`: x_k is differentiable.
+    A generated Python function `d(dz, f, x0, ...)` (cached) returning `(d_f, d_x0,
+    ...)`: `H dz` by the gradient of the tangent function, plus `dy * grad f` for
+    value_and_grad's `dy`."""
+    key = (fn, fn.__code__, nfree, tuple(mask), tuple(types_), tuple(ctypes), with_value)
+    hit = _PULLBACKS.get(key)
+    if hit is not None:
+        return hit
+    n = len(mask)
+    filled = _left_out_defaults(fn, n)      # (passed to the tangent function, constant)
+    tf = tangent_of_gradient(fn, nfree, tuple(mask) + (False,) * len(filled),
+                             tuple(types_) + tuple(_value_type(v) for v in filled),
+                             tuple(ctypes))
+    xs = [f"x{k}" for k in range(n)]
+    given = xs + [f"__default{k}__" for k in range(len(filled))]
+    cs = [f"c[{j}]" for j in range(nfree)]
+    lines = []
+    if nfree:
+        lines.append("c = __captured__(f)")
+    dg = "dz[1]" if with_value else "dz"
+    vs = [f"__dense__({dg}[{k}], x{k})" for k in range(n) if mask[k]]
+    # (compiled code ignores `backend`; the interpreter keeps to itself)
+    lines.append(f"h = __gradient__(__tangent__, {', '.join(cs + given + vs)}, "
+                 "backend='interp')")
+    d_f = "(" + "".join(f"h[{j}], " for j in range(nfree)) + ")" if nfree else "None"
+    outs = [f"h[{nfree + k}]" for k in range(n)]
+    if with_value:     # value_and_grad: (dy, dg); dy reaches xs through grad f
+        lines.append("dy = dz[0]")
+        lines.append("if dy is not None:")
+        lines.append(f"    g = __gradient__(f, {', '.join(xs)}, backend='interp')")
+        lines.append("    return (" + ", ".join(
+            [d_f] + [f"{o} + dy * g[{k}]" if mask[k] else o for k, o in enumerate(outs)])
+            + ",)")
+    lines.append("return (" + ", ".join([d_f] + outs) + ",)")
+    from . import api
+    env = {"__gradient__": api.gradient, "__tangent__": tf, "__dense__": dense_cotangent,
+           "__captured__": captured_values,
+           **{f"__default{k}__": v for k, v in enumerate(filled)}}
+    tail = fn.__name__ if fn.__name__.isidentifier() else "lambda"
+    name = f"d_{'value_and_grad' if with_value else 'gradient'}_of_{tail}"
+    pb = Pullback(generated_function(name, ["dz", "f"] + xs, lines, env, fn))
+    pb.of = f"gradient({fn.__qualname__})"
+    _PULLBACKS[key] = pb
+    return pb
+
+
+def _left_out_defaults(fn: Any, n: int) -> tuple:
+    """The defaults of fn's positional parameters after the first `n` (what a call
+    `gradient(fn, x0, ..., x_{n-1})` leaves out)."""
+    code, defaults = fn.__code__, fn.__defaults__ or ()
+    missing = code.co_argcount - n
+    if missing <= 0 or missing > len(defaults):
+        return ()
+    return tuple(defaults[len(defaults) - missing:])
+
+
+def _value_type(v: Any) -> Optional[str]:
+    """The scalar analysis' type name of a constant argument (`passes.inplace`)."""
+    return "bool" if isinstance(v, bool) else "int64" if isinstance(v, int) else \
+        "float64" if isinstance(v, float) else None
+
+
+# -- forward mode: the tangent of a nested gradient ----------------------------------------
+def tangent_rule(em: Any, s: Any, ts: list, tan: dict, kinds: Any, defs: dict,
+                 ir: Any) -> Optional[list]:
+    """`call(gradient, f, xs...)` in a function forward mode differentiates: its tangent
+    is `H dx` (and, for value_and_grad, `<grad f, dx>` for y), one `gradient` call of
+    f's tangent function emitted after it.  f must be known where the IR is built (a
+    function, or a closure made in this function over values without a tangent)."""
+    from ssair import Const
+    from . import api
+    with_value = s.args[0].value is api.value_and_grad
+    xs, txs = list(s.args[2:]), list(ts[1:])
+    if not any(t is not None for t in txs):
+        return None
+    name = "value_and_grad" if with_value else "gradient"
+    where = f"in {ir.meta.get('source_name', ir.name)} at {ir.file}:{s.line or ir.firstline}"
+    if s.kwargs or len(s.args) < 3:
+        raise TypeError(f"jvp: {name}() with keyword arguments, or without arguments, is "
+                        f"not differentiated in forward mode yet ({where})")
+    if ts[0] is not None:
+        raise TypeError(f"jvp: {name}() of a function that reads differentiated values of "
+                        f"its enclosing function is not differentiated in forward mode yet "
+                        f"({where}); pass those values as arguments")
+    fn, captured = _static_function(s, s.args[1], defs, ir, name, where)
+    from .passes.tangent import _type_name
+    mask = tuple(t is not None for t in txs)
+    tf = tangent_of_gradient(fn, len(captured), mask,
+                             tuple(_type_name(kinds, a) for a in xs),
+                             tuple(_type_name(kinds, a) for a in captured))
+    em.into = em.post
+    given = [t for t in txs if t is not None]
+    h = em.op("call", Const(api.gradient), Const(tf), *captured, *xs, *given)
+    dg = em.op("tuple", *[em.op("getitem", h, Const(len(captured) + k))
+                          for k in range(len(xs))])
+    if with_value:
+        dy = em.op("call", Const(tf), *captured, *xs, *given)
+        dg = em.op("tuple", dy, dg)
+    tan[s.var] = dg
+    return [s] + em.post
+
+
+def _static_function(s: Any, f: Any, defs: dict, ir: Any, name: str, where: str) -> tuple:
+    """(Python function, captured operands) of the function operand of a nested
+    gradient in IR being built: a function constant, or a closure made here."""
+    from ssair import Const
+    if isinstance(f, Const):
+        parts = function_parts(f.value, len(s.args) - 2)
+        if parts is not None:
+            return parts[0], [Const(c) for c in parts[2]]
+    else:
+        made = defs.get(f)
+        if made is not None and made.op == "make_closure" and \
+                isinstance(made.args[0], Const) and not made.kwargs:
+            fn = made.args[0].value
+            if isinstance(fn, types.CodeType):
+                fn = closure_template(fn, getattr(ir.func, "__globals__", {}))
+            if type(fn) is types.FunctionType:
+                return fn, list(made.args[1:])
+    raise TypeError(f"jvp: {name}() of a function known only at run time is not "
+                    f"differentiated in forward mode yet ({where})")
+
+
+def _register() -> None:
+    from . import api
+    from .rules_tangent import linear
+    from .special_callees import SPECIAL_TANGENTS
+    for f in (api.gradient, api.value_and_grad):
+        SPECIAL_TANGENTS[id(f)] = (f, tangent_rule)
+    # forward mode over an adjoint IR (the tangent function of a gradient's gradient,
+    # a fourth order and up): a cotangent's entry is linear in the cotangent
+    linear(["dget"])
+
+
+_register()
