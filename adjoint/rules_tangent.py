@@ -29,7 +29,7 @@ import types
 
 import numpy as np
 
-from lowering.runtime import check_bound, column, view_items
+from lowering.runtime import check_bound, column, loop_items
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
@@ -515,6 +515,16 @@ def j_cholesky(lower, a, ta):
     return lower @ phi
 
 
+@_helper
+def j_loop_items(v, t):
+    """The tangent of the sequence a loop reads: a dict's keys and a set's items have a
+    zero tangent (never the keys of the dict's tangent); anything else reads its
+    tangent the way it is read."""
+    if isinstance(v, (dict, set, frozenset)):
+        return zero_tangent(loop_items(v))
+    return loop_items(t)
+
+
 def _matrix_jvp(helper, data=1):
     """A jvp `helper(y, *operands, *their tangents)` of a function of `data` operands."""
     def jvp(em, s, ts):
@@ -605,7 +615,9 @@ linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel 
     degrees radians deg2rad rad2deg take_along_axis""")
        + _named(math, "fsum degrees radians") + [builtins.sum, float])
 linear([np.where], data=(1, 2))
-linear([column, check_bound, view_items])   # zip's column i, a read of a local, a view
+linear([column, check_bound])            # zip's column i, a read of a local
+_set([loop_items], lambda em, s, ts: None if ts[0] is None else em.op(
+    "call", j_loop_items, em.operands(s)[0], ts[0]))
 elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp
     expm1 exp2 log1p log2 log10 sqrt cbrt fabs erf erfc gamma lgamma atan2 hypot log
     copysign fmod pow""") + [builtins.abs, builtins.pow]

@@ -21,7 +21,7 @@ from ssair.primitives import operator_primitive
 from adjoint.partials import partial_template
 from jit.types import NONE, BuiltListT, DictT, FunctionT, TupleT, TypingError
 from jit.typing.unroll import RetypeNeeded
-from lowering.runtime import call_unpacked, column, shortest, view_items
+from lowering.runtime import call_unpacked, column, shortest
 
 
 class RewriteStatement(RetypeNeeded):
@@ -112,16 +112,8 @@ def _partial(ts: list) -> Callable:
     return build
 
 
-def _view_items(ts: list) -> Callable:
-    """A dict view as a loop reads it: compiled code has no views (the dict's methods
-    give tuples, `jit.library.dict_methods`), so the value itself."""
-    def build(ir: IR, s: Stmt) -> list:
-        return [Stmt(s.var, "copy", [s.args[1]], {}, s.line, s.name)]
-    return build
-
-
 _BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column,
-             functools.partial: _partial, view_items: _view_items}
+             functools.partial: _partial}
 
 
 def _as_primitive(op: str) -> Callable:
