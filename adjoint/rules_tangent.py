@@ -613,7 +613,8 @@ linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel 
     tril triu take copy array asarray float64 split array_split hsplit vsplit dsplit
     concatenate stack hstack vstack dstack column_stack row_stack pad real_if_close
     degrees radians deg2rad rad2deg take_along_axis""")
-       + _named(math, "fsum degrees radians") + [builtins.sum, float])
+       + _named(math, "fsum degrees radians") + [float])
+linear([builtins.sum], data=(0, 1))      # sum(xs, start): start is summed too
 linear([np.where], data=(1, 2))
 linear([column, check_bound])            # zip's column i, a read of a local
 _set([loop_items], lambda em, s, ts: None if ts[0] is None else em.op(
