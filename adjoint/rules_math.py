@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from lowering.runtime import check_bound, column, shortest, view_items
+from lowering.runtime import check_bound, column, keys_of, loop_items, shortest
 
 from .rule_table import (no_operands, nondiff, other_operand, partial_rule, pullback_rule,
                          scalar_rule)
@@ -253,10 +253,12 @@ def d_column(dy, seqs, i):
 nondiff(shortest)
 
 
-@pullback_rule(view_items, needs=no_operands)
-def d_view_items(dy, v):
-    """A dict view as the sequence a loop reads: the cotangent of what it holds."""
-    return (dy,)
+@pullback_rule(loop_items, needs=lambda active: {0})
+def d_loop_items(dy, v):
+    """The sequence a loop reads: its cotangent is the iterated value's (a dict view's
+    entries: the view's), but a dict's keys and a set's items carry none.  (Compiled
+    code has no such call left: `jit.library.dict_methods`.)"""
+    return (None,) if keys_of(v) else (dy,)
 
 
 @pullback_rule(check_bound, needs=no_operands)

@@ -29,7 +29,7 @@ import types
 
 import numpy as np
 
-from lowering.runtime import check_bound, column, keywords, merged, view_items, with_entry
+from lowering.runtime import check_bound, column, keywords, loop_items, merged, with_entry
 from ssair import Const
 
 from .passes.tangent import HELPERS, zero_tangent
@@ -553,6 +553,16 @@ def j_cholesky(lower, a, ta):
     return lower @ phi
 
 
+@_helper
+def j_loop_items(v, t):
+    """The tangent of the sequence a loop reads: a dict's keys and a set's items have a
+    zero tangent (never the keys of the dict's tangent); anything else reads its
+    tangent the way it is read."""
+    if isinstance(v, (dict, set, frozenset)):
+        return zero_tangent(loop_items(v))
+    return loop_items(t)
+
+
 def _matrix_jvp(helper, data=1):
     """A jvp `helper(y, *operands, *their tangents)` of a function of `data` operands."""
     def jvp(em, s, ts):
@@ -641,9 +651,12 @@ linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel 
     tril triu take copy array asarray float64 split array_split hsplit vsplit dsplit
     concatenate stack hstack vstack dstack column_stack row_stack pad real_if_close
     degrees radians deg2rad rad2deg take_along_axis""")
-       + _named(math, "fsum degrees radians") + [builtins.sum, float])
+       + _named(math, "fsum degrees radians") + [float])
+linear([builtins.sum], data=(0, 1))      # sum(xs, start): start is summed too
 linear([np.where], data=(1, 2))
-linear([column, check_bound, view_items])   # zip's column i, a read of a local, a view
+linear([column, check_bound])            # zip's column i, a read of a local
+_set([loop_items], lambda em, s, ts: None if ts[0] is None else em.op(
+    "call", j_loop_items, em.operands(s)[0], ts[0]))
 linear([merged, keywords], data=tuple(range(32)))   # `{**a, **b}`, `f(k=v, **d)`
 linear([with_entry], data=(0, 2))        # a dict comprehension's step
 elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp

@@ -6,8 +6,9 @@ CPython's checks kept: bounds that are not known integers go through
 (ValueError), a dynamic step goes through `lowering.runtime.range_step` and the loop
 test is chosen by its sign at run time.  Anything else is iterated by index:
 `len(s)` then `getitem(s, i)`; `enumerate(s[, start])`, `zip(a, b, ...)`,
-`enumerate(zip(a, b, ...))` and `reversed(s)` likewise.  (A dict is not a sequence: iterating one this way would index it by
-position.)
+`enumerate(zip(a, b, ...))` and `reversed(s)` likewise.  Each sequence is read through
+`lowering.runtime.loop_items`, so that a dict (or a set, a dict view) is iterated as
+CPython iterates it: its keys, in order, never indexed by position.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import sys
 from ssair.ir import Branch, Const, Var
 
 from .handlers import handles
-from .runtime import column, range_step, shortest, view_items
+from .runtime import column, loop_items, range_step, shortest
 from .values import EXHAUSTED, ForState, LazyCall, LazyTuple, Starred
 
 PY = sys.version_info[:2]
@@ -69,21 +70,20 @@ def seq_state(lw, kind: str, seqs: list, offset=None) -> ForState:
                     offset=offset)
 
 
-VIEW_METHODS = frozenset({"items", "values", "keys"})
+DISPLAYS = frozenset({"tuple", "list"})
 
 
 def as_sequence(lw, v):
-    """`v`, or `view_items(v)` where `v` is what `x.items()`, `x.values()` or `x.keys()`
-    returned (a dict view is not indexed by position; `lowering.runtime.view_items`
-    makes it the tuple it iterates as, and leaves any other value alone)."""
-    call = lw.def_of.get(v) if isinstance(v, Var) else None
-    if call is None or call.op != "call" or len(call.args) != 1 or call.kwargs:
+    """`loop_items(v)`: the sequence that `for x in v` reads by position (a dict's
+    keys, a set's items, a dict view's entries; anything else itself,
+    `lowering.runtime.loop_items`).  A constant that is not a dict or set, and a
+    tuple or list display, are sequences already."""
+    if isinstance(v, Const) and not isinstance(v.value, (dict, set, frozenset)):
         return v
-    method = lw.def_of.get(call.args[0]) if isinstance(call.args[0], Var) else None
-    if method is None or method.op != "getattr" or \
-            getattr(method.args[1], "value", None) not in VIEW_METHODS:
+    made = lw.def_of.get(v) if isinstance(v, Var) else None
+    if made is not None and made.op in DISPLAYS:
         return v
-    return lw.emit("call", Const(view_items), v)
+    return lw.emit("call", Const(loop_items), v)
 
 
 def columns_state(lw, args: list) -> ForState:
@@ -96,8 +96,9 @@ def columns_state(lw, args: list) -> ForState:
 
 
 def reversed_state(lw, seq) -> ForState:
-    """`reversed(s)` for a sequence: the counter runs from len(s) - 1 down to 0."""
-    seq = lw.operand(seq)
+    """`reversed(s)` for a sequence (or a dict: its keys): the counter runs from
+    len(s) - 1 down to 0."""
+    seq = as_sequence(lw, lw.operand(seq))
     n = lw.emit("call", Const(len), seq)
     start = lw.emit("sub", n, Const(1))
     lw.ints.update([n, start])

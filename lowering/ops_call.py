@@ -19,6 +19,7 @@ from ssair.primitives import operator_primitive
 
 from .closures import RUNTIME_DEFAULTS_ATTR
 from .handlers import handles
+from .loops import as_sequence
 from .materialize import joined_dict
 from .ops_basic import static_items
 from .runtime import call_unpacked, keywords
@@ -26,6 +27,8 @@ from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAp
 
 PY = sys.version_info[:2]
 LOOPABLE = (range, enumerate, zip, reversed)
+# builtins that iterate their first argument (a dict: its keys), read as a loop reads it
+ITERATING = (list, tuple, sorted, sum, max, min, any, all, set, frozenset)
 
 
 def stands_for(value):
@@ -204,6 +207,9 @@ def call(lw, callee, args: list, names: tuple) -> None:
         lw.push(LazyCall(callee=value, args=args))
         return
     callee = lw.operand(callee)
+    if any(value is f for f in ITERATING) and args and not isinstance(args[0], Starred) \
+            and (len(args) == 1 or value not in (max, min)):
+        args = [as_sequence(lw, lw.operand(args[0]))] + list(args[1:])
     fn = value if isinstance(value, types.FunctionType) else lw.known_funcs.get(callee)
     bound = bind(fn, args, kwargs, lw.known_defaults.get(callee), lw) if fn is not None else None
     if bound is not None:

@@ -96,13 +96,21 @@ def shortest(seqs) -> int:
     return min((len(s) for s in seqs), default=0)
 
 
-_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+_KEYED = (dict, set, frozenset, type({}.keys()), type({}.values()), type({}.items()))
 
 
-def view_items(v):
-    """A dict view (`d.items()`, `d.values()`, `d.keys()`) as the tuple of what it
-    holds, so that a loop reads it by position; any other value as it is."""
-    return tuple(v) if isinstance(v, _DICT_VIEWS) else v
+def loop_items(v):
+    """What `for x in v` reads by position: a dict's keys, a set's items or a dict
+    view's entries as a tuple, in CPython's iteration order; any other value (an array,
+    a list, a tuple, a string) as it is.  Every loop over a sequence reads its
+    sequence through this (the JIT rewrites it away by type)."""
+    return tuple(v) if isinstance(v, _KEYED) else v
+
+
+def keys_of(v) -> bool:
+    """Is `loop_items(v)` a dict's keys or a set's items (values without a derivative,
+    whatever the dict's values are)?"""
+    return isinstance(v, (dict, set, frozenset))
 
 
 def column(seqs, i) -> tuple:
@@ -185,6 +193,7 @@ formatted.__zygopy_symbol__ = "lowering.runtime.formatted"
 keywords.__zygopy_symbol__ = "lowering.runtime.keywords"
 with_entry.__zygopy_symbol__ = "lowering.runtime.with_entry"
 with_member.__zygopy_symbol__ = "lowering.runtime.with_member"
+loop_items.__zygopy_symbol__ = "lowering.runtime.loop_items"
 check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
 unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"

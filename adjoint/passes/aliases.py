@@ -34,7 +34,7 @@ VIEW_NAMES = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis",
                         "expand_dims", "diagonal", "view", "asarray", "atleast_1d",
                         "atleast_2d", "atleast_3d", "broadcast_to", "flip", "fliplr",
                         "flipud", "real", "imag", "asanyarray", "ascontiguousarray",
-                        "rot90"})
+                        "rot90", "loop_items"})    # (a loop's sequence: itself)
 
 
 def volatile(ir: IR, kinds: Any, args: set, classes: Any = None) -> set:

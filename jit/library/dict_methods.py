@@ -7,15 +7,22 @@ each entry read gets its cotangent or tangent as `d[k]` does.  The views Python
 returns are tuples here (iterated over, measured and indexed alike; a loop over
 entries of different types is unrolled, `jit.typing.unroll`).  The interpreter's
 version of the same methods is `adjoint.container_methods`.
+
+`loop_items(s)`, the sequence every `for x in s` reads (`lowering.runtime`), is
+likewise rewritten by type: for a dict, the tuple of its constant keys; for anything
+else (an array, a list, a tuple: the dict views are tuples here), `s` itself, so
+compiled code, its J transform and its aliasing checks see the loop read `s` directly.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from lowering.runtime import loop_items
 from ssair.ir import IR, Const, Stmt, Var
 
 from jit.library.registry import REGISTRY
-from jit.typing.infer import Context
+from jit.typing.infer import Context, LiteralT
+from jit.typing.spread import RewriteStatement
 from jit.typing.unroll import RetypeNeeded
 from jit.types import DictT, Type
 
@@ -104,3 +111,46 @@ def _get_plan(ctx: Context, t: DictT, d, args: list) -> Callable:
 _MISSING = object()
 REGISTRY.overload("getattr", "a dict's get, items, values, keys (rewritten into reads of "
                   "its constant keys)", _is_method, _t_method, family="containers")
+
+
+def _keys_tuple(keys: tuple) -> Callable:
+    def build(ir: IR, s: Stmt) -> list:
+        return [Stmt(s.var, "tuple", [Const(k) for k in keys], {}, s.line, s.name)]
+    return build
+
+
+class ReadsItself(RetypeNeeded):
+    """`%s = loop_items(%v)` goes and every use of `%s` reads `%v` (no copy, whose
+    cotangent would be summed apart from `%v`'s)."""
+
+    def __init__(self, var: Var) -> None:
+        super().__init__("a loop over a sequence")
+        self.var = var
+
+    def apply(self, ir: IR) -> bool:
+        for b in ir.blocks:
+            for k, s in enumerate(b.stmts):
+                if s.var == self.var and s.op == "call":
+                    del b.stmts[k]
+                    ir.replace_uses({s.var: s.args[1]})
+                    return True
+        return False
+
+
+def _t_loop_items(ctx: Context, s, ts: list) -> Type:
+    """A dict's keys at once (a tuple of constants, retyped); any other sequence is
+    itself, rewritten with the function's other loops once it is typed."""
+    if isinstance(ts[0], DictT):
+        raise RewriteStatement("a loop over a dict", s.var, _keys_tuple(ts[0].keys))
+    if isinstance(ts[0], LiteralT) and isinstance(ts[0].value, (set, frozenset)):
+        raise RewriteStatement("a loop over a set", s.var, _keys_tuple(tuple(ts[0].value)))
+    ctx.typing.deferred[s.var] = ReadsItself(s.var)
+    return ts[0]
+
+
+def _cg_loop_items(fc, s, ts):
+    return fc.get(s.args[1], s.type)
+
+
+REGISTRY.declare(loop_items, family="containers", pattern="a loop's sequence",
+                 types=_t_loop_items, lower=_cg_loop_items, numpy_too=True)

@@ -101,6 +101,8 @@ class Typing:
     # the source with its loops over differently typed tuple entries unrolled (what a
     # J transform of this signature must start from), or None
     unrolled: Optional[IR] = None
+    # stmt var -> its RewriteStatement, applied once typed (all in one retype)
+    deferred: dict = field(default_factory=dict)
     _uses: Optional[dict] = field(default=None, repr=False)
 
     @property
@@ -284,6 +286,12 @@ class Engine:
             self.table[key] = t
             try:
                 self._solve(t)
+                if t.done and t.deferred:     # rewrites typing asked for, all at once
+                    self.table.pop(key, None)
+                    unrolled = (unrolled or ir).copy()
+                    for need in t.deferred.values():
+                        need.apply(unrolled)
+                    continue
                 return self._rewritten(t, key, unrolled or ir, unrolled)
             except RetypeNeeded as need:    # retype with that loop unrolled, that call spread
                 self.table.pop(key, None)

@@ -23,7 +23,7 @@ from ssair.primitives import operator_primitive
 from adjoint.partials import partial_template
 from jit.types import NONE, BuiltListT, DictT, FunctionT, TupleT, TypingError
 from jit.typing.unroll import RetypeNeeded
-from lowering.runtime import call_unpacked, column, keywords, merged, shortest, view_items
+from lowering.runtime import call_unpacked, column, keywords, merged, shortest
 
 
 class RewriteStatement(RetypeNeeded):
@@ -114,14 +114,6 @@ def _partial(ts: list) -> Callable:
     return build
 
 
-def _view_items(ts: list) -> Callable:
-    """A dict view as a loop reads it: compiled code has no views (the dict's methods
-    give tuples, `jit.library.dict_methods`), so the value itself."""
-    def build(ir: IR, s: Stmt) -> list:
-        return [Stmt(s.var, "copy", [s.args[1]], {}, s.line, s.name)]
-    return build
-
-
 def _merge(ts: list, checked: bool) -> Callable:
     """`merged(a, b, ...)` (`{**a, **b}`) and `keywords(...)` (a call's `k=v, **d`)
     of dicts whose keys typing knows: the dict display of every part's entries in
@@ -144,7 +136,7 @@ def _merge(ts: list, checked: bool) -> Callable:
 
 
 _BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column,
-             functools.partial: _partial, view_items: _view_items,
+             functools.partial: _partial,
              merged: lambda ts: _merge(ts, False), keywords: lambda ts: _merge(ts, True)}
 
 
