@@ -135,3 +135,46 @@ def total(p):
 def test_a_write_another_live_name_outlives_is_refused_naming_the_line(f, backend):
     with pytest.raises(TypeError, match=r"test_regressions_container_writes\.py:\d+"):
         adjoint.gradient(f, A.copy(), X, backend=backend)
+
+
+# -- a user function that writes into its argument, given a view of another array ---------
+def _set_first(r):
+    r[0] = 5.0
+
+
+def _writes_a_row(x):
+    t = x * 1.0
+    _set_first(t[1])
+    return np.sum(t * x)
+
+
+def _writes_each_row(x):
+    t = x * 1.0
+    for row in t:
+        _set_first(row)
+    return np.sum(t * x)
+
+
+def _writes_its_own_array(x):
+    t = x * 1.0
+    _set_first(t)
+    return np.sum(t * x)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+@pytest.mark.parametrize("f", [_writes_a_row, _writes_each_row])
+def test_callee_writing_into_a_view_is_refused_not_wrong(f, backend):
+    """The callee's adjoint clears the cotangent of its argument (the view), never the
+    viewed array's: the gradient came back [2, 4, 8, 8] for [2, 4, 5, 8]."""
+    x = np.arange(4.0).reshape(2, 2) + 1.0
+    with pytest.raises(TypeError, match="_set_first that writes into its argument"):
+        adjoint.gradient(f, x, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_callee_writing_into_the_array_itself_is_differentiated(backend):
+    x = np.arange(4.0).reshape(2, 2) + 1.0
+    want = 2 * x
+    want[0] = 5.0           # t's first row is 5.0 and no longer depends on x
+    np.testing.assert_allclose(adjoint.gradient(_writes_its_own_array, x, backend=backend)[0],
+                               want)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ssair import IR, Const, Return, Var
 
+from ..rules import lookup_callee
 from .aliases import CONTAINER_BUILDS, sharing
 from .inplace import live_after, refuse_write
 
@@ -72,29 +73,67 @@ def _tuple_elements(c: Any, defs: dict):
 
 
 def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
-    """Refuse a write into an array that another live name of it outlives (above);
-    `varied`: the values that may carry a derivative; `kinds`: proven numbers."""
-    writes = {s.var: s for b in ir.blocks for s in b.stmts
+    """Refuse a write into an array that another live name of it outlives (above):
+    `a[i] = v`, and a call of a user function whose code writes into its argument
+    `a` (`helper(t[1])` with `def helper(r): r[0] = 5.0`: the callee's adjoint clears
+    the cotangent of its argument, the view, never `t`'s); `varied`: the values
+    that may carry a derivative; `kinds`: proven numbers."""
+    writes = {s.var: (s, [s.args[0]], [s.args[1]]) for b in ir.blocks for s in b.stmts
               if s.op == "setitem" and isinstance(s.args[0], Var)}
+    writes.update(_callee_writes(ir))
     if not writes:
         return
     memory = sharing(ir, kinds, _returns_operand, containers=False)
     live = live_after(ir, set(writes))
     names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
     names.update({a.var: a.name for a in ir.args})
-    for w, s in writes.items():
-        a = s.args[0]
-        reach = _holding(ir, memory, memory.of(a))
-        others = {v for v in live.get(w, ()) if v != a and memory.of(v) in reach
-                  and not (kinds is not None and kinds.is_scalar(v))}
-        if others and (others | {a, s.args[1]}) & varied:
-            other = min(others, key=lambda v: v.id)
-            what = names.get(other)
-            refuse_write(ir, w, f"adjoint: writing into an array at {ir.file}:{s.line} while "
-                         f"it is still used afterwards under another name "
-                         f"({repr(what) if what else 'a container or a value holding it'}"
-                         ") is not differentiable; write into the array by its own "
-                         "name, or copy it first (`.copy()`)")
+    for w, (s, targets, values) in writes.items():
+        for a in targets:
+            reach = _holding(ir, memory, memory.of(a))
+            others = {v for v in live.get(w, ()) if v not in (a, w) and memory.of(v) in reach
+                      and not (kinds is not None and kinds.is_scalar(v))}   # (w: what the
+            # call returns is made after its writes; its callee's adjoint follows it)
+            if others and (others | {a, *values}) & varied:
+                other = min(others, key=lambda v: v.id)
+                what = names.get(other)
+                how = "writing into an array" if s.op == "setitem" else \
+                    f"a call of {_callee_label(s)} that writes into its argument"
+                refuse_write(ir, w, f"adjoint: {how} at {ir.file}:{s.line} while "
+                             f"it is still used afterwards under another name "
+                             f"({repr(what) if what else 'a container or a value holding it'}"
+                             ") is not differentiable; write into the array by its own "
+                             "name, or copy it first (`.copy()`)")
+
+
+def _callee_writes(ir: IR) -> dict:
+    """{call value: (the call, the operands its callee's code writes into, the other
+    operands)} for calls of user functions that provably write into an operand
+    (`passes.writes`); a callee whose writes are unknown is left to the reverse
+    pass, as before."""
+    from .writes import call_written_operands
+    out = {}
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op != "call" or not isinstance(s.args[0], Const) or _ruled(s.args[0].value):
+                continue
+            written = call_written_operands(s)
+            ops = list(s.args[1:])
+            targets = [ops[k] for k in sorted(written or ()) if isinstance(ops[k], Var)]
+            if targets:
+                out[s.var] = (s, targets, [o for o in ops if o not in targets])
+    return out
+
+
+def _ruled(f: Any) -> bool:
+    try:
+        return lookup_callee(f) is not None
+    except TypeError:           # (an unhashable constant: not a rule's callee)
+        return False
+
+
+def _callee_label(s) -> str:
+    f = s.args[0].value
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or "a function"
 
 
 def _holding(ir: IR, memory: Any, target: Any) -> set:
