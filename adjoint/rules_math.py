@@ -308,6 +308,13 @@ def d_sum(dy, xs, start=0):
     return (dy,) * len(xs), dy
 
 
+def sort_order(xs, reverse=False) -> list:
+    """The positions of xs in the order `sorted(xs)` puts them (CPython's stable sort);
+    positions carry no derivative (`nondiff`), so nested modes differentiate
+    `d_sorted` without looking into this sort's key."""
+    return sorted(range(len(xs)), key=xs.__getitem__, reverse=reverse)
+
+
 @pullback_rule(builtins.sorted)
 def d_sorted(dy, xs, key=None, reverse=False):
     """`sorted(xs)` is a permutation of xs: an entry's cotangent is the cotangent of
@@ -315,7 +322,7 @@ def d_sorted(dy, xs, key=None, reverse=False):
     same comparisons, so ties go where CPython's stable sort puts them)."""
     if key is not None:
         raise TypeError("adjoint: sorted() with key= is not differentiable")
-    order = sorted(range(len(xs)), key=xs.__getitem__, reverse=reverse)
+    order = sort_order(xs, reverse)
     if isinstance(xs, np.ndarray):
         g = np.zeros(len(xs))
         for k, i in enumerate(order):
@@ -327,7 +334,7 @@ def d_sorted(dy, xs, key=None, reverse=False):
     return (tuple(g) if isinstance(xs, tuple) else g,)
 
 
-nondiff(math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtins.len,
+nondiff(sort_order, math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtins.len,
         builtins.range, builtins.bool, builtins.isinstance, builtins.print, builtins.str,
         builtins.type, builtins.repr, builtins.hash, builtins.id, builtins.enumerate,
         math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd,

@@ -236,18 +236,17 @@ def _rows(pb, y, ts, args, kwargs):
     """J t by rows: `(J t)[k] = sum_i <pullback(e_k)[i], t_i>`, one pullback per element
     of y (exact for any rule; the fallback for one without a `jvp`)."""
     yarr = np.asarray(y, dtype=float)
-    out = np.zeros(yarr.shape)
-    flat = out.reshape(-1)
+    rows = []           # (a list, not writes into a view: nested modes differentiate this)
     for k in range(yarr.size):
-        e = np.zeros(yarr.shape)
-        e.reshape(-1)[k] = 1.0
+        e = (np.arange(yarr.size) == k).astype(float).reshape(yarr.shape)
         dy = float(e) if yarr.ndim == 0 else e
         grads = pb(dy, y, *args, **kwargs) if pb.uses_result else pb(dy, *args, **kwargs)
         total = 0.0
         for g, t in zip(grads, ts):
             if g is not None and t is not None:
                 total += float(np.sum(np.asarray(g) * np.asarray(t)))
-        flat[k] = total
+        rows.append(total)
+    out = np.array(rows, dtype=float).reshape(yarr.shape)
     return float(out) if yarr.ndim == 0 and not isinstance(y, np.ndarray) else out
 
 

@@ -374,6 +374,11 @@ def zero_index(s: Any, *idx: Any) -> Any:
         return None
     if isinstance(s, dict):
         return {k: v for k, v in s.items() if k != _key(idx)}
+    if isinstance(s, tuple):        # a list's cotangent in tuple form: a new tuple
+        key = _key(idx)
+        cleared = list(s)
+        cleared[key] = None if isinstance(key, int) else [None] * len(cleared[key])
+        return tuple(cleared)
     s[_key(idx)] = 0
     return s
 

@@ -76,4 +76,4 @@ def test_caller_of_refused_function_runs_it_in_cpython():
 
 
 def _calls_generator(n):
-    return corpus.refused.generator(n)
+    return corpus.refused.yield_from(n)

@@ -38,7 +38,7 @@ def _central(f, xs, ts, eps=1e-6):
 
 # -- a failed tangent build leaves nothing cached (finding 05) -------------------------
 def _square_by_sorting(x):
-    return sorted([x, 2.0 * x])[0] * x          # no forward-mode rule for sorted
+    return np.median(np.array([x, 2.0 * x])) * x    # np.median has no derivative rule
 
 
 def _calls_square(x):
@@ -50,7 +50,7 @@ def _even(x, n):
     if n <= 0:
         return x
     y = _odd(x, n - 1)
-    return sorted([y, x])[0]
+    return np.median(np.array([y, x]))
 
 
 def _odd(x, n):
@@ -63,7 +63,7 @@ def test_failed_tangent_build_gives_the_same_error_every_call(backend):
                  lambda: jvp(_calls_square, (1.5,), (1.0,), backend=backend),
                  lambda: jvp(_odd, (1.5, 2), (1.0, None), backend=backend)):
         got = _outcomes(call)
-        assert got[0][0] == "error" and "sorted" in got[0][1], got
+        assert got[0][0] == "error" and "median" in got[0][1], got
         assert len(set(got)) == 1, got
 
 
@@ -74,7 +74,7 @@ def _power(x, n):
 def _ping(x, n):
     """As `_even`, for this test alone (no other test builds its tangent)."""
     y = _pong(x, n - 1) if n > 0 else x
-    return sorted([y, x])[0]
+    return np.median(np.array([y, x]))
 
 
 def _pong(x, n):
@@ -85,7 +85,7 @@ def test_a_failed_build_adds_nothing_to_the_caches():
     # `_pong`'s tangent is built (and complete) inside `_ping`'s, which then fails:
     # it calls `_ping`'s stub, so it must go too
     before = (dict(forward._FUNCTIONS), dict(forward._IRS))
-    with pytest.raises(TypeError, match="sorted"):
+    with pytest.raises(TypeError, match="median"):
         jvp(_pong, (1.5, 2), (1.0, None), backend="interp")
     assert (forward._FUNCTIONS, forward._IRS) == before
 

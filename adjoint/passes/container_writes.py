@@ -118,7 +118,8 @@ def _callee_writes(ir: IR) -> dict:
                 continue
             written = call_written_operands(s)
             ops = list(s.args[1:])
-            targets = [ops[k] for k in sorted(written or ()) if isinstance(ops[k], Var)]
+            targets = [ops[k] for k in sorted(written or ())
+                       if k < len(ops) and isinstance(ops[k], Var)]
             if targets:
                 out[s.var] = (s, targets, [o for o in ops if o not in targets])
     return out
