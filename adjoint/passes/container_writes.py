@@ -106,23 +106,70 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
 
 
 def _callee_writes(ir: IR) -> dict:
-    """{call value: (the call, the operands its callee's code writes into, the other
-    operands)} for calls of user functions that provably write into an operand
-    (`passes.writes`); a callee whose writes are unknown is left to the reverse
-    pass, as before."""
-    from .writes import call_written_operands
+    """{call value: (the call, the operands its callee surely writes into, the other
+    operands)} for calls of user functions whose code stores into an argument
+    (`_surely_written`); a callee that may write in other ways is left to the reverse
+    pass, as before (a refusal must not be a guess)."""
     out = {}
     for b in ir.blocks:
         for s in b.stmts:
             if s.op != "call" or not isinstance(s.args[0], Const) or _ruled(s.args[0].value):
                 continue
-            written = call_written_operands(s)
             ops = list(s.args[1:])
-            targets = [ops[k] for k in sorted(written or ())
+            written = _surely_written(s.args[0].value, len(ops), set())
+            targets = [ops[k] for k in sorted(written)
                        if k < len(ops) and isinstance(ops[k], Var)]
             if targets:
                 out[s.var] = (s, targets, [o for o in ops if o not in targets])
     return out
+
+
+def _surely_written(f: Any, nargs: int, seen: set) -> frozenset:
+    """Positions of the parameters of Python function `f` (called with `nargs`
+    positional arguments) that its code stores into: `p[i] = v` on a parameter, a
+    view or element of one (`p[0][1] = v`, `p.T[0] = v`, through branches), or a
+    callee's such parameter; empty when unsure."""
+    code = getattr(f, "__code__", None)
+    if code is None or f in seen or code.co_flags & 0x0C or nargs != code.co_argcount:
+        return frozenset()
+    import lowering
+    try:
+        fir = lowering.lower(f)
+    except Exception:      # noqa: BLE001 (not lowered: the call is refused elsewhere)
+        return frozenset()
+    seen = seen | {f}
+    shares = {a.var: {k} for k, a in enumerate(fir.args)}
+    defs = {st.var: st for blk in fir.blocks for st in blk.stmts}
+    for _ in range(len(defs) + 2):           # (to a fixpoint: phis may come first)
+        grew = False
+        for blk in fir.blocks:
+            flows = [(p.var, list(p.operands())) for p in blk.phis]
+            flows += [(st.var, st.args[:1]) for st in blk.stmts if st.op == "getitem"
+                      or st.op == "call" and _is_view_call(st, defs)]
+            for var, ops in flows:
+                got = set().union(*[shares.get(o, set()) for o in ops if isinstance(o, Var)])
+                if got - shares.get(var, set()):
+                    shares.setdefault(var, set()).update(got)
+                    grew = True
+        if not grew:
+            break
+    written: set = set()
+    for blk in fir.blocks:
+        for st in blk.stmts:
+            if st.op == "setitem" and isinstance(st.args[0], Var):
+                written |= shares.get(st.args[0], set())
+            elif st.op == "call" and isinstance(st.args[0], Const) and \
+                    not _ruled(st.args[0].value):
+                inner = list(st.args[1:])
+                for k in _surely_written(st.args[0].value, len(inner), seen):
+                    if k < len(inner) and isinstance(inner[k], Var):
+                        written |= shares.get(inner[k], set())
+    return frozenset(written)
+
+
+def _is_view_call(st, defs: dict) -> bool:
+    from .aliases import _view_call
+    return _view_call(st, defs)
 
 
 def _ruled(f: Any) -> bool:
