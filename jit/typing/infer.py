@@ -455,6 +455,9 @@ class Engine:
 
     def _phis_move(self, t: Typing, s: Stmt, by_id: dict) -> bool:
         reads = {a for a in s.operands() if isinstance(a, Var)}
+        # (and one step further back: `sum(loop_items(acc))` reads the phi `acc` too)
+        defs = {d.var: d for b in t.ir.blocks for d in b.stmts if d.var in reads}
+        reads |= {a for d in defs.values() for a in d.operands() if isinstance(a, Var)}
         moved = False
         for b in t.ir.blocks:
             for p in b.phis:
