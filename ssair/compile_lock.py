@@ -29,11 +29,11 @@ def compiling(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def locked(*args: Any, **kwargs: Any) -> Any:
         with COMPILE_LOCK:
-            progress.begin()
+            before = progress.begin()
             try:
                 return fn(*args, **kwargs)
             finally:
-                progress.end()
+                progress.end(before)
     return locked
 
 

@@ -31,27 +31,32 @@ def quiet() -> bool:
     return os.environ.get("ZYGOPY_QUIET", "").lower() not in ("", "0", "false", "no")
 
 
-def begin() -> None:
+def begin() -> int:
     """Entering a compilation (the compile lock is held): the outermost one starts
-    the clock and the timer that announces it once it passes `THRESHOLD_S`."""
+    the clock and the timer that announces it once it passes `THRESHOLD_S`.  Returns
+    the depth before it, for `end`."""
     s = _STATE
-    s["depth"] += 1
-    if s["depth"] > 1 or quiet():
-        return
+    before = s["depth"]
+    s["depth"] = before + 1
+    if before > 0 or quiet():
+        return before
     s.update(start=time.perf_counter(), what="", strong=False, stage="", announced=False,
              logged=set())
     timer = threading.Timer(THRESHOLD_S, _announce)
     timer.daemon = True
     s["timer"] = timer
     timer.start()
+    return before
 
 
-def end() -> None:
-    """Leaving a compilation: the outermost one stops the timer and, if it was
-    announced, logs its total time."""
+def end(before: int) -> None:
+    """Leaving a compilation begun at depth `before`: the depth is set back to it (not
+    decremented: an inner `end` that a RecursionError skipped cannot leave it
+    high), and the outermost one stops the timer and, if it was announced, logs its
+    total time."""
     s = _STATE
-    s["depth"] -= 1
-    if s["depth"] > 0:
+    s["depth"] = before
+    if before > 0:
         return
     timer, s["timer"] = s["timer"], None
     if timer is not None:

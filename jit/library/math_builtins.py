@@ -33,7 +33,7 @@ from jit.library.registry import REGISTRY, called
 from jit.typing.infer import STATIC_CALLS
 from jit.typing.infer import LiteralT
 from jit.types import (BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, DictT, ListLiteral, ListT,
-                       RecordT,
+                       RecordT, StrT,
                        TupleT, Type, is_int_like, is_numeric, numeric_join, wide)
 
 # math functions of one float argument: name -> can overflow (inf from finite input is
@@ -165,6 +165,7 @@ def static_isinstance(t: Type, classes) -> Optional[bool]:
     py = {BOOL: bool, INT64: int, FLOAT64: float, NONE: type(None)}.get(t)
     if py is None:      # (the subclasses of TupleT first: a dict or a list is no tuple)
         py = dict if isinstance(t, DictT) else list if isinstance(t, (ListT, BuiltListT)) \
+            else str if isinstance(t, StrT) \
             else getattr(t, "cls", None) if isinstance(t, RecordT) \
             else tuple if isinstance(t, TupleT) else None
     if py is None and isinstance(t, ArrayT):
