@@ -22,7 +22,7 @@ from .handlers import HANDLERS
 from .materialize import materialize
 from .reader import CodeReader, param_names
 from .runtime import UNBOUND, check_bound, missing_name, unbound_local
-from .values import EXHAUSTED, LASTI, NULL, ExcInfo, ForState, Lazy
+from .values import EXHAUSTED, LASTI, NULL, CaughtPart, ExcInfo, ForState, Lazy
 
 PY = sys.version_info[:2]
 BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not", "truth"}
@@ -36,7 +36,7 @@ def is_marker(v) -> bool:
     markers, and the constant `range`, `enumerate`, `zip` or `reversed` waiting for
     its call (`zip([... for ...], ys)` crosses the comprehension's loop: its call
     must still see which callable it is, to become a counter loop)."""
-    return v is NULL or v is EXHAUSTED or v is LASTI or isinstance(v, (ForState, ExcInfo)) \
+    return v is NULL or v is EXHAUSTED or v is LASTI or isinstance(v, (ForState, ExcInfo, CaughtPart)) \
         or isinstance(v, Const) and any(v.value is f for f in LOOP_CALLEES)
 
 
@@ -220,6 +220,8 @@ class Lowerer:
             if v.var is None:
                 v.var = materialize(self, v)
             return v.var
+        if isinstance(v, CaughtPart):
+            return v.materialize(self)
         self.refuse(f"{v!r} used as a value")
 
     def is_int(self, v) -> bool:
@@ -358,16 +360,14 @@ class Lowerer:
     def enter_handler(self, lasti: bool) -> None:
         """At the head of a handler block: `caught()` (first, unprotected), then the
         stack CPython's handler starts with: 3.11+ `[..depth] (lasti) exc`; 3.10
-        `[..depth] prev prev prev tb exc type` (the previous exception's slots are
+        `[..depth] prev prev prev tb exc type` (`tb` and `type` `CaughtPart` markers; the previous exception's slots are
         one `ExcInfo` marker, which a bare `raise` reads)."""
         exc = self.ir.push(self.block, "caught", line=self.line)
         if PY >= (3, 11):
             self.stack += [LASTI, exc] if lasti else [exc]
             return
         self.stack += [ExcInfo(exc)] * 3
-        self.push(self.emit("getattr", exc, Const("__traceback__")))
-        self.push(exc)
-        self.push(self.emit("call", Const(type), exc))
+        self.stack += [CaughtPart(exc, "traceback"), exc, CaughtPart(exc, "type")]
 
     # -- finishing ------------------------------------------------------------
     def renumber(self) -> None:

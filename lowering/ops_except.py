@@ -25,7 +25,7 @@ from ssair.ir import Const
 
 from .handlers import handles
 from .runtime import UNBOUND, exception_matches, raise_from
-from .values import ExcInfo
+from .values import CaughtPart, ExcInfo
 
 PY = sys.version_info[:2]
 
@@ -84,6 +84,8 @@ def op_check_exc_match(lw, ins):
 @handles("JUMP_IF_NOT_EXC_MATCH")
 def op_jump_if_not_exc_match(lw, ins):
     kinds, exc = lw.pop(), lw.pop()
+    if isinstance(exc, CaughtPart):     # the handler's type slot: test the exception
+        exc = exc.exc
     bb = lw.reader.blocks[lw.bindex]
     cond = lw.emit("call", Const(exception_matches), exc, kinds)
     lw.bools.add(cond)
@@ -98,6 +100,7 @@ def op_with_except_start(lw, ins):
         tb = lw.emit("getattr", exc, Const("__traceback__"))
     else:
         exit_, tb, exc, kind = lw.stack[-7], lw.stack[-3], lw.stack[-2], lw.stack[-1]
+        tb, kind = (v.materialize(lw) if isinstance(v, CaughtPart) else v for v in (tb, kind))
     lw.push(lw.emit("call", exit_, kind, exc, tb))
 
 

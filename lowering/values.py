@@ -6,13 +6,15 @@ expression whose statement is emitted only when it is used as an ordinary operan
 `a[i, j]` indexes with the tuple's elements, `range(...)` followed by GET_ITER
 becomes a counter loop, a closure tuple gives the captured values.
 
-Markers (`NULL`, `EXHAUSTED`, `LASTI`, `ExcInfo`, `ForState`) are never operands: they are carried
+Markers (`NULL`, `EXHAUSTED`, `LASTI`, `ExcInfo`, `CaughtPart`, `ForState`) are never operands: they are carried
 from block to block in the stack shape rather than through SSA.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from ssair.ir import Const
 
 
 class _Marker:
@@ -36,6 +38,24 @@ class ExcInfo(_Marker):
     def __init__(self, exc):
         super().__init__("EXC_INFO")
         self.exc = exc
+
+
+class CaughtPart(_Marker):
+    """Python 3.10's traceback and type slots of a handler's stack (`part` is
+    "traceback" or "type"). Nearly every handler only pops them or tests the type
+    against its `except` clause, which reads `exc` itself; `materialize` emits the
+    statement only for a consumer that needs the value (WITH_EXCEPT_START passes
+    both to `__exit__`)."""
+
+    def __init__(self, exc, part: str):
+        super().__init__(part.upper())
+        self.exc = exc
+        self.part = part
+
+    def materialize(self, lw):
+        if self.part == "type":
+            return lw.emit("call", Const(type), self.exc)
+        return lw.emit("getattr", self.exc, Const("__traceback__"))
 
 
 @dataclass(eq=False)
