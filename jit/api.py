@@ -297,7 +297,10 @@ def _failure(t: Signature, fallback: Callable) -> Callable:
     def fail(args: tuple) -> Any:
         status = runtime.ERRINFO[0]
         if status == runtime.ERROR:
-            raise runtime.current_error()
+            exc = runtime.current_error()
+            if not (isinstance(exc, runtime.NativeDeopt) and not t.writes):
+                raise exc          # (a host call's value of another type: run in Python)
+            return fallback(*args)
         if t.writes:
             raise _not_rerun(runtime.current_site())
         return fallback(*args)

@@ -38,7 +38,7 @@ REFUSED_OPCODES = {
     "SETUP_ASYNC_WITH": "async", "BEFORE_ASYNC_WITH": "async",
     "YIELD_VALUE": "generator", "YIELD_FROM": "generator", "RETURN_GENERATOR": "generator",
     "GET_AWAITABLE": "async", "GET_AITER": "async", "GET_ANEXT": "async",
-    "STORE_GLOBAL": "global write", "DELETE_GLOBAL": "del",
+    "DELETE_GLOBAL": "del",
     "DELETE_SUBSCR": "del", "DELETE_ATTR": "del",
     "DELETE_DEREF": "del", "DELETE_NAME": "del",
     "IMPORT_NAME": "import", "IMPORT_FROM": "import", "IMPORT_STAR": "import",

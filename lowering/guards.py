@@ -50,6 +50,7 @@ def invalidate() -> None:
     or `adjoint.clear_cache()`)."""
     _GUARDS.clear()
     _CODE_GUARDS.clear()
+    _REBOUND.clear()
     _BY_CALLABLE.clear()
     for hook in _HOOKS:
         hook()
@@ -244,7 +245,10 @@ def _code_entries(f, entries: dict, seen: set) -> None:
     """The entries of the globals `f`'s code reads now, and of the functions they hold."""
     g = f.__globals__
     reached = []
+    rebound = rebound_globals(g)
     for name, chain in loads_of(f.__code__):
+        if name in rebound:          # read when it runs: nothing to guard
+            continue
         value = g.get(name, MISSING)
         entries.setdefault((id(g), name), (g, name, value))
         reached.append(value)
@@ -256,6 +260,54 @@ def _code_entries(f, entries: dict, seen: set) -> None:
 
 
 _LOADS_OF: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_STORES_OF: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_REBOUND: dict = {}    # id(globals dict) -> (the dict, its length then, the names)
+
+
+def rebound_globals(g: dict) -> frozenset:
+    """The global names of module namespace `g` that a function of that module (or a
+    method of one of its classes, or code nested in them) rebinds or deletes
+    (`global n; n = ...`).  Lowering reads and writes those when they run
+    (`lowering.runtime.GlobalRef`) rather than as constants, and guards skip them:
+    a counter bumped on every call must not recompile every call.  Cached while the
+    namespace keeps its length (a function defined later is a new name; a redefined
+    one is a rebound global, which `invalidate()`s)."""
+    hit = _REBOUND.get(id(g))
+    if hit is not None and hit[0] is g and hit[1] == len(g):
+        return hit[2]
+    names: set = set()
+    for value in list(g.values()):
+        for fn in _module_functions(value, g):
+            names.update(_stores_of(fn.__code__))
+    out = frozenset(names)
+    _REBOUND[id(g)] = (g, len(g), out)
+    return out
+
+
+def _module_functions(value, g: dict) -> list:
+    """`value` if it is a function of namespace `g`; a class's functions (methods,
+    static and class methods, property accessors) if it is a class of that module."""
+    if type(value) is types.FunctionType:
+        return [value] if value.__globals__ is g else []
+    if not isinstance(value, type) or value.__module__ != g.get("__name__"):
+        return []
+    out = []
+    for v in vars(value).values():
+        for fn in (getattr(v, "__func__", None), getattr(v, "fget", None),
+                   getattr(v, "fset", None), v):
+            if type(fn) is types.FunctionType and fn.__globals__ is g:
+                out.append(fn)
+    return out
+
+
+def _stores_of(code: types.CodeType) -> frozenset:
+    """The global names `code` (and the code nested in it) stores or deletes."""
+    out = _STORES_OF.get(code)
+    if out is None:
+        out = _STORES_OF[code] = frozenset(
+            ins.argval for c in _codes(code) for ins in dis.get_instructions(c)
+            if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"))
+    return out
 
 
 def loads_of(code: types.CodeType) -> tuple:

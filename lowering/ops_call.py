@@ -22,7 +22,8 @@ from .handlers import handles
 from .loops import as_sequence
 from .materialize import joined_dict
 from .ops_basic import static_items
-from .runtime import call_unpacked, keywords
+from .guards import rebound_globals
+from .runtime import GlobalRef, call_unpacked, keywords, read_global, write_global
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 
 PY = sys.version_info[:2]
@@ -62,7 +63,18 @@ def push_callable(lw, value, with_null: bool) -> None:
 @handles("LOAD_GLOBAL")
 def op_load_global(lw, ins):
     with_null, name = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
-    push_callable(lw, Const(resolve_global(lw, name)), with_null)
+    g = lw.func.__globals__
+    if name in rebound_globals(g):     # the program rebinds it: read it when this runs
+        value = lw.emit("call", Const(read_global), Const(GlobalRef(g, name)))
+    else:
+        value = Const(resolve_global(lw, name))
+    push_callable(lw, value, with_null)
+
+
+@handles("STORE_GLOBAL")
+def op_store_global(lw, ins):
+    value = lw.operand(lw.pop())
+    lw.emit("call", Const(write_global), Const(GlobalRef(lw.func.__globals__, ins.arg)), value)
 
 
 def attribute(lw, obj, name: str):

@@ -2,6 +2,7 @@
 ordinary Python functions; the JIT may implement them natively)."""
 from __future__ import annotations
 
+import builtins
 import operator
 
 from ssair.ir import Const
@@ -17,6 +18,44 @@ class _Unbound:
 
 
 UNBOUND = _Unbound()
+
+
+class GlobalRef:
+    """A global name that the program itself rebinds (`global n; n += 1`, anywhere in
+    its module): lowered code reads and writes it when the statement runs, as CPython
+    does, instead of taking its value as a constant (`lowering.guards.rebound_globals`)."""
+
+    __slots__ = ("namespace", "name", "__zygopy_symbol__")
+
+    def __init__(self, namespace: dict, name: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.__zygopy_symbol__ = f"<global {namespace.get('__name__', '?')}.{name}>"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is GlobalRef and other.namespace is self.namespace \
+            and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash((id(self.namespace), self.name))
+
+
+def read_global(ref: GlobalRef):
+    """The value `ref` names now (its module's, else a builtin), or CPython's NameError."""
+    try:
+        return ref.namespace[ref.name]
+    except KeyError:
+        pass
+    b = ref.namespace.get("__builtins__", builtins)
+    b = b if isinstance(b, dict) else vars(b)
+    if ref.name in b:
+        return b[ref.name]
+    raise NameError(f"name {ref.name!r} is not defined")
+
+
+def write_global(ref: GlobalRef, value) -> None:
+    """`global name; name = value`."""
+    ref.namespace[ref.name] = value
 
 
 def range_step(step):

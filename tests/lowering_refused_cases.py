@@ -31,10 +31,10 @@ async def f_async(x):  # HERE
     return x
 
 
-@refused("global write")
-def f_global(x):
+@refused("del")
+def f_global_del(x):
     global G
-    G = x  # HERE
+    del G  # HERE
     return x
 
 

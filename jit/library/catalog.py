@@ -5,7 +5,7 @@ callable is declared once, and the patterns of an entry are disjoint."""
 from jit.codegen import arrays, scalar  # noqa: F401  (core lowering of the primitives)
 from jit.library import (advanced_index, array_calls, broadcast, builders, builtin_sum,  # noqa: F401
                          built_lists, dict_methods, elementwise, escape_hatch, fusion, linalg,
-                         math_builtins,
+                         live_globals, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, records, reductions,
                          exceptions, sequence_builtins,
                          shapes, slicing, string_values, tuple_slicing, ufuncs)

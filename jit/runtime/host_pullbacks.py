@@ -106,19 +106,20 @@ def forward_caller(fn: Callable, name: str, active: bool, result: Type) -> Calla
         from adjoint.api import pullback
         try:
             if not active:
-                return _checked(fn(*args, **kwargs), result, name)
+                return checked_result(fn(*args, **kwargs), result, name)
             y, back = pullback(fn, *(_owned(a) for a in args), backend="interp")
         except NativeDeopt:
             raise
         except Exception as exc:      # noqa: BLE001  (raised again by the interpreter)
             raise NativeDeopt(f"{name} raised {type(exc).__name__} when called from "
                               "compiled code") from None
-        return _checked(y, result, name), store(back)
+        return checked_result(y, result, name), store(back)
     forward.__qualname__ = name
     return forward
 
 
-def _checked(y: Any, want: Type, name: str) -> Any:
+def checked_result(y: Any, want: Type, name: str) -> Any:
+    """`y`, if compiled code built for a `want` can take it; else `NativeDeopt`."""
     try:
         t = typeof(y)
     except TypingError:
