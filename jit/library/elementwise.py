@@ -149,7 +149,8 @@ _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "pow": "**"}
 _UFUNCS = ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "arcsin",
            "arccos", "arctan", "abs", "absolute", "fabs", "square", "negative", "log1p",
            "expm1", "log2", "log10", "sign", "arcsinh", "arccosh", "arctanh", "exp2", "cbrt",
-           "floor", "ceil", "trunc", "deg2rad", "radians", "rad2deg", "degrees")
+           "floor", "ceil", "trunc", "deg2rad", "radians", "rad2deg", "degrees", "rint",
+           "round")
 _NAN = float("nan")
 _NS.update(same_length=same_length, broadcast_length=broadcast_length, _fdiv=_fdiv)
 

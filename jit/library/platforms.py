@@ -8,7 +8,7 @@ from __future__ import annotations
 CUDA_LIBDEVICE = {name: f"__nv_{name}" for name in (
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
     "atanh", "exp", "expm1", "log", "log1p", "log2", "log10", "exp2", "cbrt", "sqrt",
-    "fabs", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "copysign", "atan2",
+    "fabs", "erf", "erfc", "lgamma", "floor", "ceil", "trunc", "rint", "copysign", "atan2",
     "fmod", "pow", "hypot")}
 CUDA_LIBDEVICE.update(gamma="__nv_tgamma", tgamma="__nv_tgamma", roundeven="__nv_rint")
 

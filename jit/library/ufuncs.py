@@ -23,7 +23,8 @@ from jit.types import FLOAT32, FLOAT64, INT32, INT64, Type, is_int_like, promote
 NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "fabs", "floor",
                "ceil", "trunc", "square", "negative", "absolute", "abs", "arcsinh", "arccosh",
-               "arctanh", "exp2", "cbrt", "deg2rad", "radians", "rad2deg", "degrees")
+               "arctanh", "exp2", "cbrt", "deg2rad", "radians", "rad2deg", "degrees", "rint",
+               "round", "around")
 
 
 def _t_np_unary(ctx, s, ts) -> Type:
@@ -46,7 +47,7 @@ _NP_LIBM = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "asin",
             np.log1p: "log1p", np.log2: "log2", np.log10: "log10", np.sqrt: "sqrt",
             np.fabs: "fabs", np.floor: "floor", np.ceil: "ceil", np.trunc: "trunc",
             np.arcsinh: "asinh", np.arccosh: "acosh", np.arctanh: "atanh", np.exp2: "exp2",
-            np.cbrt: "cbrt"}
+            np.cbrt: "cbrt", np.rint: "rint", np.round: "rint", np.around: "rint"}
 # numpy's npy_deg2rad / npy_rad2deg: one product by a constant
 _NP_SCALE = {np.deg2rad: np.pi / 180.0, np.radians: np.pi / 180.0,
              np.rad2deg: 180.0 / np.pi, np.degrees: 180.0 / np.pi}
