@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from lowering.constructors import RecordMaker
 from ssair import Const, Var
 
 # classes of these packages are zygopy's own or numpy's: never user records
@@ -288,10 +289,13 @@ def as_cotangent(dy: Any) -> Any:
 
 
 def constructor_fields(cls: Any) -> Any:
-    """The fields that `cls(...)` takes, in order, when `cls` is a named tuple class or
-    a dataclass whose generated `__init__` stores its arguments unchanged (no
-    `__post_init__`); else None (such a call is differentiated, or refused, as any
+    """The fields that `cls(...)` takes, in order, when `cls` is a named tuple class, a
+    dataclass whose generated `__init__` stores its arguments unchanged (no
+    `__post_init__`) or the `lowering.constructors.RecordMaker` a plain class's
+    `__init__` ends with; else None (such a call is differentiated, or refused, as any
     other callee)."""
+    if isinstance(cls, RecordMaker):    # a plain class's __init__, read as a record
+        return cls.fields
     if not isinstance(cls, type):
         return None
     if issubclass(cls, tuple) and hasattr(cls, "_fields") and \

@@ -317,7 +317,8 @@ def _constructor_rule(cls: Any) -> Optional[Rule]:
     if fields is None:
         return None
     pb = Pullback(construct_pullback(fields))
-    pb.of = f"{cls.__module__}.{cls.__qualname__}"
+    made = getattr(cls, "cls", cls)     # (a RecordMaker: the class it makes)
+    pb.of = f"{made.__module__}.{made.__qualname__}"
     pb.fields = fields          # (compiled code routes the cotangents by field itself)
     rule = Rule(cls, pb, needs=lambda active: set())
     rule.jvp = construct_jvp(cls, fields)

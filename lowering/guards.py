@@ -29,6 +29,8 @@ import sysconfig
 import types
 import weakref
 
+import numpy as np
+
 MISSING = object()     # the value recorded for a name that was not bound
 
 _GUARDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # f -> guard tuple
@@ -247,14 +249,19 @@ def _code_entries(f, entries: dict, seen: set) -> None:
     reached = []
     rebound = rebound_globals(g)
     for name, chain in loads_of(f.__code__):
-        if name in rebound:          # read when it runs: nothing to guard
-            continue
         value = g.get(name, MISSING)
+        if name in rebound and (value is MISSING or read_live(value)):
+            # read when it runs while it holds data: rebinding it to data is no change
+            entries.setdefault((id(g), name), (LiveKind(g), name, LiveKind(g).get(name, MISSING)))
+            continue
         entries.setdefault((id(g), name), (g, name, value))
         reached.append(value)
         _attribute_entries(value, chain, entries, reached)
     for value in reached:
         inner = target_of(value) if value is not MISSING else None
+        if inner is None and isinstance(value, type):    # a class it may construct
+            inner = value.__init__ if type(value.__init__) is types.FunctionType else None
+            _class_constants(value, entries)
         if inner is not None:
             _collect(inner, entries, seen, recorded=False)
 
@@ -300,6 +307,35 @@ def _module_functions(value, g: dict) -> list:
     return out
 
 
+LIVE = object()     # what `LiveKind.get` gives for a global read when it runs
+
+
+def read_live(value) -> bool:
+    """Is a rebound global holding `value` read when the statement runs (a number, a
+    string, None, an array: what compiled code can take from Python at any time)?
+    Any other value (a function, a class, a namespace, an object) stays a constant
+    guarded by identity, as a global nothing rebinds."""
+    return value is None or type(value) in (int, float, bool, str) \
+        or isinstance(value, (np.ndarray, np.generic))
+
+
+class LiveKind:
+    """A namespace seen through `read_live`: `get(name)` is `LIVE` while the global
+    holds data (so rebinding it to other data recompiles nothing), else the value
+    itself (so a rebinding from or to a constant one recompiles)."""
+
+    __slots__ = ("namespace",)
+
+    def __init__(self, namespace: dict) -> None:
+        self.namespace = namespace
+
+    def get(self, name: str, default=None):
+        value = self.namespace.get(name, MISSING)
+        if value is MISSING:
+            return default
+        return LIVE if read_live(value) else value
+
+
 def _stores_of(code: types.CodeType) -> frozenset:
     """The global names `code` (and the code nested in it) stores or deletes."""
     out = _STORES_OF.get(code)
@@ -317,6 +353,18 @@ def loads_of(code: types.CodeType) -> tuple:
     if out is None:
         out = _LOADS_OF[code] = tuple(x for c in _codes(code) for x in _global_loads(c))
     return out
+
+
+def _class_constants(cls: type, entries: dict) -> None:
+    """Entries for the class-level numbers and strings of a user class a function
+    reaches (its `__init__`, read as a record constructor, may read them through
+    `self`: `lowering.constructors`)."""
+    if not _user_class(cls):
+        return
+    d = vars(cls)
+    for k, v in list(d.items()):
+        if type(v) in (int, float, bool, str) and not k.startswith("__"):
+            entries.setdefault((id(cls), k), (d, k, v))
 
 
 def _attribute_entries(value, chain: tuple, entries: dict, reached: list) -> None:

@@ -18,11 +18,12 @@ from ssair.ir import Const
 from ssair.primitives import operator_primitive
 
 from .closures import RUNTIME_DEFAULTS_ATTR
+from .constructors import fields_constructor
 from .handlers import handles
 from .loops import as_sequence
 from .materialize import joined_dict
 from .ops_basic import static_items
-from .guards import rebound_globals
+from .guards import read_live, rebound_globals
 from .runtime import GlobalRef, call_unpacked, keywords, read_global, write_global
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 
@@ -64,7 +65,8 @@ def push_callable(lw, value, with_null: bool) -> None:
 def op_load_global(lw, ins):
     with_null, name = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
     g = lw.func.__globals__
-    if name in rebound_globals(g):     # the program rebinds it: read it when this runs
+    if name in rebound_globals(g) and read_live(g.get(name)):   # the program rebinds it:
+        #                                                   read it when this runs
         value = lw.emit("call", Const(read_global), Const(GlobalRef(g, name)))
     else:
         value = Const(resolve_global(lw, name))
@@ -204,6 +206,9 @@ def call(lw, callee, args: list, names: tuple) -> None:
     value = value_of(callee)
     if value is super:      # its answer depends on the frame's class cell and `self`
         lw.refuse("super()")
+    ctor = fields_constructor(value) if isinstance(value, type) else None
+    if ctor is not None:                 # `Model(w, b)`: its __init__ returning the object
+        callee, value = Const(ctor), ctor
     if _user_callable_object(value):     # `model(x)`, model a global: model.__call__(x)
         callee, value = attribute(lw, callee, "__call__"), None
     if type(value) is functools.partial:    # a constant partial: the call it makes

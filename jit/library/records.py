@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from llvmlite import ir as L
 
+from lowering.constructors import RecordMaker
 from ssair.ir import Const
 from jit.codegen.function import lltype
 from jit.library.python_impls import impl_call
@@ -252,7 +253,8 @@ def construct(ctx: Context, s, ts) -> Any:
         operands.append(op)
     ctx.typing.impls[s.var] = CONSTRUCT
     ctx.typing.calls[s.var] = Call(None, operands, cls)
-    return RecordT(tuple(ctx.type_of(op) for op in operands), fields, cls)
+    made = cls.cls if isinstance(cls, RecordMaker) else cls   # (a plain class's __init__)
+    return RecordT(tuple(ctx.type_of(op) for op in operands), fields, made)
 
 
 def _all_fields(cls: type, fields: tuple) -> bool:
@@ -292,8 +294,12 @@ def _const_data(ctx: Context, s) -> Any:
     obj = _constant_object(ctx, s.args[0])
     name = _name(ctx, s)
     d = getattr(obj, "__dict__", None) if obj is not None else None
+    if isinstance(obj, type) and isinstance(name, str) and name in d and \
+            type(d[name]) in (int, float, bool, str):
+        d = dict(d)     # a class-level number or string (`self.eps` in a plain __init__,
+        #                 guarded with its class: lowering.guards)
     if not isinstance(name, str) or type(d) is not dict or name not in d or \
-            isinstance(obj, (type, pytypes.ModuleType)):
+            isinstance(obj, pytypes.ModuleType):
         return None
     value = d[name]
     if callable(value) and not isinstance(value, (np.ndarray, np.generic)):
@@ -317,7 +323,7 @@ def _t_const_data(ctx: Context, s, ts) -> Type:
 def _cg_const_data(fc, s, ts):
     from jit.codegen.function import const_value
     obj = s.args[0].value if isinstance(s.args[0], Const) else ts[0].value
-    return const_value(obj.__dict__[s.args[1].value], s.type)
+    return const_value(vars(obj)[s.args[1].value], s.type)
 
 
 def _constant_object(ctx: Context, operand: Any) -> Any:
