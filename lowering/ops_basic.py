@@ -8,7 +8,7 @@ from ssair.ir import Const
 
 from .closures import check_capture
 from .handlers import handles
-from .runtime import UNBOUND, unpack_star, with_entry, with_member
+from .runtime import UNBOUND, check_star_length, with_entry, with_member
 from .values import LazyDict, LazyList, LazyTuple, Starred
 
 PY = sys.version_info[:2]
@@ -367,8 +367,16 @@ def op_unpack(lw, ins):
 
 @handles("UNPACK_EX")
 def op_unpack_ex(lw, ins):
-    """`a, *b, c = t` through `lowering.runtime.unpack_star` (b is a list)."""
+    """`a, *b, c = t`: `items = list(t)`, CPython's check of its length, then
+    `items[0]`, ..., `items[before:-after]` (a list), ..., `items[-1]`: reads of a list,
+    which every backend differentiates and compiles as it does written out."""
     before, after = ins.arg & 0xFF, ins.arg >> 8
-    u = lw.emit("call", Const(unpack_star), lw.pop(), Const(before), Const(after))
-    items = [lw.emit("getitem", u, Const(k)) for k in range(before + after + 1)]
-    lw.stack.extend(reversed(items))
+    items = lw.emit("call", Const(list), lw.operand(lw.pop()))
+    n = lw.emit("call", Const(len), items)
+    lw.ints.add(n)
+    lw.emit("call", Const(check_star_length), n, Const(before), Const(after))
+    middle = lw.emit("getitem", items, lw.emit("call", Const(slice), Const(before),
+                                               Const(-after if after else None)))
+    parts = [lw.emit("getitem", items, Const(k)) for k in range(before)] + [middle] + \
+        [lw.emit("getitem", items, Const(k - after)) for k in range(after)]
+    lw.stack.extend(reversed(parts))

@@ -66,15 +66,12 @@ def range_step(step):
     return step
 
 
-def unpack_star(seq, before: int, after: int) -> tuple:
-    """`a, *b, c = seq`: the `before` leading items, a list of the middle, then the
-    `after` trailing items, with CPython's ValueError when there are too few."""
-    items = list(seq)
-    if len(items) < before + after:
+def check_star_length(n: int, before: int, after: int) -> None:
+    """CPython's ValueError of `a, *b, c = seq` when `seq` has fewer than `before +
+    after` items (`n`)."""
+    if n < before + after:
         raise ValueError(f"not enough values to unpack (expected at least "
-                         f"{before + after}, got {len(items)})")
-    middle = items[before:len(items) - after]
-    return tuple(items[:before]) + (middle,) + tuple(items[len(items) - after:])
+                         f"{before + after}, got {n})")
 
 
 def call_unpacked(f, args, kwargs=None):
@@ -234,7 +231,8 @@ with_entry.__zygopy_symbol__ = "lowering.runtime.with_entry"
 with_member.__zygopy_symbol__ = "lowering.runtime.with_member"
 loop_items.__zygopy_symbol__ = "lowering.runtime.loop_items"
 check_bound.__zygopy_symbol__ = "lowering.runtime.check_bound"
-unpack_star.__zygopy_symbol__ = "lowering.runtime.unpack_star"
+check_star_length.__zygopy_symbol__ = "lowering.runtime.check_star_length"
+check_star_length.__zygopy_explain__ = lambda *_: "the check of a starred unpacking's length"
 range_step.__zygopy_symbol__ = "lowering.runtime.range_step"
 unbound_local.__zygopy_symbol__ = "lowering.runtime.unbound_local"
 missing_name.__zygopy_symbol__ = "lowering.runtime.missing_name"

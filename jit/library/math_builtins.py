@@ -21,7 +21,8 @@ from typing import Optional
 
 import numpy as np
 from llvmlite import ir as L
-from lowering.runtime import check_bound, missing_name, range_step
+from lowering.runtime import check_bound, check_star_length, missing_name, range_step
+from ssair.ir import Const
 from ssair.passes.inplace import updates_float_array
 
 from jit.codegen.arrays import shape
@@ -399,6 +400,20 @@ def _cg_range_step(fc: FunctionGen, s, ts):
     return step
 
 
+def _t_check_star_length(ctx, s, ts) -> Type:
+    if not (is_int_like(ts[0]) and all(isinstance(a, Const) for a in s.args[2:])):
+        ctx.fail("check_star_length takes an int and two constants")
+    return NONE
+
+
+def _cg_check_star_length(fc: FunctionGen, s, ts):
+    least = s.args[2].value + s.args[3].value
+    n = fc.get(s.args[1], INT64)
+    fc.raise_if(fc.b.icmp_signed("<", n, L.Constant(I64, least)), ValueError,
+                f"not enough values to unpack (expected at least {least}, got {{0}})", (n,))
+    return L.Constant(L.IntType(8), 0)
+
+
 def _t_missing_name(ctx, s, ts) -> Type:
     # (always raises: the lowering ends its block with a `raise` nothing reaches)
     return NONE
@@ -473,6 +488,8 @@ def _declare_builtins() -> None:
       types=_t_missing_name, lower=_cg_missing_name, gpu={"cuda": "inline"})
     d(range_step, family=CHECKS, pattern="int", types=_t_range_step, lower=_cg_range_step,
       gpu={"cuda": "inline"})
+    d(check_star_length, family=CHECKS, pattern="int, constant, constant",
+      types=_t_check_star_length, lower=_cg_check_star_length, gpu={"cuda": "inline"})
     d(updates_float_array, family=CHECKS, pattern="value", types=_t_updates_float_array,
       lower=_cg_updates_float_array, gpu={"cuda": "inline"}, numpy_too=True)
     STATIC_CALLS[builtins.isinstance] = _static_isinstance_call
