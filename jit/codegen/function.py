@@ -257,8 +257,9 @@ class ModuleGen:
         return lltype(t)
 
     def errinfo_base(self, b: L.IRBuilder) -> L.Value:
-        """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU)."""
-        return symbols.errinfo_ptr(b)
+        """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU), on an
+        error path (one call: see `symbols.errinfo_ptr_cold`)."""
+        return symbols.errinfo_ptr_cold(b)
 
     def site_word(self, sid: int) -> L.Value:
         """Error site `sid` as the i64 stored in the error record (a symbol on the
@@ -590,10 +591,13 @@ class FunctionGen:
         undef = L.Constant(result_struct(self.typing.ret), L.Undefined)
         return self.b.insert_value(undef, status, 0)
 
-    def propagate(self, status: L.Value, on_error: Optional[Callable] = None) -> None:
+    def propagate(self, status: L.Value, on_error: Optional[Callable] = None,
+                  note_caller: bool = False) -> None:
         """Return a callee's non-OK status unchanged (after `on_error()` emits its
-        clean-up code there)."""
+        clean-up code there; with `note_caller`, after `_note_caller`)."""
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
+            if note_caller:
+                self._note_caller()
             if on_error is not None:
                 on_error()
             if self.handler is not None and self._raises_deopts:
@@ -616,22 +620,18 @@ class FunctionGen:
             args.append(self.get(a, want))
         depth = self.b.add(self.depth, L.Constant(I64, 1))
         status, value = self.mg.call_function(self.b, target, depth, args)
-        if runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file):
-            self._note_caller(status)
-        self.propagate(status, on_error)
+        note = runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file)
+        self.propagate(status, on_error, note)
         return value
 
-    def _note_caller(self, status: L.Value) -> None:
-        """A library helper failed (an error, or a deopt that cannot be rerun): record
-        this statement as the place it is reported at (`runtime.CALLER_SLOT`), so
-        that no helper's name reaches a user."""
-        with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, runtime.OK)),
-                            likely=False):
-            sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
-            base = self.mg.errinfo_base(self.b)
-            self.b.store(self.mg.site_word(sid),
-                         self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)],
-                                    source_etype=I64))
+    def _note_caller(self) -> None:
+        """On the path where a library helper failed (an error, or a deopt that
+        cannot be rerun): record this statement as the place it is reported at
+        (`runtime.CALLER_SLOT`), so that no helper's name reaches a user."""
+        sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
+        base = self.mg.errinfo_base(self.b)
+        self.b.store(self.mg.site_word(sid),
+                     self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)], source_etype=I64))
 
 
 @codegen("copy")

@@ -93,6 +93,8 @@ class Typing:
     reachable: set = field(default_factory=set)
     static: dict = field(default_factory=dict)
     taint: float = float("inf")
+    # this round of `Engine._solve` handed out the guess `ret` to a call (a recursion)
+    guessed: bool = False
     writes: bool = False
     # a call site, here or in a callee, runs in the interpreter (jit.pullback.host_jcalls)
     host_pullbacks: bool = False
@@ -276,6 +278,7 @@ class Engine:
                                   "without a base case?)")
             top = self.stack[-1]  # a recursion: the callee's guess so far
             top.taint = min(top.taint, level)
+            t.guessed = True
             return t
         unrolled = None        # the IR with loops over tuples unrolled (jit.typing.unroll)
         for _ in range(MAX_UNROLLS + 1):
@@ -340,9 +343,11 @@ class Engine:
         try:
             for _ in range(MAX_ROUNDS):
                 before = t.ret
-                t.taint = float("inf")
+                t.taint, t.guessed = float("inf"), False
                 self._run(t)
-                if t.ret == before:
+                # (a round converges, `_run`; it is run again only when a call read
+                # the guess `before`, which a recursion's calls are typed from)
+                if t.ret == before or not t.guessed:
                     break
         finally:
             self.stack.pop()
