@@ -316,6 +316,7 @@ class FunctionGen:
         self.line = t.ir.firstline
         self.b = L.IRBuilder()
         self._status_exit: Optional[tuple] = None    # (block, phi): see leave_with
+        self._site_exits: dict = {}     # (status, site) -> its block: see _branch_to_exit
 
     # -- structure -------------------------------------------------------------
     def emit(self) -> None:
@@ -553,6 +554,10 @@ class FunctionGen:
         """If `cond`, record error site `sid` (or the site word `word`) and its details,
         and leave with `status`: an ERROR raised in a protected block goes to its
         handler instead (`_make_landings`)."""
+        to_handler = self.handler is not None and (status == runtime.ERROR or self._raises_deopts)
+        if not details and word is None and not to_handler:
+            self._branch_to_exit(cond, status, sid)
+            return
         with self.b.if_then(cond, likely=False):
             base = self.mg.errinfo_base(self.b)
             self.b.store(self.mg.site_word(sid) if word is None else word,
@@ -565,6 +570,21 @@ class FunctionGen:
                 self.b.branch(self.handler)
             else:
                 self.leave_with(L.Constant(I32, status))
+
+    def _branch_to_exit(self, cond: L.Value, status: int, sid: int) -> None:
+        """`_exit_if` with no details to record: the sites of a function that record
+        the same site (the checks of one statement) share one block that records it."""
+        block = self._site_exits.get((status, sid))
+        if block is None:
+            block = self._site_exits[(status, sid)] = self.fn.append_basic_block("raise")
+            with self.b.goto_block(block):
+                base = self.mg.errinfo_base(self.b)
+                self.b.store(self.mg.site_word(sid),
+                             self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
+                self.leave_with(L.Constant(I32, status))
+        ok = self.fn.append_basic_block("ok")
+        self.b.cbranch(cond, block, ok).set_weights([1, 99])
+        self.b.position_at_end(ok)
 
     @property
     def _raises_deopts(self) -> bool:
