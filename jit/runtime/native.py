@@ -188,10 +188,9 @@ def _new_engine() -> Any:
 
 
 def optimize(mod: Any, level: Any = 3) -> None:
-    """Run LLVM's standard new-pass-manager pipeline (no fast-math flags are ever set),
-    or at level `QUICK` its short list of passes (`quick_optimize`)."""
+    """Run LLVM's standard new-pass-manager pipeline (no fast-math flags are ever set);
+    none at level `QUICK`."""
     if level == QUICK:
-        quick_optimize(mod)
         return
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
@@ -202,10 +201,10 @@ def optimize(mod: Any, level: Any = 3) -> None:
 
 # The quick tier: a module of more than `QUICK_ABOVE_LINES` lines of IR (a loss of a
 # few hundred lines, with its adjoint and its library helpers, makes 36 000; a sixth
-# derivative by nested gradients 50 000 to 450 000) runs only `QUICK_PASSES` (scalar
-# replacement of the aggregates the JIT passes around, peephole folding, CFG
-# clean-up: no inlining, no loop passes) and LLVM's fast instruction selection
-# (codegen at -O0).  At -O3 such a module takes about 1 s per 10 000 lines to
+# derivative by nested gradients 50 000 to 450 000) runs no IR passes and LLVM's fast
+# instruction selection (codegen at -O0).  (SROA, instcombine and simplifycfg before
+# it cost more than the shorter code generation they bought, and the code they gave
+# was no faster.)  At -O3 such a module takes about 1 s per 10 000 lines to
 # optimise and compile (80 s for the 590 000 lines of a sixth derivative over an
 # array), all of it before the first result; at the quick tier about a tenth of that.
 # The price is the speed of the code: elementwise loops over large arrays ran 6x
@@ -214,7 +213,6 @@ def optimize(mod: Any, level: Any = 3) -> None:
 # `ZYGOPY_QUICK_COMPILE=0` in the environment compiles every module at its level.
 QUICK = "quick"
 QUICK_ABOVE_LINES = 30_000
-QUICK_PASSES = ("sroa", "instruction_combine", "simplify_cfg")
 
 
 def tier(text: str, level: Any) -> Any:
@@ -227,15 +225,6 @@ def tier(text: str, level: Any) -> Any:
 
 def quick_enabled() -> bool:
     return os.environ.get("ZYGOPY_QUICK_COMPILE", "1").lower() not in ("0", "false", "no", "off")
-
-
-def quick_optimize(mod: Any) -> None:
-    """The quick tier's passes (`QUICK_PASSES`), each over the whole module once."""
-    pb = llvm.create_pass_builder(quick_target_machine(), llvm.create_pipeline_tuning_options(1))
-    mpm = llvm.create_new_module_pass_manager()
-    for name in QUICK_PASSES:
-        getattr(mpm, f"add_{name}_pass")()
-    mpm.run(mod, pb)
 
 
 def quick_target_machine() -> Any:
@@ -408,7 +397,6 @@ def _compile_quick(text: str) -> tuple:
     with _LOCK:
         mod = llvm.parse_assembly(text)
         mod.verify()
-        quick_optimize(mod)
         obj = quick_target_machine().emit_object(mod)
         ee = engine()
         ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
