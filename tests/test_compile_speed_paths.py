@@ -246,3 +246,46 @@ def test_recursion_compiled_by_jit(fresh):
     assert jit.jit(mod.fact)(10) == math.factorial(10)
     assert jit.jit(mod.is_even)(11) is False
     assert jit.jit(mod.power_sum)(1.5, 5) == pytest.approx(mod.power_sum(1.5, 5), rel=1e-15)
+
+
+BRANCHES = """
+def mixed(x, n, flag):
+    if n > 2:
+        y = n * 2
+    elif flag:
+        y = x
+    else:
+        y = True
+    z = y + 1
+    if z > 3.5:
+        return z * x
+    return z - x
+
+def looped(x, n):
+    acc = 0
+    for i in range(n):
+        acc = acc + x * i
+    return acc
+"""
+
+
+def test_flows_forward_tells_loops_apart(fresh):
+    from jit.typing.infer import flows_forward
+    from lowering import lower
+    mod = fresh(BRANCHES)
+    assert flows_forward(lower(mod.mixed))
+    assert not flows_forward(lower(mod.looped))
+
+
+@pytest.mark.parametrize("args", [(1.5, 3, False), (1.5, 1, True), (0.5, 0, False),
+                                  (4.0, 1, True)])
+def test_joins_typed_in_one_round(fresh, args):
+    """A branchy function with no loop is typed in one round: an int, a float and a
+    bool joined at the phis give CPython's values, compiled and differentiated."""
+    import jit
+    mod = fresh(BRANCHES)
+    assert jit.jit(mod.mixed)(*args) == mod.mixed(*args)
+    x, n, flag = args
+    dx = _strict(gradient, mod.mixed, x, n, flag, backend="llvm")[0]
+    assert dx == pytest.approx(_fd(lambda v: mod.mixed(v, n, flag), x), rel=1e-6, abs=1e-8)
+    assert jit.jit(mod.looped)(x, 5) == mod.looped(x, 5)
