@@ -31,6 +31,7 @@ STAGES = (   # (stage, the function that runs it: path suffix, function name)
     ("LLVM IR generation (codegen)", "jit/codegen/function.py", "build"),
     ("LLVM optimisation", "jit/runtime/native.py", "optimize"),
     ("LLVM machine code (MCJIT)", "llvmlite/binding/executionengine.py", "finalize_object"),
+    ("LLVM machine code (quick tier)", "llvmlite/binding/targets.py", "emit_object"),
 )
 
 

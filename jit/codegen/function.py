@@ -257,8 +257,9 @@ class ModuleGen:
         return lltype(t)
 
     def errinfo_base(self, b: L.IRBuilder) -> L.Value:
-        """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU)."""
-        return symbols.errinfo_ptr(b)
+        """A pointer to the i64 error record (`runtime.ERRINFO` on the CPU), on an
+        error path (one call: see `symbols.errinfo_ptr_cold`)."""
+        return symbols.errinfo_ptr_cold(b)
 
     def site_word(self, sid: int) -> L.Value:
         """Error site `sid` as the i64 stored in the error record (a symbol on the
@@ -315,6 +316,7 @@ class FunctionGen:
         self.line = t.ir.firstline
         self.b = L.IRBuilder()
         self._status_exit: Optional[tuple] = None    # (block, phi): see leave_with
+        self._site_exits: dict = {}     # (status, site) -> its block: see _branch_to_exit
 
     # -- structure -------------------------------------------------------------
     def emit(self) -> None:
@@ -552,6 +554,10 @@ class FunctionGen:
         """If `cond`, record error site `sid` (or the site word `word`) and its details,
         and leave with `status`: an ERROR raised in a protected block goes to its
         handler instead (`_make_landings`)."""
+        to_handler = self.handler is not None and (status == runtime.ERROR or self._raises_deopts)
+        if not details and word is None and not to_handler:
+            self._branch_to_exit(cond, status, sid)
+            return
         with self.b.if_then(cond, likely=False):
             base = self.mg.errinfo_base(self.b)
             self.b.store(self.mg.site_word(sid) if word is None else word,
@@ -564,6 +570,21 @@ class FunctionGen:
                 self.b.branch(self.handler)
             else:
                 self.leave_with(L.Constant(I32, status))
+
+    def _branch_to_exit(self, cond: L.Value, status: int, sid: int) -> None:
+        """`_exit_if` with no details to record: the sites of a function that record
+        the same site (the checks of one statement) share one block that records it."""
+        block = self._site_exits.get((status, sid))
+        if block is None:
+            block = self._site_exits[(status, sid)] = self.fn.append_basic_block("raise")
+            with self.b.goto_block(block):
+                base = self.mg.errinfo_base(self.b)
+                self.b.store(self.mg.site_word(sid),
+                             self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
+                self.leave_with(L.Constant(I32, status))
+        ok = self.fn.append_basic_block("ok")
+        self.b.cbranch(cond, block, ok).set_weights([1, 99])
+        self.b.position_at_end(ok)
 
     @property
     def _raises_deopts(self) -> bool:
@@ -590,10 +611,13 @@ class FunctionGen:
         undef = L.Constant(result_struct(self.typing.ret), L.Undefined)
         return self.b.insert_value(undef, status, 0)
 
-    def propagate(self, status: L.Value, on_error: Optional[Callable] = None) -> None:
+    def propagate(self, status: L.Value, on_error: Optional[Callable] = None,
+                  note_caller: bool = False) -> None:
         """Return a callee's non-OK status unchanged (after `on_error()` emits its
-        clean-up code there)."""
+        clean-up code there; with `note_caller`, after `_note_caller`)."""
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
+            if note_caller:
+                self._note_caller()
             if on_error is not None:
                 on_error()
             if self.handler is not None and self._raises_deopts:
@@ -616,22 +640,18 @@ class FunctionGen:
             args.append(self.get(a, want))
         depth = self.b.add(self.depth, L.Constant(I64, 1))
         status, value = self.mg.call_function(self.b, target, depth, args)
-        if runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file):
-            self._note_caller(status)
-        self.propagate(status, on_error)
+        note = runtime.internal_file(target.ir.file) and not runtime.internal_file(self.ir.file)
+        self.propagate(status, on_error, note)
         return value
 
-    def _note_caller(self, status: L.Value) -> None:
-        """A library helper failed (an error, or a deopt that cannot be rerun): record
-        this statement as the place it is reported at (`runtime.CALLER_SLOT`), so
-        that no helper's name reaches a user."""
-        with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, runtime.OK)),
-                            likely=False):
-            sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
-            base = self.mg.errinfo_base(self.b)
-            self.b.store(self.mg.site_word(sid),
-                         self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)],
-                                    source_etype=I64))
+    def _note_caller(self) -> None:
+        """On the path where a library helper failed (an error, or a deopt that
+        cannot be rerun): record this statement as the place it is reported at
+        (`runtime.CALLER_SLOT`), so that no helper's name reaches a user."""
+        sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
+        base = self.mg.errinfo_base(self.b)
+        self.b.store(self.mg.site_word(sid),
+                     self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)], source_etype=I64))
 
 
 @codegen("copy")

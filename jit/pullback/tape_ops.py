@@ -248,11 +248,17 @@ def push_words(fc: FunctionGen, tape, words: list) -> None:
         st = b.call(reserve, [tape, L.Constant(I64, len(words))])
         fc.raise_if(b.icmp_signed("!=", st, L.Constant(L.IntType(32), 0)), MemoryError,
                     "cannot grow the tape")
-    data = b.load(tape, typ=PTR)
+    at = b.gep(b.load(tape, typ=PTR), [n], source_etype=I64)
     for k, w in enumerate(words):
-        b.store(w, b.gep(data, [b.add(n, L.Constant(I64, k))], source_etype=I64))
+        b.store(w, _word_at(b, at, k))
     b.store(need, lenp)
     return
+
+
+def _word_at(b: L.IRBuilder, at: L.Value, k: int) -> L.Value:
+    """The address of the `k`-th word from `at` (one instruction per word of a record:
+    a tape record of a large function has hundreds)."""
+    return at if k == 0 else b.gep(at, [L.Constant(I64, k)], source_etype=I64)
 
 
 @codegen("pop")
@@ -317,9 +323,8 @@ def pop_words(fc: FunctionGen, reader, k: int) -> list:
     fc.raise_if(b.icmp_signed("<", new, ZERO), RuntimeError,
                 "adjoint: tape read past its start (forward and adjoint disagree)")
     b.store(new, posp)
-    data = b.load(b.load(reader, typ=PTR), typ=PTR)
-    return [b.load(b.gep(data, [b.add(new, L.Constant(I64, i))], source_etype=I64), typ=I64)
-            for i in range(k)]
+    at = b.gep(b.load(b.load(reader, typ=PTR), typ=PTR), [new], source_etype=I64)
+    return [b.load(_word_at(b, at, i), typ=I64) for i in range(k)]
 
 
 # -- marks and the scratch tapes of checkpointed loops (adjoint.passes.checkpoint) ----------

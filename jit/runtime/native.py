@@ -151,21 +151,22 @@ def internal_file(file: Any) -> bool:
 def target_machine() -> Any:
     tm = _STATE.get("tm")
     if tm is None:
-        return _new_target_machine()
+        return _new_target_machine("tm", 3)
     return tm
 
 
 @compiling
-def _new_target_machine() -> Any:
-    tm = _STATE.get("tm")
+def _new_target_machine(key: str, opt: int) -> Any:
+    """The host's target machine with codegen at `opt`, made once (as `_STATE[key]`)."""
+    tm = _STATE.get(key)
     if tm is None:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
         tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                           features=llvm.get_host_cpu_features().flatten(),
-                                          opt=3, reloc="default", codemodel="jitdefault")
-        _STATE["tm"] = tm
+                                          opt=opt, reloc="default", codemodel="jitdefault")
+        _STATE[key] = tm
     return tm
 
 
@@ -186,13 +187,50 @@ def _new_engine() -> Any:
     return ee
 
 
-def optimize(mod: Any, level: int = 3) -> None:
-    """Run LLVM's standard new-pass-manager pipeline (no fast-math flags are ever set)."""
+def optimize(mod: Any, level: Any = 3) -> None:
+    """Run LLVM's standard new-pass-manager pipeline (no fast-math flags are ever set);
+    none at level `QUICK`."""
+    if level == QUICK:
+        return
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pb = llvm.create_pass_builder(target_machine(), pto)
     pb.getModulePassManager().run(mod, pb)
+
+
+# The quick tier: a module of more than `QUICK_ABOVE_LINES` lines of IR (a loss of a
+# few hundred lines, with its adjoint and its library helpers, makes 36 000; a sixth
+# derivative by nested gradients 50 000 to 450 000) runs no IR passes and LLVM's fast
+# instruction selection (codegen at -O0).  (SROA, instcombine and simplifycfg before
+# it cost more than the shorter code generation they bought, and the code they gave
+# was no faster.)  At -O3 such a module takes about 1 s per 10 000 lines to
+# optimise and compile (80 s for the 590 000 lines of a sixth derivative over an
+# array), all of it before the first result; at the quick tier about a tenth of that.
+# The price is the speed of the code: elementwise loops over large arrays ran 6x
+# slower at the quick tier (a 14 000-line MLP gradient at batch 1024: 128 ms against
+# 20 ms), which is why shorter modules, where -O3 costs a second or two, keep it.
+# `ZYGOPY_QUICK_COMPILE=0` in the environment compiles every module at its level.
+QUICK = "quick"
+QUICK_ABOVE_LINES = 30_000
+
+
+def tier(text: str, level: Any) -> Any:
+    """The level `compile_ir` compiles `text` at when asked for `level`: QUICK for a
+    long module (see `QUICK_ABOVE_LINES`), else `level`."""
+    if level and level != QUICK and text.count("\n") > QUICK_ABOVE_LINES and quick_enabled():
+        return QUICK
+    return level
+
+
+def quick_enabled() -> bool:
+    return os.environ.get("ZYGOPY_QUICK_COMPILE", "1").lower() not in ("0", "false", "no", "off")
+
+
+def quick_target_machine() -> Any:
+    """The target machine of the quick tier: the engine's, with codegen at -O0."""
+    tm = _STATE.get("quick tm")
+    return tm if tm is not None else _new_target_machine("quick tm", 0)
 
 
 # glibc's vector math (libmvec) for the loops of numpy's elementwise functions, where
@@ -279,8 +317,9 @@ def with_symbol_declarations(text: str) -> str:
 def compile_ir(text: str, level: int = 3, keep_object: bool = False,
                cache: bool = True) -> Any:
     """Parse, verify, optimise (at `level`; 0 skips the pipeline, for glue code that
-    is straight-line already) and JIT a module; returns the binding module, and with
-    `keep_object` also the object file MCJIT linked (bytes, for the disk cache).
+    is straight-line already; a long module at QUICK, see `tier`) and JIT a module;
+    returns the binding module, and with `keep_object` also the object file MCJIT
+    linked (bytes, for the disk cache).
 
     With `cache`, the object file of the same text (compiled at the same level, by the
     same zygopy, LLVM and CPU) is linked from the disk cache when an earlier process
@@ -289,6 +328,7 @@ def compile_ir(text: str, level: int = 3, keep_object: bool = False,
     made.  The returned module is then a `LinkedModule`.  Text that names `live`
     symbols is not stored: no other process makes the same text."""
     text = with_symbol_declarations(with_vector_math(text))
+    level = tier(text, level)
     key = None
     if cache and f'@"{LIVE_PREFIX}' not in text:
         from jit import disk_cache
@@ -328,10 +368,13 @@ class LinkedModule:
         return str(self.module())
 
 
-def _compile(text: str, level: int) -> tuple:
+def _compile(text: str, level: Any) -> tuple:
     """(the binding module, its object file) of `text`, linked into the engine."""
     if len(text) > 100_000:
-        progress.stage(f"LLVM: optimising and compiling {len(text) // 1024} kB of IR")
+        progress.stage(f"LLVM: optimising and compiling {len(text) // 1024} kB of IR"
+                       + (" (quick tier)" if level == QUICK else ""))
+    if level == QUICK:
+        return _compile_quick(text)
     with _LOCK:
         mod = llvm.parse_assembly(text)
         mod.verify()
@@ -346,6 +389,19 @@ def _compile(text: str, level: int) -> tuple:
             kept, _OBJECT[:] = _OBJECT[1:], []
         ee.run_static_constructors()
     return mod, (kept[0] if kept else None)
+
+
+def _compile_quick(text: str) -> tuple:
+    """`_compile` at QUICK: the object file comes from the quick tier's target machine
+    (MCJIT's own codegen runs at the engine's -O3) and is linked as a cached one is."""
+    with _LOCK:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+        obj = quick_target_machine().emit_object(mod)
+        ee = engine()
+        ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        ee.finalize_object()
+    return mod, obj
 
 
 _OBJECT: list = []     # [module to keep the object of, its bytes] while compile_ir links

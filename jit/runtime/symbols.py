@@ -106,6 +106,14 @@ def errinfo_ptr(b: L.IRBuilder) -> L.Value:
     return _thread_ptr(b, "zy_errinfo_ptr", "errinfo")
 
 
+def errinfo_ptr_cold(b: L.IRBuilder) -> L.Value:
+    """`errinfo_ptr` as one call of the runtime's accessor: for error paths, which
+    run once per raised error, where the inline test of `errinfo_ptr` only adds
+    three blocks per site for LLVM to compile."""
+    fnty = L.FunctionType(L.PointerType(), [])
+    return b.call(TypedPtr(runtime_ptr("zy_errinfo_ptr"), fnty), [])
+
+
 def arena_head_ptr(b: L.IRBuilder) -> L.Value:
     """The word holding the calling thread's arena head (ARENA_HEAD's address on
     threads that hold the GIL)."""

@@ -93,6 +93,8 @@ class Typing:
     reachable: set = field(default_factory=set)
     static: dict = field(default_factory=dict)
     taint: float = float("inf")
+    # this round of `Engine._solve` handed out the guess `ret` to a call (a recursion)
+    guessed: bool = False
     writes: bool = False
     # a call site, here or in a callee, runs in the interpreter (jit.pullback.host_jcalls)
     host_pullbacks: bool = False
@@ -252,6 +254,19 @@ def cotangent_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
     return join(a, b)
 
 
+def flows_forward(ir: IR) -> bool:
+    """Does every edge of `ir` (a branch's, and a phi's incoming one) go from a block to
+    a later one in `ir.blocks`?  Then one round of `Engine._run` over the blocks in
+    order types each value from final types (no loop carries one back)."""
+    pos = {b.id: k for k, b in enumerate(ir.blocks)}
+    for k, b in enumerate(ir.blocks):
+        if any(pos.get(succ, -1) <= k for succ in b.successors()):
+            return False
+        if any(pos.get(pred, k) >= k for p in b.phis for pred in p.incoming):
+            return False
+    return True
+
+
 class Engine:
     """Holds every signature inferred so far: (IR, argtypes) -> Typing."""
 
@@ -276,6 +291,7 @@ class Engine:
                                   "without a base case?)")
             top = self.stack[-1]  # a recursion: the callee's guess so far
             top.taint = min(top.taint, level)
+            t.guessed = True
             return t
         unrolled = None        # the IR with loops over tuples unrolled (jit.typing.unroll)
         for _ in range(MAX_UNROLLS + 1):
@@ -340,9 +356,11 @@ class Engine:
         try:
             for _ in range(MAX_ROUNDS):
                 before = t.ret
-                t.taint = float("inf")
+                t.taint, t.guessed = float("inf"), False
                 self._run(t)
-                if t.ret == before:
+                # (a round converges, `_run`; it is run again only when a call read
+                # the guess `before`, which a recursion's calls are typed from)
+                if t.ret == before or not t.guessed:
                     break
         finally:
             self.stack.pop()
@@ -360,18 +378,22 @@ class Engine:
             t.types[a.var] = at
         t.reachable = {t.ir.entry.id}
         by_id = {b.id: b for b in t.ir.blocks}
+        one_round = flows_forward(t.ir)
         changed = True
         rounds = 0
         while changed and rounds < MAX_ROUNDS:
             changed = False
             rounds += 1
+            pending = False     # something typed on what it has so far (or not at all)
             for b in t.ir.blocks:
                 if b.id not in t.reachable:
                     continue
                 for p in b.phis:
+                    pending |= not self._incoming_typed(t, p)
                     changed |= self._update(t, p, self._phi_type(t, p, b.id, by_id))
                 for s in b.stmts:
                     typed, moved = self._stmt_or_later(t, s, by_id)
+                    pending |= typed is None or moved
                     changed |= self._update(t, s, typed) | moved
                     self._note_static(t, s)
                     if self._never_returns(t, s):
@@ -381,7 +403,14 @@ class Engine:
                     if succ not in t.reachable:
                         t.reachable.add(succ)
                         changed = True
+            if one_round and not pending:
+                break   # (no edge back: a second round would read the very same types)
         t.ret = self._return_type(t)
+
+    def _incoming_typed(self, t: Typing, p: Phi) -> bool:
+        """Has every value phi `p` gets from a reachable block a type yet?"""
+        return all(self.operand_type(t, v) is not None for pred, v in p.incoming.items()
+                   if pred in t.reachable and not is_unbound(v))
 
     def _note_static(self, t: Typing, s: Stmt) -> None:
         """Record values known at compile time (isinstance, not/truth of those)."""
