@@ -198,3 +198,35 @@ def test_shape_queries_of_numbers_and_arrays():
         return np.size(a) + 10 * np.ndim(a) + 100 * np.size(x) + 1000 * np.ndim(x), np.shape(a)
     a = np.zeros((2, 3, 4))
     assert jit_compile(f)(a, 2.5) == f(a, 2.5) == (24 + 30 + 100, (2, 3, 4))
+
+# -- the leaves of a list of (W, b) layers, by recursion (neural_net_regression) ------------
+
+
+def leaves(tree):
+    """Every array of a list / tuple tree, depth first."""
+    if isinstance(tree, (list, tuple)):
+        return [leaf for item in tree for leaf in leaves(item)]
+    return [tree]
+
+
+def prior(layers, scale):
+    flat = np.concatenate([np.ravel(a) for a in leaves(layers)])
+    return np.sum(-0.5 * (flat / scale) ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_leaves_of_mixed_rank_layers(backend):
+    rs = np.random.RandomState(3)
+    for sizes in ((1, 3, 2), (2, 2, 3)):    # (the same types twice: no learning run)
+        layers = [(rs.randn(m, n), rs.randn(n)) for m, n in zip(sizes[:-1], sizes[1:])]
+        (g, gs) = strict_gradient(prior, layers, 2.0, backend=backend)
+        total = sum(np.sum(w * w) + np.sum(b * b) for w, b in layers)
+        assert gs == pytest.approx(total / 8.0)
+        for (gw, gb), (w, b) in zip(g, layers):
+            assert np.allclose(gw, -w / 4.0) and np.allclose(gb, -b / 4.0)
+
+
+def test_leaves_compiled_by_jit():
+    layers = [(np.ones((2, 3)), np.zeros(3)), (np.ones((3, 1)), np.full(1, 2.0))]
+    got = jit_compile(leaves)(layers)
+    assert len(got) == 4 and all(np.array_equal(x, y) for x, y in zip(got, leaves(layers)))
