@@ -230,3 +230,28 @@ def test_leaves_compiled_by_jit():
     layers = [(np.ones((2, 3)), np.zeros(3)), (np.ones((3, 1)), np.full(1, 2.0))]
     got = jit_compile(leaves)(layers)
     assert len(got) == 4 and all(np.array_equal(x, y) for x, y in zip(got, leaves(layers)))
+
+
+def test_loop_over_mixed_tuple_with_inner_loop_and_branches():
+    def f(t, n):
+        total = 0.0
+        for a in t:                  # body: an inner loop holding a branch
+            for k in range(n):
+                if k % 2 == 0:
+                    total = total + np.sum(a) * k
+                else:
+                    total = total - 1.0
+        return total
+
+    def first_big(t):
+        for a in t:
+            if np.sum(a) > 100.0:
+                return -1.0
+        return 2.0
+    t = (np.ones((2, 2)), np.arange(3.0))
+    for n in (4, 0):
+        assert jit_compile(f)(t, n) == f(t, n)
+    assert jit_compile(first_big)(t) == 2.0
+    assert jit_compile(first_big)((np.ones((2, 2)), np.full(3, 50.0))) == -1.0
+    (g, _) = strict_gradient(f, t, 4, backend="llvm")
+    assert np.allclose(g[0], 2.0) and np.allclose(g[1], 2.0)
