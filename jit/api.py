@@ -40,7 +40,7 @@ from jit.codegen.function import ENTRY_NUMBERS, ModuleGen
 from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
                             flat_ctypes, flat_names, is_direct, range_checks, record_entry,
                             unbox_expr)
-from jit.typing.infer import ENGINE, Typing, infer, lower_function
+from jit.typing.infer import ENGINE, LiteralT, Typing, infer, lower_function
 from jit.runtime.fastcall import builtin_at, emit_wrapper
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, NUMPY_DTYPE, ArrayT, ClosureT,
                        DictT, FunctionT, ListT, ObjectT, RecordT, TupleT, TypingError, typeof)
@@ -274,6 +274,8 @@ def _guard_expr(name: str, t: Any) -> str:
         return f"type({name}) in {simple[t]}"
     if t == NONE:
         return f"{name} is None"
+    if isinstance(t, LiteralT) and type(t.value) is str:   # a constant of the signature
+        return f"type({name}) is str and {name} == {t.value!r}"
     if isinstance(t, ObjectT):
         return f"type({name}).__qualname__ == {t.cls.__qualname__!r}"
     if isinstance(t, ArrayT):

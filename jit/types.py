@@ -419,11 +419,11 @@ def typeof(value: Any) -> Type:
     if record is not None:
         return record
     if isinstance(value, tuple):
-        return TupleT(tuple(typeof(v) for v in value))
+        return TupleT(tuple(_entry_type(v) for v in value))
     if type(value) is list:
-        return ListT(tuple(typeof(v) for v in value))
+        return ListT(tuple(_entry_type(v) for v in value))
     if type(value) is dict and all(type(k) is str for k in value):
-        return DictT(tuple(typeof(v) for v in value.values()), tuple(value))
+        return DictT(tuple(_entry_type(v) for v in value.values()), tuple(value))
     if isinstance(value, pytypes.FunctionType) and value.__closure__:
         if hasattr(value, "__zygopy_transform__"):
             raise TypingError(f"{value.__qualname__} is a transformed function held as a "
@@ -487,6 +487,13 @@ def _field_type(v: Any) -> Type:
         if isinstance(v, (str, bytes, type(Ellipsis), slice, range)) or isinstance(v, type):
             return CONSTANT_TYPE[0](v)
         raise
+
+
+def _entry_type(v: Any) -> Type:
+    """The type of an entry of a tuple, list or dict: a str is a constant of the
+    signature (`LiteralT`: an option passed along in `*args` or `**kwargs`, a label in
+    a tuple), as an object's str attribute is; another string compiles anew."""
+    return CONSTANT_TYPE[0](v) if type(v) is str else typeof(v)
 
 
 def _register_hint(value: Any) -> str:

@@ -262,6 +262,12 @@ def op_binary_subscr(lw, ins):
 @handles("STORE_SUBSCR")
 def op_store_subscr(lw, ins):
     idx, obj, val = lw.pop(), lw.pop(), lw.pop()
+    into = lw.reader.entry_stores.get(id(ins))
+    if into is not None and into[0] is ins:     # a dict only this local refers to
+        new = lw.emit("call", Const(with_entry), lw.operand(obj), lw.operand(idx),
+                      lw.operand(val))
+        lw.store_local(into[1], new)
+        return
     lw.emit("setitem", obj, val, *index_operands(lw, idx))
 
 

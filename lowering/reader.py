@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from bytecode import Bytecode, Instr, Label
 
 from .comprehensions import inline_comprehensions
+from .dict_stores import entry_stores
 from .errors import UnsupportedError
 from .generators import as_list_builder
 
@@ -98,6 +99,7 @@ class CodeReader:
         self.extra_locals |= yielded
         self.cellvars = self.cellvars - demoted
         self.append_locals = append_locals(self.code, instrs)
+        self.entry_stores = entry_stores(instrs, set(param_names(self.code)))
         for ins in instrs:
             cur = blocks[-1]
             if _is_try(ins):

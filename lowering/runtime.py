@@ -215,7 +215,8 @@ missing_name.__zygopy_explain__ = lambda kind, message: f"reading a missing name
 merged.__zygopy_explain__ = lambda *parts: "a dict display with **"
 formatted.__zygopy_explain__ = lambda template, *values: "an f-string"
 keywords.__zygopy_explain__ = lambda *parts: "keyword arguments passed with **"
-with_entry.__zygopy_explain__ = lambda d, key, value: "a dict comprehension"
+with_entry.__zygopy_explain__ = lambda d, key, value: \
+    "a dict entry store (d[k] = v, or a dict comprehension)"
 with_member.__zygopy_explain__ = lambda s, value: "a set comprehension"
 unbound_local.__zygopy_explain__ = (
     lambda name: f"reading local variable {name!r} before it is assigned")

@@ -18,7 +18,7 @@ from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen
                                   memory_type, nd_array_type)
 from jit.typing.infer import LiteralT
 from jit.types import (BOOL, FLOAT32, INT32, INT64, NARROW, ArrayT, DictT, FunctionT,
-                       TupleT, TypingError, known_string)
+                       StrT, TupleT, TypingError, known_string)
 
 ZERO, ONE = L.Constant(I64, 0), L.Constant(I64, 1)
 
@@ -138,9 +138,9 @@ def _tuple_getitem(fc: FunctionGen, s, ts):
     kv = getattr(k, "value", None)
     if isinstance(ts[0], DictT):         # a constant key (see the type rule)
         kv = known_string(ts[1], kv)
-        return fc.b.extract_value(tup, ts[0].index(kv))
+        return _entry(fc, tup, ts[0], ts[0].index(kv), s.type)
     if isinstance(kv, int):
-        return fc.b.extract_value(tup, kv % n if n else 0)
+        return _entry(fc, tup, ts[0], kv % n if n else 0, s.type)
     elem = lltype(s.type)
     slots = fc.alloca(L.ArrayType(elem, n))
     for m in range(n):
@@ -154,6 +154,17 @@ def _tuple_getitem(fc: FunctionGen, s, ts):
     fc.raise_if(bad, IndexError, "tuple index out of range")
     ptr = b.gep(slots, [ZERO, j])
     return b.load(ptr, typ=elem)
+
+
+def _entry(fc: FunctionGen, tup, t, k: int, want):
+    """Entry `k` of a tuple, list or dict value of type `t`, as a value of type `want`.
+    A constant of the signature (a str passed in a tuple or as a keyword) has no native
+    data: its value is made here, as an object's constant attribute's is."""
+    if isinstance(t.elems[k], LiteralT):
+        value = t.elems[k].value
+        return fc.mg.string_word(value) if isinstance(want, StrT) else \
+            L.Constant(lltype(want), None)
+    return fc.b.extract_value(tup, k)
 
 
 @codegen("setitem")

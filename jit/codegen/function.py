@@ -34,7 +34,7 @@ from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NONE, NUMPY_DTYPE, ArrayT,
-                       BuiltListT, ClosureT, FunctionT, ObjectT, OpaqueT, PartialT, RecordT,
+                       BuiltListT, ClosureT, DictT, FunctionT, ObjectT, OpaqueT, PartialT, RecordT,
                        Scalar, StrT, TupleT, Type, TypingError, wide)
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
@@ -137,6 +137,8 @@ def const_value(value: Any, t: Type) -> L.Constant:
     if isinstance(t, RecordT):       # an object read from a global: its attributes now
         from adjoint.pytrees import record_structure
         value = record_structure(value)[1]
+    if isinstance(t, DictT):         # a dict read from a global: its values in key order
+        value = [value[k] for k in t.keys]
     if isinstance(t, TupleT):
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(value, t.elems)])
     if t == NONE or isinstance(t, (FunctionT, LiteralT)) or getattr(t, "token", False):

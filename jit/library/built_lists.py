@@ -66,8 +66,9 @@ def _t_append(ctx: Context, s, ts: list) -> Type:
     if isinstance(acc, BuiltListT) and acc.elem != v:
         if acc.elem in (FLOAT64, INT64) and v in (FLOAT64, INT64):
             return BuiltListT(numeric_join(acc.elem, v))
-        raise FixedListNeeded(f"appending a {v} to a list of {acc.elem} is not compiled "
-                              "(outside a list made by appends in straight-line code)", s.var)
+        msg = (f"appending a {v} to a list of {acc.elem} is not compiled "
+               "(outside a list made by appends in straight-line code)")
+        raise _loop_unroll(ctx, s, msg) or FixedListNeeded(msg, s.var)
     return BuiltListT(v)
 
 
@@ -169,6 +170,22 @@ mark(_d_list_append)
 
 def _pick_d_append(argtypes: list):
     return _d_list_append if argtypes and isinstance(argtypes[0], BuiltListT) else None
+
+
+def _loop_unroll(ctx: Context, s, msg: str):
+    """The unrolling of the loop over a tuple or list of known length whose carried list
+    `s` appends to (its header's phi), so that each copy appends one entry in
+    straight-line code; None when `s` is not in such a loop."""
+    from jit.typing.unroll import carried_unroll
+    ir = ctx.typing.ir
+    defs = {x.var: x for b in ir.blocks for x in b.stmts}
+    acc = s.args[0]
+    while acc in defs and defs[acc].op == "list_append":     # back to the list's phi
+        acc = defs[acc].args[0]
+    head = next((b for b in ir.blocks if any(p.var == acc for p in b.phis)), None)
+    if head is None:
+        return None
+    return carried_unroll(ctx.typing.ir, head.id, ctx.type_of, msg)
 
 
 class FixedListNeeded(RetypeNeeded):

@@ -7,8 +7,8 @@ from jit.library import (advanced_index, array_calls, broadcast, builders, built
                          built_lists, dict_methods, elementwise, escape_hatch, fusion, linalg,
                          live_globals, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, records, reductions,
-                         exceptions, sequence_builtins,
-                         shapes, slicing, string_values, tuple_slicing, ufuncs)
+                         exceptions, sequence_builtins, sequence_values,
+                         shape_queries, shapes, slicing, string_values, tuple_slicing, ufuncs)
 from jit.pullback import (array_cotangents, cotangents, custom_calls,  # noqa: F401
                           jcalls, nested_gradient, tape_ops)
 from jit.typing import primitives  # noqa: F401  (core type rules of the primitives)

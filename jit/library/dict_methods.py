@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from lowering.runtime import loop_items
+from lowering.runtime import loop_items, with_entry
 from ssair.ir import IR, Const, Stmt, Var
 
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context, LiteralT
 from jit.typing.spread import RewriteStatement
 from jit.typing.unroll import RetypeNeeded
-from jit.types import DictT, Type
+from jit.types import DictT, Type, known_string
 
 METHODS = ("get", "items", "values", "keys")
 
@@ -154,3 +154,37 @@ def _cg_loop_items(fc, s, ts):
 
 REGISTRY.declare(loop_items, family="containers", pattern="a loop's sequence",
                  types=_t_loop_items, lower=_cg_loop_items, numpy_too=True)
+
+
+def _t_with_entry(ctx: Context, s, ts: list) -> Type:
+    """`with_entry(d, key, value)` (`d[key] = value` into a dict only its local refers
+    to, and a dict comprehension's step: `lowering.dict_stores`) with a key known at
+    compile time: rewritten into the dict display of d's entries and the new one, so
+    typing, the J transform and code generation see reads of constant keys."""
+    d, key = ts[0], ctx.const(s.args[2], known_string(ts[1], _MISSING))
+    if not isinstance(d, DictT) or type(key) is not str:
+        ctx.fail(f"storing an entry into a {d} under a key of type {ts[1]} is not compiled "
+                 "(a dict with str keys known at compile time is: `d[\"w\"] = x`, or keys "
+                 "of a loop over a tuple of str, which is unrolled)")
+    raise RewriteStatement("an entry stored into a dict", s.var,
+                           _display_with(d.keys, s.args[1], key, s.args[3]))
+
+
+def _display_with(keys: tuple, d, key: str, value) -> Callable:
+    def build(ir: IR, s: Stmt) -> list:
+        made, args = [], []
+        for k in keys:          # (an existing key keeps its place, as in Python)
+            if k == key:
+                args += [Const(k), value]
+                continue
+            made.append(Stmt(ir.new_var(), "getitem", [d, Const(k)], {}, s.line))
+            args += [Const(k), made[-1].var]
+        if key not in keys:
+            args += [Const(key), value]
+        return made + [Stmt(s.var, "dict", args, {}, s.line, s.name)]
+    return build
+
+
+REGISTRY.declare(with_entry, family="containers", pattern="a dict with str keys, a key "
+                 "known at compile time (rewritten into a dict display)",
+                 types=_t_with_entry, numpy_too=True)

@@ -686,7 +686,6 @@ def _declare() -> None:
     declare(np.transpose, "a, axes=None", moved, shp)
     declare(np.expand_dims, "a, axis", expand_dims, shp)
     declare(np.squeeze, "a, axis=None", squeeze, shp, methods=("squeeze(axis=None)",))
-    declare(np.shape, "a", lambda a: TupleT((INT64,) * a.array("a").ndim), shp)
     declare(np.gradient, "f, *varargs, axis=None, edge_order=1", gradient, shp)
     declare(np.rollaxis, "a, axis, start=0", moved, shp)
     declare(np.dsplit, "ary, indices_or_sections", split_parts, shp)
@@ -757,9 +756,14 @@ def _t_operator(ctx: Context, s, ts: list) -> Type:
 def host_operator(op: str, family: str) -> None:
     """Arrays of any rank under primitive `op`, by numpy: the impl for arrays of 3 or
     more dimensions, and the fallback of the native impls (int64 arrays)."""
-    REGISTRY.overload(op, "arrays of 3 or more dimensions", lambda ctx, s, ts: numpy_only(ts),
-                      _t_operator, lower_operator(OPERATORS[op]), family=family,
-                      numpy_too=True)
+    REGISTRY.overload(op, "arrays of 3 or more dimensions", _numpy_operands, _t_operator,
+                      lower_operator(OPERATORS[op]), family=family, numpy_too=True)
+
+
+def _numpy_operands(ctx: Context, s, ts: list) -> bool:
+    """An operand is an array the native loops do not take (two tuples holding such
+    arrays are concatenated by `+` as tuples are, not by numpy)."""
+    return _has_array(ctx, s, ts) and numpy_only(ts)
 
 
 def _has_array(ctx: Context, s, ts: list) -> bool:

@@ -33,6 +33,7 @@ from typing import Any, Optional
 
 from llvmlite import ir as L
 
+from adjoint.options import accepts_keyword
 from lowering import UnsupportedError
 from lowering.guards import on_invalidate
 from ssair.compile_lock import compiling
@@ -290,10 +291,9 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
     from adjoint.generated import library_caller
     from adjoint.nested_hv import gradient_pullback, library_callee
     from jit.library.registry import REGISTRY
-    if ctx.const(s.args[2], ()):
-        ctx.fail(f"{f.__name__}() with keyword arguments inside differentiated code is not "
-                 "compiled")
+    nops = 1 + len(operands)
     ft = argtypes[0]
+    operands, argtypes = _without_options(ctx, s, f, operands, argtypes)
     if isinstance(ft, ClosureT) and type(ft.func) is pytypes.FunctionType:
         fn, captured = ft.func, tuple(ft.captured)
     elif isinstance(ft, FunctionT) and type(ft.func) is pytypes.FunctionType \
@@ -322,7 +322,24 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
                            tuple(_type_name(t) for t in captured),
                            with_value=f is api.value_and_grad)
     ctx.typing.calls[s.var] = Call(None, operands, f)
-    return TupleT((y, RulePBT(id(pb), tuple(argtypes), 1 + len(operands), pb)))
+    return TupleT((y, RulePBT(id(pb), tuple(argtypes), nops, pb)))
+
+
+def _without_options(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> tuple:
+    """(operands, types) of a nested `gradient` jcall without its keyword arguments,
+    which may only be `backend=` for a callee that takes no keyword of that name: the
+    API's option (`adjoint.options`), of no effect in compiled code (a `**kwargs`
+    wrapper passes it along: `lambda *a, **kw: gradient(g, *a, **kw)`).  Other keywords
+    are refused."""
+    kwnames = tuple(ctx.const(s.args[2], ()) or ())
+    if not kwnames:
+        return operands, argtypes
+    fn = getattr(argtypes[0], "func", None)
+    if any(k != "backend" or fn is None or accepts_keyword(fn, k) for k in kwnames):
+        ctx.fail(f"{f.__name__}() with keyword arguments inside differentiated code is not "
+                 "compiled")
+    npos = len(operands) - len(kwnames)
+    return operands[:npos], argtypes[:npos]
 
 
 

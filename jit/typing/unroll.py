@@ -18,6 +18,7 @@ from typing import Any, Optional
 from ssair.ir import IR, Branch, Const, Goto, Stmt, Var
 
 from jit.types import TupleT, TypingError
+from jit.typing.unroll_region import unroll_region
 
 
 class RetypeNeeded(TypingError):
@@ -74,6 +75,10 @@ def unroll_counter_loop(ir: IR, counter: Var, count: int) -> bool:
     body_id = next((s for s in head.term.successors() if blocks[s].term is not None
                     and isinstance(blocks[s].term, Goto) and blocks[s].term.target == head.id),
                    None)
+    if body_id is None and len(preds) == 2:      # a body of several blocks
+        phi = next(p for p in head.phis if p.var == counter)
+        outside = [p for p in preds if phi.incoming.get(p) == Const(0)]
+        return len(outside) == 1 and unroll_region(ir, head, count, outside[0], _copy, _mapped)
     if body_id is None or len(preds) != 2 or body_id not in preds:
         return False
     body = blocks[body_id]

@@ -1,0 +1,98 @@
+"""`list(...)` and `range(...)` as values in compiled code.
+
+A tuple or list in compiled code has a length known from its type (`TupleT`, `ListT`),
+so `list(x)` of one is known entry by entry at compile time:
+
+  * `list(t)` of a tuple or list: a list of the same entries (natively the same
+    struct; a named tuple's entries are its fields);
+  * `list(d)` of a dict with string keys: the list of its keys, each a constant of the
+    signature (`LiteralT`), so `d[keys[k]]` reads the entry at compile time;
+  * `list(range(a, b, c))` whose bounds are known at compile time (constants, or
+    `len` of a tuple: `STATIC_CALLS`): the list of those ints.
+
+`range(...)` itself is a value only with such bounds (a constant of no native data);
+`for i in range(n)` is a loop and needs none of this.  Anything else (a list built by
+appending, an array, a generator) is refused with a TypingError naming it.  The
+derivative of `list(t)` is `adjoint.rules_math.d_tuple`, plain Python the JIT compiles.
+"""
+from __future__ import annotations
+
+import builtins
+
+from llvmlite import ir as L
+
+from jit.codegen.function import I64, lltype
+from jit.library.registry import REGISTRY
+from jit.library.slicing import SliceT
+from jit.typing.infer import Context, LiteralT
+from jit.types import INT64, BuiltListT, DictT, ListT, RecordT, TupleT, Type
+
+FAMILY = "shape and slicing"
+
+
+def _static_int(ctx: Context, operand) -> object:
+    """The int value of `operand` known at compile time, else None."""
+    v = ctx.engine.static_value(ctx.typing, operand)
+    return v if type(v) is int else None
+
+
+def _t_range(ctx: Context, s, ts: list) -> Type:
+    """`range(...)` with bounds known at compile time: a constant of no native data."""
+    bounds = [_static_int(ctx, a) for a in s.args[1:]]
+    if s.kwargs or not 1 <= len(bounds) <= 3 or None in bounds:
+        ctx.fail("range() as a value is compiled only with int bounds known at compile "
+                 "time (constants or len() of a tuple); loop over it with `for` instead")
+    if len(bounds) == 3 and bounds[2] == 0:
+        ctx.fail("range() arg 3 must not be zero")
+    return LiteralT(range(*bounds))
+
+
+def _cg_constant(fc, s, ts):
+    return L.Constant(lltype(s.type), None)
+
+
+def _entries(t: Type) -> tuple:
+    """The entry types `list(x)` of a value of type `t` has, or None if not compiled."""
+    if isinstance(t, LiteralT) and type(t.value) is range:
+        return (INT64,) * len(t.value)
+    if isinstance(t, DictT):
+        return tuple(LiteralT(k) for k in t.keys)
+    if isinstance(t, RecordT) and not t.is_tuple or isinstance(t, (BuiltListT, SliceT)):
+        return None
+    if isinstance(t, TupleT):
+        return t.elems
+    return None
+
+
+def _t_list(ctx: Context, s, ts: list) -> Type:
+    if not ts:
+        ctx.fail("list() with no argument is compiled as [] (a list display)")
+    elems = _entries(ts[0]) if len(ts) == 1 and not s.kwargs else None
+    if elems is None:
+        ctx.fail(f"list() of a {ts[0]} is not compiled (of a tuple, a list, a dict's keys "
+                 "or a range known at compile time is)")
+    return ListT(tuple(elems))
+
+
+def _cg_list(fc, s, ts):
+    t = ts[0]
+    out = L.Constant(lltype(s.type), L.Undefined)
+    if isinstance(t, LiteralT):              # a range: its ints
+        for i, v in enumerate(t.value):
+            out = fc.b.insert_value(out, L.Constant(I64, v), i)
+        return out
+    if isinstance(t, DictT):                 # its keys: constants, no native data
+        return out
+    src = fc.get(s.args[1])
+    for i, e in enumerate(t.elems):
+        if isinstance(e, LiteralT):
+            continue
+        out = fc.b.insert_value(out, fc.convert(fc.b.extract_value(src, i), e, s.type.elems[i]), i)
+    return out
+
+
+REGISTRY.declare(builtins.range, family=FAMILY, pattern="int bounds known at compile time",
+                 types=_t_range, lower=_cg_constant)
+REGISTRY.declare(builtins.list, family=FAMILY,
+                 pattern="a tuple, list, dict (its keys) or constant range", types=_t_list,
+                 lower=_cg_list)
