@@ -175,7 +175,7 @@ def stub_function(name: str, nargs: int, globals_: dict, filename: str) -> types
     fn = types.FunctionType(code, globals_, name)
     fn.__qualname__ = name
     fn.__zygopy_generated__ = name
-    fn.__zygopy_stub__ = True       # (the interpreter always runs its registered IR)
+    fn.__zygopy_lowered__ = True    # (the interpreter always runs its registered IR)
     return fn
 
 

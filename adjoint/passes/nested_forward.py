@@ -22,6 +22,8 @@ from __future__ import annotations
 import types
 from typing import Any, Optional
 
+import numpy as np
+
 from ssair import IR, Const, Stmt, Var
 
 _VARARGS = 0x04 | 0x08      # CO_VARARGS | CO_VARKEYWORDS
@@ -29,7 +31,8 @@ _VARARGS = 0x04 | 0x08      # CO_VARARGS | CO_VARKEYWORDS
 
 def rewrite_forward_calls(ir: IR) -> None:
     """Rewrite the `jvp` / `hvp` calls of `ir` in place (see the module docstring)."""
-    from ..forward import hvp, jvp
+    if not _REWRITES:
+        _fill_rewrites()
     defs: Optional[dict] = None
     for b in ir.blocks:
         out, changed = [], False
@@ -37,17 +40,30 @@ def rewrite_forward_calls(ir: IR) -> None:
             f = s.args[0].value if s.op == "call" and s.args and \
                 isinstance(s.args[0], Const) else None
             got = None
-            if (f is jvp or f is hvp) and set(s.kwargs) <= {"backend"}:
+            rewrite = _REWRITES.get(id(f)) if f is not None else None
+            if rewrite is not None and rewrite[0] is f and set(s.kwargs) <= rewrite[1]:
                 if defs is None:
                     defs = ir.defs_by_var()
                 try:
-                    got = (_jvp_call if f is jvp else _hvp_call)(ir, s, defs)
+                    got = rewrite[2](ir, s, defs)
                 except Exception:       # (f's tangent cannot be built: jvp's own code runs)
                     got = None
             out.extend(got or [s])
             changed = changed or got is not None
         if changed:
             b.stmts = out
+
+
+_REWRITES: dict = {}     # id(callee) -> (callee, keywords allowed, rewrite)
+
+
+def _fill_rewrites() -> None:
+    from ..api import hessian
+    from ..forward import hvp, jacfwd, jvp
+    _REWRITES.update({id(jvp): (jvp, {"backend"}, _jvp_call),
+                      id(hvp): (hvp, {"backend"}, _hvp_call),
+                      id(jacfwd): (jacfwd, {"backend", "argnums"}, _jacfwd_call),
+                      id(hessian): (hessian, {"backend"}, _hessian_call)})
 
 
 def _jvp_call(ir: IR, s: Stmt, defs: dict) -> Optional[list]:
@@ -123,3 +139,115 @@ def _static_callee(f: Any, nargs: int, defs: dict, ir: IR) -> Optional[tuple]:
             code.co_kwonlyargcount or code.co_argcount != nargs:
         return None
     return fn, captured
+
+
+def _jacfwd_call(ir: IR, s: Stmt, defs: dict) -> Optional[list]:
+    """`jacfwd(F, *args, argnums=...)` -> a call of a generated function building each
+    wanted Jacobian from columns of F's tangent function (`jacobian_function`)."""
+    args = list(s.args[2:])
+    wanted = s.kwargs.get("argnums", Const(None))
+    if not isinstance(wanted, Const):
+        return None
+    wanted = wanted.value
+    wanted = tuple(range(len(args))) if wanted is None else \
+        (wanted,) if type(wanted) is int else wanted
+    if type(wanted) is not tuple or any(type(k) is not int or not 0 <= k < len(args)
+                                        for k in wanted):
+        return None
+    callee = _static_callee(s.args[1], len(args), defs, ir)
+    if callee is None:
+        return None
+    fn, captured = callee
+    jf = jacobian_function(fn, len(captured), len(args), frozenset(wanted))
+    return [Stmt(s.var, "call", [Const(jf), *captured, *args], line=s.line, name=s.name)]
+
+
+def _hessian_call(ir: IR, s: Stmt, defs: dict) -> Optional[list]:
+    """`hessian(F, x)` -> a call of a generated function stacking the columns `H e_j`,
+    each a Hessian-vector product (`hessian_function`)."""
+    if len(s.args) != 3:
+        return None
+    callee = _static_callee(s.args[1], 1, defs, ir)
+    if callee is None:
+        return None
+    fn, captured = callee
+    hf = hessian_function(fn, len(captured))
+    return [Stmt(s.var, "call", [Const(hf), *captured, s.args[2]], line=s.line, name=s.name)]
+
+
+_MADE: dict = {}     # (function, code, what...) -> its generated jacobian / hessian function
+
+
+def _columns(name: str, x: str, column: str, shape: str) -> list:
+    """Lines setting `name` to the Jacobian in argument `x`, from `column(e)`, the
+    derivative in direction e (in x's structure): one call for a float, else one per
+    entry of x, stacked last and shaped `shape + shape(x)` (`shape`: None: the
+    columns' own shape)."""
+    lead = f"np.shape(__cols_{name}[0])" if shape is None else shape
+    return [f"if isinstance({x}, bool) or isinstance({x}, int):",
+            f"    {name} = None",
+            f"elif isinstance({x}, float):",
+            f"    {name} = {column.format('1.0')}",
+            "else:",
+            f"    __e_{name} = np.eye({x}.size)",
+            f"    __cols_{name} = [{column.format(f'np.reshape(__e_{name}[j], np.shape({x}))')} "
+            f"for j in range({x}.size)]",
+            f"    {name} = np.reshape(np.stack(__cols_{name}, axis=-1), {lead} + np.shape({x}))"]
+
+
+def jacobian_function(fn: Any, nfree: int, nargs: int, wanted: frozenset) -> Any:
+    """`(captured..., x0, ...) -> (J0, ...)`: what `jacfwd(fn, x0, ..., argnums=wanted)`
+    returns (None for an argument not wanted, or an int), as plain Python calling fn's
+    tangent functions, which the transforms and the JIT read like user code."""
+    from ..forward import tangent_function
+    key = (fn, fn.__code__, "jacfwd", nfree, nargs, wanted)
+    hit = _MADE.get(key)
+    if hit is not None:
+        return hit
+    cs = [f"c{j}" for j in range(nfree)]
+    xs = [f"x{k}" for k in range(nargs)]
+    env, lines = {"np": np}, []
+    for k in range(nargs):
+        if k not in wanted:
+            lines.append(f"J{k} = None")
+            continue
+        mask = tuple(j == k for j in range(nargs))
+        env[f"__tangent{k}__"] = _tangent(tangent_function, fn, mask, cs, only=False)
+        column = f"__tangent{k}__({', '.join(cs + xs)}, {{}})[1]"
+        lines += _columns(f"J{k}", f"x{k}", column, None)
+    lines.append("return (" + "".join(f"J{k}, " for k in range(nargs)) + ")")
+    out = _generated(f"jacfwd_of_{_tail(fn)}", cs + xs, lines, env, fn)
+    _MADE[key] = out
+    return out
+
+
+def hessian_function(fn: Any, nfree: int) -> Any:
+    """`(captured..., x) -> H`: what `hessian(fn, x)` returns, its columns `H e_j` the
+    gradients of fn's directional derivative (reverse over forward, as `hvp`)."""
+    from ..api import gradient
+    from ..forward import tangent_function
+    key = (fn, fn.__code__, "hessian", nfree)
+    hit = _MADE.get(key)
+    if hit is not None:
+        return hit
+    cs = [f"c{j}" for j in range(nfree)]
+    env = {"np": np, "__gradient__": gradient,
+           "__tangent__": _tangent(tangent_function, fn, (True,), cs, only=True)}
+    column = f"__gradient__(__tangent__, {''.join(c + ', ' for c in cs)}x, {{}})[{nfree}]"
+    lines = _columns("H", "x", column, "np.shape(x)") + ["return H"]
+    out = _generated(f"hessian_of_{_tail(fn)}", cs + ["x"], lines, env, fn)
+    _MADE[key] = out
+    return out
+
+
+def _tail(fn: Any) -> str:
+    return fn.__name__ if fn.__name__.isidentifier() else "lambda"
+
+
+def _generated(name: str, params: list, lines: list, env: dict, fn: Any) -> Any:
+    """A generated function that the interpreter and the JIT run through its IR, as
+    they run the user's code (`__zygopy_lowered__`)."""
+    from ..generated import generated_function
+    out = generated_function(name, params, lines, env, fn)
+    out.__zygopy_lowered__ = True
+    return out
