@@ -654,8 +654,18 @@ linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel 
 linear([builtins.sum], data=(0, 1))      # sum(xs, start): start is summed too
 linear([np.where], data=(1, 2))
 linear([column, check_bound])            # zip's column i, a read of a local
-_set([loop_items], lambda em, s, ts: None if ts[0] is None else em.op(
-    "call", j_loop_items, em.operands(s)[0], ts[0]))
+def _loop_items_jvp(em, s, ts):
+    """The tangent of the sequence a loop reads (`j_loop_items`); none for the keys of
+    a dict or the items of a set built here, which never carry a tangent (compiled
+    code then carries no tangent for a str key)."""
+    v = em.operands(s)[0]
+    made = em.defs.get(v)
+    if ts[0] is None or getattr(made, "op", None) in ("dict", "set"):
+        return None
+    return em.op("call", j_loop_items, v, ts[0])
+
+
+_set([loop_items], _loop_items_jvp)
 linear([merged, keywords], data=tuple(range(32)))   # `{**a, **b}`, `f(k=v, **d)`
 linear([with_entry], data=(0, 2))        # a dict comprehension's step
 elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp
