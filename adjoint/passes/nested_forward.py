@@ -81,10 +81,33 @@ def _jvp_call(ir: IR, s: Stmt, defs: dict) -> Optional[list]:
     if callee is None:
         return None
     fn, captured = callee
-    tf = _tangent(tangent_function, fn, mask, captured, only=False)
+    jf = jvp_function(fn, len(captured), mask)
     given = [t for t, m in zip(ts, mask) if m]
-    return [Stmt(s.var, "call", [Const(tf), *captured, *xs, *given], line=s.line,
+    return [Stmt(s.var, "call", [Const(jf), *captured, *xs, *given], line=s.line,
                  name=s.name)]
+
+
+def jvp_function(fn: Any, nfree: int, mask: tuple) -> Any:
+    """`(captured..., xs..., ts...) -> (y, J t)` (ts: the tangents of the xs with
+    `mask`): fn's tangent function, called with a zero tangent for an int or a bool
+    argument, whose tangent `jvp` ignores."""
+    from ..forward import tangent_function
+    key = (fn, fn.__code__, "jvp", nfree, mask)
+    hit = _MADE.get(key)
+    if hit is not None:
+        return hit
+    cs = [f"c{j}" for j in range(nfree)]
+    xs = [f"x{k}" for k in range(len(mask))]
+    ts = [f"t{k}" for k in range(len(mask)) if mask[k]]
+    lines = []
+    for k in range(len(mask)):
+        if mask[k]:
+            lines += [f"if isinstance(x{k}, int):", f"    t{k} = 0.0"]
+    lines.append(f"return __tangent__({', '.join(cs + xs + ts)})")
+    env = {"__tangent__": _tangent(tangent_function, fn, mask, cs, only=False)}
+    out = _generated(f"jvp_of_{_tail(fn)}", cs + xs + ts, lines, env, fn)
+    _MADE[key] = out
+    return out
 
 
 def _hvp_call(ir: IR, s: Stmt, defs: dict) -> Optional[list]:
