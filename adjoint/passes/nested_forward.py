@@ -57,6 +57,34 @@ def rewrite_forward_calls(ir: IR) -> None:
 _REWRITES: dict = {}     # id(callee) -> (callee, keywords allowed, rewrite)
 
 
+def not_rewritten(name: str, mode: str) -> str:
+    """Why a call of `name` (jvp, hvp, jacfwd, hessian) left as it is cannot be
+    differentiated: the forms this pass rewrites."""
+    return (f"adjoint: {name}() inside a function that {mode} differentiates is "
+            f"supported where its function is known there (a global function, a "
+            f"library function with a rule, or a lambda or def made in that function, "
+            f"not one passed in as a value), called without *args or defaults left "
+            f"out, and, for jvp, with the primals and tangents written as tuples at "
+            f"the call; this call is not of that form")
+
+
+def refuse_in_reverse(name: str):
+    """The reverse-mode handler (`SPECIAL_CALLEES`) of a call left as it is."""
+    def refuse(state, _fn, tape, pos, kw):
+        raise TypeError(not_rewritten(name, "reverse mode"))
+    return refuse
+
+
+def refuse_in_forward(name: str):
+    """The forward-mode emitter (`SPECIAL_TANGENTS`) of a call left as it is."""
+    def refuse(em, s, ts, tan, kinds, defs, ir):
+        if not any(t is not None for t in ts):
+            return None
+        where = f"{ir.meta.get('source_name', ir.name)} at {ir.file}:{s.line or ir.firstline}"
+        raise TypeError(not_rewritten(name, "forward mode") + f" ({where})")
+    return refuse
+
+
 def _fill_rewrites() -> None:
     from ..api import hessian
     from ..forward import hvp, jacfwd, jvp
