@@ -225,17 +225,6 @@ def _register() -> None:
     from .special_callees import SPECIAL_TANGENTS
     for f in (api.gradient, api.value_and_grad):
         SPECIAL_TANGENTS[id(f)] = (f, tangent_rule)
-    from lowering.api import CALL_REWRITES
-    from .forward import hvp, jacfwd, jvp
-    from .passes.nested_forward import refuse_in_forward, refuse_in_reverse, \
-        rewrite_forward_calls
-    from .special_callees import SPECIAL_CALLEES
-    CALL_REWRITES.append(rewrite_forward_calls)
-    for f in (jvp, hvp, jacfwd, api.hessian):     # (the calls not rewritten)
-        SPECIAL_CALLEES[id(f)] = (f, refuse_in_reverse(f.__name__))
-        SPECIAL_TANGENTS[id(f)] = (f, refuse_in_forward(f.__name__))
-    for f in (api.pullback, api.jacobian):
-        SPECIAL_TANGENTS[id(f)] = (f, refuse_in_forward(f.__name__))
     # forward mode over an adjoint IR (the tangent function of a gradient's gradient,
     # a fourth order and up): a cotangent's entry is linear in the cotangent
     linear(["dget"])

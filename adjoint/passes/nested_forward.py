@@ -62,10 +62,10 @@ def not_rewritten(name: str, mode: str) -> str:
     differentiated: the forms this pass rewrites."""
     return (f"adjoint: {name}() inside a function that {mode} differentiates is "
             f"supported where its function is known there (a global function, a "
-            f"library function with a rule, or a lambda or def made in that function, "
-            f"not one passed in as a value), called without *args or defaults left "
-            f"out, and, for jvp, with the primals and tangents written as tuples at "
-            f"the call; this call is not of that form")
+            f"library function with a rule, or a lambda or def made in that function; "
+            f"not one passed in as a value or read from an enclosing function), called "
+            f"without *args or defaults left out, and, for jvp, with the primals and "
+            f"tangents written as tuples at the call; this call is not of that form")
 
 
 def refuse_in_reverse(name: str):
@@ -302,3 +302,20 @@ def _generated(name: str, params: list, lines: list, env: dict, fn: Any) -> Any:
     out = generated_function(name, params, lines, env, fn)
     out.__zygopy_lowered__ = True
     return out
+
+
+def _register() -> None:
+    """Rewrite the calls where each function is lowered; refuse those left as they are."""
+    from lowering.api import CALL_REWRITES
+    from .. import api
+    from ..forward import hvp, jacfwd, jvp
+    from ..special_callees import SPECIAL_CALLEES, SPECIAL_TANGENTS
+    CALL_REWRITES.append(rewrite_forward_calls)
+    for f in (jvp, hvp, jacfwd, api.hessian):
+        SPECIAL_CALLEES[id(f)] = (f, refuse_in_reverse(f.__name__))
+        SPECIAL_TANGENTS[id(f)] = (f, refuse_in_forward(f.__name__))
+    for f in (api.pullback, api.jacobian):
+        SPECIAL_TANGENTS[id(f)] = (f, refuse_in_forward(f.__name__))
+
+
+_register()
