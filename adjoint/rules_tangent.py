@@ -128,6 +128,30 @@ def j_mul(a, b, ta, tb):
 
 
 @_helper
+def j_mul_left(a, b, ta):
+    """d(a * b) where only a has a tangent (no None test: see `j_add_left`)."""
+    return ta * b
+
+
+@_helper
+def j_mul_right(a, b, tb):
+    """d(a * b) where only b has a tangent."""
+    return a * tb
+
+
+@_helper
+def j_truediv_left(a, b, ta):
+    """d(a / b) where only a has a tangent."""
+    return ta / b
+
+
+@_helper
+def j_truediv_right(a, b, tb):
+    """d(a / b) where only b has a tangent."""
+    return -(a / b) * tb / b
+
+
+@_helper
 def j_truediv(a, b, ta, tb):
     if tb is None:
         return ta / b
@@ -361,7 +385,10 @@ def _binary(helper, scalar):
 
 
 _ONE_SIDED = {(j_add, False, True): j_add_left, (j_add, True, False): j_add_right,
-              (j_sub, False, True): j_sub_left, (j_sub, True, False): j_sub_right}
+              (j_sub, False, True): j_sub_left, (j_sub, True, False): j_sub_right,
+              (j_mul, False, True): j_mul_left, (j_mul, True, False): j_mul_right,
+              (j_truediv, False, True): j_truediv_left,
+              (j_truediv, True, False): j_truediv_right}
 
 
 def _s_add(em, a, b, ta, tb):
