@@ -190,22 +190,33 @@ def tangent_rule(em: Any, s: Any, ts: list, tan: dict, kinds: Any, defs: dict,
 def _static_function(s: Any, f: Any, defs: dict, ir: Any, name: str, where: str) -> tuple:
     """(Python function, captured operands) of the function operand of a nested
     gradient in IR being built: a function constant, or a closure made here."""
+    got = static_function(f, len(s.args) - 2, defs, ir)
+    if got is None:
+        raise TypeError(f"jvp: {name}() of a function known only at run time is not "
+                        f"differentiated in forward mode yet ({where})")
+    return got
+
+
+def static_function(f: Any, nargs: int, defs: dict, ir: Any) -> Optional[tuple]:
+    """(Python function, captured operands) of function operand `f` (called with
+    `nargs` arguments) known where IR `ir` is built: a function constant (its cells
+    captured constants; a library function with a rule: the function calling it), or
+    a closure made in `ir`.  None otherwise."""
     from ssair import Const
     if isinstance(f, Const):
-        parts = function_parts(f.value, len(s.args) - 2)
+        parts = function_parts(f.value, nargs)
         if parts is not None:
             return parts[0], [Const(c) for c in parts[2]]
-    else:
-        made = defs.get(f)
-        if made is not None and made.op == "make_closure" and \
-                isinstance(made.args[0], Const) and not made.kwargs:
-            fn = made.args[0].value
-            if isinstance(fn, types.CodeType):
-                fn = closure_template(fn, getattr(ir.func, "__globals__", {}))
-            if type(fn) is types.FunctionType:
-                return fn, list(made.args[1:])
-    raise TypeError(f"jvp: {name}() of a function known only at run time is not "
-                    f"differentiated in forward mode yet ({where})")
+        return None
+    made = defs.get(f)
+    if made is not None and getattr(made, "op", None) == "make_closure" and \
+            isinstance(made.args[0], Const) and not made.kwargs:
+        fn = made.args[0].value
+        if isinstance(fn, types.CodeType):
+            fn = closure_template(fn, getattr(ir.func, "__globals__", {}))
+        if type(fn) is types.FunctionType:
+            return fn, list(made.args[1:])
+    return None
 
 
 def _register() -> None:

@@ -128,6 +128,30 @@ def j_mul(a, b, ta, tb):
 
 
 @_helper
+def j_mul_left(a, b, ta):
+    """d(a * b) where only a has a tangent (no None test: see `j_add_left`)."""
+    return ta * b
+
+
+@_helper
+def j_mul_right(a, b, tb):
+    """d(a * b) where only b has a tangent."""
+    return a * tb
+
+
+@_helper
+def j_truediv_left(a, b, ta):
+    """d(a / b) where only a has a tangent."""
+    return ta / b
+
+
+@_helper
+def j_truediv_right(a, b, tb):
+    """d(a / b) where only b has a tangent."""
+    return -(a / b) * tb / b
+
+
+@_helper
 def j_truediv(a, b, ta, tb):
     if tb is None:
         return ta / b
@@ -361,7 +385,10 @@ def _binary(helper, scalar):
 
 
 _ONE_SIDED = {(j_add, False, True): j_add_left, (j_add, True, False): j_add_right,
-              (j_sub, False, True): j_sub_left, (j_sub, True, False): j_sub_right}
+              (j_sub, False, True): j_sub_left, (j_sub, True, False): j_sub_right,
+              (j_mul, False, True): j_mul_left, (j_mul, True, False): j_mul_right,
+              (j_truediv, False, True): j_truediv_left,
+              (j_truediv, True, False): j_truediv_right}
 
 
 def _s_add(em, a, b, ta, tb):
@@ -654,8 +681,18 @@ linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel 
 linear([builtins.sum], data=(0, 1))      # sum(xs, start): start is summed too
 linear([np.where], data=(1, 2))
 linear([column, check_bound])            # zip's column i, a read of a local
-_set([loop_items], lambda em, s, ts: None if ts[0] is None else em.op(
-    "call", j_loop_items, em.operands(s)[0], ts[0]))
+def _loop_items_jvp(em, s, ts):
+    """The tangent of the sequence a loop reads (`j_loop_items`); none for the keys of
+    a dict or the items of a set built here, which never carry a tangent (compiled
+    code then carries no tangent for a str key)."""
+    v = em.operands(s)[0]
+    made = em.defs.get(v)
+    if ts[0] is None or getattr(made, "op", None) in ("dict", "set"):
+        return None
+    return em.op("call", j_loop_items, v, ts[0])
+
+
+_set([loop_items], _loop_items_jvp)
 linear([merged, keywords], data=tuple(range(32)))   # `{**a, **b}`, `f(k=v, **d)`
 linear([with_entry], data=(0, 2))        # a dict comprehension's step
 elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh exp

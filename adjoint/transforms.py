@@ -8,8 +8,8 @@
 
 zygopy's options are keywords of the transform (`grad(f, backend="interp",
 checkpoint=MB)`); every keyword given to the function a transform returns goes to `f`
-(`adjoint.options`).  The transforms nest (`grad(grad(f))`: reverse over reverse, in
-the interpreter, as `adjoint.nested` runs it), and differentiated or compiled code
+(`adjoint.options`).  The transforms nest (`grad(grad(f))`: reverse over reverse,
+compiled as a nested `gradient` is), and differentiated or compiled code
 that calls a transformed function runs its stand-in, a plain function calling
 `gradient` / `value_and_grad`, which the lowering and the JIT know
 (`Transform.target`).
@@ -157,16 +157,13 @@ def checkpoint(f: Any, megabytes: Any = None) -> Any:
 
 def _nested_backend(name: str, f: Any, backend: str) -> str:
     """The backend of a transform of a transformed function: reverse over reverse
-    runs in the interpreter (`adjoint.nested`), so `"auto"` means `"interp"` and
-    `"llvm"` is refused here, naming the user's functions."""
+    compiles as a nested `gradient` does (`adjoint.nested_hv`); a third transform is
+    refused here, naming the user's functions."""
     if isinstance(transform_of(transform_of(f).f), Transformed):
         raise TypeError(f"{name}({_name(f)}): a transform of a transform of a transform "
-                        f"(reverse mode of third order) is not supported")
-    if backend == "llvm":
-        raise TypeError(f"{name}({_name(f)}, backend='llvm'): a gradient of a gradient "
-                        f"(reverse over reverse) is not compiled; it runs in the "
-                        f"interpreter with backend='interp' or the default 'auto'")
-    return "interp"
+                        f"(reverse mode of third order) is not supported; take the inner "
+                        f"derivatives with adjoint.gradient in a function of your own")
+    return backend
 
 
 def pick(grads: tuple, argnums: Any) -> Any:

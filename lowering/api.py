@@ -58,6 +58,12 @@ def _lowered(f) -> IR:
     return ir
 
 
+# IR -> None, run on each function's lowered IR: rewrites of calls that a higher
+# layer registers (`adjoint.passes.nested_forward`: `jvp` / `hvp` called in user code
+# become calls of the callee's tangent function)
+CALL_REWRITES: list = []
+
+
 def shared_ir(f) -> IR:
     """The IR of `f`, lowered once per code object and sharing key (`_sharing_key`).
 
@@ -71,6 +77,8 @@ def shared_ir(f) -> IR:
     if entry[1] is None:
         ir = _lower_with_cells(entry[0])
         ir.meta["code"] = f.__code__
+        for rewrite in CALL_REWRITES:
+            rewrite(ir)
         _CACHE[entry[0]] = ir
         entry[1] = ir
     return entry[1]
@@ -167,6 +175,7 @@ def stub_function(name: str, nargs: int, globals_: dict, filename: str) -> types
     fn = types.FunctionType(code, globals_, name)
     fn.__qualname__ = name
     fn.__zygopy_generated__ = name
+    fn.__zygopy_lowered__ = True    # (the interpreter always runs its registered IR)
     return fn
 
 

@@ -390,6 +390,8 @@ _IMPLS: list = [-1, frozenset()]
 
 
 def _is_user_code(f: types.FunctionType) -> bool:
+    if getattr(f, "__zygopy_lowered__", False):  # code a transform made: run its IR
+        return True
     top = (getattr(f, "__module__", None) or "").partition(".")[0]
     if top in LIBRARY_MODULES:
         return False

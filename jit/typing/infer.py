@@ -196,6 +196,8 @@ def is_user_function(f: Any) -> bool:
     """A Python function the JIT compiles itself (not math/numpy/builtins)."""
     if not isinstance(f, pytypes.FunctionType):
         return False
+    if getattr(f, "__zygopy_lowered__", False):     # code a transform made
+        return True
     from ssair.interpreter import LIBRARY_MODULES
     mod = (getattr(f, "__module__", None) or "").split(".")[0]
     return mod not in LIBRARY_MODULES
