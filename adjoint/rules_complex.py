@@ -125,10 +125,12 @@ def d_pow_base_complex(dy, x, y):
 
 # -- abs and the parts of a complex number ---------------------------------------------------
 def _unit(z):
-    """conj(z) / |z| (0 at 0): the gradient of |z|."""
+    """conj(z) / |z| (0 at 0): the gradient of |z|.  Written with differentiable
+    operations only: a derivative of a derivative differentiates it."""
     r = np.abs(z)
-    out = np.where(r == 0, 0.0, np.conj(z) / np.where(r == 0, 1.0, r))
-    return out if isinstance(z, np.ndarray) else complex(out)
+    if isinstance(z, np.ndarray):
+        return np.conj(z) / np.where(r == 0, 1.0, r) * (r != 0)
+    return 0j if r == 0 else np.conj(z) / r
 
 
 @on_complex(E.d_abs)
@@ -226,3 +228,16 @@ def d_np_norm_complex(dy, y, x, ord=None, axis=None, keepdims=False):
     r = np.asarray(y, dtype=float)
     g = np.where(r == 0, 0.0, np.conj(xa) / np.where(r == 0, 1.0, r)) * np.real(dy)
     return (g if isinstance(x, np.ndarray) else complex(g),)
+
+
+# -- complex(re, im) -------------------------------------------------------------------------
+@pullback_rule(complex)
+def d_complex(dy, *parts):
+    """complex(re, im) of real numbers: (Re dy, -Im dy), dy being dL/dx - i dL/dy."""
+    if any(isinstance(p, (complex, np.complexfloating, str)) for p in parts):
+        raise TypeError("adjoint: the derivative of complex() of a complex number or a "
+                        "string is not supported yet")
+    return (float(np.real(dy)), -float(np.imag(dy)))[:len(parts)]
+
+
+d_complex.on_complex = d_complex.fn
