@@ -37,7 +37,7 @@ from . import rules_math as M
 from . import rules_norms as NR
 from . import rules_numpy as N
 from . import rules_ufuncs as U
-from .rule_table import OP_RULES, Pullback, pullback_rule
+from .rule_table import OP_RULES, Pullback, defmethod, pullback_rule
 from .rules_ufuncs import cotangent_like
 from .tape import unbcast
 
@@ -193,6 +193,11 @@ def d_np_sign(dy, x):
 @on_complex(d_np_conjugate)
 def d_np_conjugate_complex(dy, x):
     return (_like_operand(np.conj(dy), x),)
+
+
+for _cls, _name in ((complex, "conjugate"), (float, "conjugate"), (np.ndarray, "conjugate"),
+                   (np.ndarray, "conj")):      # (the methods: as np.conjugate)
+    defmethod(_cls, _name, d_np_conjugate.fn).pullback.on_complex = d_np_conjugate_complex
 
 
 @on_complex(d_np_imag)

@@ -146,6 +146,14 @@ def test_real_arguments_keep_real_gradients():
     assert g.dtype == np.float64 and np.allclose(g, 2 * v)
 
 
+def test_conjugate_methods():
+    g, = gradient(lambda z: (z.conjugate() * z).real, Z0, backend="interp")
+    assert g == pytest.approx(2 * np.conj(Z0))
+    g, = gradient(lambda v: np.sum(v.conj() * v * 1j).imag, ZS, backend="interp")
+    assert np.allclose(g, 2 * np.conj(ZS))
+    assert gradient(lambda x: x.conjugate() * x, 0.5, backend="interp") == (1.0,)
+
+
 def test_complex_builtin():
     f = lambda x, y: abs(complex(x, y) ** 2) + 3 * complex(x, y).imag   # noqa: E731
     assert gradient(f, 0.7, 1.3, backend="interp") == (pytest.approx(1.4), pytest.approx(5.6))
