@@ -65,6 +65,8 @@ def _op_pullbacks(op: str) -> tuple:
 
 for _op in ("add", "sub", "mul", "truediv", "neg", "matmul"):
     holomorphic(*_op_pullbacks(_op))
+# what a loop or an unpacking reads (linear, real coefficients: the same for complex values)
+holomorphic(M.d_loop_items, M.d_column, M.d_check_bound)
 holomorphic(E.d_sin, E.d_cos, E.d_tan, E.d_asin, E.d_acos, E.d_atan, E.d_sinh, E.d_cosh,
             E.d_tanh, E.d_exp, E.d_expm1, E.d_log1p, E.d_log2, E.d_log10, E.d_sqrt)
 
@@ -147,6 +149,15 @@ def d_getattr_complex(dy, x, name):
     if name == "T":
         return np.transpose(dy), None
     return dy, None
+
+
+@on_complex(M.d_unpack)
+def d_unpack_complex(dy, x, n):
+    """`a, b = x`: the rows' cotangents stacked (complex ones kept complex)."""
+    if not isinstance(x, np.ndarray):
+        return dy, None
+    rows = [np.zeros(x.shape[1:], dtype=x.dtype) if g is None else g for g in dy]
+    return np.array(rows, dtype=np.result_type(x.dtype, *rows)), None
 
 
 def _zero_like(dy, x):

@@ -146,6 +146,26 @@ def test_real_arguments_keep_real_gradients():
     assert g.dtype == np.float64 and np.allclose(g, 2 * v)
 
 
+def _unpacked(v):
+    a, b, c = v
+    return abs(a * b) + c.imag
+
+
+def _iterated(v):
+    s = 0.0
+    for e, w in zip(v, v * 1j):
+        s = s + abs(e) ** 2 + (e * w).real
+    return s
+
+
+def test_loops_and_unpacking_over_complex_arrays():
+    a, b, c = ZS
+    want = [np.conj(a * b) / abs(a * b) * b, np.conj(a * b) / abs(a * b) * a, -1j]
+    assert np.allclose(gradient(_unpacked, ZS, backend="interp")[0], want)
+    assert np.allclose(gradient(_iterated, ZS, backend="interp")[0],
+                       2 * np.conj(ZS) + 2j * ZS)
+
+
 def test_conjugate_methods():
     g, = gradient(lambda z: (z.conjugate() * z).real, Z0, backend="interp")
     assert g == pytest.approx(2 * np.conj(Z0))
