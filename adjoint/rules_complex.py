@@ -21,9 +21,15 @@ or cotangent with a TypeError rather than give a number in another convention:
     complex z as well, so it serves unchanged;
   * `np.sum`/`np.mean`, `math.log`/`np.log`, `x ** y` (the real rules take a list,
     a base, compare with 0 or call math.log) and the Euclidean `np.linalg.norm`;
+  * what loops and unpacking read (`loop_items`, zip's columns, `a, b = v`), and
+    `complex(re, im)`;
   * the non-holomorphic parts: `abs`, `.real`, `.imag`, `np.real`, `np.imag`,
-    `np.conjugate`, `np.angle`; and `np.sign`, refused for complex values (its real
-    rule is the zero of a piecewise constant function).
+    `np.conjugate` (and the `conjugate`/`conj` methods), `np.angle`; and `np.sign`,
+    refused for complex values (its real rule is the zero of a piecewise constant
+    function).
+The cotangent primitives of nested differentiation register theirs in
+`adjoint.nested` (linear), which differentiates these complex forms where complex
+values flow through a derivative of a derivative.
 """
 from __future__ import annotations
 
