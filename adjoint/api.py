@@ -40,7 +40,7 @@ from .passes.inplace import arg_types
 from .passes.activity import SHAPE_ATTRS
 from .pytrees import (PULLBACK, as_cotangent, copy_record, finish_record, is_namedtuple, is_record,
                       record_fields, refuse_shadowed_fields)
-from .rule_table import in_dtype_of
+from .rule_table import FORWARD_REFUSAL, IN_FORWARD_MODE, in_dtype_of
 from .rules import Pullback as RulePullback
 from .rules import callee_name, defpullback, lookup_callee
 from .options import Checkpointed, take_options, unwrap
@@ -540,6 +540,8 @@ def general_gradient(f: Callable, args: tuple, with_value: bool, backend: str = 
     """`gradient` / `value_and_grad` through `pullback` and `back(1.0)`."""
     y, back = run_pullback(f, args, dict(kwargs or {}), backend, checkpoint)
     if not _is_scalar(y):
+        if IN_FORWARD_MODE.get() and np.iscomplexobj(y):    # (hvp's tangent: complex)
+            raise TypeError(f"hvp: {FORWARD_REFUSAL}")
         name = "value_and_grad" if with_value else "gradient"
         raise TypeError(f"{name}: {getattr(f, '__name__', 'f')} must return a real "
                         f"scalar, got {type(y).__name__}; use jacobian or pullback")

@@ -31,7 +31,7 @@ from .partials import partials_as_closures
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.merge_returns import merge_returns
 from .passes.tangent import bind_parameters, tangent, zero_tangent
-from .rule_table import IN_FORWARD_MODE
+from .rule_table import FORWARD_REFUSAL, IN_FORWARD_MODE
 from .options import transform_of
 from .pytrees import copy_record, is_namedtuple
 from .structure import conform, has_complex, has_objects, user_tangent
@@ -263,8 +263,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple, backend: str = "auto") -> 
 
 def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
     if has_complex(primals) or has_complex(tangents):
-        raise TypeError("jvp: forward mode does not support complex numbers yet "
-                        "(reverse mode does: gradient, pullback)")
+        raise TypeError(f"jvp: {FORWARD_REFUSAL} (reverse mode does: gradient, pullback)")
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     if backend not in ("auto", "interp", "llvm"):
@@ -485,7 +484,13 @@ def hvp(f: Callable, x: Any, v: Any, *args: Any, backend: str = "auto") -> Any:
     tf = tangent_function(f, (True,) + (False,) * len(args), arg_types((x,) + tuple(args)),
                           only=True)
     v = conform(x, v, "hvp: v", zero_tangent)     # (an object's: as the IR holds it)
-    return gradient(tf, x, *args, v, backend=backend)[0]
+    if has_complex((x, v, args)):
+        raise TypeError(f"hvp: {FORWARD_REFUSAL}")
+    token = IN_FORWARD_MODE.set(True)     # (a complex value met inside: refused)
+    try:
+        return gradient(tf, x, *args, v, backend=backend)[0]
+    finally:
+        IN_FORWARD_MODE.reset(token)
 
 
 class CodeTangent:

@@ -36,6 +36,7 @@ that writes into its array argument.  Each raises a TypeError that says so.
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,8 @@ from . import transform as T
 from .options import accepts_keyword
 from .rule_table import no_operands
 from .rules import Pullback, nondiff, pullback_rule, structural
+from .rules_complex import holomorphic, on_complex
+from .structure import has_complex
 from .special_callees import READ_ONLY_CALLEES, SPECIAL_CALLEES, SPECIAL_TYPES, run_jback, run_jcall, special_handler
 from .tape import accum, accum_index, fresh, new_tape, reader_of, take_index, unbcast, zero_index
 
@@ -148,6 +151,18 @@ def d_seed_like(dz, y, dy, name):
 
 
 seed_like.__zygopy_symbol__ = "adjoint.nested.seed_like"
+
+# complex values (`adjoint.rules_complex`): the pullbacks above are linear with real
+# coefficients, the same in every convention, so each real one serves complex values
+holomorphic(d_accum, d_dget, d_accum_index, d_take_index, d_zero_index, d_snapshot,
+            d_contiguous, d_finish_grads, d_seed_like)
+
+
+@on_complex(d_unbcast)
+def d_unbcast_complex(dz, dy, x):
+    if isinstance(dy, np.ndarray) and not isinstance(dz, (tuple, list, dict)):
+        return np.array(np.broadcast_to(dz, dy.shape)), None
+    return dz, None
 
 
 # -- the gradient program ---------------------------------------------------------------
@@ -278,7 +293,7 @@ def forward_pullback(state, pb: Pullback, tape, pos: tuple, kw: dict) -> tuple:
     if pos[0] is None:
         return pb(*pos, **kw), T.NondiffPB(nops)
     try:
-        y, data = T.call_forward(state, pb.fn, tape, pos, kw, plain=True)
+        y, data = T.call_forward(state, _rule_for(pb, pos, kw), tape, pos, kw, plain=True)
     except UnsupportedError as e:
         raise TypeError(f"adjoint: nested AD (a derivative of a derivative) through "
                         f"{pb.of} is not supported yet: its derivative rule uses "
@@ -286,6 +301,19 @@ def forward_pullback(state, pb: Pullback, tape, pos: tuple, kw: dict) -> tuple:
     if isinstance(y, tuple):
         return y, data
     return (y,), _UnwrapPB(data)
+
+
+def _rule_for(pb: Pullback, pos: tuple, kw: dict) -> Any:
+    """The function a call of `pb` runs: its complex form where a complex value flows
+    (`Pullback.complex_call`; it takes the real part of each real operand's cotangent
+    explicitly where a real value meets a complex one, so differentiating it needs no
+    more), refused clearly where it has none."""
+    if not (has_complex(pos) or has_complex(tuple(kw.values()))):
+        return pb.fn
+    if pb.on_complex is None:
+        raise TypeError(f"adjoint: the derivative of {pb.of} does not support complex "
+                        "numbers yet")
+    return pb.on_complex
 
 
 SPECIAL_TYPES.append((Pullback, forward_pullback))

@@ -29,6 +29,7 @@ from ssair.interpreter import Closure, closure_template
 from .custom import dense_cotangent
 from .generated import generated_function, library_caller
 from .rule_table import Pullback, pullback_rule
+from .rules_complex import holomorphic
 
 _PULLBACKS: dict = {}    # (function, nfree, mask, types, ctypes, kind) -> Pullback
 
@@ -69,6 +70,9 @@ def captured_values(f: Any) -> tuple:
 @pullback_rule(captured_values)
 def d_captured_values(dz, f):
     return (None if dz is None else tuple(dz),)
+
+
+holomorphic(d_captured_values)      # (linear: complex values pass as they are)
 
 
 def tangent_of_gradient(fn: Any, nfree: int, mask: tuple, types_: tuple,

@@ -90,8 +90,7 @@ class Pullback:
         """The pullback where a complex number flows: `on_complex` (zygopy's convention,
         see `adjoint.rules_complex`), each real operand's cotangent its real part."""
         if IN_FORWARD_MODE.get():
-            raise TypeError(f"jvp: forward mode does not support complex numbers yet "
-                            f"(met in the derivative of {self.of})")
+            raise TypeError(f"{FORWARD_REFUSAL} (met in the derivative of {self.of})")
         if self.on_complex is None:
             raise TypeError(f"adjoint: the derivative of {self.of} does not support "
                             "complex numbers yet")
@@ -125,10 +124,12 @@ class Pullback:
         return f"<pullback {self.__zygopy_symbol__}>"
 
 
-# True while `adjoint.forward.jvp` runs: forward mode calls pullbacks as jvps (J t for an
-# elementwise function), which the complex forms (conj(J)^T dy) are not
+# True while `adjoint.forward.jvp` or `hvp` runs: forward mode calls pullbacks as jvps
+# (J t for an elementwise function), which the complex forms of the non-holomorphic ones
+# (abs, .real, ...) are not, and its helpers (`TangentHelper`) assume real values
 IN_FORWARD_MODE: contextvars.ContextVar = contextvars.ContextVar("zygopy_forward_mode",
                                                                  default=False)
+FORWARD_REFUSAL = "forward mode does not support complex numbers yet (jvp, jacfwd, hvp)"
 _REAL = {float, int, bool, type(None), np.float64, np.int64, np.bool_}
 
 
@@ -190,8 +191,12 @@ class TangentHelper:
     compiles it as user code (it takes None for a zero tangent).  Prints as
     `@module.name`."""
 
-    def __init__(self, fn: Callable, interpreted: str = "", options: tuple = ()):
+    def __init__(self, fn: Callable, interpreted: str = "", options: tuple = (),
+                 real_only: bool = False):
         self.fn = fn
+        # whether the rule assumes real values (a comparison, |x|, x.T for x^H): a
+        # complex operand is refused (see IN_FORWARD_MODE)
+        self.real_only = real_only
         self.interpreted = interpreted    # why the JIT does not compile it, if so
         # parameters the JIT specialises the compiled rule on when the call passes a
         # constant (an axis: the numpy calls inside need it at compile time)
@@ -204,6 +209,10 @@ class TangentHelper:
         self.check: Optional[Callable] = None
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
+        if self.real_only:
+            for a in args:
+                if type(a) not in _REAL and _is_complex(a):
+                    raise TypeError(FORWARD_REFUSAL)
         out = self.fn(*args, **kw)
         return out if self.check is None else self.check(self, out, args)
 

@@ -44,8 +44,15 @@ def _helper(fn):
 
 
 def _axis_helper(fn):
-    """A helper whose `axis` the JIT takes as a constant (`TangentHelper.options`)."""
-    return TangentHelper(fn, options=("axis",))
+    """A helper whose `axis` the JIT takes as a constant (`TangentHelper.options`);
+    each assumes real values (a maximum, a spread)."""
+    return TangentHelper(fn, options=("axis",), real_only=fn.__name__ != "j_squeeze")
+
+
+def _real_helper(fn):
+    """A helper that assumes real values (compares them, or takes a real logarithm or
+    transpose): a complex operand is refused (`TangentHelper.real_only`)."""
+    return TangentHelper(fn, real_only=True)
 
 
 def _widen(t, other):
@@ -180,11 +187,11 @@ def _pow_rate(y, a):
     return 0.0
 
 
-j_pow_slope = _helper(_pow_slope)
-j_pow_rate = _helper(_pow_rate)
+j_pow_slope = _real_helper(_pow_slope)
+j_pow_rate = _real_helper(_pow_rate)
 
 
-@_helper
+@_real_helper
 def j_pow(a, b, ta, tb):
     """d(a ** b): the slope in a times ta, plus the rate in b times tb only where b
     varies (so a constant exponent of a negative base has a finite derivative)."""
@@ -205,7 +212,7 @@ def j_matmul(a, b, ta, tb):
     return ta @ b + a @ tb
 
 
-@_helper
+@_real_helper
 def j_mod(a, b, ta, tb):
     """d(a % b) = ta - floor(a / b) tb."""
     if tb is None:
@@ -468,7 +475,7 @@ def j_det(y, a, ta):
     return y * _tr(np.linalg.solve(a, ta))
 
 
-@_helper
+@_real_helper
 def j_slogdet(y, a, ta):
     """(sign, log|det A|): the sign's tangent is zero, log|det|'s is tr(A^-1 dA) (a
     plain tuple: `j_field` reads it by the result's field names)."""
@@ -570,7 +577,7 @@ def j_solve(x, a, b, ta, tb):
     return np.linalg.solve(a, rhs)
 
 
-@_helper
+@_real_helper
 def j_cholesky(lower, a, ta):
     """A = L L^T: dL = L Phi(L^-1 dA L^-T), Phi the lower triangle with half the
     diagonal."""
