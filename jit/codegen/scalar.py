@@ -336,7 +336,17 @@ def _cg_compare(fc: FunctionGen, s, ts):
     if NONE in ts:
         same = ts[0] == ts[1]
         return L.Constant(I1, int(same == (s.op == "eq")))
-    return compare_values(fc, s.op, fc.get(s.args[0]), ts[0], fc.get(s.args[1]), ts[1])
+    a, b = (_number(fc, op, t) for op, t in zip(s.args, ts))
+    return compare_values(fc, s.op, *a, *b)
+
+
+def _number(fc: FunctionGen, operand, t) -> tuple:
+    """(value, type) of a comparison operand: a constant number the caller passed
+    (`LiteralT`, see `jit.typing.primitives.literal_numbers`) as an LLVM constant."""
+    if isinstance(t, LiteralT) and type(t.value) in (int, float):
+        return (L.Constant(I64, t.value), INT64) if type(t.value) is int else \
+            (L.Constant(F64, t.value), FLOAT64)
+    return fc.get(operand), t
 
 
 def float_compare(fc: FunctionGen, op: str, a, b) -> L.Value:

@@ -38,6 +38,7 @@ from jit.runtime import host_pullbacks as hp
 from jit.runtime.host_calls import HostSite
 from jit.library.registry import Impl
 from jit.typing.infer import CALL_FALLBACKS, Call, Context, LiteralT
+from jit.typing.refusals import names_internals
 from jit.typing.unroll import RetypeNeeded
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, FunctionT, TupleT, Type
 
@@ -179,6 +180,11 @@ def _warn(ctx: Context, s, f: Any, why: Exception) -> None:
         return
     _WARNED.add((file, line, caller, callee))
     reason = str(why).split("\n")[0].replace(_AUTO_NOTE, "")
+    if names_internals(f"{file} {reason}"):     # inside zygopy's own library code
+        warnings.warn("zygopy: a step of a library function's compiled code runs in "
+                      "Python (slower, same result); this is zygopy's limitation, "
+                      "worth reporting", CallSiteFallbackWarning, stacklevel=2)
+        return
     warnings.warn_explicit(
         f"zygopy: the call of {callee} in {caller} at {file}:{line} runs in "
         f"Python (the rest of {caller} stays compiled): {reason}",

@@ -101,8 +101,16 @@ def _t_truth(ctx: Context, s: Stmt, ts: list) -> Type:
     ctx.fail(f"truth value of {ts[0]} is not supported")
 
 
+def literal_numbers(ts: list) -> list:
+    """`ts` with a constant number the caller passed (`LiteralT(1)`: an `axis=` option)
+    as the type of its value, so it compares with a run-time number."""
+    return [INT64 if isinstance(t, LiteralT) and type(t.value) is int else
+            FLOAT64 if isinstance(t, LiteralT) and type(t.value) is float else t for t in ts]
+
+
 @rule("lt", "le", "gt", "ge")
 def _t_order(ctx: Context, s: Stmt, ts: list) -> Type:
+    ts = literal_numbers(ts)
     if not _numeric(ts):
         ctx.fail(f"cannot order {ts[0]} and {ts[1]}")
     return BOOL
@@ -110,6 +118,7 @@ def _t_order(ctx: Context, s: Stmt, ts: list) -> Type:
 
 @rule("eq", "ne")
 def _t_eq(ctx: Context, s: Stmt, ts: list) -> Type:
+    ts = literal_numbers(ts)
     if _numeric(ts) or NONE in ts and all(isinstance(x, (Scalar, TupleT)) for x in ts):
         return BOOL
     ctx.fail(f"cannot compare {ts[0]} and {ts[1]}")
