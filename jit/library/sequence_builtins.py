@@ -30,7 +30,7 @@ from llvmlite import ir as L
 from jit.library import math_builtins  # noqa: F401  (declares min and max)
 from jit.library.builtin_sum import deopt_if_empty
 from jit.library.python_impls import impl_call, mark
-from jit.library.registry import REGISTRY
+from jit.library.registry import REGISTRY, called
 from jit.types import BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 from jit.typing.infer import Context
 from jit.typing.spread import RewriteStatement
@@ -254,7 +254,7 @@ def _calling(impl):
 
 
 def _t_extreme(ctx: Context, s, ts: list) -> Type:
-    impl = _min_items if s.args[0].value is builtins.min else _max_items
+    impl = _min_items if called(ctx.typing, s) is builtins.min else _max_items
     return impl_call(ctx, s, impl, list(s.args[1:]))
 
 
