@@ -147,7 +147,8 @@ def _t_default_rng(ctx: Context, s, ts: list) -> Type:
 
 def _declare() -> None:
     REGISTRY.declare(np.random.default_rng, family=FAMILY, pattern="a seed",
-                     types=_t_default_rng, lower=lower_calling(made_generator))
+                     types=_t_default_rng, lower=lower_calling(made_generator),
+                     name="np.random.default_rng")
     for name in METHODS:
         def draw(*args: Any) -> Any:
             raise TypeError("jit.library.random_draws: draws run only in compiled code")
