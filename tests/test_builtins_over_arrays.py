@@ -177,3 +177,20 @@ def test_generator_made_in_the_loss_compiles_with_cpythons_draws():
     assert y == noisy_loss(W)
     assert dy == pytest.approx(np.sum(central_differences(noisy_loss, W)), rel=1e-6)
     assert not host_pullbacks.LIVE            # every generator made was released
+
+
+def sorted_picks(a):
+    s = sorted(a)
+    return s[0] * 2.0 + s[2] * s[1]
+
+
+def test_sorted_of_float32_is_refused_clearly_and_right_in_the_interpreter():
+    from jit import JitFallbackWarning
+    a = np.array([3.0, -1.0, 2.0], dtype=F32)
+    with pytest.warns(JitFallbackWarning, match=r"sorted of \(array\(float32, 1d\)\)"):
+        (g,) = gradient(sorted_picks, a)
+    assert g.dtype == F32
+    np.testing.assert_allclose(g, [2.0, 2.0, 3.0])
+    with no_fallback():
+        (g64,) = gradient(sorted_picks, a.astype(float), backend="llvm")
+    np.testing.assert_allclose(g64, [2.0, 2.0, 3.0])

@@ -243,6 +243,8 @@ def is_float_items(ctx: Context, s, ts: list) -> bool:
     if len(ts) != 1 or s.kwargs:
         return False
     t = ts[0]
+    if isinstance(t, ArrayT):        # (a list of float32 entries is not compiled)
+        return t.ndim == 1 and t.dtype == FLOAT64
     return _items_of(t, (FLOAT64,)) or isinstance(t, TupleT) and not isinstance(t, BuiltListT) \
         and all(e == FLOAT64 for e in t.elems)
 
