@@ -98,7 +98,8 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
     # (the text names this process's entry: the function's own key stores the object)
     mod, obj = runtime.compile_ir(text, keep_object=True, cache=False)
     sig = Signature(tuple(t.argtypes), t.ret, bool(t.writes), t.ir.name)
-    if cache_key is not None and obj is not None:
+    if cache_key is not None and obj is not None and not t.host_pullbacks:
+        # (code that makes handles needs the owning wrapper only its typing asks for)
         used = symbols.referenced(text)
         if symbols.cacheable(used):
             disk_cache.store(cache_key, {"object": obj, "symbols": used, "signature": sig,
