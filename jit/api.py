@@ -34,6 +34,7 @@ from ssair import progress
 from ssair.compile_lock import compiling
 
 from jit import disk_cache
+from jit.runtime import host_pullbacks as handles
 from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.codegen.function import ENTRY_NUMBERS, ModuleGen
@@ -97,7 +98,8 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
     # (the text names this process's entry: the function's own key stores the object)
     mod, obj = runtime.compile_ir(text, keep_object=True, cache=False)
     sig = Signature(tuple(t.argtypes), t.ret, bool(t.writes), t.ir.name)
-    if cache_key is not None and obj is not None:
+    if cache_key is not None and obj is not None and not t.host_pullbacks:
+        # (code that makes handles needs the owning wrapper only its typing asks for)
         used = symbols.referenced(text)
         if symbols.cacheable(used):
             disk_cache.store(cache_key, {"object": obj, "symbols": used, "signature": sig,
@@ -155,7 +157,22 @@ def _wrap(sig: Signature, entry: str, fast: Optional[str], fallback: Callable,
         native = builtin_at(runtime.function_address(fast), sig.name,
                             other_classes or wrapper, lambda *args: fail(args))
     c.wrapper, c.python_wrapper = native or wrapper, wrapper
+    if c.typing is not None and c.typing.host_pullbacks:
+        c.wrapper, c.python_wrapper = _owning(c.wrapper), _owning(wrapper)
     return c
+
+
+def _owning(call: Callable) -> Callable:
+    """`call`, owner of the handles its run makes (`jit.runtime.host_pullbacks`: a
+    generator made in compiled code): they are released when it returns."""
+    def owned(*args: Any) -> Any:
+        start = handles.mark()
+        try:
+            return call(*args)
+        finally:
+            handles.release(handles.claim(start))
+    owned.__name__ = owned.__qualname__ = getattr(call, "__name__", "call")
+    return owned
 
 
 def _check_signature(t: Typing) -> None:

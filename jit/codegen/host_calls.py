@@ -92,7 +92,9 @@ def _load(fc: FunctionGen, buf, k: int, t: Type) -> tuple:
     if t == NONE:
         return L.Constant(I8, 0), k
     w = b.load(_slot(fc, buf, k), typ=I64)
-    if t == FLOAT64 or t == FLOAT32:
+    if isinstance(t, ObjectT):
+        w = b.inttoptr(w, PTR)
+    elif t == FLOAT64 or t == FLOAT32:
         w = b.bitcast(w, F64)
     elif t == BOOL:
         w = b.trunc(w, I1)

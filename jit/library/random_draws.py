@@ -9,6 +9,13 @@ follows from its `size` (None: one number; an int: 1-D; a tuple: its length) and
 ranks of its array parameters; `integers`/`randint` draw int64.  A draw has no
 derivative: a draw whose parameters depend on what is differentiated is refused by the
 transform (write the reparametrisation, `mu + sigma * rng.standard_normal(...)`).
+
+`np.random.default_rng(seed)` called inside differentiated code is a host call too:
+numpy makes the generator, so its draws are CPython's, and they are constants for the
+derivative.  The generator is kept alive under a handle of `jit.runtime.host_pullbacks`
+that the pullback runner claims and releases with its tape.  Where no runner owns the
+call (a plain `jit.jit` call, a compiled tangent), nothing would release it: the call
+leaves compiled code (`NativeDeopt`, naming it), and the interpreter runs it.
 """
 from __future__ import annotations
 
@@ -21,6 +28,8 @@ from jit.codegen.function import lltype
 from jit.codegen.host_calls import lower_calling
 from jit.library.numpy_calls import Args, array_of
 from jit.library.python_impls import NAMESPACE, make
+from jit.runtime import host_pullbacks
+from jit.runtime.native import NativeDeopt
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context, LiteralT
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, ClosureT, ObjectT, TupleT, Type
@@ -112,7 +121,34 @@ def _cg_method(fc, s, ts) -> L.Value:
     return fc.b.insert_value(L.Constant(lltype(s.type), L.Undefined), fc.get(s.args[0]), 0)
 
 
+UNOWNED = ("np.random.default_rng() made inside a function compiled outside "
+           "differentiation is not compiled (pass the generator as an argument)")
+
+
+def made_generator(*args: Any, **kwargs: Any) -> np.random.Generator:
+    """`np.random.default_rng(...)` from compiled code: numpy's generator, kept alive
+    under a handle the runner of the differentiated call releases."""
+    if not host_pullbacks.owned():
+        raise NativeDeopt(UNOWNED)
+    g = np.random.default_rng(*args, **kwargs)
+    host_pullbacks.store(g)
+    return g
+
+
+def _t_default_rng(ctx: Context, s, ts: list) -> Type:
+    """A new generator (`ObjectT`); its handle is owned by the pullback runner, so the
+    code takes the general path (`Typing.host_pullbacks`)."""
+    if len(ts) > 1 or set(dict(s.kwargs)) - {"seed"} or \
+            any(isinstance(t, ArrayT) or t == FLOAT64 for t in ts):
+        ctx.fail("np.random.default_rng takes one seed: an int, a tuple of ints or None")
+    ctx.typing.host_pullbacks = True
+    return ObjectT(np.random.Generator)
+
+
 def _declare() -> None:
+    REGISTRY.declare(np.random.default_rng, family=FAMILY, pattern="a seed",
+                     types=_t_default_rng, lower=lower_calling(made_generator),
+                     name="np.random.default_rng")
     for name in METHODS:
         def draw(*args: Any) -> Any:
             raise TypeError("jit.library.random_draws: draws run only in compiled code")

@@ -38,7 +38,7 @@ from jit.library.numpy_calls import REDUCE, add_host, reduction
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
 from ssair import Const
-from jit.types import BOOL, FLOAT64, INT64, ArrayT, Type, is_numeric
+from jit.types import BOOL, FLOAT32, FLOAT64, INT64, ArrayT, Type, is_numeric
 
 
 def _inner_axis(a):
@@ -385,7 +385,7 @@ def _d_extreme_number(dy, y, x, axis=None, keepdims=False):
 
 
 mark(_sum_number, _mean_number, _d_number, _same_number, _d_extreme_number)
-_NUMBERS = (FLOAT64, INT64, BOOL)
+_NUMBERS = (FLOAT64, FLOAT32, INT64, BOOL)   # (np.sum of an int32 is an int64: not here)
 PATTERN = "float64 array, 1-D or 2-D[, axis=k][, keepdims=b]"
 
 

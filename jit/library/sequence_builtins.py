@@ -30,14 +30,15 @@ from llvmlite import ir as L
 from jit.library import math_builtins  # noqa: F401  (declares min and max)
 from jit.library.builtin_sum import deopt_if_empty
 from jit.library.python_impls import impl_call, mark
-from jit.library.registry import REGISTRY
-from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
+from jit.library.registry import REGISTRY, called
+from jit.types import BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 from jit.typing.infer import Context
 from jit.typing.spread import RewriteStatement
 from ssair.ir import Const, Stmt
 
 FAMILY = "math and builtins"
 NUMBERS = (FLOAT64, INT64, BOOL)
+ARRAY_DTYPES = {FLOAT64: (FLOAT64, FLOAT32), INT64: (INT64, INT32), BOOL: (BOOL,)}
 
 
 # -- sum of a tuple or list of known length: the additions it makes ----------------------------
@@ -140,7 +141,7 @@ def _first_at(xs, y):
 
 
 def _d_extreme_array(dy, y, xs):
-    g = np.zeros(xs.shape[0])
+    g = np.zeros_like(xs)
     g[_first_at(xs, y)] = dy
     return g
 
@@ -212,9 +213,10 @@ mark(_sorted_items, _sum_built, _d_sum_built, _min_items, _max_items, _first_at,
 
 
 def _items_of(t: Type, elems: tuple = (FLOAT64, INT64)) -> bool:
-    """A 1-D array or a built list whose entries are of the types `elems`."""
+    """A 1-D array or a built list whose entries are of the types `elems` (an array's
+    dtype may be the narrow one of the same kind: float32 for float64, int32 for int64)."""
     if isinstance(t, ArrayT):
-        return t.ndim == 1 and t.dtype in elems + (BOOL,) * (BOOL in elems)
+        return t.ndim == 1 and any(t.dtype in ARRAY_DTYPES[e] for e in elems)
     return isinstance(t, BuiltListT) and t.elem in elems
 
 
@@ -241,6 +243,8 @@ def is_float_items(ctx: Context, s, ts: list) -> bool:
     if len(ts) != 1 or s.kwargs:
         return False
     t = ts[0]
+    if isinstance(t, ArrayT):        # (a list of float32 entries is not compiled)
+        return t.ndim == 1 and t.dtype == FLOAT64
     return _items_of(t, (FLOAT64,)) or isinstance(t, TupleT) and not isinstance(t, BuiltListT) \
         and all(e == FLOAT64 for e in t.elems)
 
@@ -252,7 +256,7 @@ def _calling(impl):
 
 
 def _t_extreme(ctx: Context, s, ts: list) -> Type:
-    impl = _min_items if s.args[0].value is builtins.min else _max_items
+    impl = _min_items if called(ctx.typing, s) is builtins.min else _max_items
     return impl_call(ctx, s, impl, list(s.args[1:]))
 
 
@@ -265,12 +269,16 @@ def pick_d_sum_built(argtypes: list):
 
 
 def pick_d_extreme_items(argtypes: list):
-    """d_min / d_max of one float64 1-D array or built list of float64, else None."""
-    if len(argtypes) != 3 or argtypes[0] != FLOAT64 or argtypes[1] != FLOAT64:
+    """d_min / d_max of one float 1-D array (its cotangent in its dtype) or built list
+    of float64, else None."""
+    if len(argtypes) != 3 or argtypes[0] not in (FLOAT64, FLOAT32) \
+            or argtypes[1] not in (FLOAT64, FLOAT32):
         return None
     xs = argtypes[2]
-    if isinstance(xs, ArrayT) and xs.ndim == 1 and xs.dtype == FLOAT64:
+    if isinstance(xs, ArrayT) and xs.ndim == 1 and xs.dtype in (FLOAT64, FLOAT32):
         return _d_extreme_array
+    if argtypes[0] != FLOAT64 or argtypes[1] != FLOAT64:
+        return None
     if isinstance(xs, BuiltListT) and xs.elem == FLOAT64:
         return _d_extreme_built
     return None
@@ -286,7 +294,7 @@ def _declare() -> None:
     for f, pb in ((builtins.min, M.d_min), (builtins.max, M.d_max)):
         REGISTRY.add(REGISTRY.get(f), "one 1-D array or built list of numbers", is_items,
                      _t_extreme)         # (declared by jit.library.math_builtins)
-        REGISTRY.declare_pullback(pb, "one float64 1-D array or built list",
+        REGISTRY.declare_pullback(pb, "one float 1-D array or built list of float64",
                                   pick_d_extreme_items)
     REGISTRY.declare(deopt_if_nan, family="runtime checks", pattern="float",
                      types=_t_deopt_if_nan, lower=_cg_deopt_if_nan, gpu={"cuda": "inline"})

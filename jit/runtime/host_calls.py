@@ -246,6 +246,9 @@ def _encode(site: HostSite, t: Type, v: Any, words: Any, k: int) -> int:
         if v is not None and not site.cotangents:
             raise _mismatch(site, t, v)
         return k
+    if isinstance(t, ObjectT) and isinstance(v, t.cls):
+        words[k] = id(v)     # (the callable keeps it alive: jit.library.random_draws)
+        return k + 1
     raise _mismatch(site, t, v)
 
 

@@ -87,6 +87,12 @@ def claim(start: int) -> list:
     return out
 
 
+def owned() -> bool:
+    """Is a runner claiming the handles made now (a compiled forward or adjoint that
+    `mark`ed), so that they are released with its tape?"""
+    return getattr(_LOCAL, "depth", 0) > 0
+
+
 def release(handles: list) -> None:
     for hid in handles:
         LIVE.pop(hid, None)

@@ -1,0 +1,196 @@
+"""Python's builtins over numpy arrays in compiled and differentiated code: `sum` of an
+array of any rank and dtype (its first axis added in CPython's order, numpy's dtype
+rules), `min` / `max` / `any` / `all` of 1-D arrays of every dtype, and a
+`np.random.default_rng(seed)` made inside a differentiated loss (draws are constants).
+
+Every "compiled" claim runs with warnings turned into errors, so a fallback to the
+interpreter (a JitFallbackWarning) fails the test."""
+import warnings
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from adjoint import gradient, jvp, value_and_grad
+from jit import jit
+from jit.runtime import host_pullbacks
+
+BACKENDS = ("interp", "llvm")
+F32, I32 = np.float32, np.int32
+
+
+@contextmanager
+def no_fallback():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def central_differences(f, x, h=1e-6):
+    x = np.asarray(x, dtype=float)
+    g = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = h
+        g[k] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+# -- sum: values and dtypes, compiled ---------------------------------------------------
+
+def builtin_sum(a):
+    return sum(a)
+
+
+@pytest.mark.parametrize("a", [
+    np.arange(5, dtype=F32) / 3,
+    np.arange(12.0).reshape(4, 3) / 7,
+    (np.arange(12, dtype=F32) / 7).reshape(4, 3),
+    np.arange(24.0).reshape(2, 3, 4) - 5.5,
+    (np.arange(24, dtype=F32) / 3).reshape(2, 3, 4),
+    np.arange(12, dtype=I32).reshape(3, 4),
+    np.arange(12).reshape(3, 4),
+    np.arange(7),
+    np.array([[True, False], [True, True]]),
+], ids=lambda a: f"{a.dtype}-{a.ndim}d")
+def test_sum_of_an_array_is_cpythons_value_and_dtype(a):
+    want = sum(a)
+    with no_fallback():
+        got = jit(builtin_sum)(a)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(got, want)      # the same additions, in the same order
+
+
+def test_sum_of_an_empty_array_is_the_int_zero_or_a_clear_error():
+    assert jit(builtin_sum)(np.zeros(0)) == 0        # rerun by CPython
+    with pytest.raises(ValueError, match="sum.. of an empty array"):
+        jit(builtin_sum)(np.zeros((0, 3)))           # (its code writes arrays: not rerun)
+
+
+# -- sum: reverse and forward mode ----------------------------------------------------
+
+def rows_squared(a):
+    row = sum(a * a)                 # a row of squares (2-D) or a plane (3-D)
+    return np.sum(np.tanh(row))
+
+
+COUNTS = np.arange(6).reshape(2, 3)
+
+
+def through_int_rows(w):
+    per_column = sum(COUNTS)         # an int array's rows: an int row, no derivative
+    return np.sum(w * per_column) + sum(w * w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape,dtype", [((3,), F32), ((4, 3), F32), ((2, 3, 2), np.float64),
+                                         ((2, 3, 2), F32)])
+def test_gradient_of_sum_keeps_the_dtype(backend, shape, dtype):
+    a = (np.arange(np.prod(shape)).reshape(shape) / 10 - 0.4).astype(dtype)
+    with no_fallback():
+        (g,) = gradient(rows_squared, a, backend=backend)
+    assert g.dtype == dtype
+    fd = central_differences(lambda x: float(rows_squared(x)), a)
+    tol = 1e-6 if dtype == np.float64 else 2e-3
+    np.testing.assert_allclose(g, fd, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gradient_through_a_sum_of_int_rows(backend):
+    w = np.array([0.5, -1.0, 2.0])
+    with no_fallback():
+        (g,) = gradient(through_int_rows, w, backend=backend)
+    np.testing.assert_allclose(g, sum(COUNTS) + 2 * w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jvp_of_sum_of_rows(backend):
+    a = np.arange(6.0).reshape(2, 3) / 5
+    t = np.ones_like(a) * 0.5
+    y, dy = jvp(rows_squared, (a,), (t,), backend=backend)
+    assert y == pytest.approx(rows_squared(a))
+    fd = np.sum(central_differences(lambda x: float(rows_squared(x)), a) * t)
+    assert dy == pytest.approx(fd, rel=1e-6)
+
+
+# -- min, max, any, all of 1-D arrays of every dtype -----------------------------------
+
+@pytest.mark.parametrize("fn", [min, max, any, all], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [F32, I32])
+def test_extremes_and_truth_of_a_1d_array(fn, dtype):
+    a = np.array([3, 0, -2, 5, -2], dtype=dtype)
+
+    def call(x):
+        return fn(x)
+    with no_fallback():
+        got = jit(call)(a)
+    assert got == fn(a)
+    if fn in (min, max) and dtype in (F32, I32):
+        assert type(got) is type(fn(a))            # numpy's scalar of the array's dtype
+
+
+def extremes(a):
+    return max(a * a) + 2.0 * min(a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float64, F32])
+def test_gradient_of_min_and_max(backend, dtype):
+    a = np.array([3.0, -1.0, 2.0], dtype=dtype)
+    with no_fallback():
+        (g,) = gradient(extremes, a, backend=backend)
+    assert g.dtype == dtype
+    np.testing.assert_allclose(g, [6.0, 2.0, 0.0])
+
+
+# -- a generator made inside a differentiated loss -------------------------------------
+
+def noisy_loss(w):
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(5, 3))
+    shift = rng.uniform(-1.0, 1.0, size=5)
+    noise = rng.standard_normal(5)
+    k = rng.integers(0, 5)
+    y = np.tanh(x @ w + shift) * noise
+    return np.sum(y * y) + x[k, 0] * w[0]
+
+
+W = np.array([0.3, -0.2, 0.5])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_generator_made_in_the_loss_is_constant_for_the_gradient(backend):
+    fd = central_differences(noisy_loss, W)
+    with no_fallback():
+        (g,) = gradient(noisy_loss, W, backend=backend)
+        (again,) = gradient(noisy_loss, W, backend=backend)   # a fresh generator each call
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(g, again)
+
+
+def test_generator_made_in_the_loss_compiles_with_cpythons_draws():
+    with no_fallback():
+        value, _ = value_and_grad(noisy_loss)(W)
+        assert jit(noisy_loss)(W) == noisy_loss(W)
+        y, dy = jvp(noisy_loss, (W,), (np.ones(3),))
+    assert value == noisy_loss(W)            # the same stream of numbers, bit for bit
+    assert y == noisy_loss(W)
+    assert dy == pytest.approx(np.sum(central_differences(noisy_loss, W)), rel=1e-6)
+    assert not host_pullbacks.LIVE            # every generator made was released
+
+
+def sorted_picks(a):
+    s = sorted(a)
+    return s[0] * 2.0 + s[2] * s[1]
+
+
+def test_sorted_of_float32_is_refused_clearly_and_right_in_the_interpreter():
+    from jit import JitFallbackWarning
+    a = np.array([3.0, -1.0, 2.0], dtype=F32)
+    with pytest.warns(JitFallbackWarning, match=r"sorted of \(array\(float32, 1d\)\)"):
+        (g,) = gradient(sorted_picks, a)
+    assert g.dtype == F32
+    np.testing.assert_allclose(g, [2.0, 2.0, 3.0])
+    with no_fallback():
+        (g64,) = gradient(sorted_picks, a.astype(float), backend="llvm")
+    np.testing.assert_allclose(g64, [2.0, 2.0, 3.0])
