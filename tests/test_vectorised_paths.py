@@ -199,3 +199,43 @@ def test_host_call_result_dtype_checked():
         host_calls._encode(site, site.result, np.ones((1, 1, 1)) * 1.5, [0] * 7, 0)
     site = host_calls.HostSite(len, "size", [("slot", ArrayT(FLOAT64, 1))], (), INT64)
     assert plan(site) is not None
+
+# -- np.shape natively, einsum as a batched matmul ---------------------------------------------
+
+
+def test_np_shape_is_read_natively():
+    def f(a, b):
+        return np.shape(a)[0] * 10 + np.shape(b)[2]
+    out, sites = new_host_sites(jit(f), np.zeros((2, 3)), np.zeros((1, 2, 4)))
+    assert out == 24 and sites == 0
+
+
+EINSUMS = [("mnd,mdo->mno", (5, 40, 8), (5, 8, 8)), ("mno,mnd->mdo", (5, 40, 8), (5, 40, 3)),
+           ("ij,jk->ki", (30, 40), (40, 50)), ("ijk,jl->lki", (20, 30, 4), (30, 50)),
+           ("ab,cd->ad", (2, 3), (4, 5)), ("ii,ij->j", (3, 3), (3, 2)),
+           ("i,i->", (4,), (4,)), ("ij,jk->ik", (30, 1), (40, 50))]
+
+
+@pytest.mark.parametrize("spec, sa, sb", EINSUMS)
+def test_contraction_matches_numpy_einsum(spec, sa, sb):
+    from adjoint.contraction import einsum
+    a, b = RS.randn(*sa), RS.randn(*sb)
+    try:
+        want = np.einsum(spec, a, b)
+    except ValueError:
+        with pytest.raises(ValueError):
+            einsum(spec, a, b)
+        return
+    got = einsum(spec, a, b)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_gradient_of_batched_einsum():
+    """The layer of a weight-sampled network: forward and cotangents both contract
+    by batched matmul (sizes above the threshold where numpy's loop runs)."""
+    def f(w, x):
+        h = np.tanh(np.einsum("mnd,mdo->mno", x, w))
+        return np.sum(np.einsum("mno,mdo->mnd", h, w) ** 2)
+    w, x = RS.randn(3, 6, 6) * 0.3, RS.randn(3, 40, 6)
+    check_gradient(f, (w, x), tol=1e-5)

@@ -19,7 +19,7 @@ from jit.library.python_impls import NAMESPACE, impl_call, is_float_array, make,
 from jit.library.numpy_calls import add_host, reshape, reshaped
 from jit.library.registry import REGISTRY
 from jit.typing.infer import Context
-from jit.types import FLOAT64, INT64, NONE, ArrayT, TupleT, Type, is_int_like
+from jit.types import FLOAT64, INT64, MAX_NDIM, NONE, ArrayT, TupleT, Type, is_int_like
 
 FAMILY = "shape functions"
 
@@ -277,6 +277,18 @@ def _pick_d_roll(argtypes: list):
     return _d_roll1 if ok and all(t in (NONE, INT64) for t in argtypes[3:]) else None
 
 
+def _shape_of(a):
+    return a.shape
+
+
+mark(_shape_of)
+
+
+def _is_shape_call(ctx: Context, s, ts: list) -> bool:
+    """Pattern: np.shape(a) of an array (its shape attribute, read natively)."""
+    return len(ts) == 1 and not s.kwargs and isinstance(ts[0], ArrayT)
+
+
 def _declare() -> None:
     from adjoint import rules_numpy as R
     from adjoint import rules_shapes as S
@@ -294,6 +306,8 @@ def _declare() -> None:
                      matches=lambda ctx, s, ts: bool(ts) and isinstance(ts[0], ArrayT),
                      methods=("ravel",), types=_t_ravel)
     add_host(np.reshape, "a, shape, m=None", reshaped, via=reshape)
+    REGISTRY.add(REGISTRY.get(np.shape), "an array", _is_shape_call,
+                 lambda ctx, s, ts: impl_call(ctx, s, _shape_of, [s.args[1]]), ndim_max=MAX_NDIM)
     REGISTRY.add(REGISTRY.get(np.roll), "float64 1-D array, int shift", _is_roll1, _t_roll1)
     REGISTRY.declare_pullback(S.d_np_roll, "float64 1-D array, int shift", _pick_d_roll)
     add_host(np.ravel, "a, order='C'", lambda a: ArrayT(a.array("a").dtype, 1))
