@@ -38,10 +38,30 @@ def _index(name: str, rank: int, nd: int, step: bool) -> str:
     return f"{name}[" + ", ".join(f"i{d} * s{name}{d}" if step else f"i{d}" for d in axes) + "]"
 
 
-def _nest(nd: int, body: str, pad: str = "    ") -> str:
-    """The loops over the result's axes, `body` innermost."""
+def _row(name: str, rank: int, nd: int, step: bool) -> tuple:
+    """(the statement taking operand `name`'s row for the innermost loop, or "" for a
+    1-D operand, which is its own row; its element in that loop).  Reading through a
+    1-D row lets LLVM vectorise the innermost loop as it does the 1-D templates
+    (and call the vector math numpy's own loops agree with)."""
+    last = f"i{nd - 1} * s{name}{nd - 1}" if step else f"i{nd - 1}"
+    if rank == 1:
+        return "", f"{name}[{last}]"
+    axes = range(nd - rank, nd - 1)
+    lead = ", ".join(f"i{d} * s{name}{d}" if step else f"i{d}" for d in axes)
+    return f"r{name} = {name}[{lead}]", f"r{name}[{last}]"
+
+
+def _nest(nd: int, body: str, pad: str = "    ", rows: tuple = ()) -> str:
+    """The loops over the result's axes, `body` innermost, the statements `rows`
+    just outside the innermost loop."""
     lines = [f"{pad}{'    ' * d}for i{d} in range(n{d}):" for d in range(nd)]
+    inner = f"{pad}{'    ' * (nd - 1)}"
+    lines[nd - 1:nd - 1] = [inner + r for r in rows if r]
     return "\n".join(lines + [f"{pad}{'    ' * nd}{body}"]) + "\n"
+
+
+def _out_row(nd: int) -> tuple:
+    return _row("out", nd, nd, False)
 
 
 def _dims(name: str, rank: int, nd: int) -> str:
@@ -61,8 +81,8 @@ def binary_pair_source(name: str, ra: int, rb: int) -> str:
             src += f"    s{x}{d} = 1 if {x}{d} == n{d} else 0\n"
     shape = ", ".join(f"n{d}" for d in range(nd))
     src += f"    out = np.empty(({shape}))\n"
-    src += _nest(nd, f"out[{', '.join(f'i{d}' for d in range(nd))}] = "
-                 f"{_index('a', ra, nd, True)} {{op}} {_index('b', rb, nd, True)}")
+    (ro, eo), (ra_, ea), (rb_, eb) = _out_row(nd), _row("a", ra, nd, True), _row("b", rb, nd, True)
+    src += _nest(nd, f"{eo} = {ea} {{op}} {eb}", rows=(ro, ra_, rb_))
     return src + "    return out\n"
 
 
@@ -71,9 +91,9 @@ def binary_number_source(name: str, nd: int, array_first: bool) -> str:
     arr = "a" if array_first else "b"
     src = f"def {name}(a, b):\n" + _dims("n", nd, nd).replace("n.shape", f"{arr}.shape")
     src += f"    out = np.empty(({', '.join(f'n{d}' for d in range(nd))}))\n"
-    elem = _index(arr, nd, nd, False)
+    (ro, eo), (rx, elem) = _out_row(nd), _row(arr, nd, nd, False)
     expr = f"{elem} {{op}} b" if array_first else f"a {{op}} {elem}"
-    src += _nest(nd, f"out[{', '.join(f'i{d}' for d in range(nd))}] = {expr}")
+    src += _nest(nd, f"{eo} = {expr}", rows=(ro, rx))
     return src + "    return out\n"
 
 
@@ -81,8 +101,8 @@ def unary_source(name: str, nd: int, expr: str) -> str:
     """`out = expr` elementwise, `expr` over `{x}` (the element of a)."""
     src = f"def {name}(a):\n" + _dims("n", nd, nd).replace("n.shape", "a.shape")
     src += f"    out = np.empty(({', '.join(f'n{d}' for d in range(nd))}))\n"
-    src += _nest(nd, f"out[{', '.join(f'i{d}' for d in range(nd))}] = "
-                 + expr.format(x=_index("a", nd, nd, False)))
+    (ro, eo), (ra, ea) = _out_row(nd), _row("a", nd, nd, False)
+    src += _nest(nd, f"{eo} = " + expr.format(x=ea), rows=(ro, ra))
     return src + "    return out\n"
 
 
