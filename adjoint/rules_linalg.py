@@ -20,6 +20,7 @@ import string
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .contraction import einsum2
 from .rule_table import pullback_rule
 from .rules_ufuncs import cotangent_like
 from .tape import unbcast
@@ -82,7 +83,10 @@ def _einsum_cotangent(k, dy, ops, subs, out):
     seen = set(out).union(*(subs[j] for j in others))
     kept = [c for c in labels if c in seen]
     spec = ",".join(["".join(out)] + ["".join(subs[j]) for j in others]) + "->" + "".join(kept)
-    g = np.einsum(spec, dy, *[ops[j] for j in others])
+    if len(others) == 1:        # one batched matmul (numpy's einsum loop is slow)
+        g = einsum2(list(out), list(subs[others[0]]), kept, dy, ops[others[0]])
+    else:
+        g = np.einsum(spec, dy, *[ops[j] for j in others])
     g = g.reshape([g.shape[kept.index(c)] if c in kept else 1 for c in labels])
     size = [shape[target.index(c)] for c in labels]
     summed = tuple(a for a, (n, m) in enumerate(zip(g.shape, size)) if m == 1 and n != 1)

@@ -111,13 +111,24 @@ def _drop_transforms() -> None:
     _CHECKPOINTED.clear()
 
 
-@compiling
 def transform(ir: IR, active_args: tuple, types: tuple | None = None) -> JFunction:
     """J(ir) for arguments whose differentiability is `active_args` (cached): per
     argument 0 (not differentiable), 1 (a float or tuple) or 2 (an array, which the
     function may write into); `activity_of(values)` computes it.  Booleans work.
     `types` (`adjoint.passes.inplace.arg_types(values)`, or the JIT's type names) lets
-    in-place operators on scalar arguments become plain operators."""
+    in-place operators on scalar arguments become plain operators.  A cached one is
+    found without the compile lock (every warm call asks)."""
+    per_ir = _CACHE.get(ir)
+    if per_ir is not None:
+        jf = per_ir.get((tuple(int(a) for a in active_args), tuple(types) if types else None))
+        if jf is not None:
+            return jf
+    return _transform_built(ir, active_args, types)
+
+
+@compiling
+def _transform_built(ir: IR, active_args: tuple, types: tuple | None) -> JFunction:
+    """`transform`, built under the compile lock by the first thread that asks."""
     per_ir = _CACHE.get(ir)
     if per_ir is None:
         per_ir = _CACHE[ir] = {}

@@ -24,7 +24,8 @@ BLAS).  Checks, per example:
   right     zygopy's gradient (default backend) agrees with central differences
             (`bench.myia_check.fd_check`) and, where autograd ran, with autograd's
             gradient of the unchanged file to 1e-7 (relative norm);
-  compiled  `backend="llvm"` gives the gradient with no `JitFallbackWarning`;
+  compiled  `backend="llvm"` gives the gradient with no `JitFallbackWarning`, on the
+            first call and on the second (warm) one;
   times     the median CPU time of warm calls of `grad(objective)(*args)`, zygopy's
             stand-in against autograd's own `grad`.
 """
@@ -396,8 +397,9 @@ def zygopy_record(objective, args, reset) -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", JitFallbackWarning)
-            again()
-            _silently(lambda: gradient(objective, *args, backend="llvm"))
+            for _ in range(2):      # a second call: the first may run a callee in
+                again()             # the interpreter to learn its result type
+                _silently(lambda: gradient(objective, *args, backend="llvm"))
         rec["compiled"] = True
     except Exception as exc:  # noqa: BLE001 (the reason is a table cell)
         rec["compiled"], rec["why"] = False, _one_line(exc)

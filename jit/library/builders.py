@@ -339,7 +339,7 @@ def _t_alloc(ctx, s, ts) -> Type:
     shape = ts[0]
     if is_int_like(shape):
         return ArrayT(dtype, 1)
-    if isinstance(shape, TupleT) and len(shape.elems) in (1, 2) and all(
+    if isinstance(shape, TupleT) and len(shape.elems) >= 1 and all(
             is_int_like(e) for e in shape.elems):
         return ArrayT(dtype, len(shape.elems))
     ctx.fail(f"shape of type {shape} is not supported")
@@ -374,7 +374,7 @@ def _declare() -> None:
         REGISTRY.declare(f, family="runtime checks", pattern="int", types=_t_check,
                          lower=_cg_check(f), gpu={"cuda": "inline"})
     REGISTRY.declare(np.zeros, np.ones, np.empty, family=BUILDERS,
-                     pattern="int or tuple of 1-2 ints[, dtype=float|int]", types=_t_alloc,
+                     pattern="int or tuple of ints[, dtype=float|int]", types=_t_alloc,
                      lower=_cg_alloc)
     REGISTRY.declare(np.arange, family=BUILDERS, pattern="ints", types=_t_arange, lower=_cg_user,
                      matches=lambda ctx, s, ts: not s.kwargs and 1 <= len(ts) <= 3

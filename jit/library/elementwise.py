@@ -486,7 +486,7 @@ def _unbcast_row(dy, x):
 def _d_pow_pick(argtypes):
     """d_pow(dy, x, y) for a float array x and a number y."""
     if len(argtypes) == 3 and is_float_array(argtypes[1]) and is_numeric(argtypes[2]):
-        return {1: _d_pow_as1, 2: _d_pow_as2}[argtypes[1].ndim]
+        return D_POW_AS.get(argtypes[1].ndim)
     return None
 
 
@@ -505,12 +505,17 @@ def unbcast_pick(ts):
     """`unbcast(dy, x)`: dy summed to x's shape (a number, or an array of x's rank); a
     float32 dy by the same loops in float32 (`of_dtype`)."""
     impl = _unbcast_pick64(ts)
-    if impl is None or impl in (_sum1, _sum2):
+    if impl is None or impl in FULL_SUMS:
         return impl
     return of_dtype({0: impl}, 0, ts[0].dtype)
 
 
 def _unbcast_pick64(ts):
+    if len(ts) == 2 and is_float_dtype_array(ts[0]) and ts[0].ndim > 2:
+        if isinstance(ts[1], ArrayT):
+            return UNBCAST_WIDE.get((ts[0].ndim, ts[1].ndim))
+        number = is_numeric(ts[1]) or ts[1] in (INT64, BOOL)
+        return UNBCAST_WIDE.get((ts[0].ndim, 0)) if number else None
     if len(ts) == 2 and is_float_dtype_array(ts[0]) and (
             is_numeric(ts[1]) or ts[1] in (INT64, BOOL)):
         return _sum1 if ts[0].ndim == 1 else _sum2
@@ -527,7 +532,7 @@ def t_unbcast_array(ctx: Context, s, ts):
     impl = unbcast_pick(ts)
     if impl is None:
         ctx.fail(f"unbcast of {ts} is not compiled")
-    operands = [s.args[1]] if impl in (_sum1, _sum2) else [s.args[1], s.args[2]]
+    operands = [s.args[1]] if impl in FULL_SUMS else [s.args[1], s.args[2]]
     return impl_call(ctx, s, impl, operands)
 
 
@@ -535,6 +540,10 @@ def is_unbcast_of_array(ctx, s, ts) -> bool:
     return unbcast_pick(ts) is not None
 
 
+D_POW_AS = {1: _d_pow_as1, 2: _d_pow_as2}    # by x's rank (3: `elementwise_nd`)
+# (dy's rank > 2, x's rank or 0 for a number) -> unbcast (`elementwise_nd`)
+UNBCAST_WIDE: dict = {}
+FULL_SUMS = [_sum1, _sum2]      # unbcast to a number: dy summed (`elementwise_nd` adds)
 _ASSIGN_IMPLS = {("aa", 1): _assign_aa1, ("aa", 2): _assign_aa2, ("as", 1): _assign_as1,
                  ("as", 2): _assign_as2}
 

@@ -61,9 +61,24 @@ def effect_call(ctx: Context, s, ts: list):
         return None
     check_effect_call(ctx, fn, bool(ctx.typing.use_counts().get(s.var)),
                       list(ts[1:]) + [ctx.type_of(v) for v in s.kwargs.values()])
+    _refuse_store(ctx, fn, s)
     ctx.typing.impls[s.var] = EFFECT_CALL
     ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), fn)
     return NONE
+
+
+def _refuse_store(ctx: Context, fn: Any, s) -> None:
+    """An effect call gets copies of its arrays, so a numpy function that stores into
+    its array argument (`np.fill_diagonal(a, v)`, `np.add.at(a, i, v)`, `out=a`) would
+    store into a copy: refused, naming it, rather than silently doing nothing."""
+    from adjoint.transform import WRITES_INTO_ARGUMENT
+    from ssair.printer import object_name
+    owner = getattr(fn, "__self__", None)
+    if any(fn is g for g in WRITES_INTO_ARGUMENT) or isinstance(owner, np.ufunc) \
+            or "out" in s.kwargs:
+        ctx.fail(f"{object_name(fn)} stores into an array argument, which compiled code "
+                 "does not hand to Python (write the result out of place, e.g. "
+                 "`a = a + v`, or index the array: `a[i, i] = v`)")
 
 
 def _lower_effect_call(fc, s, ts):

@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from adjoint import contraction
 from ssair.ir import Const, Var
 from ssair.primitives import BINARY, COMPARE, UNARY
 
@@ -614,13 +615,14 @@ def dot(a: Args) -> Type:
 
 
 def declare(fn: Any, params: str, result: Callable, family: str,
-            methods: tuple = (), name: str = "") -> None:
+            methods: tuple = (), name: str = "", via: Any = None) -> None:
     """Declare numpy function `fn` (None where this numpy lacks it: then only listed,
-    under `name`) as called through the host callback."""
+    under `name`) as called through the host callback (calling `via`, taking the
+    same arguments, where given)."""
     name = name or f"np.{fn.__name__}"
     REGISTRY.declare(fn, family=family, pattern=HOST, types=host_rule(name, params, result, fn),
-                     lower=lower_library_call, methods=methods, gpu={}, name=name,
-                     numpy_too=True)
+                     lower=lower_library_call if via is None else lower_calling(via),
+                     methods=methods, gpu={}, name=name, numpy_too=True)
 
 
 UFUNC2 = "x1, x2, /, out=None, *, where=True, casting='same_kind', order='K', dtype=None"
@@ -737,7 +739,7 @@ def _declare() -> None:
     declare(np.inner, "a, b, /", dot, lin)
     declare(np.tensordot, "a, b, axes=2", tensordot, lin)
     declare(np.einsum, "subscripts, *operands, out=None, dtype=None, order='K', "
-            "casting='safe', optimize=False", einsum, lin)
+            "casting='safe', optimize=False", einsum, lin, via=contraction.einsum)
 
 
 OPERATORS = {op: fn for table in (BINARY, UNARY, COMPARE) for op, (fn, _) in table.items()}

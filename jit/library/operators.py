@@ -8,6 +8,7 @@ from llvmlite import ir as L
 from ssair.ir import Const
 
 from jit.library.elementwise import is_assign_all, t_array_arith, t_assign_all
+from jit.library.elementwise_nd import NDIM
 from jit.library.python_impls import has_array
 from jit.library.numpy_calls import host_operator
 from jit.library.registry import REGISTRY
@@ -31,8 +32,8 @@ def _cg_same(fc, s, ts):
 
 
 for _op in ("add", "sub", "mul", "truediv", "pow", "neg"):
-    REGISTRY.overload(_op, "float64 arrays of one rank, or array and number", has_array,
-                      t_array_arith, family=FAMILY)
+    REGISTRY.overload(_op, "float64 arrays of up to 3 dimensions, or array and number",
+                      has_array, t_array_arith, family=FAMILY, ndim_max=NDIM)
     host_operator(_op, FAMILY)
 REGISTRY.overload("setitem", "a[...] = v of a float64 array", is_assign_all, t_assign_all,
                   family=FAMILY)
@@ -57,9 +58,9 @@ def _declare_pullbacks() -> None:
     from adjoint import rules_numpy as R
 
     from jit.library.elementwise import _d_hypot_pick, _d_pow_pick
-    REGISTRY.declare_pullback(M.d_pow, "float64 array ** number", _d_pow_pick)
+    REGISTRY.declare_pullback(M.d_pow, "float64 array (1-D to 3-D) ** number", _d_pow_pick, NDIM)
     REGISTRY.declare_pullback(R.d_np_power, "numbers, or float64 array and number",
-                              _np_power_pick)
+                              _np_power_pick, NDIM)
     REGISTRY.declare_pullback(M.d_hypot, "two coordinates", _d_hypot_pick)
 
 

@@ -78,6 +78,7 @@ class Impl:
     types: Callable
     lower: Optional[Callable] = None     # None: the plain-Python implementation
     numpy_too: bool = False              # also for arrays only numpy handles (`numpy_only`)
+    ndim_max: int = 2                    # the most dimensions its native code is written for
 
     @property
     def native(self) -> str:
@@ -99,6 +100,11 @@ class Entry:
         """The impl whose pattern matches `ts` (None when none does).  With an array of 3
         or more dimensions or of booleans among `ts`, only the impls declared
         `numpy_too`."""
+        if numpy_only(ts):          # native code written for more dimensions goes first
+            wide = [i for i in self.impls if not i.numpy_too and i.matches is not None
+                    and not numpy_only(ts, i.ndim_max) and i.matches(ctx, s, ts)]
+            if wide:
+                return wide[0]
         impls = [i for i in self.impls if i.numpy_too] if numpy_only(ts) else self.impls
         hits = [i for i in impls if i.matches is not None and i.matches(ctx, s, ts)]
         if len(hits) > 1:
@@ -151,7 +157,7 @@ class Registry:
     def declare(self, *keys: Any, family: str, pattern: str = "any",
                 matches: Optional[Callable] = None, types: Callable,
                 lower: Optional[Callable] = None, numpy_too: bool = False,
-                **entry_args: Any) -> None:
+                ndim_max: int = 2, **entry_args: Any) -> None:
         """Declare each of `keys` with one impl (the common case)."""
         for key in keys:
             if key is None:         # a callable this numpy or Python lacks: listed only
@@ -160,15 +166,17 @@ class Registry:
                 self._absent.append(self.add(e, pattern, matches, types, lower, numpy_too))
                 continue
             e = self.entry(key, family=family, **entry_args)
-            self.add(e, pattern, matches, types, lower, numpy_too)
+            self.add(e, pattern, matches, types, lower, numpy_too, ndim_max)
 
     @staticmethod
     def add(e: Entry, pattern: str, matches: Optional[Callable], types: Callable,
-            lower: Optional[Callable] = None, numpy_too: bool = False) -> Entry:
-        """Add an impl for one more pattern to entry `e`."""
+            lower: Optional[Callable] = None, numpy_too: bool = False,
+            ndim_max: int = 2) -> Entry:
+        """Add an impl for one more pattern to entry `e` (its native code written for
+        arrays of up to `ndim_max` dimensions)."""
         if matches is None and any(i.matches is None for i in e.impls):
             raise ValueError(f"jit.library: {e.name} has two catch-all patterns")
-        impl = Impl(pattern, matches, types, lower, numpy_too)
+        impl = Impl(pattern, matches, types, lower, numpy_too, ndim_max)
         if impl.native == "host call" and e.fallback(impl) is not None:
             raise ValueError(f"jit.library: {e.name} has two host-call impls")
         e.impls.append(impl)
@@ -176,29 +184,31 @@ class Registry:
 
     def overload(self, op: str, pattern: str, matches: Callable, types: Callable,
                  lower: Optional[Callable] = None, family: str = "operators",
-                 numpy_too: bool = False) -> Entry:
+                 numpy_too: bool = False, ndim_max: int = 2) -> Entry:
         """An impl of primitive `op` for the values `matches` accepts (arrays, strings,
         slices...); other values keep the core rule of `jit.typing.primitives` and
         `jit.codegen`.  The entry of a primitive gathers patterns from several
         families; they must be disjoint like any entry's."""
         e = self._entries.get(op) or self.entry(op, family=family)
-        return self.add(e, pattern, matches, types, lower, numpy_too)
+        return self.add(e, pattern, matches, types, lower, numpy_too, ndim_max)
 
-    def declare_pullback(self, rule: Any, pattern: str, pick: Callable) -> None:
+    def declare_pullback(self, rule: Any, pattern: str, pick: Callable,
+                         ndim_max: int = 2) -> None:
         """The JIT's plain-Python version of adjoint derivative rule `rule`:
-        `pick(argtypes)` returns it for the argument types it covers, else None."""
+        `pick(argtypes)` returns it for the argument types it covers, else None (asked
+        only when no array has more than `ndim_max` dimensions)."""
         picks = self._pullbacks.setdefault(id(rule), [])
-        if any(r is rule and p == pattern for r, p, _ in picks):
+        if any(r is rule and p == pattern for r, p, _, _ in picks):
             raise ValueError(f"jit.library: the JIT version of {rule!r} for {pattern} is "
                              "declared twice")
-        picks.append((rule, pattern, pick))
+        picks.append((rule, pattern, pick, ndim_max))
 
     def pullback_impl(self, rule: Any, argtypes: list) -> Any:
         """The JIT's version of derivative rule `rule` for `argtypes`, or None (the
         patterns of one rule are disjoint: at most one pick answers)."""
-        if numpy_only(argtypes):
-            return None       # the JIT's versions are for 1-D and 2-D arrays
-        for r, _, pick in self._pullbacks.get(id(rule), ()):
+        for r, _, pick, ndim_max in self._pullbacks.get(id(rule), ()):
+            if numpy_only(argtypes, ndim_max):
+                continue      # (most of the JIT's versions are for 1-D and 2-D arrays)
             impl = pick(list(argtypes)) if r is rule else None
             if impl is not None:
                 return impl
@@ -206,7 +216,7 @@ class Registry:
 
     def pullbacks(self) -> list:
         return [(rule, pattern) for picks in self._pullbacks.values()
-                for rule, pattern, _ in picks]
+                for rule, pattern, _, _ in picks]
 
     # -- looking up --------------------------------------------------------------------
     def get(self, key: Any) -> Optional[Entry]:
@@ -275,13 +285,13 @@ def _refuse_out(e: Entry, ctx: Any, s: Any) -> None:
              "(`o = f(x)` or `o[...] = f(x)`)")
 
 
-def numpy_only(ts: Any) -> bool:
+def numpy_only(ts: Any, ndim_max: int = 2) -> bool:
     """Is an array the native impls are not written for among the types `ts` (in
-    tuples too): one of 3 or more dimensions, or of booleans?"""
+    tuples too): one of more than `ndim_max` dimensions, or of booleans?"""
     from jit.types import BOOL, ArrayT, TupleT
     for t in ts:
-        if isinstance(t, ArrayT) and (t.ndim > 2 or t.dtype == BOOL) \
-                or isinstance(t, TupleT) and numpy_only(t.elems):
+        if isinstance(t, ArrayT) and (t.ndim > ndim_max or t.dtype == BOOL) \
+                or isinstance(t, TupleT) and numpy_only(t.elems, ndim_max):
             return True
     return False
 

@@ -12,6 +12,7 @@ from jit.codegen.scalar import fintrinsic
 from jit.library.array_calls import _t_sign_number, is_one_number
 from jit.library.broadcast import _fdiv
 from jit.library.elementwise import UFUNC_IMPLS, array_rule, binary_impl, one_array
+from jit.library.elementwise_nd import NDIM
 from jit.library.math_builtins import _scalar_args, float_args, libm
 from jit.library.python_impls import MARK, has_array, impl_call, mark, no_array
 from jit.library import platforms
@@ -109,9 +110,9 @@ def _declare_unary(name: str) -> None:
     if f is np.sign:
         REGISTRY.add(e, "number", is_one_number, _t_sign_number)
     if (f, 1) in UFUNC_IMPLS:
-        REGISTRY.add(e, "float64 array, 1-D or 2-D", has_array,
-                     array_rule(one_array({nd: UFUNC_IMPLS[(f, nd)] for nd in (1, 2)}),
-                                f"np.{name}"))
+        REGISTRY.add(e, "float64 array, 1-D to 3-D", has_array,
+                     array_rule(one_array({nd: UFUNC_IMPLS[(f, nd)] for nd in range(1, NDIM + 1)}),
+                                f"np.{name}"), ndim_max=NDIM)
     add_host(f, UFUNC1, elementwise(None, "x"))
 
 
@@ -163,10 +164,11 @@ def _array_arith(op: str, name: str):
     return rule
 
 
-ARRAYS = "float64 arrays of one rank, or array and number"
+ARRAYS = "float64 arrays of up to 3 dimensions, or array and number"
 for _f, (_op, _impl) in _BY_NAME.items():
     _e = REGISTRY.entry(_f, family=UFUNCS, gpu={"cuda": "inline"})
     REGISTRY.add(_e, "numbers", no_array, _t_number_arith)
-    REGISTRY.add(_e, ARRAYS, has_array, _array_arith(_op, f"np.{_f.__name__}"))
+    REGISTRY.add(_e, ARRAYS, has_array, _array_arith(_op, f"np.{_f.__name__}"), ndim_max=NDIM)
     add_host(_f, UFUNC2, elementwise(None, "x1", "x2"))
-REGISTRY.add(REGISTRY.get(np.power), ARRAYS, has_array, _array_arith("pow", "np.power"))
+REGISTRY.add(REGISTRY.get(np.power), ARRAYS, has_array, _array_arith("pow", "np.power"),
+             ndim_max=NDIM)

@@ -24,6 +24,7 @@ from jit.codegen.host_calls import call_host, operand_recipe
 from jit.pullback.array_values import (_copy_or_null, add_arrays, check_same_shape, unless_none,
                                        zeros_like)
 from jit.library.elementwise import is_unbcast_of_array, t_unbcast_array
+from jit.library.elementwise_nd import NDIM
 from jit.library.linalg import is_getattr_pullback, t_getattr_pullback
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime import host_calls as host
@@ -250,7 +251,7 @@ def _t_unbcast_numpy_only(ctx: Context, s, ts) -> Type:
 
 
 REGISTRY.declare(unbcast, family="derivatives", pattern="a float64 array summed to a shape",
-                 matches=is_unbcast_of_array, types=t_unbcast_array)
+                 matches=is_unbcast_of_array, types=t_unbcast_array, ndim_max=NDIM)
 REGISTRY.add(REGISTRY.get(unbcast), "a cotangent already of the shape", None, _t_unbcast,
              _cg_unbcast)
 def _cg_unbcast_numpy_only(fc: FunctionGen, s, ts):

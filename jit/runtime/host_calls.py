@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from jit.runtime import host_codec
 from jit.runtime import native as runtime
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, INT64_MAX, INT64_MIN, NONE,
                        NUMPY_DTYPE, STRINGS, ArrayT, BuiltListT, DictT, FormattedT, ListLiteral,
@@ -69,6 +70,8 @@ class HostSite:
     # numpy): a writable view of compiled code's memory, where the others are read-only
     writes_into: tuple = ()
     argtypes: list = field(default_factory=list)
+    # the fast codec (`host_codec.plan`), planned at the first call; False: the generic one
+    codec: Any = None
 
     def __post_init__(self) -> None:
         self.argtypes = [t for kind, t in self.recipe if kind == "slot"]
@@ -257,19 +260,31 @@ def _array_result(site: HostSite, t: ArrayT, v: Any) -> list:
         return [0] * array_slots(t.ndim)
     a = np.asarray(v)
     dtype = _NUMPY_DTYPES[t.dtype]
-    if a.ndim != t.ndim or not np.can_cast(a.dtype, dtype, "same_kind") \
-            or a.dtype.kind not in "biuf":
+    if a.ndim != t.ndim or not _castable(a.dtype, dtype):
         raise _mismatch(site, t, v)
     nbytes = a.size * dtype.itemsize
     data = _zy_alloc()(max(nbytes, 8))
     if not data:
         raise MemoryError(f"cannot allocate {nbytes} bytes")
-    out = np.ndarray(a.shape, dtype, buffer=(ctypes.c_char * max(nbytes, 8)).from_address(data))
+    out = host_codec.result_view(data, a.shape, dtype)
     # (a bool result where a bool array is declared: same_kind allows only bool)
     out[...] = a
     dims = list(a.shape) + [0] * (2 - a.ndim)
     strides = list(out.strides) + [0] * (2 - a.ndim)
     return [data] + dims + strides      # (no padding beyond 2 dimensions)
+
+
+_CASTABLE: dict = {}
+
+
+def _castable(have: np.dtype, want: np.dtype) -> bool:
+    """May a result of dtype `have` be stored where `want` is declared (numbers of the
+    same kind or a narrower one)?  Memoised: numpy's check costs more than the copy."""
+    hit = _CASTABLE.get((have, want))
+    if hit is None:
+        hit = _CASTABLE[(have, want)] = bool(np.can_cast(have, want, "same_kind")) \
+            and have.kind in "biuf"
+    return hit
 
 
 def _list_result(site: HostSite, t: BuiltListT, v: Any) -> list:
@@ -312,6 +327,16 @@ _STATE: dict = {}
 def _enter(sid: int, args: int, out: int) -> int:
     try:
         site = SITES[sid]
+        fast = site.codec
+        if fast is None:
+            fast = site.codec = host_codec.plan(site) or False
+        if fast:
+            vals = fast.args(site, args if site.nargs else 0)
+            npos = len(vals) - len(site.kwnames)
+            result = site.fn(*vals[:npos], **dict(zip(site.kwnames, vals[npos:])))
+            if site.nout or site.result != NONE or not site.cotangents:
+                fast.write(site, result, out, _encode)
+            return runtime.OK
         words = site.arg_words.from_address(args) if site.nargs else ()
         k, vals = 0, []
         for pos, (kind, x) in enumerate(site.recipe):
