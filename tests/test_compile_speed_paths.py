@@ -270,7 +270,7 @@ def looped(x, n):
 
 
 def test_flows_forward_tells_loops_apart(fresh):
-    from jit.typing.infer import flows_forward
+    from jit.typing.block_order import flows_forward
     from lowering import lower
     mod = fresh(BRANCHES)
     assert flows_forward(lower(mod.mixed))

@@ -40,6 +40,7 @@ from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, F
 from jit.library.registry import REGISTRY
 from jit.typing.spread import rewrite_needed
 from jit.typing.choice import choice_needed
+from jit.typing.block_order import flows_forward
 from jit.typing.unroll import RetypeNeeded, carried_unroll
 from jit.typing.refusals import (describe, internal_call, names_internals, refuse_exceptions,
                                  uncompiled_construct)
@@ -254,19 +255,6 @@ def cotangent_join(a: Optional[Type], b: Optional[Type]) -> Optional[Type]:
     if isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.elems) == len(b.elems):
         return TupleT(tuple(cotangent_join(x, y) for x, y in zip(a.elems, b.elems)))
     return join(a, b)
-
-
-def flows_forward(ir: IR) -> bool:
-    """Does every edge of `ir` (a branch's, and a phi's incoming one) go from a block to
-    a later one in `ir.blocks`?  Then one round of `Engine._run` over the blocks in
-    order types each value from final types (no loop carries one back)."""
-    pos = {b.id: k for k, b in enumerate(ir.blocks)}
-    for k, b in enumerate(ir.blocks):
-        if any(pos.get(succ, -1) <= k for succ in b.successors()):
-            return False
-        if any(pos.get(pred, k) >= k for p in b.phis for pred in p.incoming):
-            return False
-    return True
 
 
 class Engine:
