@@ -347,7 +347,7 @@ def d_np_full_like(dy, a, fill_value, dtype=None, order="K", subok=True, shape=N
 nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
         np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
         np.round, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,
-        np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal)
+        np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal, np.any, np.all)
 
 
 def _extreme(dy, y, x, axis=None, keepdims=False):
@@ -411,4 +411,4 @@ def _method_take(dy, a, indices, axis=None, mode="raise"):
 defmethod(np.ndarray, "cumsum", _method_cumsum)
 defmethod(np.ndarray, "take", _method_take)
 defmethod(np.ndarray, "astype", _method_astype)
-nondiff(np.ndarray.argmin, np.ndarray.argmax)
+nondiff(np.ndarray.argmin, np.ndarray.argmax, np.ndarray.any, np.ndarray.all)

@@ -638,6 +638,9 @@ def _declare() -> None:
             red, methods=("var(axis=None, dtype=None, out=None, ddof=0, keepdims=False)",))
     declare(np.std, REDUCE + ", *, where=True, mean=None, correction=None", reduction(),
             red, methods=("std(axis=None, dtype=None, out=None, ddof=0, keepdims=False)",))
+    for f in (np.any, np.all):
+        declare(f, "a, axis=None, out=None, keepdims=False, *, where=True", reduction(BOOL),
+                red, methods=(f"{f.__name__}(axis=None, out=None, keepdims=False)",))
     declare(np.cumprod, "a, axis=None, dtype=None, out=None", cumulative, red,
             methods=("cumprod(axis=None, dtype=None, out=None)",))
     declare(np.cumsum, "a, axis=None, dtype=None, out=None", cumulative, red,

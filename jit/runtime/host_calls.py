@@ -236,7 +236,7 @@ def _encode(site: HostSite, t: Type, v: Any, words: Any, k: int) -> int:
     if t in (INT64, BOOL, INT32):
         if isinstance(v, (float, np.floating)) or isinstance(v, np.ndarray) and v.ndim:
             raise _mismatch(site, t, v)
-        n = operator.index(v)
+        n = int(bool(v)) if isinstance(v, (bool, np.bool_)) else operator.index(v)
         if t == BOOL:
             n = int(bool(n))
         elif t == INT32:
