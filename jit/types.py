@@ -277,6 +277,8 @@ def known_string(t: Type, default: Any = None) -> Any:
     read in a loop over its keys, unrolled), else `default`."""
     if isinstance(t, StrT) and len(t.values) == 1:
         return next(iter(t.values))
+    if isinstance(t, CONSTANT_TYPE[0]) and type(t.value) is str:   # a str argument
+        return t.value
     return default
 
 
@@ -410,6 +412,8 @@ def typeof(value: Any) -> Type:
         return t
     if isinstance(value, np.ndarray):
         return _array_type(value)
+    if type(value) is str:      # an option (`activation="tanh"`): a constant of the signature
+        return CONSTANT_TYPE[0](value)
     if isinstance(value, OBJECT_CLASSES):
         return ObjectT(type(value))
     opaque = getattr(type(value), "__jit_type__", None)
