@@ -134,7 +134,16 @@ def _rewrite(cls: type, init: types.FunctionType) -> Optional[types.FunctionType
     ctor.__kwdefaults__ = init.__kwdefaults__
     ctor.__qualname__ = init.__qualname__
     ctor.__module__ = init.__module__
+    # the IR prints it by a name that parses back to it (`Class.__zygopy_fields__`)
+    ctor.__zygopy_symbol__ = f"{cls.__module__}.{cls.__qualname__}.{_ATTR}"
+    try:
+        setattr(cls, _ATTR, staticmethod(ctor))
+    except (AttributeError, TypeError):
+        pass
     return ctor
+
+
+_ATTR = "__zygopy_fields__"
 
 
 _MAKER_SLOT = "zygopy: the record maker"
