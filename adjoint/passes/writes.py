@@ -97,15 +97,42 @@ def _written_args(ir: IR) -> Optional[frozenset]:
                         table.setdefault(var, set()).update(new)
                         changed = True
     written: set = set()
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
         for s in b.stmts:
-            targets = _targets(s)
+            targets = _targets(s, defs)
             if targets is None:
                 return None
             for v in targets:
                 if isinstance(v, Var):
                     written |= shares.get(v, set())
     return frozenset(written)
+
+
+def argument_write_targets(ir: IR) -> set:
+    """The values `ir`'s statements may write into that may share memory with one
+    of its arguments (`a[i] = v`, `a.fill(v)`, `np.copyto(a, x)`, `v = a[1:];
+    v.sort()`): the caller sees those writes, so activity analysis keeps them."""
+    shares = {a.var for a in ir.args}
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    grew = True
+    while grew:
+        grew = False
+        for b in ir.blocks:
+            for var, ops, op in [(p.var, p.operands(), "phi") for p in b.phis] + \
+                    [(s.var, s.operands(), s.op) for s in b.stmts]:
+                if op in FRESH_OPS or var in shares:    # (a display holds them too)
+                    continue
+                if any(isinstance(v, Var) and v in shares for v in ops):
+                    shares.add(var)
+                    grew = True
+    out = set()
+    for b in ir.blocks:
+        for s in b.stmts:
+            targets = _targets(s, defs)
+            out |= {v for v in (s.operands() if targets is None else targets)
+                    if isinstance(v, Var) and v in shares}
+    return out
 
 
 def _flow(op: str, ops: list, shares: dict, holds: dict) -> tuple:
@@ -123,7 +150,7 @@ def _flow(op: str, ops: list, shares: dict, holds: dict) -> tuple:
     return everything, everything
 
 
-def _targets(s: Any) -> Optional[list]:
+def _targets(s: Any, defs: dict) -> Optional[list]:
     """The operands statement `s` may write into (None: it may write anywhere)."""
     if s.op in ("setitem", "list_append") or s.op in INPLACE:
         return [s.args[0]]
@@ -134,6 +161,8 @@ def _targets(s: Any) -> Optional[list]:
     f = s.args[0]
     out = [s.kwargs["out"]] if "out" in s.kwargs else []
     if isinstance(f, Var):      # a method (`x.sort()`) or a function value: it may write
+        if _read_only_method(defs.get(f)) and not out:
+            return []
         return list(s.operands())      # into its receiver (which shares f) and operands
     rule = lookup_callee(f.value)
     if rule is not None:
@@ -142,3 +171,22 @@ def _targets(s: Any) -> Optional[list]:
     if ws is None:
         return [v for v in s.operands()[1:]]
     return out + [v for k, v in enumerate(s.args[1:]) if k in ws]
+
+
+# methods of arrays (and numbers) that never write into their receiver or operands;
+# any other method called on a value is assumed to write into both (`x.sort()`,
+# `x.fill(v)`, `x.__setitem__(i, v)`, `lst.extend(v)`, a user object's own method)
+READ_ONLY_METHODS = frozenset({
+    "sum", "mean", "prod", "max", "min", "std", "var", "any", "all", "argmax",
+    "argmin", "cumsum", "cumprod", "dot", "reshape", "ravel", "flatten", "transpose",
+    "copy", "astype", "squeeze", "conj", "conjugate", "clip", "round", "trace",
+    "diagonal", "swapaxes", "repeat", "take", "tolist", "item", "nonzero", "view",
+    "__getitem__", "__len__", "__add__", "__sub__", "__mul__", "__truediv__",
+    "__matmul__", "__neg__", "__pow__", "get", "keys", "values", "items", "index",
+    "count"})
+
+
+def _read_only_method(d: Any) -> bool:
+    """Whether the callee `d` defines is `getattr(obj, name)` for a read-only name."""
+    return d is not None and d.op == "getattr" and isinstance(d.args[1], Const) and \
+        d.args[1].value in READ_ONLY_METHODS
