@@ -202,7 +202,7 @@ def _useful(ir: IR, varied: set) -> set:
         for s in b.stmts:   # arguments written into: the caller sees them
             if s.op == "setitem" and s.args[0] in args:
                 useful.add(s.args[0])
-    useful |= argument_write_targets(ir)   # (and views of them, through any call)
+    useful |= argument_write_targets(ir) & varied   # (and views of them, by any call)
     captured = {s.var: _vars(s.args[1:]) for b in ir.blocks for s in b.stmts
                 if s.op == "make_closure"}
     captured.update({s.var: [_method_of(s)] for b in ir.blocks for s in b.stmts

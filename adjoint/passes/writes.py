@@ -110,28 +110,35 @@ def _written_args(ir: IR) -> Optional[frozenset]:
 
 
 def argument_write_targets(ir: IR) -> set:
-    """The values `ir`'s statements may write into that may share memory with one
-    of its arguments (`a[i] = v`, `a.fill(v)`, `np.copyto(a, x)`, `v = a[1:];
-    v.sort()`): the caller sees those writes, so activity analysis keeps them."""
+    """The values `ir`'s statements may write into that are an argument or its view,
+    element or method (`a[i] = v`, `a.fill(v)`, `np.copyto(a, x)`, `v = a[1:];
+    v.sort()`, a user callee that may): the caller sees those writes, so activity
+    analysis keeps them, and the reverse pass refuses those it cannot follow.  Of
+    methods, only the array-writing ones count: storing into a list the caller keeps
+    (`log.append(v)`) stays a plain call, as before."""
+    from .aliases import _view_call
     shares = {a.var for a in ir.args}
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    flows = [(p.var, p.operands()) for b in ir.blocks for p in b.phis] + \
+        [(s.var, s.args[:1]) for b in ir.blocks for s in b.stmts
+         if s.op in ("getitem", "getattr", "copy") or s.op == "call" and _view_call(s, defs)]
     grew = True
-    while grew:
+    while grew:         # (an element, a view, an attribute or a method of an argument)
         grew = False
-        for b in ir.blocks:
-            for var, ops, op in [(p.var, p.operands(), "phi") for p in b.phis] + \
-                    [(s.var, s.operands(), s.op) for s in b.stmts]:
-                if op in FRESH_OPS or var in shares:    # (a display holds them too)
-                    continue
-                if any(isinstance(v, Var) and v in shares for v in ops):
-                    shares.add(var)
-                    grew = True
+        for var, ops in flows:
+            if var not in shares and any(isinstance(v, Var) and v in shares for v in ops):
+                shares.add(var)
+                grew = True
     out = set()
     for b in ir.blocks:
         for s in b.stmts:
             targets = _targets(s, defs)
-            out |= {v for v in (s.operands() if targets is None else targets)
-                    if isinstance(v, Var) and v in shares}
+            if targets is None:
+                targets = s.operands()
+            elif s.op == "call" and isinstance(s.args[0], Var) and not _array_writing(
+                    defs.get(s.args[0])):   # (`log.append(v)`, a user object's method:
+                continue                    # a store the reverse pass does not follow)
+            out |= {v for v in targets if isinstance(v, Var) and v in shares}
     return out
 
 
@@ -184,6 +191,20 @@ READ_ONLY_METHODS = frozenset({
     "__getitem__", "__len__", "__add__", "__sub__", "__mul__", "__truediv__",
     "__matmul__", "__neg__", "__pow__", "get", "keys", "values", "items", "index",
     "count"})
+
+
+# methods of arrays that write into their receiver
+ARRAY_WRITING_METHODS = frozenset({
+    "fill", "sort", "partition", "put", "itemset", "resize", "setfield", "byteswap",
+    "__setitem__", "__delitem__"}) | {f"__i{op}__" for op in (
+        "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+        "xor", "lshift", "rshift")}
+
+
+def _array_writing(d: Any) -> bool:
+    """Whether the callee `d` defines is `getattr(obj, name)` for an array-writing name."""
+    return d is not None and d.op == "getattr" and isinstance(d.args[1], Const) and \
+        d.args[1].value in ARRAY_WRITING_METHODS
 
 
 def _read_only_method(d: Any) -> bool:
