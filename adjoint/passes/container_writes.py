@@ -26,7 +26,7 @@ from ..rules import lookup_callee
 from .aliases import CONTAINER_BUILDS, _view_call, sharing
 from .inplace import live_after, refuse_write
 from .stale_views import _slicing
-from .writes import call_written_operands
+from .writes import call_written_operands, closure_written
 
 
 def forward_tuple_elements(ir: IR) -> IR:
@@ -127,9 +127,14 @@ def _callee_writes(ir: IR) -> dict:
             if s.op != "call" or isinstance(s.args[0], Const) and _ruled(s.args[0].value) \
                     or defs.get(s.args[0]) is not None and defs[s.args[0]].op == "getattr":
                 continue      # (a method: the reverse pass refuses one that writes)
-            ops = list(s.args[1:])
-            written = call_written_operands(s)   # (None, code not read: any slice or
-            targets = [o for k, o in enumerate(ops) if isinstance(o, Var) and (  # view)
+            made = defs.get(s.args[0])
+            if made is not None and made.op == "make_closure" and not s.kwargs:
+                ops = list(made.args[1:]) + list(s.args[1:])    # (captured, then passed)
+                written = closure_written(made.args[0], len(ops))
+            else:
+                ops = list(s.args[1:])
+                written = call_written_operands(s)   # (None, code not read: any slice
+            targets = [o for k, o in enumerate(ops) if isinstance(o, Var) and (  # or view)
                 k in written if written is not None else o in views)]
             if targets:
                 out[s.var] = (s, targets, [o for o in ops if o not in targets])
@@ -137,17 +142,17 @@ def _callee_writes(ir: IR) -> dict:
 
 
 def _viewed_arguments(ir: IR) -> dict:
-    """{value: the arguments it is a view or an element of} (`a[1:]`, `a.T`,
-    `a[0][2:]`, through phis): a write into it reaches an argument, which the
-    caller reads after the return."""
+    """{value: the arguments it is a view, an element or an attribute of} (`a[1:]`,
+    `a.T`, `a[0][2:]`, `self.w`, through phis): a write into it reaches an argument,
+    which the caller reads after the return."""
     defs = {st.var: st for blk in ir.blocks for st in blk.stmts}
     of = {a.var: {a.var} for a in ir.args}
     for _ in range(len(defs) + 2):           # (to a fixpoint: phis may come first)
         grew = False
         for blk in ir.blocks:
             flows = [(p.var, list(p.operands())) for p in blk.phis]
-            flows += [(st.var, st.args[:1]) for st in blk.stmts if st.op == "getitem"
-                      or st.op == "call" and _view_call(st, defs)]
+            flows += [(st.var, st.args[:1]) for st in blk.stmts if st.op in (
+                "getitem", "getattr") or st.op == "call" and _view_call(st, defs)]
             for var, ops in flows:
                 got = set().union(*[of.get(o, set()) for o in ops if isinstance(o, Var)])
                 if got - of.get(var, set()):

@@ -60,6 +60,22 @@ def written_params(f: Any, nargs: int) -> Optional[frozenset]:
     return got
 
 
+def closure_written(code: Any, nops: int) -> Optional[frozenset]:
+    """Indices into (captured values, then call operands) that a call of the closure
+    made from Const `code` (a `make_closure` operand) may write into; None: any."""
+    fn = getattr(code, "value", None)
+    if type(fn) is not types.FunctionType:
+        return None
+    import lowering
+    try:
+        ir = lowering.lower(fn)
+    except Exception:      # (refused later, where it is called)
+        return None
+    if len(ir.args) != nops:
+        return None
+    return _written_args(ir)
+
+
 def _fixpoint(fn: types.FunctionType) -> Optional[frozenset]:
     """`fn`'s written parameters, guessing none for its recursive calls and growing
     the guess until it holds."""
