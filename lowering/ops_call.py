@@ -25,7 +25,7 @@ from .materialize import joined_dict
 from .ops_basic import static_items
 from .guards import read_live, rebound_globals
 from .runtime import GlobalRef, call_unpacked, keywords, read_global, write_global
-from .super_calls import SuperMethod, SuperOf, super_attribute, super_call
+from .super_calls import SuperMethod, SuperOf, super_attribute, super_call, super_of_stack
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 
 PY = sys.version_info[:2]
@@ -106,11 +106,26 @@ def op_load_method(lw, ins):
     load_attribute(lw, lw.pop(), ins.arg, True)
 
 
+@handles("LOAD_SUPER_ATTR")
+def op_load_super_attr(lw, ins):
+    """3.12+: [super, class, receiver] -> `super(class, receiver).name`."""
+    method, _two_args, name = ins.arg
+    receiver, cls, sup = lw.pop(), lw.pop(), lw.pop()
+    load_attribute(lw, super_of_stack(lw, sup, cls, receiver), name, method)
+
+
 def load_attribute(lw, obj, name: str, method: bool) -> None:
-    if isinstance(obj, SuperOf):         # `super().name` (up to 3.11)
-        super_attribute(lw, obj, name, method)
+    """Push `obj.name` (`method`: with CPython's NULL or receiver slot)."""
+    value = super_attribute(lw, obj, name) if isinstance(obj, SuperOf) \
+        else attribute(lw, obj, name)
+    if isinstance(value, SuperMethod) and method:     # [function, receiver], any version
+        lw.push(Const(value.fn))
+        lw.push(value.receiver)
         return
-    push_callable(lw, attribute(lw, obj, name), method)
+    if isinstance(value, SuperMethod):
+        lw.push(value)
+        return
+    push_callable(lw, value, method)
 
 
 @handles("PUSH_NULL")

@@ -21,18 +21,21 @@ same thing (`lowering.runtime.check_super`: the JIT folds the check away when it
 compiles for the receiver's class).  What the lookup read is guarded like globals
 (`lowering.guards.super_entries`): rebinding `Base.forward` compiles again.
 
-Bytecode: up to 3.11, `super` is called (no argument, or two) and LOAD_ATTR /
-LOAD_METHOD reads from its result (`SuperOf` here); from 3.12, LOAD_SUPER_ATTR takes
-`super`, the class and the receiver from the stack.
+Bytecode (handled in `lowering.ops_call`): up to 3.11, `super` is called (no
+argument, or two) and LOAD_ATTR / LOAD_METHOD reads from its result (`SuperOf`
+here); from 3.12, LOAD_SUPER_ATTR takes `super`, the class and the receiver from
+the stack.
 """
 from __future__ import annotations
 
 import types
+from dataclasses import dataclass
+from typing import Any
 
 from ssair.ir import Const
 
-from .handlers import handles
 from .runtime import SuperSite, check_super
+from .values import Lazy
 
 NUMBERS = (int, float, bool, str, type(None))
 
@@ -48,15 +51,14 @@ class SuperOf:
         return "a super() object"
 
 
-class SuperMethod:
+@dataclass(eq=False)
+class SuperMethod(Lazy):
     """`super().name` read without calling it at once (`super().f(*args)`): the
-    function and the receiver its call prepends."""
+    function and the receiver its call prepends.  Used as a value (`f =
+    super().forward`), it is `functools.partial(function, receiver)`."""
 
-    def __init__(self, fn, receiver) -> None:
-        self.fn, self.receiver = fn, receiver
-
-    def __repr__(self) -> str:
-        return "a method read through super()"
+    fn: Any = None
+    receiver: Any = None
 
 
 def class_cell(lw):
@@ -80,9 +82,8 @@ def receiver_of(lw):
     if code.co_argcount + code.co_posonlyargcount == 0 and code.co_argcount == 0:
         lw.refuse("super() in a function without arguments")
     name = code.co_varnames[0]
-    if name in lw.cell_of:
-        from .closures import _load_cell
-        return _load_cell(lw, name)
+    if name in lw.cell_of:               # `self` captured by a nested function
+        return lw.emit("cell_get", lw.cell_of[name], Const(name), Const("local"))
     return lw.load_local(name)
 
 
@@ -105,44 +106,29 @@ def _known_class(lw, value):
     lw.refuse("super(C, obj) whose class C is not a constant")
 
 
-@handles("LOAD_SUPER_ATTR")
-def op_load_super_attr(lw, ins):
-    """3.12+: [super, class, receiver] -> the attribute (method form: [fn, receiver]
-    or [NULL, value] up to 3.12, [fn, receiver] or [value, NULL] from 3.13)."""
-    method, _two_args, name = ins.arg
-    receiver, cls, sup = lw.pop(), lw.pop(), lw.pop()
+def super_of_stack(lw, sup, cls, receiver) -> SuperOf:
+    """3.12+: LOAD_SUPER_ATTR's [super, class, receiver] as a `SuperOf`."""
     if not (isinstance(sup, Const) and sup.value is super):
         lw.refuse("super() where `super` is not the builtin")
-    super_attribute(lw, SuperOf(_known_class(lw, cls), lw.operand(receiver)), name, method)
+    return SuperOf(_known_class(lw, cls), lw.operand(receiver))
 
 
-def super_attribute(lw, sup: SuperOf, name: str, method: bool) -> None:
-    """Push what `getattr(super(cls, receiver), name)` is, resolved on `cls.__mro__`."""
+def super_attribute(lw, sup: SuperOf, name: str):
+    """What `getattr(super(cls, receiver), name)` is, resolved on `cls.__mro__`: a
+    `SuperMethod` for a plain function, else an operand."""
     owner, value = lookup(sup.cls, name)
     if owner is None:
         lw.refuse(f"super().{name}: no base class of {sup.cls.__qualname__} defines it")
-    what = f"super().{name}"
     lw.emit("call", Const(check_super), sup.receiver, Const(SuperSite(sup.cls, name, owner)))
     if type(value) is types.FunctionType:
-        if method:
-            lw.push(Const(value))
-            lw.push(sup.receiver)
-        else:
-            lw.push(SuperMethod(value, sup.receiver))
-        return
+        return SuperMethod(value, sup.receiver)
     if isinstance(value, staticmethod):
-        _push_value(lw, Const(value.__func__), method)
-    elif isinstance(value, property) and type(value.fget) is types.FunctionType:
-        _push_value(lw, lw.emit("call", Const(value.fget), sup.receiver), method)
-    elif type(value) in NUMBERS:
-        _push_value(lw, Const(value), method)
-    else:
-        lw.refuse(f"{what} ({type(value).__name__} of {owner.__qualname__})")
-
-
-def _push_value(lw, value, method: bool) -> None:
-    from .ops_call import push_callable
-    push_callable(lw, value, method)
+        return Const(value.__func__)
+    if isinstance(value, property) and type(value.fget) is types.FunctionType:
+        return lw.emit("call", Const(value.fget), sup.receiver)
+    if type(value) in NUMBERS:
+        return Const(value)
+    lw.refuse(f"super().{name} ({type(value).__name__} of {owner.__qualname__})")
 
 
 def lookup(cls: type, name: str):
