@@ -183,3 +183,70 @@ def test_unsupported_forms_name_the_construct_function_and_line(cls, construct):
     with pytest.raises(UnsupportedError, match=construct + r".*" + cls.__name__
                        + r"\.forward.*test_super_calls\.py:\d+"):
         adjoint.gradient(forward_loss, cls(0.5), X, backend="interp")
+
+
+class Affine:
+    shift = 0.1                         # a class-level number the base body reads
+
+    def __init__(self, w, scale=2.0):
+        self.w = w
+        self.s = scale * w + self.shift
+
+
+class Scaled(Affine):
+    def __init__(self, w, b):
+        super().__init__(np.exp(w))      # inlined: Scaled(w, b) is a record constructor
+        self.b = b * self.s
+
+
+class Twice(Scaled):
+    def __init__(self, w, b, c):
+        super().__init__(w, b=b)         # two levels, a keyword argument
+        self.c = c
+
+
+def build_scaled(w, b):
+    m = Scaled(w, b)
+    return m.w * m.s + np.sin(m.b)
+
+
+def build_twice(w, b):
+    m = Twice(w, b, 3.0)
+    return m.w * m.s + m.b * m.c
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", [build_scaled, build_twice])
+def test_objects_whose_init_calls_super_init_built_inside_the_loss(f, backend):
+    w, b, eps = 0.3, 0.5, 1e-6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, (gw, gb) = adjoint.value_and_grad(f, argnums=(0, 1), backend=backend)(w, b)
+    assert np.isclose(value, f(w, b), rtol=1e-12)
+    assert np.isclose(gw, (f(w + eps, b) - f(w - eps, b)) / (2 * eps), rtol=1e-6)
+    assert np.isclose(gb, (f(w, b + eps) - f(w, b - eps)) / (2 * eps), rtol=1e-6)
+
+
+class Rebound:                          # (its __init__ is rebound by the test below)
+    def __init__(self, w):
+        self.w = w
+
+
+class OnRebound(Rebound):
+    def __init__(self, w):
+        super().__init__(w)
+        self.v = 2.0 * self.w
+
+
+def build_on_rebound(w):
+    m = OnRebound(w)
+    return m.v * m.w
+
+
+def test_rebinding_the_base_init_is_followed():
+    assert np.isclose(adjoint.gradient(build_on_rebound, 1.5, backend="interp"), 4.0 * 1.5)
+
+    def init(self, w):
+        self.w = w * w
+    Rebound.__init__ = init
+    assert np.isclose(adjoint.gradient(build_on_rebound, 1.5, backend="interp"), 8.0 * 1.5 ** 3)
