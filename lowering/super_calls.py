@@ -79,8 +79,8 @@ def receiver_of(lw):
     """The current value of the method's first argument (a zero-argument `super()`'s
     receiver); refused for a function without one."""
     code = lw.code
-    if code.co_argcount + code.co_posonlyargcount == 0 and code.co_argcount == 0:
-        lw.refuse("super() in a function without arguments")
+    if code.co_argcount == 0:           # (CPython: "super(): no arguments")
+        lw.refuse("super() in a function without positional parameters")
     name = code.co_varnames[0]
     if name in lw.cell_of:               # `self` captured by a nested function
         return lw.emit("cell_get", lw.cell_of[name], Const(name), Const("local"))
