@@ -16,13 +16,13 @@ from __future__ import annotations
 import ast
 import copy
 import types
-from typing import Callable, Optional
+from collections.abc import Callable
 
 LITERALS = (int, float, bool, str, type(None))
 _DEPTH = 8
 
 
-def class_of(init) -> Optional[type]:
+def class_of(init) -> type | None:
     """The class in `init`'s `__class__` cell, or None."""
     names = init.__code__.co_freevars
     if "__class__" not in names or not init.__closure__:
@@ -34,7 +34,7 @@ def class_of(init) -> Optional[type]:
     return value if isinstance(value, type) else None
 
 
-def next_init(cls: type, init) -> Optional[types.FunctionType]:
+def next_init(cls: type, init) -> types.FunctionType | None:
     """The `__init__` that `super().__init__` in `init` reaches for an object of `cls`."""
     owner = class_of(init)
     mro = cls.__mro__
@@ -65,7 +65,7 @@ def only_class_cell(init) -> bool:
 
 
 def expand(cls: type, init, fdef: ast.FunctionDef, parse: Callable,
-           depth: int = 0) -> Optional[list]:
+           depth: int = 0) -> list | None:
     """`fdef.body` with a leading `super().__init__(args)` replaced by the base
     `__init__`'s body, recursively; None when that cannot be done exactly."""
     call = _super_init_call(fdef)
@@ -88,7 +88,7 @@ def expand(cls: type, init, fdef: ast.FunctionDef, parse: Callable,
     return binds + [renamer.visit(copy.deepcopy(s)) for s in body] + fdef.body[1:]
 
 
-def _super_init_call(fdef: ast.FunctionDef) -> Optional[ast.Call]:
+def _super_init_call(fdef: ast.FunctionDef) -> ast.Call | None:
     first = fdef.body[0] if fdef.body else None
     if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)):
         return None
@@ -100,7 +100,7 @@ def _super_init_call(fdef: ast.FunctionDef) -> Optional[ast.Call]:
     return None
 
 
-def _bind(base, bdef: ast.FunctionDef, call: ast.Call, prefix: str) -> Optional[list]:
+def _bind(base, bdef: ast.FunctionDef, call: ast.Call, prefix: str) -> list | None:
     """`prefix+param = <argument>` for each parameter of `base` (but `self`), in the
     order the call evaluates them, then the defaults; None if they do not bind."""
     a = bdef.args

@@ -245,7 +245,7 @@ class SuperSite:
     """What lowering resolved `super(cls, receiver).name` to: the base class `owner`
     found after `cls` on `cls.__mro__` (`lowering.super_calls`)."""
 
-    __slots__ = ("cls", "name", "owner", "__zygopy_symbol__")
+    __slots__ = ("__zygopy_symbol__", "cls", "name", "owner")
 
     def __init__(self, cls: type, name: str, owner: type) -> None:
         self.cls, self.name, self.owner = cls, name, owner

@@ -140,9 +140,3 @@ def lookup(cls: type, name: str):
         if name in d:
             return c, d[name]
     return None, None
-
-
-def searched(cls: type, owner: type) -> tuple:
-    """The classes `lookup(cls, name)` read, up to and including `owner`."""
-    mro = cls.__mro__
-    return mro[1:mro.index(owner) + 1]

@@ -54,7 +54,7 @@ class Dense(Layer):
 
 class TwoArgs(Layer):
     def forward(self, x):
-        return super(TwoArgs, self).forward(x) ** 2 + super().squash(x)
+        return super(TwoArgs, self).forward(x) ** 2 + super().squash(x)  # noqa: UP008
 
 
 class Deeper(Dense):
