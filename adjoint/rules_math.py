@@ -12,8 +12,8 @@ import operator
 
 import numpy as np
 
-from lowering.runtime import (check_bound, check_star_length, column, keys_of, loop_items,
-                              read_global, shortest, write_global)
+from lowering.runtime import (check_bound, check_star_length, check_super, column, keys_of,
+                              loop_items, read_global, shortest, write_global)
 
 from .rule_table import (no_operands, nondiff, other_operand, partial_rule, pullback_rule,
                          scalar_rule)
@@ -340,7 +340,7 @@ nondiff(sort_order, math.floor, math.ceil, math.trunc, builtins.round, builtins.
         builtins.type, builtins.repr, builtins.hash, builtins.id, builtins.enumerate,
         math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd,
         operator.index, read_global, write_global,   # (globals are constants of derivatives)
-        check_star_length)
+        check_star_length, check_super)
 
 
 @pullback_rule(math.copysign)

@@ -107,21 +107,33 @@ def _shared_entry(f) -> list:
 def _sharing_key(f) -> tuple:
     """What of `f` beyond its code the lowering depends on: its globals (by identity),
     the cell markers of `lowering.closures`, and the types of its defaults (the
-    values are bound per call)."""
+    values are bound per call), and the `__class__` cell of a method (`super()` is
+    resolved on its class when lowering: `lowering.super_calls`)."""
     kw = f.__kwdefaults__ or {}
     return (id(f.__globals__), getattr(f, CELLS_ATTR, None), getattr(f, SELF_ATTR, None),
             getattr(f, RUNTIME_DEFAULTS_ATTR, False),
             None if f.__defaults__ is None else tuple(map(type, f.__defaults__)),
-            tuple((k, type(v)) for k, v in kw.items()))
+            tuple((k, type(v)) for k, v in kw.items()), id(_class_cell(f)))
+
+
+def _class_cell(f):
+    """The `__class__` cell of method `f`, or None."""
+    code = f.__code__
+    if "__class__" not in code.co_freevars or not f.__closure__:
+        return None
+    return f.__closure__[code.co_freevars.index("__class__")]
 
 
 def _template(f) -> types.FunctionType:
     """A function like `f` (code, globals, names, defaults, cell markers) whose closure
-    cells are empty: what the shared IR was lowered from (`f` itself when it has no
-    cells: it holds no captured value)."""
+    cells are empty, but for a method's `__class__` cell, which it shares (the cell is
+    part of the sharing key): what the shared IR was lowered from (`f` itself when it
+    has no cells: it holds no captured value)."""
     if not f.__closure__:
         return f
-    cells = tuple(types.CellType() for _ in f.__code__.co_freevars) or None
+    class_cell = _class_cell(f)
+    cells = tuple(class_cell if n == "__class__" else types.CellType()
+                  for n in f.__code__.co_freevars) or None
     t = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, cells)
     t.__qualname__, t.__module__ = f.__qualname__, f.__module__
     t.__kwdefaults__ = dict(f.__kwdefaults__) if f.__kwdefaults__ else None

@@ -38,6 +38,7 @@ from ssair.ir import Const, Var
 from .handlers import handles
 from .reader import param_names
 from .runtime import UNBOUND
+from .super_calls import class_cell
 
 CELLS_ATTR = "__zygopy_cells__"
 SELF_ATTR = "__zygopy_self__"
@@ -211,7 +212,8 @@ def op_load_deref(lw, ins):
     if name in lw.cell_of:
         lw.push(_load_cell(lw, name))
         return
-    lw.push(lw.load_local(name))
+    cls = class_cell(lw) if name == "__class__" else None
+    lw.push(Const(cls) if cls is not None else lw.load_local(name))
 
 
 @handles("LOAD_CLOSURE")

@@ -14,13 +14,15 @@ its attributes (`adjoint.pytrees`), and compiled code holds the object as a reco
 (`jit.library.records`).
 
 `__init__` qualifies when it is a plain Python function of the user's own (its source
-readable, no closure: `super()` needs one), and `self` appears only as `self.name`:
+readable, no closure but the `__class__` cell), and `self` appears only as `self.name`:
 assigned (also `+=`) by a statement of the function body's top level (so every
 attribute is set on every path that reaches the end), read only after such an
 assignment, and none of them a property or other data descriptor of the class.  It
 has no `return` and no `yield`, and no class of its MRO has a `__new__`,
 `__setattr__`, `__getattr__` or non-empty `__slots__` to bypass (nor is it abstract).
-Any other class is called as before (its call is a callee like any other).
+A first statement `super().__init__(args)` is replaced by the base's body
+(`lowering.base_inits`); `super()` anywhere else leaves the class alone.  Any other
+class is called as before (its call is a callee like any other).
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ import types
 import warnings
 import weakref
 from typing import Any, Optional
+
+from .base_inits import expand, init_chain, only_class_cell
 
 _MADE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # class -> (init, ctor)
 
@@ -65,11 +69,13 @@ def fields_constructor(cls: Any) -> Optional[types.FunctionType]:
         getattr(cls, "__init__", None)
     if type(init) is not types.FunctionType:
         return None
+    chain = init_chain(cls, init)
     hit = _MADE.get(cls)
-    if hit is not None and hit[0] is init:
+    if hit is not None and len(hit[0]) == len(chain) and all(
+            a is b for a, b in zip(hit[0], chain)):
         return hit[1]
     ctor = _rewrite(cls, init)
-    _MADE[cls] = (init, ctor)
+    _MADE[cls] = (chain, ctor)
     return ctor
 
 
@@ -86,10 +92,11 @@ def _plain_class(cls: type) -> bool:
             return False
     init = getattr(cls, "__init__", None)
     return type(init) is types.FunctionType and not library_function(init) \
-        and init.__closure__ is None
+        and only_class_cell(init)
 
 
-def _rewrite(cls: type, init: types.FunctionType) -> Optional[types.FunctionType]:
+def _parse(init: types.FunctionType) -> Optional[ast.Module]:
+    """The module holding `init`'s definition alone, at its lines in its file."""
     try:
         lines, first = inspect.getsourcelines(init)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -98,6 +105,23 @@ def _rewrite(cls: type, init: types.FunctionType) -> Optional[types.FunctionType
     fdef = tree.body[0] if tree.body else None
     if not isinstance(fdef, ast.FunctionDef) or not fdef.args.args or fdef.args.posonlyargs:
         return None
+    return ast.increment_lineno(tree, first - 1)
+
+
+def _parse_def(init: types.FunctionType) -> Optional[ast.FunctionDef]:
+    tree = _parse(init)
+    return tree.body[0] if tree is not None else None
+
+
+def _rewrite(cls: type, init: types.FunctionType) -> Optional[types.FunctionType]:
+    tree = _parse(init)
+    if tree is None:
+        return None
+    fdef = tree.body[0]
+    body = expand(cls, init, fdef, _parse_def)      # `super().__init__(...)` first
+    if body is None:
+        return None
+    fdef.body = body
     names = _stored_names(fdef)
     if names is None:
         return None
@@ -108,7 +132,6 @@ def _rewrite(cls: type, init: types.FunctionType) -> Optional[types.FunctionType
     body = _Renamer(cls, self_name, fields).rewrite(fdef)
     if body is None:
         return None
-    ast.increment_lineno(tree, first - 1)
     end = fdef.body[-1]
     ret = ast.Return(ast.Call(ast.Constant(_MAKER_SLOT),
                               [ast.Name(_local(n), ast.Load()) for n in fields], []))
@@ -236,8 +259,8 @@ class _Renamer(ast.NodeTransformer):
                                                ast.Load()), node)
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id == self.self_name:      # `self` used as a value: not a record
-            self.bad = True
+        if node.id in (self.self_name, "super", "__class__"):   # `self` used as a value,
+            self.bad = True                # or `super()` left: not a record
         return node
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:

@@ -27,8 +27,6 @@ HINTS = {
     "attribute assignment": "zygopy reads objects as values and does not follow writes "
                             "into them; construct a new object instead "
                             "(`Point(x, p.y)` for a dataclass or named tuple) and return it",
-    "super()": "call the base class's function with `self` instead "
-               "(`Base.forward(self, x)` for `super().forward(x)`)",
 }
 
 
@@ -44,7 +42,7 @@ REFUSED_OPCODES = {
     "IMPORT_NAME": "import", "IMPORT_FROM": "import", "IMPORT_STAR": "import",
     "MATCH_CLASS": "match", "MATCH_MAPPING": "match", "MATCH_SEQUENCE": "match",
     "MATCH_KEYS": "match", "GET_LEN": "match", "COPY_DICT_WITHOUT_KEYS": "match",
-    "LOAD_BUILD_CLASS": "class definition", "LOAD_SUPER_ATTR": "super()",
+    "LOAD_BUILD_CLASS": "class definition",
     "LOAD_CLASSDEREF": "class body", "LOAD_FROM_DICT_OR_DEREF": "class body",
     "SETUP_ANNOTATIONS": "annotations", "STORE_NAME": "module-level code",
     "LOAD_NAME": "module-level code",

@@ -184,6 +184,8 @@ def _collect(f, entries: dict, seen: set, recorded: bool = True) -> None:
     else:
         _code_entries(f, entries, seen)
         _cell_entries(f, entries)
+    for inner in _super_entries(f, entries):
+        _collect(inner, entries, seen, recorded)
     for c in f.__closure__ or ():
         try:
             inner = target_of(c.cell_contents)
@@ -191,6 +193,41 @@ def _collect(f, entries: dict, seen: set, recorded: bool = True) -> None:
             continue
         if inner is not None:
             _collect(inner, entries, seen, recorded)
+
+
+def _super_entries(f, entries: dict) -> list:
+    """Entries for what `super()` in method `f` was resolved on when lowering
+    (`lowering.super_calls`): each name `f`'s code reads, in the namespace of each
+    user class after `f`'s class on its MRO (a base class's method rebound, or one
+    defined anew in a class between, compiles again).  Returns the functions found
+    there, whose own globals are guarded in turn."""
+    cls = _class_of_method(f)
+    if cls is None:
+        return []
+    found = []
+    for c in cls.__mro__[1:]:
+        if not _user_class(c):
+            continue
+        d = vars(c)
+        for name in f.__code__.co_names:
+            value = d.get(name, MISSING)
+            entries.setdefault((id(c), name), (d, name, value))
+            value = getattr(value, "fget", None) or getattr(value, "__func__", value)
+            if type(value) is types.FunctionType:
+                found.append(value)
+    return found
+
+
+def _class_of_method(f):
+    """The class in `f`'s `__class__` cell (a method that may call `super()`), or None."""
+    names = f.__code__.co_freevars
+    if "__class__" not in names or not f.__closure__:
+        return None
+    try:
+        value = f.__closure__[names.index("__class__")].cell_contents
+    except ValueError:
+        return None
+    return value if isinstance(value, type) else None
 
 
 class CellView:

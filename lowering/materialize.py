@@ -2,6 +2,7 @@
 objects of nested functions and lambdas at lowering time."""
 from __future__ import annotations
 
+import functools
 import types
 
 from ssair.ir import Const
@@ -11,6 +12,7 @@ from .closures import (CELLS_ATTR, RUNTIME_DEFAULTS_ATTR, SELF_ATTR, SELF_SLOT, 
 from .errors import COMPREHENSION_NAMES
 from .ops_format import materialize_format
 from .runtime import call_unpacked, merged
+from .super_calls import SuperMethod
 from .values import (Converted, FuncBuild, LazyCall, LazyDict, LazyFormat, LazyList, LazyTuple,
                      ListAppend, Starred)
 
@@ -45,6 +47,8 @@ def materialize(lw, v):
         return make_function(lw, v)
     if isinstance(v, LazyFormat):
         return materialize_format(lw, v)
+    if isinstance(v, SuperMethod):    # `f = super().forward`: a bound method
+        return lw.emit("call", Const(functools.partial), Const(v.fn), v.receiver)
     if isinstance(v, Converted):      # 3.13: a converted value used as it is
         return lw.emit("call", Const({"s": str, "r": repr, "a": ascii}[v.conversion]), v.value)
     lw.refuse(f"{type(v).__name__} used as a value")

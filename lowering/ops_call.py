@@ -25,6 +25,7 @@ from .materialize import joined_dict
 from .ops_basic import static_items
 from .guards import read_live, rebound_globals
 from .runtime import GlobalRef, call_unpacked, keywords, read_global, write_global
+from .super_calls import SuperMethod, SuperOf, super_attribute, super_call, super_of_stack
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 
 PY = sys.version_info[:2]
@@ -97,12 +98,34 @@ def attribute(lw, obj, name: str):
 @handles("LOAD_ATTR")
 def op_load_attr(lw, ins):
     method, name = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
-    push_callable(lw, attribute(lw, lw.pop(), name), method)
+    load_attribute(lw, lw.pop(), name, method)
 
 
 @handles("LOAD_METHOD")
 def op_load_method(lw, ins):
-    push_callable(lw, attribute(lw, lw.pop(), ins.arg), True)
+    load_attribute(lw, lw.pop(), ins.arg, True)
+
+
+@handles("LOAD_SUPER_ATTR")
+def op_load_super_attr(lw, ins):
+    """3.12+: [super, class, receiver] -> `super(class, receiver).name`."""
+    method, _two_args, name = ins.arg
+    receiver, cls, sup = lw.pop(), lw.pop(), lw.pop()
+    load_attribute(lw, super_of_stack(lw, sup, cls, receiver), name, method)
+
+
+def load_attribute(lw, obj, name: str, method: bool) -> None:
+    """Push `obj.name` (`method`: with CPython's NULL or receiver slot)."""
+    value = super_attribute(lw, obj, name) if isinstance(obj, SuperOf) \
+        else attribute(lw, obj, name)
+    if isinstance(value, SuperMethod) and method:     # [function, receiver], any version
+        lw.push(Const(value.fn))
+        lw.push(value.receiver)
+        return
+    if isinstance(value, SuperMethod):
+        lw.push(value)
+        return
+    push_callable(lw, value, method)
 
 
 @handles("PUSH_NULL")
@@ -169,6 +192,8 @@ def op_call_function_ex(lw, ins):
     items = static_items(args)
     if items is None:
         items = [Starred(lw.operand(args))]
+    if isinstance(callee, SuperMethod):      # `super().f(*args)`: f(self, *args)
+        callee, items = Const(callee.fn), [callee.receiver] + items
     entries = [] if kw is None else kw.entries if isinstance(kw, LazyDict) and kw.var is None \
         else [Starred(lw.operand(kw))]
     if len(entries) > 1 and any(isinstance(e, Starred) for e in entries):
@@ -203,9 +228,16 @@ def call(lw, callee, args: list, names: tuple) -> None:
         lw.store_local(callee.name, new)
         lw.push(Const(None))
         return
+    if isinstance(callee, SuperMethod):  # `f = super().f; f(x)` is f(self, x)
+        call(lw, Const(callee.fn), [callee.receiver] + list(args) + list(kwargs.values()),
+             tuple(kwargs))
+        return
     value = value_of(callee)
-    if value is super:      # its answer depends on the frame's class cell and `self`
-        lw.refuse("super()")
+    if value is super:      # resolved with the frame's class cell and `self`
+        if kwargs:
+            lw.refuse("super() with keywords")
+        super_call(lw, list(args))
+        return
     ctor = fields_constructor(value) if isinstance(value, type) else None
     if ctor is not None:                 # `Model(w, b)`: its __init__ returning the object
         callee, value = Const(ctor), ctor

@@ -239,3 +239,49 @@ unbound_local.__zygopy_symbol__ = "lowering.runtime.unbound_local"
 missing_name.__zygopy_symbol__ = "lowering.runtime.missing_name"
 exception_matches.__zygopy_symbol__ = "lowering.runtime.exception_matches"
 raise_from.__zygopy_symbol__ = "lowering.runtime.raise_from"
+
+
+class SuperSite:
+    """What lowering resolved `super(cls, receiver).name` to: the base class `owner`
+    found after `cls` on `cls.__mro__` (`lowering.super_calls`)."""
+
+    __slots__ = ("__zygopy_symbol__", "cls", "name", "owner")
+
+    def __init__(self, cls: type, name: str, owner: type) -> None:
+        self.cls, self.name, self.owner = cls, name, owner
+        self.__zygopy_symbol__ = f"<super({cls.__qualname__}).{name}>"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is SuperSite and (other.cls, other.name, other.owner) == (
+            self.cls, self.name, self.owner)
+
+    def __hash__(self) -> int:
+        return hash((id(self.cls), self.name, id(self.owner)))
+
+    def mismatch(self, receiver_cls: type):
+        """None when `super(cls, x).name`, for an `x` of class `receiver_cls`, finds the
+        attribute on `owner` as lowering did; else what goes wrong, in words."""
+        if not issubclass(receiver_cls, self.cls):
+            return (f"super({self.cls.__qualname__}, obj): obj is a "
+                    f"{receiver_cls.__qualname__}, not an instance of {self.cls.__qualname__}")
+        mro = receiver_cls.__mro__
+        for c in mro[mro.index(self.cls) + 1:]:
+            if self.name in vars(c):
+                if c is self.owner:
+                    return None
+                break
+        return (f"super().{self.name} in a method of {self.cls.__qualname__}: for a "
+                f"{receiver_cls.__qualname__} it is not {self.owner.__qualname__}'s (multiple "
+                f"inheritance puts another class first); compiled code does not follow "
+                f"that, call the base class's function with `self` instead")
+
+
+def check_super(receiver, site: SuperSite) -> None:
+    """Raise TypeError where `super(site.cls, receiver).name` is not what lowering
+    resolved it to (the receiver's class orders its bases otherwise)."""
+    problem = site.mismatch(type(receiver))
+    if problem is not None:
+        raise TypeError(problem)
+
+
+check_super.__zygopy_symbol__ = "lowering.runtime.check_super"

@@ -127,9 +127,9 @@ class Base:
 
 
 class UsesSuper(Base):
-    def __init__(self, a):
+    def __init__(self, a):              # (`super().__init__` first is inlined: see
+        self.b = a                      # test_super_calls.py; anywhere else it is not)
         super().__init__(a)
-        self.b = a
 
 
 class Slotted:

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 from llvmlite import ir as L
-from lowering.runtime import check_bound, check_star_length, missing_name, range_step
+from lowering.runtime import check_bound, check_star_length, check_super, missing_name, range_step
 from ssair.ir import Const
 from ssair.passes.inplace import updates_float_array
 
@@ -414,6 +414,21 @@ def _cg_check_star_length(fc: FunctionGen, s, ts):
     return L.Constant(L.IntType(8), 0)
 
 
+def _t_check_super(ctx, s, ts) -> Type:
+    # decided by the receiver's class, which is part of the compiled signature
+    cls = getattr(ts[0], "cls", None)
+    if not isinstance(cls, type):
+        ctx.fail(f"super() with a receiver of type {ts[0]}")
+    problem = s.args[2].value.mismatch(cls)
+    if problem is not None:
+        ctx.fail(problem)
+    return NONE
+
+
+def _cg_check_super(fc: FunctionGen, s, ts):
+    return L.Constant(L.IntType(8), 0)
+
+
 def _t_missing_name(ctx, s, ts) -> Type:
     # (always raises: the lowering ends its block with a `raise` nothing reaches)
     return NONE
@@ -490,6 +505,8 @@ def _declare_builtins() -> None:
       gpu={"cuda": "inline"})
     d(check_star_length, family=CHECKS, pattern="int, constant, constant",
       types=_t_check_star_length, lower=_cg_check_star_length, gpu={"cuda": "inline"})
+    d(check_super, family=CHECKS, pattern="object, constant super() site",
+      types=_t_check_super, lower=_cg_check_super)
     d(updates_float_array, family=CHECKS, pattern="value", types=_t_updates_float_array,
       lower=_cg_updates_float_array, gpu={"cuda": "inline"}, numpy_too=True)
     STATIC_CALLS[builtins.isinstance] = _static_isinstance_call
