@@ -374,15 +374,16 @@ def op_unpack(lw, ins):
 @handles("UNPACK_EX")
 def op_unpack_ex(lw, ins):
     """`a, *b, c = t`: `items = list(t)`, CPython's check of its length, then
-    `items[0]`, ..., `items[before:-after]` (a list), ..., `items[-1]`: reads of a list,
+    `items[0]`, ..., `list(items[before:-after])`, ..., `items[-1]`: reads of a list,
     which every backend differentiates and compiles as it does written out."""
     before, after = ins.arg & 0xFF, ins.arg >> 8
     items = lw.emit("call", Const(list), lw.operand(lw.pop()))
     n = lw.emit("call", Const(len), items)
     lw.ints.add(n)
     lw.emit("call", Const(check_star_length), n, Const(before), Const(after))
-    middle = lw.emit("getitem", items, lw.emit("call", Const(slice), Const(before),
-                                               Const(-after if after else None)))
+    middle = lw.emit("call", Const(list), lw.emit(
+        "getitem", items, lw.emit("call", Const(slice), Const(before),
+                                  Const(-after if after else None))))
     parts = [lw.emit("getitem", items, Const(k)) for k in range(before)] + [middle] + \
         [lw.emit("getitem", items, Const(k - after)) for k in range(after)]
     lw.stack.extend(reversed(parts))

@@ -31,8 +31,9 @@ def close_enough(want, got) -> bool:
         return (isinstance(want, np.ndarray) and isinstance(got, np.ndarray)
                 and want.shape == got.shape and want.dtype == got.dtype
                 and bool(np.array_equal(want, got, equal_nan=True)))
-    if isinstance(want, tuple):
-        return (isinstance(got, tuple) and len(want) == len(got)
+    if isinstance(want, (tuple, list)):
+        return (isinstance(got, tuple if isinstance(want, tuple) else list)
+                and len(want) == len(got)
                 and all(close_enough(a, b) for a, b in zip(want, got)))
     if isinstance(want, dict):
         return (isinstance(got, dict) and list(want) == list(got)

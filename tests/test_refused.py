@@ -41,7 +41,7 @@ def _check_message(entry, message: str) -> None:
 
 
 def test_refused_corpus_size():
-    assert len(STRICT) >= 12
+    assert len(STRICT) >= 11      # (global writes left the corpus: they are compiled)
 
 
 @pytest.mark.parametrize("entry", STRICT, ids=[r.id for r in STRICT])

@@ -6,7 +6,6 @@ refused: lowering them is fine when the interpreter then gives CPython's result 
 `args`; refusing them must still give a proper message."""
 from . import add_refused, refuses
 
-COUNTER = 0
 
 
 @refuses("generator", "yield")
@@ -30,20 +29,6 @@ async def coroutine(x):
 @refuses("async", "await", "coroutine")
 async def awaiting(c):
     return await c
-
-
-@refuses("global")
-def global_write(x):
-    global COUNTER
-    COUNTER = x
-    return x
-
-
-@refuses("global")
-def global_augmented(x):
-    global COUNTER
-    COUNTER += x
-    return COUNTER
 
 
 def _make_nonlocal_writer():
