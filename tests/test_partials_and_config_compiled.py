@@ -155,3 +155,83 @@ def test_partial_call_semantics_are_cpythons():
         central(lambda x: calls(x, p), 1.5), rel=1e-7)
     with pytest.raises(Exception):
         jit(lambda x, p: p(x, a=3.0))(1.5, p)
+
+
+# -- a global config dict read with constant keys ------------------------------------
+
+CONFIG = {"l2": 1e-2, "act": "relu", "scale": 2.0}
+SEALED = {"l2": 1e-2, "act": "relu"}     # no function of this module writes into it
+
+
+def activation(name):
+    if name == "relu":
+        return lambda z: np.maximum(z, 0.0)
+    return np.tanh
+
+
+def config_loss(w, X):
+    h = activation(CONFIG["act"])(X @ w)
+    return np.sum(h ** 2) * CONFIG["scale"] + CONFIG["l2"] * np.sum(w ** 2)
+
+
+def sealed_loss(w, X):
+    h = activation(SEALED["act"])(X @ w)
+    return np.sum(h ** 2) + SEALED["l2"] * np.sum(w ** 2)
+
+
+def _grad_matches(f, backend):
+    (g, _) = compiled(gradient, f, W, X, backend=backend)
+    np.testing.assert_allclose(g, central(lambda w: f(w, X), W), rtol=1e-6, atol=1e-9)
+    return g
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_config_entries_changed_between_calls_are_followed(backend):
+    """This module writes into CONFIG (below), so compiled code reads its entries
+    when they run; a changed string entry recompiles the branch it decides."""
+    try:
+        for l2, act, scale in ((1e-2, "relu", 2.0), (0.5, "relu", 2.0),
+                               (0.5, "tanh", 3.0), (1e-2, "relu", 1.0)):
+            CONFIG["l2"], CONFIG["act"], CONFIG["scale"] = l2, act, scale
+            _grad_matches(config_loss, backend)
+    finally:
+        CONFIG.update(l2=1e-2, act="relu", scale=2.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sealed_config_is_read_as_constants_and_guarded(backend):
+    """SEALED is only read by the program: its entries are constants of the compiled
+    code, and a change between calls (here through the module's namespace, which no
+    load of the name shows) compiles anew."""
+    namespace = globals()
+    try:
+        for l2, act in ((1e-2, "relu"), (0.25, "relu"), (0.25, "tanh")):
+            namespace["SEALED"]["l2"], namespace["SEALED"]["act"] = l2, act
+            _grad_matches(sealed_loss, backend)
+    finally:
+        namespace["SEALED"].update(l2=1e-2, act="relu")
+
+
+def set_scale(v):
+    CONFIG["scale"] = v
+    return v
+
+
+def loss_writing_its_config(w, X):
+    """The loss writes the entry it reads, through a helper: the second read sees the
+    new value, as in CPython."""
+    a = CONFIG["scale"] * np.sum(w ** 2)
+    set_scale(3.0)
+    return a + CONFIG["scale"] * np.sum(X @ w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_write_into_the_config_during_the_call_is_read(backend):
+    try:
+        CONFIG["scale"] = 2.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # the helper's store may run in Python
+            g, _ = gradient(loss_writing_its_config, W, X, backend=backend)
+        np.testing.assert_allclose(g, 4.0 * W + 3.0 * X.sum(axis=0), rtol=1e-12)
+    finally:
+        CONFIG["scale"] = 2.0
