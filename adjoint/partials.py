@@ -110,8 +110,8 @@ def partials_as_closures(ir: IR) -> IR:
 
 def _template_for(s: Stmt) -> Any:
     """The template of call statement `s` when it makes a partial of a constant plain
-    user function by position, else None."""
-    if s.op != "call" or len(s.args) + len(s.kwargs) < 3:
+    user function, else None."""
+    if s.op != "call" or len(s.args) < 2 or len(s.args) + len(s.kwargs) < 3:
         return None
     f, g = s.args[0], s.args[1]
     if not (isinstance(f, Const) and f.value is functools.partial and isinstance(g, Const)):
