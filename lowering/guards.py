@@ -487,12 +487,22 @@ def dict_uses(d: dict):
     kinds: set = set()
     for ns in spaces:
         for value in list(ns.values()):
-            for fn in _module_functions(value, ns):
+            for fn in _module_functions(value, ns) + _wrapped_functions(value, ns):
                 for c in _codes(fn.__code__):
                     for name, k in _uses(c).items():
                         if name in names:
                             kinds |= k
     return frozenset(kinds)
+
+
+def _wrapped_functions(value, g: dict) -> list:
+    """The function of namespace `g` a module-level wrapper stands for (a `jit.jit`
+    wrapper, a `functools.wraps` decorator's, a partial, a bound method)."""
+    inner = getattr(value, "__wrapped__", None)
+    if type(value) is types.FunctionType and type(inner) is not types.FunctionType:
+        return []
+    fn = inner if type(inner) is types.FunctionType else target_of(value)
+    return [fn] if type(fn) is types.FunctionType and fn.__globals__ is g else []
 
 
 def _uses(code: types.CodeType) -> dict:
