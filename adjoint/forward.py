@@ -13,6 +13,8 @@ call any user function, so recursion and loops in callees need nothing else.
 """
 from __future__ import annotations
 
+import functools
+
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
@@ -177,8 +179,12 @@ def jvp_of_value(f: Any, args: tuple, ts: tuple) -> tuple:
                             "arguments explicitly")
         out = _tangent_of(ir, (False,) * ir.nfree + mask, (None,) * len(ir.args))
         return interpret(out, *f.values, *args, *tangents)
+    named: dict = {}
+    if type(f) is functools.partial:    # its bound values held constant
+        f, args, ts, named = _unwrap_partial(f, tuple(args), tuple(ts))
+        tangents = tuple(t for t in ts if t is not None)
     if type(f) is types.FunctionType:
-        args, ts = bind_parameters(f, list(args), {}, list(ts), lambda v: v, _pack_values)
+        args, ts = bind_parameters(f, list(args), named, list(ts), lambda v: v, _pack_values)
         mask = tuple(t is not None for t in ts)
         return interpret(tangent_ir(f, mask, arg_types(args)), *cells(f), *args, *tangents)
     receiver = _receiver_call(f)
@@ -273,14 +279,18 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
                         f"transform, and forward mode over reverse mode is not supported; "
                         f"adjoint.hvp(f, x, v) gives a Hessian-vector product, "
                         f"adjoint.hessian(f, x) the Hessian")
+    f, primals, tangents, bound = _unwrap_partial(f, primals, tangents)
     if isinstance(f, types.MethodType) and type(f.__func__) is types.FunctionType:
         # a bound method: its function, with the object a constant first primal
         f, primals, tangents = f.__func__, (f.__self__,) + primals, (None,) + tangents
         held = 1
     else:
         held = 0
+    if bound and type(f) is not types.FunctionType:
+        raise TypeError(f"jvp: a functools.partial binding keywords of {f!r} (a Python "
+                        f"function is needed)")
     if type(f) is types.FunctionType:       # defaults filled in
-        primals, tangents = map(tuple, bind_parameters(f, list(primals), {},
+        primals, tangents = map(tuple, bind_parameters(f, list(primals), bound,
                                                        list(tangents), lambda v: v,
                                                        _pack_values))
     guards.check(f, primals)                 # a global rebound: compile again
@@ -310,6 +320,19 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
             if got is not None:
                 return _numbers(got)
     return _numbers(interpret(ir, *args))
+
+
+def _unwrap_partial(f: Callable, primals: tuple, tangents: tuple) -> tuple:
+    """(function, primals, tangents, keywords) of a call of `f`, a `functools.partial`
+    maybe nested: the bound arguments lead the primals with no tangent (held
+    constant, as `pullback` holds them) and the bound keywords are returned."""
+    named: dict = {}
+    while type(f) is functools.partial:
+        primals = tuple(f.args) + primals
+        tangents = (None,) * len(f.args) + tangents
+        named = {**f.keywords, **named}
+        f = f.func
+    return f, primals, tangents, named
 
 
 def _numbers(out: tuple) -> tuple:

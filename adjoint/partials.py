@@ -1,7 +1,7 @@
-"""`functools.partial(g, *bound)` of a plain user function as the closure it stands for:
-`lambda *rest: g(*bound, *rest)`, a template function whose captured values are the
-bound arguments.  The JIT types a partial passed in as that closure
-(`jit.types.typeof`), and a partial made in differentiated or compiled code becomes
+"""`functools.partial(g, *bound, **named)` of a plain user function as the closure it
+stands for: `lambda *rest: g(*bound, *rest, **named)`, a template function whose
+captured values are the bound arguments and keyword values.  The JIT types a partial
+passed in as that closure (`jit.types.typeof`), and a partial made in differentiated or compiled code becomes
 its `make_closure` (`partials_as_closures`, for forward mode; `jit.typing.spread` for
 the JIT), so that each bound argument gets its own tangent and cotangent as a
 captured value does.
@@ -19,44 +19,70 @@ from ssair.interpreter import is_user_function
 from .rules import lookup_callee
 
 
-_PARTIALS: dict = {}    # (function, number bound) -> its partial template, or None
+_PARTIALS: dict = {}    # (function, number bound, keywords bound) -> its template, or None
 _MAX_BOUND = 10
 
 
 def partial_template(p: functools.partial) -> Any:
-    """For `functools.partial(g, *bound)` of a plain user function `g` (positional
-    parameters only, no defaults, no rule of its own, no keywords bound), the template
-    of a closure over `bound` calling `g`: `lambda *rest: g(*bound, *rest)` spelled
-    with `g`'s own parameter names.  Partials of one function and number of bound
-    arguments share it, and so the code compiled for it; otherwise None."""
-    g, n = p.func, len(p.args)
-    if p.keywords or type(g) is not pytypes.FunctionType or not 0 < n <= _MAX_BOUND:
+    """For `functools.partial(g, *bound, **named)` of a plain user function `g` (no
+    `*args`/`**kwargs`, no closure, no rule of its own), the template of a closure
+    over `bound` then `named`'s values calling `g`: `lambda *rest: g(*bound, *rest,
+    **named)` spelled with `g`'s own parameter names, defaults and keyword-only
+    parameters (a parameter after a keyword-bound one is keyword-only, as in CPython).
+    Partials of one function, number of bound arguments and bound keyword names share
+    it, and so the code compiled for it; otherwise None.  A call that passes a bound
+    keyword again (CPython overrides it) does not bind to the template: refused."""
+    g, n, names = p.func, len(p.args), tuple(p.keywords)
+    if type(g) is not pytypes.FunctionType or not 0 < n + len(names) <= _MAX_BOUND:
         return None
     try:
-        key = (g, n)
+        key = (g, n, names)
         hit = _PARTIALS.get(key, False)
     except TypeError:
         return None
     if hit is False:
-        hit = _PARTIALS[key] = _new_partial_template(g, n)
+        hit = _PARTIALS[key] = _new_partial_template(g, n, names)
     return hit
 
 
-def _new_partial_template(g: pytypes.FunctionType, n: int) -> Any:
+def partial_captures(p: functools.partial) -> tuple:
+    """The values a partial's template captures, in its order: the bound positional
+    arguments, then the bound keywords' values."""
+    return tuple(p.args) + tuple(p.keywords.values())
+
+
+def _new_partial_template(g: pytypes.FunctionType, n: int, names: tuple) -> Any:
     code = g.__code__
     params = code.co_varnames[:code.co_argcount]
-    bound = [f"_zy_b{k}" for k in range(n)]
-    if (g.__closure__ or g.__defaults__ or g.__kwdefaults__ or code.co_kwonlyargcount
-            or code.co_posonlyargcount or code.co_flags & 0x0C or len(params) < n
+    kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    bound = [f"_zy_b{k:02d}" for k in range(n + len(names))]
+    if (g.__closure__ or code.co_posonlyargcount or code.co_flags & 0x0C or len(params) < n
             or not is_user_function(g) or lookup_callee(g) is not None
-            or {"_zy_callee", *bound} & set(code.co_varnames)):
+            or set(names) & set(params[:n]) or not set(names) <= set(params) | set(kwonly)
+            or any(v.startswith("_zy_") for v in code.co_varnames)):
         return None
-    rest = list(params[n:])
-    src = (f"def _zy_outer({', '.join(bound)}):\n"
-           f"    def {g.__name__}({', '.join(rest)}):\n"
-           f"        return _zy_callee({', '.join(bound + rest)})\n"
-           f"    return {g.__name__}\n")
+    defaults = dict(zip(params[len(params) - len(g.__defaults__ or ()):], g.__defaults__ or ()))
+    defaults.update(g.__kwdefaults__ or {})
+    rest = [q for q in params[n:] if q not in names]
+    first = next((i for i, q in enumerate(params[n:]) if q in names), len(params) - n)
+    positional = rest[:first]
+    keyword_only = rest[first:] + [q for q in kwonly if q not in names]
     scope = {"_zy_callee": g, "__name__": g.__module__}
+
+    def spelled(q: str) -> str:
+        if q not in defaults:
+            return q
+        scope[f"_zy_d_{q}"] = defaults[q]
+        return f"{q}=_zy_d_{q}"
+    signature = [spelled(q) for q in positional]
+    if keyword_only:
+        signature += ["*"] + [spelled(q) for q in keyword_only]
+    passed = bound[:n] + positional + [f"{q}={q}" for q in keyword_only] + [
+        f"{q}={b}" for q, b in zip(names, bound[n:])]
+    src = (f"def _zy_outer({', '.join(bound)}):\n"
+           f"    def {g.__name__}({', '.join(signature)}):\n"
+           f"        return _zy_callee({', '.join(passed)})\n"
+           f"    return {g.__name__}\n")
     exec(compile(src, code.co_filename, "exec"), scope)
     inner = scope["_zy_outer"](*bound)
     inner.__qualname__ = f"functools.partial({g.__qualname__})"
@@ -67,8 +93,8 @@ def _new_partial_template(g: pytypes.FunctionType, n: int) -> Any:
 
 def partials_as_closures(ir: IR) -> IR:
     """A copy of `ir` (or `ir` itself when it makes none) where each
-    `call(@functools.partial, @g, a, ...)` binding a plain user function by position
-    is `make_closure(@template, a, ...)`."""
+    `call(@functools.partial, @g, a, ..., k=v, ...)` of a plain user function is
+    `make_closure(@template, a, ..., v, ...)`."""
     hits = [(b, k) for b in ir.blocks for k, s in enumerate(b.stmts) if _template_for(s)]
     if not hits:
         return ir
@@ -77,17 +103,21 @@ def partials_as_closures(ir: IR) -> IR:
         for k, s in enumerate(b.stmts):
             template = _template_for(s)
             if template is not None:
-                b.stmts[k] = Stmt(s.var, "make_closure", [Const(template)] + list(s.args[2:]),
-                                  {}, s.line, s.name)
+                b.stmts[k] = Stmt(s.var, "make_closure", [Const(template)] + list(s.args[2:])
+                                  + list(s.kwargs.values()), {}, s.line, s.name)
     return out
 
 
 def _template_for(s: Stmt) -> Any:
     """The template of call statement `s` when it makes a partial of a constant plain
-    user function by position, else None."""
-    if s.op != "call" or s.kwargs or len(s.args) < 3:
+    user function, else None."""
+    if s.op != "call" or len(s.args) < 2 or len(s.args) + len(s.kwargs) < 3:
         return None
     f, g = s.args[0], s.args[1]
     if not (isinstance(f, Const) and f.value is functools.partial and isinstance(g, Const)):
         return None
-    return partial_template(functools.partial(g.value, *[None] * (len(s.args) - 2)))
+    try:
+        p = functools.partial(g.value, *[None] * (len(s.args) - 2), **dict.fromkeys(s.kwargs))
+    except TypeError:
+        return None
+    return partial_template(p)

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from lowering.runtime import (check_bound, check_star_length, check_super, column, keys_of,
-                              loop_items, read_global, shortest, write_global)
+                              loop_items, read_entry, read_global, shortest, write_global)
 
 from .rule_table import (no_operands, nondiff, other_operand, partial_rule, pullback_rule,
                          scalar_rule)
@@ -339,7 +339,7 @@ nondiff(sort_order, math.floor, math.ceil, math.trunc, builtins.round, builtins.
         builtins.range, builtins.bool, builtins.isinstance, builtins.print, builtins.str,
         builtins.type, builtins.repr, builtins.hash, builtins.id, builtins.enumerate,
         math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd,
-        operator.index, read_global, write_global,   # (globals are constants of derivatives)
+        operator.index, read_entry, read_global, write_global,   # (globals: constants of derivatives)
         check_star_length, check_super)
 
 

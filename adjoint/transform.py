@@ -69,6 +69,7 @@ from .passes.induction import rebuildable
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.instrument import instrument
 from .passes.merge_returns import merge_returns
+from .partials import partials_as_closures
 from .passes.reverse import build_adjoint
 from .passes.stacks import emit_stacks
 from .passes.unwind import cut_tapes
@@ -196,7 +197,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
         ran.append(name)
         return _check(value, name) if verify else value
 
-    ir = step("canonical_inplace", canonical_inplace(ir, types))
+    ir = step("canonical_inplace", canonical_inplace(partials_as_closures(ir), types))
     primal = step("record_branches", record_branches(step("merge_returns", merge_returns(ir))))
     primal = step("forward_tuple_elements", forward_tuple_elements(primal))
     act = step("activity", analyze(primal, active), verify=False)

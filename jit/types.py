@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-from adjoint.partials import partial_template
+from adjoint.partials import partial_captures, partial_template
 from ssair.compile_lock import compiling
 
 INT64_MIN = -(1 << 63)
@@ -226,9 +226,12 @@ class ClosureT(Type):
 
 @dataclass(frozen=True, repr=False)
 class PartialT(ClosureT):
-    """A `functools.partial(g, *bound)` value of a plain user function `g`, as a closure
-    (`partial_template(g, len(bound))`) whose captured values are the bound arguments
-    (`captured`, in order), read from the partial's `args` per call."""
+    """A `functools.partial(g, *bound, **named)` value of a plain user function `g`, as
+    a closure (`adjoint.partials.partial_template`) whose captured values are the bound
+    arguments then the values of the bound keywords `keys` (`captured`, in order), read
+    from the partial's `args` and `keywords` per call."""
+
+    keys: tuple = ()
 
     def __str__(self) -> str:
         inner = ", ".join(str(c) for c in self.captured)
@@ -437,7 +440,8 @@ def typeof(value: Any) -> Type:
     if type(value) is functools.partial:
         template = partial_template(value)
         if template is not None:
-            return PartialT(template, tuple(typeof(a) for a in value.args))
+            return PartialT(template, tuple(typeof(a) for a in partial_captures(value)),
+                            tuple(value.keywords))
     if callable(value):
         return FunctionT(value)
     if isinstance(value, (complex, np.complexfloating)):

@@ -419,9 +419,155 @@ def _attribute_entries(value, chain: tuple, entries: dict, reached: list) -> Non
         reached.append(sub)
         value = sub
     _object_entries(value, entries, reached, set())
+    _dict_entries(value, entries, reached)
 
 
 _OBJECT_DEPTH = 4      # nested objects followed below a global
+DICT_ENTRIES_MAX = 64  # a global dict guarded entry by entry (and so read as constants)
+
+
+class KeysView:
+    """A dict seen as a namespace of one name: `get` gives the key tuple recorded
+    while the dict has exactly those keys (in that order), so that a guard entry
+    `(KeysView(d, keys), "keys", keys)` holds until a key is added or removed."""
+
+    __slots__ = ("mapping", "keys")
+
+    def __init__(self, mapping: dict, keys: tuple) -> None:
+        self.mapping, self.keys = mapping, keys
+
+    def get(self, _name: str, default=None):
+        m = self.mapping
+        if len(m) == len(self.keys) and all(a == b for a, b in zip(m, self.keys)):
+            return self.keys
+        return default
+
+
+def _dict_entries(value, entries: dict, reached: list, depth: int = 0) -> None:
+    """Entries for a plain dict a function reads through a global (`CONFIG["l2"]`):
+    each of its entries, and its keys, so that compiled code may read its entries as
+    constants (`sealed_dict` says when that is sound within a call) and an entry
+    changed between calls compiles anew.  Nested dicts are followed a little."""
+    if type(value) is not dict or len(value) > DICT_ENTRIES_MAX or depth > 2:
+        return
+    keys = tuple(value)
+    entries.setdefault((id(value), "keys"), (KeysView(value, keys), "keys", keys))
+    # a dict the program only reads and writes at constant keys is read when it runs
+    # (`read_entry`): a number bumped on every call (`STATS["n"] += 1`) must not
+    # recompile every call.  Any other dict is guarded by identity, entry by entry.
+    uses = dict_uses(value) if not depth else None
+    live = uses is not None and "const store" in uses and uses <= {"const read", "const store"}
+    view = EntryView(value) if live else value
+    for k in keys:
+        try:
+            entries.setdefault((id(value), k), (view, k, view.get(k, MISSING)))
+            v = value[k]
+        except (KeyError, TypeError):
+            continue
+        reached.append(v)
+        _dict_entries(v, entries, reached, depth + 1)
+
+
+class EntryView:
+    """A dict written by the program, seen as `LiveKind` sees a namespace: `get(key)`
+    is `LIVE` while the entry holds a number, a bool or None (compiled code reads it
+    when it runs), else the value itself."""
+
+    __slots__ = ("mapping",)
+
+    def __init__(self, mapping: dict) -> None:
+        self.mapping = mapping
+
+    def get(self, key, default=None):
+        value = self.mapping.get(key, MISSING)
+        if value is MISSING:
+            return default
+        return LIVE if value is None or type(value) in (int, float, bool) else value
+
+
+_READ_ATTRS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__",
+                         "__contains__"})
+_KEY_LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"})
+_STORES = frozenset({"STORE_SUBSCR", "DELETE_SUBSCR", "COPY", "DUP_TOP_TWO"})
+_USES_OF: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def sealed_dict(d: dict) -> bool:
+    """May compiled code read the entries of dict `d`, bound to a global of a user
+    module, as constants for the length of a call?  True when every load of a name
+    bound to it, in every function of every user module (methods and nested code
+    included), only reads it: `d[k]`, `d.get(...)`, `.keys()`, `.values()`,
+    `.items()`, `.copy()`, `k in d`.  A store `d[k] = v`, `d[k] += v`, a method that
+    writes (`update`, `pop`, ...), or the dict passed or bound anywhere else (where it
+    may be written) answers False; so does a dict no module binds.  (Between calls
+    the guard of each entry follows changes: `_dict_entries`.)"""
+    uses = dict_uses(d)
+    return uses is not None and uses <= {"const read", "read"}
+
+
+def dict_uses(d: dict):
+    """How the functions of the user's modules use the global names bound to dict
+    `d` (`_uses`): a set of "const read" (`d["k"]`), "read" (another read-only
+    use), "const store" (`d["k"] = v`, `+=`, `del`) and "other"; None when no user
+    module binds `d`."""
+    names: set = set()
+    spaces = []
+    for m in list(sys.modules.values()):
+        if not isinstance(m, types.ModuleType) or m.__name__.partition(".")[0] in _OWN \
+                or not (m.__name__ == "__main__" or user_module(m)):
+            continue
+        ns = vars(m)
+        spaces.append(ns)
+        names.update(k for k, v in list(ns.items()) if v is d)
+    if not names:
+        return None
+    kinds: set = set()
+    for ns in spaces:
+        for value in list(ns.values()):
+            for fn in _module_functions(value, ns) + _wrapped_functions(value, ns):
+                for c in _codes(fn.__code__):
+                    for name, k in _uses(c).items():
+                        if name in names:
+                            kinds |= k
+    return frozenset(kinds)
+
+
+def _wrapped_functions(value, g: dict) -> list:
+    """The function of namespace `g` a module-level wrapper stands for (a `jit.jit`
+    wrapper, a `functools.wraps` decorator's, a partial, a bound method)."""
+    inner = getattr(value, "__wrapped__", None)
+    if type(value) is types.FunctionType and type(inner) is not types.FunctionType:
+        return []
+    fn = inner if type(inner) is types.FunctionType else target_of(value)
+    return [fn] if type(fn) is types.FunctionType and fn.__globals__ is g else []
+
+
+def _uses(code: types.CodeType) -> dict:
+    """{global or attribute name: the kinds of use `dict_uses` names} for the loads
+    in `code` (cached per code object)."""
+    out = _USES_OF.get(code)
+    if out is None:
+        ins = list(dis.get_instructions(code))
+        found: dict = {}
+        for i, x in enumerate(ins):
+            if x.opname in _LOADS or x.opname in _ATTRS:
+                found.setdefault(x.argval, set()).add(_use_kind(ins, i))
+        out = _USES_OF[code] = {k: frozenset(v) for k, v in found.items()}
+    return out
+
+
+def _use_kind(ins: list, i: int) -> str:
+    """What the instructions after load `ins[i]` do with the loaded value."""
+    nxt = ins[i + 1].opname if i + 1 < len(ins) else ""
+    after = ins[i + 2].opname if i + 2 < len(ins) else ""
+    if nxt == "LOAD_CONST" and after == "BINARY_SUBSCR":
+        return "const read"
+    if nxt == "LOAD_CONST" and after in _STORES:
+        return "const store"
+    if nxt in _ATTRS and ins[i + 1].argval in _READ_ATTRS or nxt == "CONTAINS_OP" \
+            or nxt in _KEY_LOADS and after == "BINARY_SUBSCR":
+        return "read"
+    return "other"
 
 
 def _object_entries(value, entries: dict, reached: list, seen: set, depth: int = 0) -> None:

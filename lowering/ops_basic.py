@@ -3,12 +3,14 @@ and lists."""
 from __future__ import annotations
 
 import sys
+import types
 
 from ssair.ir import Const
 
 from .closures import check_capture
 from .handlers import handles
-from .runtime import UNBOUND, check_star_length, with_entry, with_member
+from .guards import DICT_ENTRIES_MAX, sealed_dict
+from .runtime import UNBOUND, EntryRef, check_star_length, read_entry, with_entry, with_member
 from .values import LazyDict, LazyList, LazyTuple, Starred
 
 PY = sys.version_info[:2]
@@ -256,7 +258,34 @@ def index_operands(lw, idx) -> list:
 @handles("BINARY_SUBSCR")
 def op_binary_subscr(lw, ins):
     idx, obj = lw.pop(), lw.pop()
+    entry = global_dict_entry(obj, idx)
+    if entry is not None:
+        lw.push(entry if isinstance(entry, Const) else lw.emit("call", *entry))
+        return
     lw.push(lw.emit("getitem", obj, *index_operands(lw, idx)))
+
+
+def global_dict_entry(obj, idx):
+    """`CONFIG["act"]`, a constant key of a plain dict read from a global (a constant
+    of the lowering, its entries guarded by `lowering.guards`), holding a number, a
+    string, None or a function: the entry as a constant when no code of the program
+    writes into the dict (`guards.sealed_dict`), else the operands of a call that
+    reads the entry when it runs (`read_entry`); None for any other subscript."""
+    if not (isinstance(obj, Const) and type(obj.value) is dict and isinstance(idx, Const)):
+        return None
+    d, key = obj.value, idx.value
+    if len(d) > DICT_ENTRIES_MAX or type(key) not in (str, int, bool, float, tuple):
+        return None
+    try:
+        value = d[key]
+    except (KeyError, TypeError):
+        return None
+    data = value is None or type(value) in (int, float, bool, str)
+    if not (data or type(value) is types.FunctionType):
+        return None
+    if sealed_dict(d):
+        return Const(value)
+    return (Const(read_entry), Const(EntryRef(d, key))) if data else None
 
 
 @handles("STORE_SUBSCR")

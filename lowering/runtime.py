@@ -53,6 +53,32 @@ def read_global(ref: GlobalRef):
     raise NameError(f"name {ref.name!r} is not defined")
 
 
+class EntryRef:
+    """An entry `d[key]` of a dict held by a global that some code of the program may
+    write into while it runs (`lowering.guards.sealed_dict` cannot rule it out):
+    lowered code reads the entry when the statement runs (`read_entry`) instead of
+    taking its value as a constant."""
+
+    __slots__ = ("mapping", "key", "__zygopy_symbol__")
+
+    def __init__(self, mapping: dict, key) -> None:
+        self.mapping = mapping
+        self.key = key
+        self.__zygopy_symbol__ = f"<entry {key!r} of a global dict>"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is EntryRef and other.mapping is self.mapping \
+            and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash((id(self.mapping), self.key))
+
+
+def read_entry(ref: EntryRef):
+    """`d[key]` now (CPython's KeyError if the entry was removed)."""
+    return ref.mapping[ref.key]
+
+
 def write_global(ref: GlobalRef, value) -> None:
     """`global name; name = value`."""
     ref.namespace[ref.name] = value

@@ -236,8 +236,10 @@ def flat_names(name: str, t: Type, strict: bool = False) -> list:
     if isinstance(t, TupleT):
         return [x for i, e in enumerate(t.elems) for x in flat_names(f"{name}[{i}]", e, strict)]
     if isinstance(t, PartialT):
-        return [x for i, e in enumerate(t.captured)
-                for x in flat_names(f"{name}.args[{i}]", e, strict)]
+        nargs = len(t.captured) - len(t.keys)
+        places = [f"{name}.args[{i}]" for i in range(nargs)] + [
+            f"{name}.keywords[{k!r}]" for k in t.keys]
+        return [x for p, e in zip(places, t.captured) for x in flat_names(p, e, strict)]
     if isinstance(t, ClosureT):
         return [x for i, e in enumerate(t.captured)
                 for x in flat_names(f"{name}.__closure__[{i}].cell_contents", e, strict)]

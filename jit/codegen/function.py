@@ -28,6 +28,7 @@ from llvmlite import ir as L
 from ssair.cfg import reverse_postorder
 from ssair.ir import Branch, Const, Goto, Raise, Return, Var
 
+from adjoint.partials import partial_captures
 from jit.typing.unbound import is_unbound
 from jit.typing.raising import CAUGHT, argument_specs, protected_blocks, raised
 from jit.runtime import native as runtime
@@ -149,7 +150,7 @@ def const_value(value: Any, t: Type) -> L.Constant:
         _OBJECTS.append(value)
         return symbols.object_ptr(value)
     if isinstance(t, ClosureT):      # a closure read from a global: its captured values
-        cells = list(value.args) if isinstance(t, PartialT) else \
+        cells = list(partial_captures(value)) if isinstance(t, PartialT) else \
             [c.cell_contents for c in value.__closure__]
         return L.Constant.literal_struct([const_value(v, e) for v, e in zip(cells, t.captured)])
     raise TypingError(f"jit: constant {value!r} of type {t} cannot be compiled")

@@ -423,6 +423,9 @@ class Engine:
                                           for a in s.args):
             same = self.static_value(t, s.args[0]) == self.static_value(t, s.args[1])
             t.static[s.var] = same if s.op == "eq" else not same
+        elif s.op in ("eq", "ne") and all(self._one_string(t, a) is not None for a in s.args):
+            same = self._one_string(t, s.args[0]) == self._one_string(t, s.args[1])
+            t.static[s.var] = same if s.op == "eq" else not same
         elif s.op in ("is", "isnot") and isinstance(s.args[0], Var) and s.args[0] == s.args[1]:
             t.static[s.var] = s.op == "is"
         elif s.op in ("is", "isnot"):
@@ -435,6 +438,13 @@ class Engine:
         elif s.op in ("not", "truth") and self.static_value(t, s.args[0]) is not None:
             v = bool(self.static_value(t, s.args[0]))
             t.static[s.var] = (not v) if s.op == "not" else v
+
+    def _one_string(self, t: Typing, a: Any) -> Any:
+        """The one string operand `a` can hold (a constant, a str specialised on)."""
+        at = self.operand_type(t, a)
+        if string_like(at) and len(string_values(at)) == 1:
+            return next(iter(string_values(at)))
+        return None
 
     def static_value(self, t: Typing, a: Any) -> Any:
         if isinstance(a, Const):

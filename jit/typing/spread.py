@@ -99,18 +99,21 @@ def _column(ts: list) -> Callable:
     return build
 
 
-def _partial(ts: list) -> Callable:
-    """`functools.partial(g, *bound)` of a plain user function `g`: `make_closure` of
-    the template that a partial of `g` binding as many arguments types as."""
+def _partial(ts: list, names: tuple) -> Callable:
+    """`functools.partial(g, *bound, **named)` of a plain user function `g`:
+    `make_closure` of the template that a partial of `g` binding as many arguments
+    and the same keywords types as (its captured values: `bound`, then `named`'s)."""
     g = ts[1].func if len(ts) > 1 and isinstance(ts[1], FunctionT) else None
-    template = partial_template(functools.partial(g, *ts[2:])) if callable(g) else None
+    template = partial_template(functools.partial(g, *ts[2:len(ts) - len(names)],
+                                                  **dict.fromkeys(names))) \
+        if callable(g) else None
     if template is None:
-        raise TypingError("functools.partial is compiled for a plain function of positional "
-                          "parameters (no defaults, no closure), bound by position")
+        raise TypingError("functools.partial is compiled for a plain Python function "
+                          "(no closure, no *args or **kwargs)")
 
     def build(ir: IR, s: Stmt) -> list:
-        return [Stmt(s.var, "make_closure", [Const(template)] + list(s.args[2:]), {},
-                     s.line, s.name)]
+        return [Stmt(s.var, "make_closure", [Const(template)] + list(s.args[2:])
+                     + [s.kwargs[k] for k in names], {}, s.line, s.name)]
     return build
 
 
@@ -136,7 +139,6 @@ def _merge(ts: list, checked: bool) -> Callable:
 
 
 _BUILDERS = {call_unpacked: _spread, shortest: _shortest, column: _column,
-             functools.partial: _partial,
              merged: lambda ts: _merge(ts, False), keywords: lambda ts: _merge(ts, True)}
 
 
@@ -155,12 +157,12 @@ def rewrite_needed(f, s: Stmt, ts: list):
     op = operator_primitive(f)
     if op is not None and not s.kwargs and len(s.args) - 1 == op[1]:
         return RewriteStatement(f"a call of operator.{op[0]}", s.var, _as_primitive(op[0]))
-    make = next((m for g, m in _BUILDERS.items() if g is f), None)
+    if f is functools.partial:
+        make = lambda ts: _partial(ts, tuple(s.kwargs))   # noqa: E731
+    else:
+        make = next((m for g, m in _BUILDERS.items() if g is f), None)
     if make is None:
         return None
-    if s.kwargs and f is functools.partial:
-        return TypingError("functools.partial binding keywords is not compiled (bind by "
-                           "position)")
     try:
         return RewriteStatement(f"a call of {f.__name__}", s.var, make(ts))
     except TypingError as e:
