@@ -81,3 +81,36 @@ def test_gradients_match_central_differences(backend):
         warnings.simplefilter("error")
         g = gradient(loss, w, backend=backend)[0]
     np.testing.assert_allclose(g, _fd(loss, w), rtol=1e-6, atol=1e-6)
+
+
+# -- a closure's captured values typed once, typed anew when they change -------------------
+
+def _make_scaled():
+    scale, shape, table = 2.0, (2, 2, 2), [1.0, 2.0]
+
+    def f(x):
+        return np.sum(np.reshape(x, shape) * scale) + table[0]
+
+    def rebind(s, sh):
+        nonlocal scale, shape
+        scale, shape = s, sh
+    return f, rebind, table
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_closure_cells_rebound_or_mutated_are_seen(backend):
+    from jit.types import typeof
+    f, rebind, table = _make_scaled()
+    x = np.arange(8.0)
+    first = typeof(f)
+    assert typeof(f) is first                      # the memo answers a call again
+    assert gradient(f, x, backend=backend)[0] == pytest.approx(np.full(8, 2.0))
+    rebind(3, (4, 2))                              # an int now, and a 2-D shape
+    assert typeof(f) != first
+    np.testing.assert_allclose(gradient(f, x, backend=backend)[0], np.full(8, 3.0))
+    before = typeof(f)
+    table[0] = 5                                   # an entry of a captured list changes type
+    assert typeof(f) != before
+    g = gradient(f, x, backend=backend)[0]
+    np.testing.assert_allclose(g, np.full(8, 3.0))
+    assert jit.jit(f)(x) == pytest.approx(3 * 28 + 5)
