@@ -114,3 +114,28 @@ def test_closure_cells_rebound_or_mutated_are_seen(backend):
     g = gradient(f, x, backend=backend)[0]
     np.testing.assert_allclose(g, np.full(8, 3.0))
     assert jit.jit(f)(x) == pytest.approx(3 * 28 + 5)
+
+
+# -- np.sum over one axis of a 3-D array ----------------------------------------------------
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_sum_over_one_axis_of_3d(axis):
+    a = np.random.RandomState(1).randn(3, 4, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jit.jit(lambda a: np.sum(a, axis=axis))(a)
+    np.testing.assert_allclose(got, np.sum(a, axis=axis), rtol=1e-13)
+
+
+def sum_loss(a):
+    return np.sum(np.sin(np.sum(a ** 2, axis=1))) + np.sum(np.sum(a, 2) * np.arange(4.0)) \
+        + np.sum(np.sum(a, axis=-3) ** 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sum_over_one_axis_gradient(backend):
+    a = np.random.RandomState(2).randn(3, 4, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = gradient(sum_loss, a, backend=backend)[0]
+    np.testing.assert_allclose(g, _fd(sum_loss, a), rtol=1e-6, atol=1e-6)
