@@ -544,7 +544,7 @@ class _ClosureMemo:
     call).  It holds while the function's attributes are the same objects and the
     `_content_key` of each cell's value (whatever object it holds now) is the same."""
 
-    __slots__ = ("code", "defaults", "kwdefaults", "attrs", "rule", "keys", "type")
+    __slots__ = ("attrs", "code", "defaults", "keys", "kwdefaults", "rule", "type")
 
     def __init__(self, f, contents: tuple, t: Type) -> None:
         from adjoint.rule_table import CALL_RULES, lookup_callee
@@ -613,7 +613,7 @@ def _content_key(v: Any) -> Any:
     return None
 
 
-_CLOSURE_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CLOSURE_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def closure_key(f: pytypes.FunctionType) -> Any:

@@ -11,8 +11,8 @@ import numpy as np
 
 from jit.library.python_impls import impl_call, is_float_array, make
 from jit.library.registry import REGISTRY
-from jit.typing.infer import Context
 from jit.types import MAX_NDIM, ArrayT, Type, is_int_like
+from jit.typing.infer import Context
 
 _MADE: dict = {}
 

@@ -9,8 +9,8 @@ does; a shape that does not fit raises numpy's ValueError.  The pullback of a re
 the cotangent reshaped back to the operand's shape, by the same implementation.
 
 `np.expand_dims(a, axis)` with a constant int axis inserts an axis of length one into the
-shape and strides (`with_axis`, any strides); its pullback takes that axis out again
-(`without_axis`).  The 1-D and 2-D reshapes stay in `jit.library.shapes`.
+shape and strides (`with_axis`, any strides); its pullback reshapes the cotangent back to
+the operand's shape.  The 1-D and 2-D reshapes stay in `jit.library.shapes`.
 """
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from jit.codegen.arrays import field, make_array, shape, stride
 from jit.codegen.function import I64
 from jit.library.python_impls import NAMESPACE, impl_call, is_float_array, make
 from jit.library.registry import REGISTRY
-from jit.typing.infer import Context
 from jit.types import FLOAT64, INT64, MAX_NDIM, NONE, ArrayT, TupleT, Type, is_int_like
+from jit.typing.infer import Context
+from ssair import Const
 
 FAMILY = "shape functions"
 
@@ -167,33 +168,24 @@ def with_axis(a, axis):
     raise TypeError("jit.library.reshape_nd.with_axis runs only in compiled code")
 
 
-def without_axis(a, axis):
-    """`a` with its axis `axis` (of length one) taken out; compiled natively (a view)."""
-    raise TypeError("jit.library.reshape_nd.without_axis runs only in compiled code")
-
-
 def _axes(fc, arr, t: ArrayT) -> tuple:
     return ([shape(fc, arr, i) for i in range(t.ndim)],
             [stride(fc, arr, i) for i in range(t.ndim)])
 
 
 def _cg_with_axis(fc, s, ts):
-    arr, axis = fc.get(s.args[1]), _const_axis(fc, s)
+    arr, axis = fc.get(s.args[1]), _const_axis(fc, s, ts[0].ndim + 1)
     sizes, strides = _axes(fc, arr, ts[0])
     sizes.insert(axis, L.Constant(I64, 1))
     strides.insert(axis, L.Constant(I64, 8))
     return make_array(fc, field(fc, arr, 0), sizes, strides)
 
 
-def _cg_without_axis(fc, s, ts):
-    arr, axis = fc.get(s.args[1]), _const_axis(fc, s)
-    sizes, strides = _axes(fc, arr, ts[0])
-    del sizes[axis], strides[axis]
-    return make_array(fc, field(fc, arr, 0), sizes, strides)
-
-
-def _const_axis(fc, s) -> int:
-    return s.args[2].value
+def _const_axis(fc, s, ndim: int) -> int:
+    """The constant axis operand of `s` (a literal, or a value of a literal type),
+    normalised to 0..ndim-1."""
+    a = s.args[2]
+    return (a.value if isinstance(a, Const) else fc.type_of(a).value) % ndim
 
 
 def _axis_of(ctx, s, ts, ndim: int):
@@ -211,17 +203,8 @@ def _is_with_axis(ctx, s, ts) -> bool:
         and _axis_of(ctx, s, ts, ts[0].ndim + 1) is not None
 
 
-def _is_without_axis(ctx, s, ts) -> bool:
-    return bool(ts) and isinstance(ts[0], ArrayT) and ts[0].ndim > 1 \
-        and _axis_of(ctx, s, ts, ts[0].ndim) is not None
-
-
 def _t_with_axis(ctx, s, ts) -> Type:
     return ArrayT(FLOAT64, ts[0].ndim + 1)
-
-
-def _t_without_axis(ctx, s, ts) -> Type:
-    return ArrayT(FLOAT64, ts[0].ndim - 1)
 
 
 def _expand_source(r: int, axis: int) -> str:
@@ -276,7 +259,7 @@ def _declare() -> None:
     from adjoint import rules_numpy as R
     from jit.library import numpy_calls, shapes  # noqa: F401  (their entries come first)
     NAMESPACE.update(view_shape=view_shape, cannot_reshape_to=cannot_reshape_to,
-                     with_axis=with_axis, without_axis=without_axis)
+                     with_axis=with_axis)
     wide = {"ndim_max": MAX_NDIM}
     REGISTRY.declare(view_shape, family=FAMILY, pattern="contiguous float64 array, int tuple",
                      matches=_is_view_shape, types=_t_view_shape, lower=_cg_view_shape,
@@ -286,9 +269,6 @@ def _declare() -> None:
                      gpu={"cuda": "inline"})
     REGISTRY.declare(with_axis, family=FAMILY, pattern="float64 array, constant int",
                      matches=_is_with_axis, types=_t_with_axis, lower=_cg_with_axis,
-                     gpu={"cuda": "inline"}, **wide)
-    REGISTRY.declare(without_axis, family=FAMILY, pattern="float64 array, constant int",
-                     matches=_is_without_axis, types=_t_without_axis, lower=_cg_without_axis,
                      gpu={"cuda": "inline"}, **wide)
     REGISTRY.add(REGISTRY.get(np.reshape), "float64 array, a side of 3 or more dims",
                  is_nd_reshape_call, t_reshape_nd, **wide)
