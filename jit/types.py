@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import threading
 import types as pytypes
+import weakref
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -517,7 +518,11 @@ _TYPING = threading.local()    # .cells: the closures whose cells this thread is
 
 
 def _closure_type(f: pytypes.FunctionType) -> Type:
-    """The type of a closure value: its code's template and its cells' types."""
+    """The type of a closure value: its code's template and its cells' types (the
+    last answer for `f` when nothing it depends on has changed: `_ClosureMemo`)."""
+    memo = _CLOSURE_MEMO.get(f)
+    if memo is not None and memo.holds(f):
+        return memo.type
     typing = getattr(_TYPING, "cells", None)
     if typing is None:
         typing = _TYPING.cells = []
@@ -526,12 +531,93 @@ def _closure_type(f: pytypes.FunctionType) -> Type:
                           "returned by its enclosing function): not supported by the JIT")
     typing.append(f)
     try:
-        cells = tuple(typeof(c.cell_contents) for c in f.__closure__)
+        contents = tuple(c.cell_contents for c in f.__closure__)
+        cells = tuple(map(typeof, contents))
     except ValueError:  # an empty cell: the nested function as a constant
         return FunctionT(f)
     finally:
         typing.pop()
-    return ClosureT(closure_key(f), cells)
+    t = ClosureT(closure_key(f), cells)
+    _CLOSURE_MEMO[f] = _ClosureMemo(f, contents, t)
+    return t
+
+
+class _ClosureMemo:
+    """A closure's type with what it was computed from, so that a closure called again
+    is not typed anew (typing every captured value costs more than a small compiled
+    call).  It holds while the function's attributes are the same objects and the
+    `_content_key` of each cell's value (whatever object it holds now) is the same."""
+
+    __slots__ = ("attrs", "code", "defaults", "keys", "kwdefaults", "rule", "type")
+
+    def __init__(self, f, contents: tuple, t: Type) -> None:
+        from adjoint.rule_table import CALL_RULES, lookup_callee
+        _RULES[:] = [CALL_RULES]
+        self.code, self.defaults, self.kwdefaults = f.__code__, f.__defaults__, \
+            f.__kwdefaults__
+        self.attrs, self.rule, self.type = tuple(f.__dict__.items()), CALL_RULES.get(f), t
+        self.keys = tuple(_content_key(v) for v in contents)
+        if any(k is None for k in self.keys) or lookup_callee(f) is not self.rule:
+            self.keys = None    # (a rule found elsewhere than the table of callees)
+
+    def holds(self, f) -> bool:
+        keys = self.keys
+        if keys is None or f.__code__ is not self.code or f.__defaults__ is not self.defaults \
+                or f.__kwdefaults__ is not self.kwdefaults \
+                or (f.__dict__ or self.attrs) and not _same_attributes(f, self.attrs) \
+                or _RULES[0].get(f) is not self.rule:
+            return False
+        try:
+            for cell, k in zip(f.__closure__, keys):
+                now = _content_key(cell.cell_contents)
+                if now is not k and now != k:
+                    return False
+        except ValueError:      # a cell emptied since
+            return False
+        return True
+
+
+_RULES: list = []    # [adjoint's table of derivative rules by callee], once a memo is made
+
+
+def _same_attributes(f, attrs: tuple) -> bool:
+    """Does `f` have the attributes (markers, a transform) `attrs`, the same objects?"""
+    d = f.__dict__
+    return len(d) == len(attrs) and all(k in d and d[k] is v for k, v in attrs)
+
+
+_BY_VALUE_TYPE = (float, bool, type(None), np.float64, np.int64, np.bool_)
+_BY_IDENTITY = (np.ufunc, pytypes.BuiltinFunctionType)
+
+
+def _content_key(v: Any) -> Any:
+    """A cheap key that determines `typeof(v)` (equal keys, equal types), or None
+    where there is none: a number by its Python type, a str by its value (it is a
+    constant of the signature), an array by dtype and rank, a tuple or list by its
+    entries' keys, a plain function, ufunc or builtin by identity, a nested closure by
+    its own type.  Dicts and other objects are not keyed (typed anew every call)."""
+    tv = type(v)
+    if tv in _BY_VALUE_TYPE or tv in OBJECT_CLASSES:
+        return tv
+    if tv is int:
+        return int if INT64_MIN <= v <= INT64_MAX else None
+    if tv is str:
+        return ("str", v)
+    if tv is np.ndarray:
+        return (v.dtype, v.ndim)
+    if tv is pytypes.FunctionType:
+        if not v.__closure__:
+            return ("fn", v)
+        return None if hasattr(v, "__zygopy_transform__") else _closure_type(v)
+    if tv is tuple or tv is list:
+        keys = tuple(map(_content_key, v))
+        return None if any(k is None for k in keys) else (tv, keys)
+    if tv in _BY_IDENTITY:
+        return ("fn", v)
+    return None
+
+
+_CLOSURE_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def closure_key(f: pytypes.FunctionType) -> Any:

@@ -7,6 +7,7 @@ from jit.library import (advanced_index, array_calls, broadcast, builders, built
                          built_lists, dict_methods, elementwise, escape_hatch, fusion, linalg,
                          live_globals, math_builtins,
                          number_builtins, numpy_calls, operators, random_draws, records, reductions,
+                         reductions_nd, reshape_nd,
                          exceptions, sequence_builtins, sequence_values,
                          shape_queries, shapes, slicing, string_values, tuple_slicing, ufuncs)
 from jit.pullback import (array_cotangents, cotangents, custom_calls,  # noqa: F401

@@ -228,6 +228,13 @@ def _pick_d_reshape(argtypes):
     return impl if len(argtypes) == 3 else _D_RESHAPE_METHOD[(argtypes[0].ndim, argtypes[1].ndim)]
 
 
+def _is_flat_reshape(ctx, s, ts) -> bool:
+    """Pattern: a reshape between 1-D and 2-D (3 or more: `jit.library.reshape_nd`)."""
+    shape = ts[1] if len(ts) > 1 else None
+    return bool(ts) and isinstance(ts[0], ArrayT) and ts[0].ndim <= 2 \
+        and not (isinstance(shape, TupleT) and len(shape.elems) > 2)
+
+
 def _pick_d_ravel(argtypes):
     if len(argtypes) != 2 or not all(is_float_array(t) for t in argtypes):
         return None
@@ -287,7 +294,7 @@ def _declare() -> None:
                      types=lambda ctx, s, ts: NONE, lower=_cg_cannot_reshape,
                      gpu={"cuda": "inline"})
     REGISTRY.declare(np.reshape, family=FAMILY, pattern="float64 array, 1-D or 2-D shape",
-                     matches=lambda ctx, s, ts: bool(ts) and isinstance(ts[0], ArrayT),
+                     matches=_is_flat_reshape,
                      methods=("reshape(shape, m=None) -> shape, m",),
                      types=_t_reshape)
     REGISTRY.declare(np.ravel, family=FAMILY, pattern="float64 array",
