@@ -644,8 +644,8 @@ WRITES_INTO_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagona
 
 def _refuse_opaque_write(f: Any, pos: tuple, kw: dict) -> None:
     """A call without a rule that may write into its receiver or an argument
-    (`acc.append(x)`, `t.sort()`, `np.add.at(a, i, x)`, `np.copyto(a, x)`, `out=`)
-    when a differentiable value is involved (stored, or the receiver itself): the adjoint cannot see that write, so the
+    (`acc.append(x)`, `np.add.at(a, i, x)`, `np.copyto(a, x)`, `out=`) when a
+    differentiable value is involved: the adjoint cannot see that write, so the
     gradient would be silently wrong.  Refuse it."""
     owner = getattr(f, "__self__", None)
     writes_owner = isinstance(owner, MUTABLE_RECEIVERS)
@@ -653,8 +653,7 @@ def _refuse_opaque_write(f: Any, pos: tuple, kw: dict) -> None:
                   or any(f is g for g in WRITES_INTO_ARGUMENT))
     if not (writes_owner or writes_arg):
         return
-    stored = pos + tuple(kw.values()) + ((owner,) if writes_owner else ())
-    if any(is_differentiable(a) for a in stored):   # (`t.sort()` permutes t itself)
+    if any(is_differentiable(a) for a in pos + tuple(kw.values())):
         if writes_owner:
             name = f"method {type(owner).__name__}.{getattr(f, '__name__', '?')}"
             raise missing_rule_error(name, " (it stores a differentiable value)")

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from ssair import IR, Const, Phi, Return, Var
 
 from ..rules import lookup_callee, lookup_op
-from .writes import argument_write_targets
 
 SHAPE_ATTRS = frozenset({"shape", "ndim", "size", "dtype", "__len__"})
 CONTAINER_CALLS = ("zeros", "ones", "empty", "zeros_like", "ones_like", "empty_like",
@@ -202,7 +201,6 @@ def _useful(ir: IR, varied: set) -> set:
         for s in b.stmts:   # arguments written into: the caller sees them
             if s.op == "setitem" and s.args[0] in args:
                 useful.add(s.args[0])
-    useful |= argument_write_targets(ir) & varied   # (and views of them, by any call)
     captured = {s.var: _vars(s.args[1:]) for b in ir.blocks for s in b.stmts
                 if s.op == "make_closure"}
     captured.update({s.var: [_method_of(s)] for b in ir.blocks for s in b.stmts

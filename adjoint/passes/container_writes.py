@@ -23,10 +23,8 @@ from typing import Any
 from ssair import IR, Const, Return, Var
 
 from ..rules import lookup_callee
-from .aliases import CONTAINER_BUILDS, _view_call, sharing
+from .aliases import CONTAINER_BUILDS, sharing
 from .inplace import live_after, refuse_write
-from .stale_views import _slicing
-from .writes import call_written_operands, closure_written
 
 
 def forward_tuple_elements(ir: IR) -> IR:
@@ -89,13 +87,10 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
     live = live_after(ir, set(writes))
     names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
     names.update({a.var: a.name for a in ir.args})
-    viewed = _viewed_arguments(ir)    # (an argument is live after the return)
     for w, (s, targets, values) in writes.items():
         for a in targets:
             reach = _holding(ir, memory, memory.of(a))
             others = {v for v in live.get(w, ()) if v not in (a, w) and memory.of(v) in reach
-                      and not (kinds is not None and kinds.is_scalar(v))}
-            others |= {v for v in viewed.get(a, ()) if v != a
                       and not (kinds is not None and kinds.is_scalar(v))}   # (w: what the
             # call returns is made after its writes; its callee's adjoint follows it)
             if others and (others | {a, *values}) & varied:
@@ -111,56 +106,70 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
 
 
 def _callee_writes(ir: IR) -> dict:
-    """{call value: (the call, the operands its callee may write into, the other
-    operands)} for calls of user functions whose code may store into an argument
-    (`passes.writes.written_params`: `p[i] = v`, `p += v`, `p[1:] *= v`, `p.fill(v)`,
-    `np.copyto(p, x)`, through views of `p` and nested calls; a callee whose code
-    is not read here, such as a function value (`h(t[1:])` with `h` an argument or a
-    captured variable), may write into each operand that is a slice or a view).  A guess that misses a write would
-    be a silent wrong gradient, so the analysis over-approximates."""
+    """{call value: (the call, the operands its callee surely writes into, the other
+    operands)} for calls of user functions whose code stores into an argument
+    (`_surely_written`); a callee that may write in other ways is left to the reverse
+    pass, as before (a refusal must not be a guess)."""
     out = {}
-    defs = {s.var: s for b in ir.blocks for s in b.stmts}
-    views = {v for v, st in defs.items() if st.op == "getitem" and _slicing(st.args[1], defs)
-             or st.op == "call" and _view_call(st, defs)}
     for b in ir.blocks:
         for s in b.stmts:
-            if s.op != "call" or isinstance(s.args[0], Const) and _ruled(s.args[0].value) \
-                    or defs.get(s.args[0]) is not None and defs[s.args[0]].op == "getattr":
-                continue      # (a method: the reverse pass refuses one that writes)
-            made = defs.get(s.args[0])
-            if made is not None and made.op == "make_closure" and not s.kwargs:
-                ops = list(made.args[1:]) + list(s.args[1:])    # (captured, then passed)
-                written = closure_written(made.args[0], len(ops))
-            else:
-                ops = list(s.args[1:])
-                written = call_written_operands(s)   # (None, code not read: any slice
-            targets = [o for k, o in enumerate(ops) if isinstance(o, Var) and (  # or view)
-                k in written if written is not None else o in views)]
+            if s.op != "call" or not isinstance(s.args[0], Const) or _ruled(s.args[0].value):
+                continue
+            ops = list(s.args[1:])
+            written = _surely_written(s.args[0].value, len(ops), set())
+            targets = [ops[k] for k in sorted(written)
+                       if k < len(ops) and isinstance(ops[k], Var)]
             if targets:
                 out[s.var] = (s, targets, [o for o in ops if o not in targets])
     return out
 
 
-def _viewed_arguments(ir: IR) -> dict:
-    """{value: the arguments it is a view, an element or an attribute of} (`a[1:]`,
-    `a.T`, `a[0][2:]`, `self.w`, through phis): a write into it reaches an argument,
-    which the caller reads after the return."""
-    defs = {st.var: st for blk in ir.blocks for st in blk.stmts}
-    of = {a.var: {a.var} for a in ir.args}
+def _surely_written(f: Any, nargs: int, seen: set) -> frozenset:
+    """Positions of the parameters of Python function `f` (called with `nargs`
+    positional arguments) that its code stores into: `p[i] = v` on a parameter, a
+    view or element of one (`p[0][1] = v`, `p.T[0] = v`, through branches), or a
+    callee's such parameter; empty when unsure."""
+    code = getattr(f, "__code__", None)
+    if code is None or f in seen or code.co_flags & 0x0C or nargs != code.co_argcount:
+        return frozenset()
+    import lowering
+    try:
+        fir = lowering.lower(f)
+    except Exception:      # noqa: BLE001 (not lowered: the call is refused elsewhere)
+        return frozenset()
+    seen = seen | {f}
+    shares = {a.var: {k} for k, a in enumerate(fir.args)}
+    defs = {st.var: st for blk in fir.blocks for st in blk.stmts}
     for _ in range(len(defs) + 2):           # (to a fixpoint: phis may come first)
         grew = False
-        for blk in ir.blocks:
+        for blk in fir.blocks:
             flows = [(p.var, list(p.operands())) for p in blk.phis]
-            flows += [(st.var, st.args[:1]) for st in blk.stmts if st.op in (
-                "getitem", "getattr") or st.op == "call" and _view_call(st, defs)]
+            flows += [(st.var, st.args[:1]) for st in blk.stmts if st.op == "getitem"
+                      or st.op == "call" and _is_view_call(st, defs)]
             for var, ops in flows:
-                got = set().union(*[of.get(o, set()) for o in ops if isinstance(o, Var)])
-                if got - of.get(var, set()):
-                    of.setdefault(var, set()).update(got)
+                got = set().union(*[shares.get(o, set()) for o in ops if isinstance(o, Var)])
+                if got - shares.get(var, set()):
+                    shares.setdefault(var, set()).update(got)
                     grew = True
         if not grew:
-            return of
-    return of
+            break
+    written: set = set()
+    for blk in fir.blocks:
+        for st in blk.stmts:
+            if st.op == "setitem" and isinstance(st.args[0], Var):
+                written |= shares.get(st.args[0], set())
+            elif st.op == "call" and isinstance(st.args[0], Const) and \
+                    not _ruled(st.args[0].value):
+                inner = list(st.args[1:])
+                for k in _surely_written(st.args[0].value, len(inner), seen):
+                    if k < len(inner) and isinstance(inner[k], Var):
+                        written |= shares.get(inner[k], set())
+    return frozenset(written)
+
+
+def _is_view_call(st, defs: dict) -> bool:
+    from .aliases import _view_call
+    return _view_call(st, defs)
 
 
 def _ruled(f: Any) -> bool:
@@ -171,7 +180,7 @@ def _ruled(f: Any) -> bool:
 
 
 def _callee_label(s) -> str:
-    f = getattr(s.args[0], "value", None)
+    f = s.args[0].value
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or "a function"
 
 

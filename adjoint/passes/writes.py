@@ -60,22 +60,6 @@ def written_params(f: Any, nargs: int) -> Optional[frozenset]:
     return got
 
 
-def closure_written(code: Any, nops: int) -> Optional[frozenset]:
-    """Indices into (captured values, then call operands) that a call of the closure
-    made from Const `code` (a `make_closure` operand) may write into; None: any."""
-    fn = getattr(code, "value", None)
-    if type(fn) is not types.FunctionType:
-        return None
-    import lowering
-    try:
-        ir = lowering.lower(fn)
-    except Exception:      # (refused later, where it is called)
-        return None
-    if len(ir.args) != nops:
-        return None
-    return _written_args(ir)
-
-
 def _fixpoint(fn: types.FunctionType) -> Optional[frozenset]:
     """`fn`'s written parameters, guessing none for its recursive calls and growing
     the guess until it holds."""
@@ -113,49 +97,15 @@ def _written_args(ir: IR) -> Optional[frozenset]:
                         table.setdefault(var, set()).update(new)
                         changed = True
     written: set = set()
-    defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
         for s in b.stmts:
-            targets = _targets(s, defs)
+            targets = _targets(s)
             if targets is None:
                 return None
             for v in targets:
                 if isinstance(v, Var):
                     written |= shares.get(v, set())
     return frozenset(written)
-
-
-def argument_write_targets(ir: IR) -> set:
-    """The values `ir`'s statements may write into that are an argument or its view,
-    element or method (`a[i] = v`, `a.fill(v)`, `np.copyto(a, x)`, `v = a[1:];
-    v.sort()`, a user callee that may): the caller sees those writes, so activity
-    analysis keeps them, and the reverse pass refuses those it cannot follow.  Of
-    methods, only the array-writing ones count: storing into a list the caller keeps
-    (`log.append(v)`) stays a plain call, as before."""
-    from .aliases import _view_call
-    shares = {a.var for a in ir.args}
-    defs = {s.var: s for b in ir.blocks for s in b.stmts}
-    flows = [(p.var, p.operands()) for b in ir.blocks for p in b.phis] + \
-        [(s.var, s.args[:1]) for b in ir.blocks for s in b.stmts
-         if s.op in ("getitem", "getattr", "copy") or s.op == "call" and _view_call(s, defs)]
-    grew = True
-    while grew:         # (an element, a view, an attribute or a method of an argument)
-        grew = False
-        for var, ops in flows:
-            if var not in shares and any(isinstance(v, Var) and v in shares for v in ops):
-                shares.add(var)
-                grew = True
-    out = set()
-    for b in ir.blocks:
-        for s in b.stmts:
-            targets = _targets(s, defs)
-            if targets is None:
-                targets = s.operands()
-            elif s.op == "call" and isinstance(s.args[0], Var) and not _array_writing(
-                    defs.get(s.args[0])):   # (`log.append(v)`, a user object's method:
-                continue                    # a store the reverse pass does not follow)
-            out |= {v for v in targets if isinstance(v, Var) and v in shares}
-    return out
 
 
 def _flow(op: str, ops: list, shares: dict, holds: dict) -> tuple:
@@ -173,7 +123,7 @@ def _flow(op: str, ops: list, shares: dict, holds: dict) -> tuple:
     return everything, everything
 
 
-def _targets(s: Any, defs: dict) -> Optional[list]:
+def _targets(s: Any) -> Optional[list]:
     """The operands statement `s` may write into (None: it may write anywhere)."""
     if s.op in ("setitem", "list_append") or s.op in INPLACE:
         return [s.args[0]]
@@ -184,8 +134,6 @@ def _targets(s: Any, defs: dict) -> Optional[list]:
     f = s.args[0]
     out = [s.kwargs["out"]] if "out" in s.kwargs else []
     if isinstance(f, Var):      # a method (`x.sort()`) or a function value: it may write
-        if _read_only_method(defs.get(f)) and not out:
-            return []
         return list(s.operands())      # into its receiver (which shares f) and operands
     rule = lookup_callee(f.value)
     if rule is not None:
@@ -194,36 +142,3 @@ def _targets(s: Any, defs: dict) -> Optional[list]:
     if ws is None:
         return [v for v in s.operands()[1:]]
     return out + [v for k, v in enumerate(s.args[1:]) if k in ws]
-
-
-# methods of arrays (and numbers) that never write into their receiver or operands;
-# any other method called on a value is assumed to write into both (`x.sort()`,
-# `x.fill(v)`, `x.__setitem__(i, v)`, `lst.extend(v)`, a user object's own method)
-READ_ONLY_METHODS = frozenset({
-    "sum", "mean", "prod", "max", "min", "std", "var", "any", "all", "argmax",
-    "argmin", "cumsum", "cumprod", "dot", "reshape", "ravel", "flatten", "transpose",
-    "copy", "astype", "squeeze", "conj", "conjugate", "clip", "round", "trace",
-    "diagonal", "swapaxes", "repeat", "take", "tolist", "item", "nonzero", "view",
-    "__getitem__", "__len__", "__add__", "__sub__", "__mul__", "__truediv__",
-    "__matmul__", "__neg__", "__pow__", "get", "keys", "values", "items", "index",
-    "count"})
-
-
-# methods of arrays that write into their receiver
-ARRAY_WRITING_METHODS = frozenset({
-    "fill", "sort", "partition", "put", "itemset", "resize", "setfield", "byteswap",
-    "__setitem__", "__delitem__"}) | {f"__i{op}__" for op in (
-        "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
-        "xor", "lshift", "rshift")}
-
-
-def _array_writing(d: Any) -> bool:
-    """Whether the callee `d` defines is `getattr(obj, name)` for an array-writing name."""
-    return d is not None and d.op == "getattr" and isinstance(d.args[1], Const) and \
-        d.args[1].value in ARRAY_WRITING_METHODS
-
-
-def _read_only_method(d: Any) -> bool:
-    """Whether the callee `d` defines is `getattr(obj, name)` for a read-only name."""
-    return d is not None and d.op == "getattr" and isinstance(d.args[1], Const) and \
-        d.args[1].value in READ_ONLY_METHODS
