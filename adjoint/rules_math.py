@@ -306,7 +306,7 @@ d_max = pullback_rule(builtins.max, uses_result=True)(_extreme_pullback("max"))
 def d_sum(dy, xs, start=0):
     if isinstance(xs, np.ndarray):
         return np.full(xs.shape, dy, dtype=float), dy
-    return (dy,) * len(xs), dy
+    return tuple(unbcast(dy, x) for x in xs), unbcast(dy, start)
 
 
 def sort_order(xs, reverse=False) -> list:

@@ -62,9 +62,11 @@ from ssair import interpreter as interp
 from . import tape as _tape  # noqa: F401  (registers the tape primitives)
 from .container_methods import python_method
 from .passes import check_order
-from .passes.activity import Activity, analyze
+from .passes.activity import (ARRAY_WRITING_METHODS, WRITES_INTO_ARGUMENT, Activity,
+                              analyze)
 from .passes.branches import record_branches, silent_joins
 from .passes.container_writes import forward_tuple_elements
+from .passes.hidden_writes import is_view, param_writes, refuse_hidden_writes
 from .passes.induction import rebuildable
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.instrument import instrument
@@ -91,6 +93,10 @@ class JFunction:
     activity: Activity
     inout: tuple = ()
     recompute: tuple = ()     # the IRs of its checkpointed loops' recompute functions
+    # (parameter, line) of writes into an attribute, element or view of a parameter
+    # (`adjoint.passes.hidden_writes`): refused where the function is called
+    hidden_writes: tuple = ()
+    param_writes: tuple = ()  # (parameter, line) of writes into a parameter itself
 
     @property
     def nargs(self) -> int:
@@ -230,7 +236,9 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     # the user's own phis: a None there is a value, not a zero cotangent
     fwd.meta["primal_phis"] = frozenset(p.var.id for b in primal.blocks for p in b.phis)
     _dump(fwd, adj)
-    return JFunction(primal, fwd, adj, active, act, inout)
+    direct, hidden = param_writes(primal, kinds)
+    return JFunction(primal, fwd, adj, active, act, inout, hidden_writes=hidden,
+                     param_writes=direct)
 
 
 def _kinds(primal: IR, types: tuple | None):
@@ -530,6 +538,7 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
         _refuse_opaque_write(f, pos, kw)
         return f(*pos, **kw), OpaquePB(f, nops)
     jf, args, slots, nfree, closure = resolve_call(target, pos, kw)
+    refuse_hidden_writes(f, jf, [is_view(a) for a in args])
     if closure and f.defaults is not None:
         refuse_runtime_defaults(f, args[nfree:], slots, nfree)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)
@@ -637,11 +646,6 @@ def forward_method(state, m, tape, pos: tuple, kw: dict) -> tuple:
 MUTABLE_RECEIVERS = (list, dict, set, bytearray, np.ndarray)
 
 
-# numpy functions without a rule that write into an array argument
-WRITES_INTO_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
-                        np.put_along_axis)
-
-
 def _refuse_opaque_write(f: Any, pos: tuple, kw: dict) -> None:
     """A call without a rule that may write into its receiver or an argument
     (`acc.append(x)`, `np.add.at(a, i, x)`, `np.copyto(a, x)`, `out=`) when a
@@ -653,7 +657,10 @@ def _refuse_opaque_write(f: Any, pos: tuple, kw: dict) -> None:
                   or any(f is g for g in WRITES_INTO_ARGUMENT))
     if not (writes_owner or writes_arg):
         return
-    if any(is_differentiable(a) for a in pos + tuple(kw.values())):
+    writes_array = isinstance(owner, np.ndarray) and \
+        getattr(f, "__name__", None) in ARRAY_WRITING_METHODS    # (`a.sort()`)
+    if any(is_differentiable(a) for a in pos + tuple(kw.values())) or \
+            writes_array and is_differentiable(owner):
         if writes_owner:
             name = f"method {type(owner).__name__}.{getattr(f, '__name__', '?')}"
             raise missing_rule_error(name, " (it stores a differentiable value)")

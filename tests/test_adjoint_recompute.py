@@ -156,6 +156,11 @@ def _weight(i):
 def test_a_function_that_may_write_into_an_array_has_no_stable_array(f):
     assert not _forward(f, (_X,)).meta["induction"].stable
     x = np.array([3.0, -1.0, 2.0, 0.5])
+    if f is sorts_first:     # `xs.sort()` permutes a differentiated array: refused (the
+        for backend in ("interp", "auto"):      # gradient used to ignore the permutation)
+            with pytest.raises(adjoint.rules.NoDerivativeRule, match="ndarray.sort"):
+                adjoint.pullback(f, x.copy(), backend=backend)
+        return
     want = adjoint.pullback(f, x.copy(), backend="interp")[1](1.0)[0]
     for backend in ("interp", "auto"):
         with warnings.catch_warnings():

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ssair import IR, Const, Phi, Return, Var
 
 from ..rules import lookup_callee, lookup_op
@@ -195,29 +197,31 @@ def _is_var_in(a, s: set) -> bool:
 def _useful(ir: IR, varied: set) -> set:
     useful = set()
     args = {a.var for a in ir.args}
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
         if isinstance(b.term, Return) and isinstance(b.term.value, Var):
             useful.add(b.term.value)
         for s in b.stmts:   # arguments written into: the caller sees them
-            if s.op == "setitem" and s.args[0] in args:
-                useful.add(s.args[0])
+            useful |= {v for v in _written_in_place(s, defs) if v in args}
     captured = {s.var: _vars(s.args[1:]) for b in ir.blocks for s in b.stmts
                 if s.op == "make_closure"}
     captured.update({s.var: [_method_of(s)] for b in ir.blocks for s in b.stmts
                      if _method_of(s) is not None})
+    for v, held in list(captured.items()):     # (a view captured: the array it views)
+        captured[v] = held + [u for h in held for u in _viewed(h, defs)]
     changed = True
     while changed:
         changed = False
         for b in reversed(ir.blocks):
             for d in reversed(list(b.definitions())):
-                add = _useful_step(d, varied, useful, captured)
+                add = _useful_step(d, varied, useful, captured, defs)
                 if not add <= useful:
                     useful |= add
                     changed = True
     return useful
 
 
-def _useful_step(d, varied: set, useful: set, captured: dict) -> set:
+def _useful_step(d, varied: set, useful: set, captured: dict, defs: dict) -> set:
     ops = _vars(d.operands())
     if isinstance(d, Phi):
         return set(ops) if d.var in useful and d.var in varied else set()
@@ -227,9 +231,68 @@ def _useful_step(d, varied: set, useful: set, captured: dict) -> set:
         return set(ops)
     if is_user_call(d) and any(v in varied for v in ops):
         reach = ops + [c for v in ops for c in captured.get(v, ())]
+        reach += [u for v in reach for u in _viewed(v, defs)]   # a view passed: its
+        # callee may write into the array it views, which is read later
         if d.var in useful or any(v in useful for v in reach):
             return set(ops) | {d.var}
         return set()
     if d.var in useful and d.var in varied:
         return set(ops)
     return set()
+
+
+# ndarray methods that write into their receiver
+ARRAY_WRITING_METHODS = frozenset({
+    "fill", "sort", "partition", "put", "itemset", "resize", "setfield", "byteswap",
+    "__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__",
+    "__ifloordiv__", "__imod__", "__imatmul__"})
+# numpy functions (without a derivative rule) that write into their first argument
+WRITES_INTO_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
+                        np.put_along_axis)
+
+
+def _written_in_place(s, defs: dict) -> list:
+    """The operands statement `s` writes into by a store, an array-writing method
+    (`a.fill(v)`, `a.sort()`), a numpy function that writes into its argument
+    (`np.copyto(a, v)`, `np.add.at(a, i, v)`) or `out=`."""
+    if s.op == "setitem":
+        return [s.args[0]]
+    if s.op != "call":
+        return []
+    out = [s.kwargs["out"]] if isinstance(s.kwargs.get("out"), Var) else []
+    f = s.args[0]
+    if isinstance(f, Var):
+        m = defs.get(f)
+        if m is not None and m.op == "getattr" and isinstance(m.args[1], Const) and \
+                m.args[1].value in ARRAY_WRITING_METHODS:
+            return out + [m.args[0]]
+        return out
+    g = f.value
+    if any(g is w for w in WRITES_INTO_ARGUMENT) or (
+            isinstance(getattr(g, "__self__", None), np.ufunc) and len(s.args) > 1):
+        return out + [s.args[1]]
+    return out
+
+
+def _viewed(v, defs: dict) -> list:
+    """The values `v` may be a part of: what it was indexed, sliced, viewed or read
+    as an attribute out of, through chains of those (a view passed to a callee may be
+    written into, and that write reaches them)."""
+    from .aliases import _view_call
+    out = []
+    for _ in range(64):
+        s = defs.get(v) if isinstance(v, Var) else None
+        if s is None or not (s.op in ("getitem", "copy") or s.op == "getattr" and not (
+                isinstance(s.args[1], Const) and s.args[1].value in SHAPE_ATTRS)
+                or s.op == "call" and _view_call(s, defs)):
+            return out
+        if s.op != "call":
+            v = s.args[0]
+        elif isinstance(s.args[0], Var):          # `t.reshape(2, 2)`: the receiver
+            v = defs[s.args[0]].args[0]
+        else:                                     # `np.reshape(t, ...)`
+            v = s.args[1] if len(s.args) > 1 else None
+        if not isinstance(v, Var):
+            return out
+        out.append(v)
+    return out

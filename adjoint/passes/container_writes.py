@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ssair import IR, Const, Return, Var
+from ssair.primitives import INPLACE
 
 from ..rules import lookup_callee
 from .aliases import CONTAINER_BUILDS, sharing
@@ -108,7 +109,7 @@ def refuse_alias_writes(ir: IR, varied: set, kinds: Any = None) -> None:
 def _callee_writes(ir: IR) -> dict:
     """{call value: (the call, the operands its callee surely writes into, the other
     operands)} for calls of user functions whose code stores into an argument
-    (`_surely_written`); a callee that may write in other ways is left to the reverse
+    (`surely_written`); a callee that may write in other ways is left to the reverse
     pass, as before (a refusal must not be a guess)."""
     out = {}
     for b in ir.blocks:
@@ -116,7 +117,7 @@ def _callee_writes(ir: IR) -> dict:
             if s.op != "call" or not isinstance(s.args[0], Const) or _ruled(s.args[0].value):
                 continue
             ops = list(s.args[1:])
-            written = _surely_written(s.args[0].value, len(ops), set())
+            written = surely_written(s.args[0].value, len(ops), set())
             targets = [ops[k] for k in sorted(written)
                        if k < len(ops) and isinstance(ops[k], Var)]
             if targets:
@@ -124,11 +125,12 @@ def _callee_writes(ir: IR) -> dict:
     return out
 
 
-def _surely_written(f: Any, nargs: int, seen: set) -> frozenset:
+def surely_written(f: Any, nargs: int, seen: set, inplace: bool = False) -> frozenset:
     """Positions of the parameters of Python function `f` (called with `nargs`
     positional arguments) that its code stores into: `p[i] = v` on a parameter, a
     view or element of one (`p[0][1] = v`, `p.T[0] = v`, through branches), or a
-    callee's such parameter; empty when unsure."""
+    callee's such parameter; with `inplace`, also an in-place operator on one
+    (`p += v`, a write when `p` is an array); empty when unsure."""
     code = getattr(f, "__code__", None)
     if code is None or f in seen or code.co_flags & 0x0C or nargs != code.co_argcount:
         return frozenset()
@@ -156,12 +158,13 @@ def _surely_written(f: Any, nargs: int, seen: set) -> frozenset:
     written: set = set()
     for blk in fir.blocks:
         for st in blk.stmts:
-            if st.op == "setitem" and isinstance(st.args[0], Var):
+            if (st.op == "setitem" or inplace and st.op in INPLACE) and \
+                    isinstance(st.args[0], Var):
                 written |= shares.get(st.args[0], set())
             elif st.op == "call" and isinstance(st.args[0], Const) and \
                     not _ruled(st.args[0].value):
                 inner = list(st.args[1:])
-                for k in _surely_written(st.args[0].value, len(inner), seen):
+                for k in surely_written(st.args[0].value, len(inner), seen, inplace):
                     if k < len(inner) and isinstance(inner[k], Var):
                         written |= shares.get(inner[k], set())
     return frozenset(written)

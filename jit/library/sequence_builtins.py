@@ -8,8 +8,10 @@ CPython's bit for bit:
     additions before typing (`jit.typing.spread.RewriteStatement`), so that they
     differentiate as additions do and each entry gets its own cotangent, whatever it
     holds (numbers, arrays);
-  * `sum(xs)` of a built list of numbers adds in the same order; an empty one is the
-    int 0, which compiled code does not return: the call deoptimises;
+  * `sum(xs)` of a built list of numbers or of float arrays of one rank (a generator
+    expression: `sum(c * x ** i for i, c in enumerate(cs))`) adds in the same order;
+    an empty one is the int 0, which compiled code does not return: the call
+    deoptimises;
   * `min` / `max` keep the first extreme entry (an entry replaces the best so far
     only when `<` / `>` holds, as CPython compares), and an empty sequence raises
     CPython's ValueError; their derivative sends dy to that entry;
@@ -26,6 +28,8 @@ import builtins
 
 import numpy as np
 from llvmlite import ir as L
+
+from adjoint.tape import unbcast
 
 from jit.library import math_builtins  # noqa: F401  (declares min and max)
 from jit.library.builtin_sum import deopt_if_empty
@@ -105,6 +109,15 @@ def _d_sum_built(dy, xs):
     out = [dy]
     for i in range(1, len(xs)):
         out.append(dy)
+    return out
+
+
+def _d_sum_built_arrays(dy, xs):
+    """d_sum of a built list of float arrays: dy, summed down to each entry's shape
+    (entries of one rank may broadcast against each other)."""
+    out = [unbcast(dy, xs[0])]
+    for i in range(1, len(xs)):
+        out.append(unbcast(dy, xs[i]))
     return out
 
 
@@ -226,6 +239,12 @@ def is_number_list(ctx: Context, s, ts: list) -> bool:
         and ts[0].elem in (FLOAT64, INT64)
 
 
+def is_array_list(ctx: Context, s, ts: list) -> bool:
+    """Pattern: one built list of float64 arrays (`sum(w * x for w, x in ...)`)."""
+    return len(ts) == 1 and not s.kwargs and isinstance(ts[0], BuiltListT) \
+        and _float_array(ts[0].elem)
+
+
 def is_items(ctx: Context, s, ts: list) -> bool:
     """Pattern: one 1-D array of numbers or built list of numbers."""
     return len(ts) == 1 and not s.kwargs and _items_of(ts[0])
@@ -261,11 +280,20 @@ def _t_extreme(ctx: Context, s, ts: list) -> Type:
 
 
 def pick_d_sum_built(argtypes: list):
-    """d_sum of a built list of float64 (dy a float): `_d_sum_built`, else None."""
-    if len(argtypes) == 2 and argtypes[0] == FLOAT64 and isinstance(argtypes[1], BuiltListT) \
-            and argtypes[1].elem == FLOAT64:
+    """d_sum of a built list of float64 (dy a float): `_d_sum_built`; of a built list of
+    float64 arrays (dy an array of their rank): `_d_sum_built_arrays`; else None."""
+    if len(argtypes) != 2 or not isinstance(argtypes[1], BuiltListT):
+        return None
+    elem = argtypes[1].elem
+    if argtypes[0] == FLOAT64 and elem == FLOAT64:
         return _d_sum_built
+    if _float_array(elem) and argtypes[0] == elem:
+        return _d_sum_built_arrays
     return None
+
+
+def _float_array(t) -> bool:
+    return isinstance(t, ArrayT) and t.dtype == FLOAT64
 
 
 def pick_d_extreme_items(argtypes: list):
@@ -290,7 +318,9 @@ def _declare() -> None:
     REGISTRY.add(total, "a tuple or list of known length (its additions)", is_fixed_sequence,
                  t_sum_fixed)
     REGISTRY.add(total, "a built list of numbers", is_number_list, _calling(_sum_built))
-    REGISTRY.declare_pullback(M.d_sum, "a built list of float64", pick_d_sum_built)
+    REGISTRY.add(total, "a built list of float arrays", is_array_list, _calling(_sum_built))
+    REGISTRY.declare_pullback(M.d_sum, "a built list of float64 or of float64 arrays",
+                              pick_d_sum_built)
     for f, pb in ((builtins.min, M.d_min), (builtins.max, M.d_max)):
         REGISTRY.add(REGISTRY.get(f), "one 1-D array or built list of numbers", is_items,
                      _t_extreme)         # (declared by jit.library.math_builtins)

@@ -155,6 +155,7 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
 
 def _t_user_jcall(ctx: Context, s, ts, f: Any, captured: list, closure: Any) -> Type:
     """The jcall of a user function compiled with its caller (on the same tape)."""
+    from adjoint.passes.hidden_writes import refuse_hidden_writes, view_operands
     from adjoint.transform import transform
     ir = f if isinstance(f, IR) else lower_function(f)
     kwnames = tuple(ctx.const(s.args[2], ()))
@@ -169,6 +170,9 @@ def _t_user_jcall(ctx: Context, s, ts, f: Any, captured: list, closure: Any) -> 
     ir = _unrolled(ctx, ir, argtypes)
     jf = transform(ir, tuple(type_activity(t) for t in argtypes),
                    tuple(str(t) for t in argtypes))
+    refuse_hidden_writes(f, jf, [False] * len(captured) + view_operands(
+        ctx.typing.ir, operands, lambda v: isinstance(ctx.type_of(v), TupleT)),
+                         f" at {ctx.typing.ir.file}:{s.line}")
     if closure and any(writes_into(ctx.engine, ctx.engine.infer(ir, argtypes), k)
                        for k in jf.inout if k < len(captured)):
         ctx.fail(f"{ir.name} writes into an array it captured; such closures are not "

@@ -1,0 +1,146 @@
+"""Writes into memory that a caller reads under another name, which the adjoint of a
+call cannot follow.
+
+The adjoint follows an array's cotangent by value.  A callee that writes into its
+argument gets that argument's cotangent passed in (`adjoint.transform.inout_args`),
+which is right when the caller passed the array itself.  Two kinds of write escape
+this, and were silent wrong gradients (a zero for the value written):
+  * a caller passes a *view* (`h(t[1:])`, `h(m[i])`, `h(t.reshape(2, 2))`, a row of a
+    loop over a matrix) and the callee writes into it: the caller's later reads of
+    `t` never reach the callee's adjoint;
+  * a callee writes into an *attribute, element or view of* its parameter
+    (`self.w[1:] *= b` in a method, `ws[0][i] = v`, `p.T[0] = v`, or passes one on to
+    a callee that writes into it): the cotangent passed in is the parameter's, and the
+    callee's adjoint has no way to route it to the value written.
+Both are refused with a TypeError naming the callee, as a write into a view is in
+the function itself (`instrument`): `param_writes` finds the writes into parameters in a
+callee's primal (kept on its J function), and `refuse_hidden_writes`
+checks a call against both, with the values passed (the interpreter) or with the
+statements that made them (compiled code, `view_operands`).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from ssair import IR, Const, Var
+
+from .activity import SHAPE_ATTRS
+from .aliases import _view_call
+from .instrument import _view_source
+
+
+def param_writes(ir: IR, kinds: Any = None) -> tuple:
+    """`(direct, derived)`: the `(parameter index, line)` of each write in `ir` into a
+    parameter itself (`direct`), and into a value computed from one by an attribute
+    read, indexing or a view (`derived`).  A write is a `setitem` (what in-place
+    operators on arrays become, `canonical_inplace`), or an operand of a user call
+    whose callee's code surely writes into it (`container_writes.surely_written`,
+    in-place operators included).  `kinds` (`ssair.passes.scalars.Scalars`) proves
+    numbers, which share no memory."""
+    from .container_writes import _ruled, surely_written
+    params = {a.var: k for k, a in enumerate(ir.args)}
+    derived = _derived_from_params(ir, params, kinds)
+    direct_found, derived_found = [], []
+    for b in ir.blocks:
+        for s in b.stmts:
+            targets = []
+            if s.op == "setitem":
+                targets = [s.args[0]]
+            elif s.op == "call" and isinstance(s.args[0], Const) and not s.kwargs \
+                    and not _ruled(s.args[0].value):
+                ws = surely_written(s.args[0].value, len(s.args) - 1, set(), inplace=True)
+                targets = [v for k, v in enumerate(s.args[1:]) if k in ws]
+            for t in targets:
+                if not isinstance(t, Var):
+                    continue
+                if t in params:
+                    direct_found.append((params[t], s.line))
+                derived_found += [(k, s.line) for k in sorted(derived.get(t, ()))]
+    return tuple(dict.fromkeys(direct_found)), tuple(dict.fromkeys(derived_found))
+
+
+def _derived_from_params(ir: IR, params: dict, kinds: Any) -> dict:
+    """Value -> the parameter indices it may be part of (an attribute, an element, a
+    view of one), through phis and copies; parameters themselves are not included."""
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    out: dict = {}
+
+    def source(v):
+        if v in params:
+            return {params[v]}
+        return out.get(v, set())
+    changed = True
+    while changed:
+        changed = False
+        for b in ir.blocks:
+            steps = [(p.var, list(p.operands())) for p in b.phis]
+            steps += [(s.var, s.args[:1]) for s in b.stmts if _part_of(s, defs)]
+            for var, ops in steps:
+                if kinds is not None and kinds.is_scalar(var):
+                    continue
+                got = set().union(*[source(o) for o in ops if isinstance(o, Var)])
+                if got - out.get(var, set()):
+                    out.setdefault(var, set()).update(got)
+                    changed = True
+    return out
+
+
+def _part_of(s: Any, defs: dict) -> bool:
+    """Is the result of `s` part of the memory of its first operand?"""
+    if s.op in ("getitem", "copy", "unpack"):
+        return True
+    if s.op == "getattr":
+        return not (isinstance(s.args[1], Const) and s.args[1].value in SHAPE_ATTRS)
+    return s.op == "call" and _view_call(s, defs)
+
+
+def view_operands(ir: IR, operands: Iterable, element: Any) -> list:
+    """For each operand, whether a statement of `ir` may make it a view of another
+    array (indexing, `.T`, a reshape: `instrument._view_source`), through phis;
+    `element(v)`: is `v` a tuple or list (indexing one gives an element, no view)."""
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    phis = {p.var: p for b in ir.blocks for p in b.phis}
+
+    def viewed(v):
+        made = defs.get(_view_source(v, defs, phis, set()))
+        return made is not None and not (made.op == "getitem" and element(made.args[0]))
+    return [isinstance(v, Var) and viewed(v) for v in operands]
+
+
+def refuse_hidden_writes(callee: Any, jf: Any, views: list, where: str = "") -> None:
+    """Refuse the call of `callee` (J function `jf`, over captured values then
+    parameters) when it writes into an attribute, element or view of a parameter
+    (`jf.hidden_writes`), or into a parameter (`jf.param_writes`) that `views` (one
+    entry per J argument) says is passed a view of another array."""
+    names = [a.name for a in jf.primal.args]
+    label = _label(callee, jf)
+    for k, line in jf.hidden_writes:
+        if jf.active_args[k]:
+            raise TypeError(
+                f"adjoint: {label} writes into an attribute, element or view of its "
+                f"argument {names[k]!r} at {jf.primal.file}:{line}, which its caller "
+                f"may read afterwards{where}; reverse mode cannot follow such a write "
+                "into a caller's value: return the new value instead, or write into "
+                "the array by its own name")
+    for k, line in jf.param_writes:
+        if k < len(views) and views[k] and jf.active_args[k]:
+            raise TypeError(
+                f"adjoint: {label} writes into its argument {names[k]!r}, which is "
+                f"passed a view of another array here (made by indexing, a slice, .T "
+                f"or a reshape){where}; reverse mode cannot follow that write into the "
+                "viewed array: pass a copy (`.copy()`) and use the result, or write "
+                "into the array by its own name")
+
+
+def is_view(value: Any) -> bool:
+    """A float (or complex) numpy array that views another one's memory."""
+    return isinstance(value, np.ndarray) and value.base is not None and \
+        value.dtype.kind in "fc"
+
+
+def _label(callee: Any, jf: Any) -> str:
+    name = getattr(callee, "__qualname__", None) or jf.primal.meta.get(
+        "source_name", jf.primal.name)
+    return f"a call of {name}"
