@@ -524,11 +524,16 @@ def _parameters(func: Any, prefix: str) -> tuple:
 
 
 # The entry's check that the globals its compiled code read are bound as they were
-# (`Dispatcher.fresh`, inline: a method call would double the cost of a call).
+# (`Dispatcher.fresh`, inline: a method call would double the cost of a call), and the
+# class constants any compiled code holds (`lowering.guards.BAKED`).
 _GUARD_SRC = ("        for {p}gd, {p}gn, {p}gv in {p}dsp.guard:\n"
               "            if {p}gd.get({p}gn, {p}M) is not {p}gv:\n"
               "                break\n"
-              "        else:\n")
+              "        else:\n"
+              "          for {p}gd, {p}gn, {p}gv in {p}baked:\n"
+              "            if {p}gd.get({p}gn, {p}M) is not {p}gv:\n"
+              "                break\n"
+              "          else:\n")
 
 
 def _entry_for(d: Dispatcher, func: Any) -> Callable:
@@ -538,7 +543,8 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     TypeError exactly as for the function itself; the arguments then go on in the IR's
     order.  Without a function (an IR) it takes `*args`."""
     if func is None:
-        env = {"fast_get": d.fast.get, "slow": d.call_slow, "dsp": d, "M": guards.MISSING}
+        env = {"fast_get": d.fast.get, "slow": d.call_slow, "dsp": d, "M": guards.MISSING,
+               "baked": guards.BAKED}
         src = ("def call(*args):\n"
                "    w = fast_get(tuple(map(type, args)))\n"
                "    if w is not None:\n" + _GUARD_SRC.format(p="") +
@@ -552,7 +558,7 @@ def _entry_for(d: Dispatcher, func: Any) -> Callable:
     key = ", ".join(f"{prefix}type({n})" for n in order) + ("," if len(order) == 1 else "")
     env = {f"{prefix}fast_get": d.fast.get, f"{prefix}slow": d.call_slow,
            f"{prefix}type": type, f"{prefix}d": None, f"{prefix}dsp": d,
-           f"{prefix}M": guards.MISSING}
+           f"{prefix}M": guards.MISSING, f"{prefix}baked": guards.BAKED}
     src = (f"def call({params}):\n"
            f"    {prefix}w = {prefix}fast_get(({key}))\n"
            f"    if {prefix}w is not None:\n" + _GUARD_SRC.format(p=prefix) +

@@ -353,10 +353,16 @@ class Fingerprint:
             self._function(inner if isinstance(inner, types.FunctionType) else v)
         elif isinstance(v, type) and not _in_library(v):
             add(f"class {v.__module__}.{v.__qualname__}")
-            for name, x in sorted(vars(v).items()):
-                if isinstance(x, (types.FunctionType, staticmethod, classmethod)):
-                    add(f"method {name}")
-                    self._value(getattr(x, "__func__", x))
+            for c in v.__mro__:      # its bases' methods and class-level numbers too
+                if c is not v and _in_library(c):
+                    continue
+                add(f"base {c.__module__}.{c.__qualname__}")
+                for name, x in sorted(vars(c).items()):
+                    if isinstance(x, (types.FunctionType, staticmethod, classmethod)):
+                        add(f"method {name}")
+                        self._value(getattr(x, "__func__", x))
+                    elif type(x) in (int, float, bool, str) and not name.startswith("__"):
+                        add(f"data {name} {x!r}")
         else:
             module = getattr(v, "__module__", None)
             qualname = getattr(v, "__qualname__", None) or getattr(v, "__name__", None)

@@ -54,6 +54,8 @@ def invalidate() -> None:
     _CODE_GUARDS.clear()
     _REBOUND.clear()
     _BY_CALLABLE.clear()
+    BAKED.clear()
+    _BAKED_KEYS.clear()
     for hook in _HOOKS:
         hook()
 
@@ -69,8 +71,9 @@ def holds(guard: tuple) -> bool:
 def check(f, args: tuple = ()) -> None:
     """Invalidate every cache if a global that `f`, a function among `args` (compiled
     code specialises on a function argument too) or a function they reach read has
-    been rebound since it was lowered."""
-    if not fresh(f):
+    been rebound since it was lowered, or a class constant compiled code holds
+    (`BAKED`) has."""
+    if not fresh(f) or not holds(BAKED):
         invalidate()
         return
     for a in args:
@@ -86,6 +89,24 @@ def check(f, args: tuple = ()) -> None:
 _METHODS: dict = {}    # user class -> the Python functions it defines (methods, properties)
 
 
+# Class-level numbers and strings compiled code holds as constants (`self.eps` read
+# through an object: `jit.library.records`), as `(class dict, name, value)` for every
+# class on the object's MRO: every entry point checks them (`check`, and `jit.jit`'s
+# own), since compiled code is shared between entry points.  Emptied (in place) by
+# `invalidate`, when that code is dropped.
+BAKED: list = []
+_BAKED_KEYS: set = set()
+
+
+def bake_class_constant(cls: type, name: str) -> None:
+    """Record that compiled code holds `name` of `cls` as read now (above)."""
+    for c in cls.__mro__:
+        d = vars(c)
+        if (id(c), name) not in _BAKED_KEYS:
+            _BAKED_KEYS.add((id(c), name))
+            BAKED.append((d, name, d.get(name, MISSING)))
+
+
 def _methods_of_objects(args: tuple) -> list:
     """The functions the classes of the user objects among `args` (and their nested
     objects) define."""
@@ -94,6 +115,11 @@ def _methods_of_objects(args: tuple) -> list:
     for a in args:
         _object_classes(a, classes, seen, 0)
     return [fn for cls in classes for fn in _class_functions(cls)]
+
+
+def user_class(cls: type) -> bool:
+    """A class defined in the user's code (not a library's)."""
+    return _user_class(cls)
 
 
 def _object_classes(value, classes: dict, seen: set, depth: int) -> None:
@@ -398,10 +424,13 @@ def _class_constants(cls: type, entries: dict) -> None:
     `self`: `lowering.constructors`)."""
     if not _user_class(cls):
         return
-    d = vars(cls)
-    for k, v in list(d.items()):
-        if type(v) in (int, float, bool, str) and not k.startswith("__"):
-            entries.setdefault((id(cls), k), (d, k, v))
+    mro = [c for c in cls.__mro__ if _user_class(c)]
+    names = sorted({k for c in mro for k, v in list(vars(c).items())
+                    if type(v) in (int, float, bool, str) and not k.startswith("__")})
+    for c in mro:       # each class on the MRO, a name unbound there too (`MISSING`):
+        d = vars(c)     # a subclass binding it later shadows its base's
+        for k in names:
+            entries.setdefault((id(c), k), (d, k, d.get(k, MISSING)))
 
 
 def _attribute_entries(value, chain: tuple, entries: dict, reached: list) -> None:

@@ -31,6 +31,7 @@ from ssair.ir import Branch, Const, Goto, Raise, Return, Var
 from adjoint.partials import partial_captures
 from jit.typing.unbound import is_unbound
 from jit.typing.raising import CAUGHT, argument_specs, protected_blocks, raised
+from jit.typing.formatted import holds_formatted
 from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
@@ -445,9 +446,9 @@ class FunctionGen:
             self._exit_if(L.Constant(L.IntType(1), 1), runtime.ERROR, None, (),
                           word=self.b.ptrtoint(self.get(term.value), I64))
         made = raised(self.typing, term)
-        if made is not None:
-            cls, operands = made
-            types = [self.type_of(op) for op in operands]
+        types = [] if made is None else [self.type_of(op) for op in made[1]]
+        if made is not None and not any(holds_formatted(t) for t in types):
+            cls, operands = made    # (with an f-string, the call left before: a rerun)
             details = tuple(self.get(op) for op, t in zip(operands, types)
                             if not isinstance(op, Const))
             sid = runtime.site(cls, "", self.source_name, self.ir.file, term.line, False,

@@ -2,7 +2,9 @@
 compile):
 
   * `E(args)` for an exception class `E`, made to be raised at once: typed as
-    nothing; its arguments, constants or numbers, are read by the `raise`;
+    nothing; its arguments, constants or numbers, are read by the `raise`; with an
+    f-string argument (`assert ok, f"bad {x.shape}"`) the call deoptimises there
+    instead, and the interpreter's rerun raises it with Python's formatting;
   * `caught()`, the exception a handler block was entered with: the word of the
     error record (`CAUGHT`);
   * `except E:` (`lowering.runtime.exception_matches(caught, E)`, E a constant class
@@ -18,6 +20,7 @@ from jit.codegen.arrays import runtime_callee
 from jit.library.registry import REGISTRY, Impl
 from jit.runtime import symbols
 from jit.types import BOOL, FLOAT64, INT64, NONE, FunctionT, Type, TypingError
+from jit.typing.formatted import holds_formatted
 from jit.typing.infer import UNTYPED_CALLS, Call
 from jit.typing.raising import CAUGHT, is_exception_class
 from lowering.runtime import exception_matches
@@ -41,9 +44,12 @@ def exception_call(ctx: Any, s: Any, ts: list) -> Optional[Type]:
     if not uses or any(not isinstance(u, Raise) for u in uses):
         ctx.fail(f"an exception ({name}) is compiled only where it is raised at once, "
                  "not kept as a value")
-    runtime = 0
+    runtime, formatted = 0, False
     for op, t in zip(s.args[1:], ts[1:]):
         if isinstance(op, Const) and isinstance(op.value, _CONSTANTS):
+            continue
+        if holds_formatted(t):      # `assert ok, f"... {x.shape}"`: Python formats it
+            formatted = True
             continue
         if t not in _NUMBERS:
             ctx.fail(f"raising {name} with an argument of type {t} is not compiled "
@@ -52,7 +58,7 @@ def exception_call(ctx: Any, s: Any, ts: list) -> Optional[Type]:
     if runtime > MAX_DETAILS:
         ctx.fail(f"raising {name} with more than {MAX_DETAILS} arguments computed at run "
                  "time is not compiled")
-    ctx.typing.impls[s.var] = RAISED
+    ctx.typing.impls[s.var] = RERUN if formatted else RAISED
     ctx.typing.calls[s.var] = Call(None, list(s.args[1:]), cls)
     return NONE
 
@@ -62,11 +68,22 @@ def _cg_exception(fc: Any, s: Any, ts: list) -> Any:
     return None
 
 
+def _cg_exception_rerun(fc: Any, s: Any, ts: list) -> Any:
+    """An exception whose message is an f-string: the call leaves compiled code here
+    and its rerun in the interpreter raises it, formatted by Python (a raise is the
+    cold path; a device, which cannot rerun, raises the class with the template)."""
+    cls = fc.typing.calls[s.var].callee
+    fc.deopt_if(L.Constant(L.IntType(1), 1), f"{cls.__name__} with a formatted message", cls)
+    return None
+
+
 def _uses(ir: IR, var: Var) -> list:
     return [user for user, a in ir.uses() if a == var]
 
 
 RAISED = Impl("an exception class, raised at once", None, exception_call, lower=_cg_exception)
+RERUN = Impl("an exception class with an f-string, raised by the interpreter's rerun", None,
+             exception_call, lower=_cg_exception_rerun)
 UNTYPED_CALLS.insert(0, exception_call)   # (it answers only for exception classes)
 
 

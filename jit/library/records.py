@@ -167,6 +167,37 @@ def _t_static(ctx: Context, s, ts) -> Type:
     return FunctionT(_class_member(ctx, s, ts).__func__)
 
 
+CLASS_DATA = (int, float, bool, str)
+
+
+def _is_class_data(ctx: Context, s, ts) -> bool:
+    """`self.eps` where `eps = 1e-8` is a number or string of the object's class (or a
+    base): a constant, which every entry point checks (`lowering.guards.BAKED`:
+    rebinding it compiles again)."""
+    return type(_class_member(ctx, s, ts)) in CLASS_DATA and user_class(ts[0].cls)
+
+
+def _t_class_data(ctx: Context, s, ts) -> Type:
+    from lowering.guards import bake_class_constant
+    value = _class_member(ctx, s, ts)
+    bake_class_constant(ts[0].cls, _name(ctx, s))
+    return LiteralT(value) if type(value) is str else typeof(value)
+
+
+def _cg_class_data(fc, s, ts):
+    from jit.codegen.function import const_value
+    value = class_attribute(ts[0].cls, s.args[1].value)
+    if isinstance(s.type, StrT) or isinstance(s.type, LiteralT):
+        return fc.mg.string_word(value) if isinstance(s.type, StrT) else \
+            L.Constant(lltype(s.type), None)
+    return const_value(value, s.type)
+
+
+def user_class(cls: type) -> bool:
+    from lowering.guards import user_class as defined_by_user
+    return defined_by_user(cls)
+
+
 def _cg_no_data(fc, s, ts):
     return L.Constant(L.IntType(8), 0)
 
@@ -344,6 +375,8 @@ def _declare() -> None:
                       _is_method, _t_method, _cg_method, family=family, numpy_too=True)
     REGISTRY.overload("getattr", "a property of an object's class (its getter)",
                       _is_property, _t_property, None, family=family, numpy_too=True)
+    REGISTRY.overload("getattr", "a number or string of an object's class", _is_class_data,
+                      _t_class_data, _cg_class_data, family=family, numpy_too=True)
     REGISTRY.overload("getattr", "a staticmethod of an object's class", _is_static,
                       _t_static, _cg_no_data, family=family, numpy_too=True)
     REGISTRY.overload("getattr", "a function held by a constant namespace, class or module",

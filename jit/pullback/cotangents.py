@@ -395,8 +395,8 @@ def record_property(ctx: Context, s, ts) -> bool:
 def _t_record_pullback(ctx: Context, s, ts) -> Type:
     dy, x, name = ts[1], ts[2], ctx.const(s.args[3])
     k = x.index(name)
-    if dy == NONE:
-        return TupleT((NONE, NONE))
+    if dy == NONE or k is None and class_data(x.cls, name):
+        return TupleT((NONE, NONE))      # (a number of the class: a constant)
     if k is not None:
         return TupleT((TupleT(tuple(dy if i == k else NONE for i in range(len(x.elems)))),
                        NONE))
@@ -408,9 +408,15 @@ def _t_record_pullback(ctx: Context, s, ts) -> Type:
     ctx.fail(f"the cotangent {dy} of attribute {name!r} of {x} is not supported")
 
 
+def class_data(cls: type, name: str) -> bool:
+    """Is `name` a number or string of class `cls` (`jit.library.records`)?"""
+    from jit.library.records import CLASS_DATA, class_attribute
+    return type(class_attribute(cls, name)) in CLASS_DATA
+
+
 def _cg_record_pullback(fc: FunctionGen, s, ts):
     out = L.Constant(lltype(s.type), L.Undefined)
-    if ts[0] == NONE:
+    if ts[0] == NONE or s.type.elems[0] == NONE:
         return L.Constant(lltype(s.type), None)
     dy = fc.get(s.args[1])
     k = ts[1].index(s.args[3].value)
