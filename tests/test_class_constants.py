@@ -103,3 +103,31 @@ def test_a_class_constant_read_through_the_class_is_never_stale_in_jit():
 def test_the_object_gets_no_cotangent_for_a_class_constant():
     g = gradient(lambda obj, x: obj.energy(x), Scaled(np.ones(2)), X, backend="llvm")[0]
     np.testing.assert_allclose(g.w, 2.0 * X ** 2)
+
+
+class WithClassmethod:
+    factor = 2.0
+
+    @staticmethod
+    def square(v):
+        return v * v
+
+    @classmethod
+    def scaled(cls, v):
+        return cls.factor * cls.square(v)
+
+
+def through_a_classmethod(x):
+    return np.sum(WithClassmethod.scaled(x))
+
+
+def test_a_classmethod_reads_its_class_constants_and_staticmethods():
+    f = jit.jit(through_a_classmethod)
+    try:
+        np.testing.assert_allclose(grad(through_a_classmethod, X), 4.0 * X)
+        assert f(X) == pytest.approx(10.0)
+        WithClassmethod.factor = 3.0
+        np.testing.assert_allclose(grad(through_a_classmethod, X), 6.0 * X)
+        assert f(X) == pytest.approx(15.0)
+    finally:
+        WithClassmethod.factor = 2.0

@@ -348,20 +348,28 @@ def _is_const_data(ctx: Context, s, ts) -> bool:
 
 
 def _t_const_data(ctx: Context, s, ts) -> Type:
+    obj = _constant_object(ctx, s.args[0])
+    if isinstance(obj, type):     # checked by every entry point (`cls.eps` too)
+        from lowering.guards import bake_class_constant
+        bake_class_constant(obj, _name(ctx, s))
     return _const_data(ctx, s)[1]
 
 
 def _cg_const_data(fc, s, ts):
     from jit.codegen.function import const_value
-    obj = s.args[0].value if isinstance(s.args[0], Const) else ts[0].value
+    obj = s.args[0].value if isinstance(s.args[0], Const) else \
+        ts[0].func if isinstance(ts[0], FunctionT) else ts[0].value
     return const_value(vars(obj)[s.args[1].value], s.type)
 
 
 def _constant_object(ctx: Context, operand: Any) -> Any:
-    """The object a constant operand holds (a global, or an attribute of one), or None."""
+    """The object a constant operand holds (a global, or an attribute of one; a
+    classmethod's `cls`), or None."""
     if isinstance(operand, Const):
         return operand.value
     t = ctx.type_of(operand)
+    if isinstance(t, FunctionT) and isinstance(t.func, type):
+        return t.func
     return t.value if isinstance(t, LiteralT) else None
 
 
