@@ -363,6 +363,32 @@ def d_np_max(dy, y, x, axis=None, keepdims=False):
     return _extreme(dy, y, x, axis, keepdims)
 
 
+def _full_length(dy, n: int, m: int, mode: str):
+    """Cotangent `dy` of `np.convolve` / `np.correlate` of lengths n and m in `mode`,
+    placed where its entries sit in the full output (length n + m - 1; zeros around)."""
+    if mode == "full":
+        return dy
+    g = np.zeros(n + m - 1)
+    start = min(n, m) - 1 if mode == "valid" else (min(n, m) - 1) // 2
+    g[start:start + len(dy)] = dy
+    return g
+
+
+@pullback_rule(np.convolve)
+def d_np_convolve(dy, a, v, mode="full"):
+    """y[i] = sum_k a[k] v[i - k] over the full output: each operand's cotangent is
+    the full cotangent correlated with the other operand."""
+    g = _full_length(dy, len(a), len(v), mode)
+    return np.correlate(g, v, "valid"), np.correlate(g, a, "valid")
+
+
+@pullback_rule(np.correlate)
+def d_np_correlate(dy, a, v, mode="valid"):
+    """np.correlate(a, v) is np.convolve(a, v[::-1]) (real operands)."""
+    g = _full_length(dy, len(a), len(v), mode)
+    return np.correlate(g, v[::-1], "valid"), np.correlate(g, a, "valid")[::-1]
+
+
 @pullback_rule(np.cumsum)
 def d_np_cumsum(dy, x, axis=None, dtype=None):
     if axis is None:

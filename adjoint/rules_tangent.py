@@ -673,7 +673,8 @@ linear(["neg"])
 linear(["copy", "pos", "unpack"])
 elementwise(["abs"])
 _set(["getattr"], _getattr_jvp)          # (methods: see the transform)
-multilinear(_named(np, "multiply matmul dot inner outer kron cross tensordot"))
+multilinear(_named(np, "multiply matmul dot inner outer kron cross tensordot convolve "
+                       "correlate"))
 multilinear([np.einsum], data=tuple(range(1, 33)))   # after the subscripts
 linear([np.full, np.full_like], data=(1,))
 linear([tuple, list, np.float32, np.gradient])

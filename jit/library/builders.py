@@ -26,7 +26,7 @@ from jit.codegen.function import FunctionGen, const_value
 from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
 from jit.library.python_impls import has_array
 from jit.library.python_impls import mark
-from jit.library.numpy_calls import add_host, dtype_arg, dtype_of
+from jit.library.numpy_calls import add_host, dtype_arg, dtype_of, reduction
 from jit.library.registry import REGISTRY, called
 from jit.typing.infer import Context
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type,
@@ -280,6 +280,11 @@ def _t_fsum(ctx: Context, s, ts: list) -> Type:
     return impl_call(ctx, s, impl, [s.args[1]])
 
 
+def _whole_array(ctx: Context, s, ts: list) -> bool:
+    """Pattern: one array and no axis (`np.argmin(a)`; an axis is numpy's, by host)."""
+    return len(ts) == 1 and not s.kwargs and has_array(ctx, s, ts)
+
+
 def _pick_arg(kind: str):
     def pick(ts):
         ok = len(ts) == 1 and is_float_array(ts[0])
@@ -391,8 +396,9 @@ def _declare() -> None:
                      types=_t_fsum, lower=_cg_user)
     for f, which in ((np.argmin, "min"), (np.argmax, "max")):
         REGISTRY.declare(f, family="reductions", pattern="float64 array, 1-D or 2-D",
-                         matches=has_array, methods=(f.__name__,),
+                         matches=_whole_array, methods=(f"{f.__name__}(axis=None)",),
                          types=array_rule(_pick_arg(which), f"np.{f.__name__}"))
+        add_host(f, "a, axis=None, out=None, *, keepdims=False", reduction(INT64))
     REGISTRY.declare_pullback(M.d_fsum, "1-D array or tuple of numbers", _pick_d_fsum)
 
 

@@ -696,6 +696,9 @@ def _declare() -> None:
     declare(np.dsplit, "ary, indices_or_sections", split_parts, shp)
     declare(np.atleast_3d, "*arys", at_least(3), shp)
     declare(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None", cross, lin)
+    for f in (np.convolve, np.correlate):
+        declare(f, "a, v, mode='full'" if f is np.convolve else "a, v, mode='valid'",
+                elementwise(None, "a", "v"), lin)
     declare(np.select, "condlist, choicelist, default=0", select, sel)
     bld = "array builders"
     declare(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, "
