@@ -252,6 +252,8 @@ def call(lw, callee, args: list, names: tuple) -> None:
     if operator_op is not None and len(args) == operator_op[1]:
         lw.push(lw.emit(operator_op[0], *args))   # operator.add(a, b) is a + b
         return
+    if value is enumerate and len(args) == 1 and set(kwargs) == {"start"}:
+        args, kwargs = list(args) + [kwargs["start"]], {}     # enumerate(s, start=1)
     if any(value is f for f in LOOPABLE) and not kwargs:
         lw.push(LazyCall(callee=value, args=args))
         return

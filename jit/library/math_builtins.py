@@ -122,8 +122,9 @@ def _t_round(ctx, s, ts) -> Type:
 
 
 def _t_len(ctx, s, ts) -> Type:
-    if len(ts) == 1 and isinstance(ts[0], LiteralT) and isinstance(ts[0].value, ListLiteral):
-        return INT64     # a constant list (`[]` before a loop appends to it)
+    if len(ts) == 1 and isinstance(ts[0], LiteralT) and isinstance(ts[0].value,
+                                                                  (ListLiteral, str)):
+        return INT64     # a constant list (`[]` before a loop appends to it), a string
     if len(ts) != 1 or not isinstance(ts[0], (ArrayT, TupleT, BuiltListT)) or (
             isinstance(ts[0], RecordT) and not ts[0].is_tuple):
         ctx.fail(f"len() of {ts[0] if ts else 'nothing'} is not supported")

@@ -3,18 +3,19 @@ and f-strings (`jit.types.FormattedT`), formatted where they reach Python.
 
 A label chosen by a branch (`kind = "pos" if x > 0 else "neg"`) is a phi of string
 constants; the JIT types it `str` and keeps the string's interned id (an i64), so
-`==`, `!=`, truth and returning it to Python work; other string operations are
-refused with TypingError.
+`==`, `!=`, truth and returning it to Python work; a method of a string constant
+called with constants (`mode.lower() == "train"`, `name.startswith("w")`) is computed
+when compiling; other string operations are refused with TypingError.
 """
 from __future__ import annotations
 
 from llvmlite import ir as L
 
 from jit.codegen.function import lltype
-from jit.library.registry import REGISTRY
+from jit.library.registry import REGISTRY, Impl
 from jit.runtime.host_calls import passable
-from jit.typing.infer import Context, LiteralT, string_like
-from jit.types import BOOL, FormattedT, StrT
+from jit.typing.infer import UNTYPED_CALLS, Context, LiteralT, string_like
+from jit.types import BOOL, INT64, FormattedT, FunctionT, StrT
 from lowering.runtime import formatted
 
 
@@ -77,6 +78,76 @@ def _cg_formatted(fc, s, ts):
     for i, a in enumerate(s.args[2:]):
         out = fc.b.insert_value(out, fc.get(a, s.type.elems[i]), i)
     return out
+
+
+# -- a method of a string constant, called with constants: folded when compiling -----------
+STR_METHODS = frozenset({
+    "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize",
+    "swapcase", "startswith", "endswith", "replace", "removeprefix", "removesuffix",
+    "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper", "find", "count",
+    "zfill", "center", "ljust", "rjust"})
+
+
+class StrMethod:
+    """`s.name` of a string constant `s` (the JIT's callee for `s.name(args)`)."""
+
+    def __init__(self, text: str, name: str) -> None:
+        self.text, self.name = text, name
+
+    def __repr__(self) -> str:
+        return f"{self.text!r}.{self.name}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StrMethod) and (self.text, self.name) == \
+            (other.text, other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.name))
+
+
+def _is_str_method(ctx, s, ts) -> bool:
+    name = ctx.const(s.args[1]) if len(s.args) == 2 else None
+    return isinstance(ts[0], LiteralT) and type(ts[0].value) is str and name in STR_METHODS
+
+
+def _t_str_method(ctx: Context, s, ts):
+    return FunctionT(StrMethod(ts[0].value, ctx.const(s.args[1])))
+
+
+def _cg_no_data(fc, s, ts):
+    return L.Constant(lltype(s.type), None)
+
+
+def fold_str_method(ctx: Context, s, ts: list):
+    """The type of `s.name(args)` on a string constant with constant arguments (an
+    `UNTYPED_CALLS` handler): its result, computed now (a string constant; a bool or
+    an int, compiled as a constant).  None for other callees."""
+    m = ts[0].func if isinstance(ts[0], FunctionT) else None
+    if not isinstance(m, StrMethod):
+        return None
+    if s.kwargs or not all(ctx.is_const(a) for a in s.args[1:]):
+        ctx.fail(f"str.{m.name} of a string constant with arguments computed at run time "
+                 "is not compiled")
+    value = getattr(m.text, m.name)(*[ctx.const(a) for a in s.args[1:]])
+    ctx.typing.impls[s.var] = FOLDED
+    ctx.typing.static[s.var] = value
+    if type(value) is str:
+        return LiteralT(value)
+    return BOOL if type(value) is bool else INT64
+
+
+def _cg_folded(fc, s, ts):
+    value = fc.typing.static[s.var]
+    if type(value) is str:
+        return L.Constant(lltype(s.type), None)
+    return L.Constant(lltype(s.type), int(value))
+
+
+FOLDED = Impl("a string constant's method, with constants (folded)", None, fold_str_method,
+              lower=_cg_folded)
+UNTYPED_CALLS.insert(0, fold_str_method)
+REGISTRY.overload("getattr", "a method of a string constant", _is_str_method, _t_str_method,
+                  _cg_no_data, family="strings")
 
 
 REGISTRY.declare(formatted, family="strings", name="f-string (printed or logged)",
