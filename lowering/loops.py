@@ -95,6 +95,22 @@ def columns_state(lw, args: list) -> ForState:
     return ForState("columns", new_counter(lw, Const(0)), n, Const(1), 1, seqs=[seqs])
 
 
+def _short_range(v) -> bool:
+    """Is `v` a lazy `range(stop)` or `range(start, stop)`?"""
+    return isinstance(v, LazyCall) and v.callee is range and v.var is None and \
+        len(v.args) in (1, 2)
+
+
+def reversed_range_state(lw, args: list) -> ForState:
+    """`reversed(range(a, b))`: the counter runs from b - 1 down to a."""
+    idx = [as_index(lw, a) for a in args]
+    start, stop = (Const(0), idx[0]) if len(args) == 1 else idx
+    first = lw.emit("sub", stop, Const(1))
+    last = lw.emit("sub", start, Const(1))
+    lw.ints.update([first, last])
+    return ForState("range", new_counter(lw, first), last, Const(-1), -1)
+
+
 def reversed_state(lw, seq) -> ForState:
     """`reversed(s)` for a sequence (or a dict: its keys): the counter runs from
     len(s) - 1 down to 0."""
@@ -119,6 +135,8 @@ def op_get_iter(lw, ins):
             lw.push(seq_state(lw, "enumerate_zip", inner.args, offset))
         else:
             lw.push(seq_state(lw, "enumerate", x.args[:1], offset))
+    elif x.callee is reversed and len(x.args) == 1 and _short_range(x.args[0]):
+        lw.push(reversed_range_state(lw, x.args[0].args))
     elif x.callee is reversed and len(x.args) == 1:
         lw.push(reversed_state(lw, x.args[0]))
     elif x.callee is zip and any(isinstance(a, Starred) for a in x.args):

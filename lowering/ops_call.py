@@ -26,6 +26,7 @@ from .ops_basic import static_items
 from .guards import read_live, rebound_globals
 from .runtime import GlobalRef, call_unpacked, keywords, read_global, write_global
 from .super_calls import SuperMethod, SuperOf, super_attribute, super_call, super_of_stack
+from .function_builtins import PYTHON_VERSIONS
 from .values import NULL, FuncBuild, Lazy, LazyCall, LazyDict, LazyTuple, ListAppend, Starred
 
 PY = sys.version_info[:2]
@@ -37,9 +38,15 @@ ITERATING = (list, tuple, sorted, sum, max, min, any, all, set, frozenset)
 def stands_for(value):
     """What compiled and differentiated code calls for `value`: the Python function a
     wrapper names in `__zygopy_function__` (a `jit.jit` function: its callers compile
-    and differentiate its code, not the wrapper's), else `value` itself."""
+    and differentiate its code, not the wrapper's), the Python version of a builtin
+    that calls a function (`lowering.function_builtins`), else `value` itself."""
     inner = getattr(value, "__zygopy_function__", None)
-    return inner if isinstance(inner, types.FunctionType) else value
+    if isinstance(inner, types.FunctionType):
+        return inner
+    try:
+        return PYTHON_VERSIONS.get(value, value)   # `map`, `functools.reduce`: their code
+    except TypeError:                              # (an unhashable value)
+        return value
 
 
 def resolve_global(lw, name: str):
@@ -49,7 +56,7 @@ def resolve_global(lw, name: str):
     b = getattr(lw.func, "__builtins__", None) or g.get("__builtins__", builtins)
     b = b if isinstance(b, dict) else vars(b)
     if name in b:
-        return b[name]
+        return stands_for(b[name])
     return lw.raise_when_run(NameError, f"name {name!r} is not defined").value
 
 

@@ -1,7 +1,10 @@
 """Small pieces of Python as people write it, compiled with no fallback and
 differentiated right: `enumerate(xs, start=1)`, a method of a string constant
-(`mode.lower() == "train"`), on both backends."""
+(`mode.lower() == "train"`), `map` / `filter` / `functools.reduce` with a lambda,
+`reversed(range(a, b))`, on both backends."""
+import functools
 import warnings
+from functools import reduce
 
 import numpy as np
 import pytest
@@ -45,3 +48,55 @@ def test_string_constant_methods_fold(mode):
     g = compiled(by_mode, X, mode)[0]
     np.testing.assert_allclose(g, want)
     assert jit.jit(by_mode)(X, mode) == pytest.approx(by_mode(X, mode))
+
+
+def product(x):
+    return reduce(lambda a, b: a * b, x)
+
+
+def squares_from_one(x):
+    return functools.reduce(lambda a, b: a + b * b, x, 1.0)
+
+
+def positive_sum(x):
+    return sum(filter(lambda v: v > 0, x))
+
+
+def dot_by_map(x, y):
+    return sum(map(lambda a, b: a * b, x, y))
+
+
+def backwards(x, a):
+    acc = 0.0
+    for i in reversed(range(len(x))):
+        acc = acc * 0.9 + x[i]
+    for i in reversed(range(a, len(x))):
+        acc = acc * 0.5 + i * x[i]
+    return acc
+
+
+def central(f, args, k=0, eps=1e-6):
+    x = args[k]
+    out = []
+    for e in np.eye(len(x)):
+        up, dn = list(args), list(args)
+        up[k], dn[k] = x + eps * e, x - eps * e
+        out.append((f(*up) - f(*dn)) / (2 * eps))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("f,args", [(product, (X,)), (squares_from_one, (X,)),
+                                    (positive_sum, (X,)), (dot_by_map, (X, X[::-1].copy())),
+                                    (backwards, (X, 0)), (backwards, (X, 2))])
+def test_map_filter_reduce_and_reversed_range_compile(f, args):
+    g = compiled(f, *args)[0]
+    np.testing.assert_allclose(g, central(f, args), atol=1e-6)
+    np.testing.assert_allclose(gradient(f, *args, backend="interp")[0], g)
+    assert jit.jit(f)(*args) == pytest.approx(f(*args))
+
+
+def test_reduce_of_nothing_raises_what_cpython_raises():
+    for call in (lambda: product(np.zeros(0)), lambda: jit.jit(product)(np.zeros(0)),
+                 lambda: gradient(product, np.zeros(0))):
+        with pytest.raises(TypeError, match="reduce\\(\\) of empty iterable"):
+            call()
