@@ -202,7 +202,7 @@ def _useful(ir: IR, varied: set) -> set:
         if isinstance(b.term, Return) and isinstance(b.term.value, Var):
             useful.add(b.term.value)
         for s in b.stmts:   # arguments written into: the caller sees them
-            useful |= {v for v in _written_in_place(s, defs) if v in args}
+            useful |= {v for v in written_in_place(s, defs) if v in args}
     captured = {s.var: _vars(s.args[1:]) for b in ir.blocks for s in b.stmts
                 if s.op == "make_closure"}
     captured.update({s.var: [_method_of(s)] for b in ir.blocks for s in b.stmts
@@ -251,7 +251,7 @@ WRITES_INTO_ARGUMENT = (np.copyto, np.put, np.place, np.putmask, np.fill_diagona
                         np.put_along_axis)
 
 
-def _written_in_place(s, defs: dict) -> list:
+def written_in_place(s, defs: dict) -> list:
     """The operands statement `s` writes into by a store, an array-writing method
     (`a.fill(v)`, `a.sort()`), a numpy function that writes into its argument
     (`np.copyto(a, v)`, `np.add.at(a, i, v)`) or `out=`."""
@@ -260,18 +260,33 @@ def _written_in_place(s, defs: dict) -> list:
     if s.op != "call":
         return []
     out = [s.kwargs["out"]] if isinstance(s.kwargs.get("out"), Var) else []
-    f = s.args[0]
-    if isinstance(f, Var):
-        m = defs.get(f)
-        if m is not None and m.op == "getattr" and isinstance(m.args[1], Const) and \
-                m.args[1].value in ARRAY_WRITING_METHODS:
-            return out + [m.args[0]]
-        return out
-    g = f.value
-    if any(g is w for w in WRITES_INTO_ARGUMENT) or (
-            isinstance(getattr(g, "__self__", None), np.ufunc) and len(s.args) > 1):
+    if library_write(s, defs) is not None:
         return out + [s.args[1]]
+    f = s.args[0]
+    m = defs.get(f) if isinstance(f, Var) else None
+    if m is not None and m.op == "getattr" and isinstance(m.args[1], Const) and \
+            m.args[1].value in ARRAY_WRITING_METHODS:
+        return out + [m.args[0]]
     return out
+
+
+def library_write(s, defs: dict):
+    """The name of the numpy function call `s` is, when it writes into its first
+    argument (`np.copyto(a, v)`, `np.add.at(a, i, v)`: `WRITES_INTO_ARGUMENT` and
+    a ufunc's `at`), else None."""
+    if s.op != "call" or len(s.args) < 2:
+        return None
+    f = s.args[0]
+    m = defs.get(f) if isinstance(f, Var) else None
+    if m is not None and m.op == "getattr" and isinstance(m.args[0], Const) and \
+            isinstance(m.args[0].value, np.ufunc) and m.args[1] == Const("at"):
+        return f"numpy.{m.args[0].value.__name__}.at"
+    g = f.value if isinstance(f, Const) else None
+    if isinstance(getattr(g, "__self__", None), np.ufunc) and getattr(g, "__name__", "") == "at":
+        return f"numpy.{g.__self__.__name__}.at"
+    if any(g is w for w in WRITES_INTO_ARGUMENT):
+        return f"numpy.{g.__name__}"
+    return None
 
 
 def _viewed(v, defs: dict) -> list:

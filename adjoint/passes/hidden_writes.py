@@ -28,7 +28,6 @@ from ssair import IR, Const, Var
 
 from .activity import SHAPE_ATTRS
 from .aliases import _view_call
-from .instrument import _view_source
 
 
 def param_writes(ir: IR, kinds: Any = None) -> tuple:
@@ -100,6 +99,7 @@ def view_operands(ir: IR, operands: Iterable, element: Any) -> list:
     """For each operand, whether a statement of `ir` may make it a view of another
     array (indexing, `.T`, a reshape: `instrument._view_source`), through phis;
     `element(v)`: is `v` a tuple or list (indexing one gives an element, no view)."""
+    from .instrument import _view_source      # (instrument imports this module)
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     phis = {p.var: p for b in ir.blocks for p in b.phis}
 
@@ -144,3 +144,80 @@ def _label(callee: Any, jf: Any) -> str:
     name = getattr(callee, "__qualname__", None) or jf.primal.meta.get(
         "source_name", jf.primal.name)
     return f"a call of {name}"
+
+
+# methods of lists and dicts that change them in place
+CONTAINER_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+    "popitem", "sort", "reverse", "__setitem__", "__delitem__", "__iadd__"})
+_CHANGED: dict = {}    # function -> (its code, the parameters its code changes that way)
+
+
+def refuse_container_changes(ir: IR, useful: set, varied: set) -> None:
+    """`push(acc, v)` with `def push(lst, v): lst.append(v)`, where the caller reads
+    `acc` afterwards: the callee changes the list behind the adjoint's back (it
+    follows a list by value: the appended entry would get no gradient).  Refused
+    when the list is read afterwards (`useful`) and a value involved may carry a
+    derivative (`varied`).  Only calls of a Python function named by a constant are
+    read (a function value's code is not known here)."""
+    names = {d.var: getattr(d, "name", None) for d in ir.definitions()}
+    names.update({a.var: a.name for a in ir.args})
+    for b in ir.blocks:
+        for s in b.stmts:
+            if s.op != "call" or not isinstance(s.args[0], Const) or s.kwargs:
+                continue
+            changed = _changed_params(s.args[0].value, len(s.args) - 1)
+            for k, (method, line) in changed.items():
+                v = s.args[1 + k]
+                if isinstance(v, Var) and v in useful and any(
+                        isinstance(o, Var) and o in varied for o in s.args[1:]):
+                    what = names.get(v)
+                    raise TypeError(
+                        f"adjoint: a call of {_qualname(s.args[0].value)} changes its "
+                        f"argument {repr(what) if what else ''} in place (.{method}() at "
+                        f"line {line}) and it is read afterwards{_at(ir, s.line)}; reverse "
+                        "mode cannot follow that change of a list or dict: return the new "
+                        "value from the function instead")
+
+
+def _changed_params(f: Any, nargs: int) -> dict:
+    """{parameter index: (method, line)} of the lists or dicts Python function `f`
+    (called with `nargs` positional arguments) changes by a method call; {} when its
+    code cannot be read."""
+    import types
+    code = getattr(f, "__code__", None)
+    if type(f) is not types.FunctionType or code is None or code.co_flags & 0x0C or \
+            nargs != code.co_argcount:
+        return {}
+    hit = _CHANGED.get(f)
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    import lowering
+    try:
+        fir = lowering.lower(f)
+    except Exception:      # noqa: BLE001 (not lowered: the call is refused elsewhere)
+        return {}
+    params = {a.var: k for k, a in enumerate(fir.args)}
+    derived = _derived_from_params(fir, params, None)
+    defs = {st.var: st for blk in fir.blocks for st in blk.stmts}
+    out: dict = {}
+    for blk in fir.blocks:
+        for st in blk.stmts:
+            m = defs.get(st.args[0]) if st.op == "call" and isinstance(st.args[0], Var) \
+                else None
+            if m is None or m.op != "getattr" or not isinstance(m.args[1], Const) or \
+                    m.args[1].value not in CONTAINER_METHODS or not isinstance(m.args[0], Var):
+                continue
+            recv = m.args[0]
+            for k in ({params[recv]} if recv in params else derived.get(recv, set())):
+                out.setdefault(k, (m.args[1].value, st.line))
+    _CHANGED[f] = (code, out)
+    return out
+
+
+def _qualname(f: Any) -> str:
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", "a function")
+
+
+def _at(ir: IR, line: Any) -> str:
+    return f" at {ir.file}:{line}" if line is not None else ""

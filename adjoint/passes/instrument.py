@@ -37,9 +37,10 @@ import numpy as np
 
 from ssair import IR, Arg, Const, Stmt, Var
 
-from .activity import Activity, is_user_call
+from .activity import Activity, is_user_call, library_write
 from .aliases import VIEW_NAMES, sharing, volatile
 from .container_writes import refuse_alias_writes
+from .hidden_writes import refuse_container_changes
 from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
@@ -87,6 +88,8 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     out.meta["tape"] = tape
     _refuse_view_writes(out, act, kinds)
     _refuse_out_writes(out, act)
+    _refuse_library_writes(out, act)
+    refuse_container_changes(out, act.useful, act.varied)
     refuse_stale_views(out, act.varied, kinds)
     refuse_alias_writes(out, act.varied, kinds)
     mutated = volatile(out, kinds, set())
@@ -146,6 +149,23 @@ def _refuse_out_writes(ir: IR, act: Activity) -> None:
                                 f"result into an array, which is not differentiable"
                                 f"{where(ir, s.line)}; assign the result instead "
                                 "(`o = f(x)` or `o[...] = f(x)`)")
+
+
+def _refuse_library_writes(ir: IR, act: Activity) -> None:
+    """`np.add.at(a, i, v)`, `np.copyto(a, v)`, `np.put(a, i, v)`: numpy writes into
+    `a` behind the adjoint's back; refused when an operand may carry a derivative, as
+    the interpreter's call does (`transform._refuse_opaque_write`), before compiled
+    code could run it as a plain call."""
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    for b in ir.blocks:
+        for s in b.stmts:
+            what = library_write(s, defs)
+            if what is not None and any(isinstance(v, Var) and v in act.varied
+                                        for v in list(s.args[1:]) + list(s.kwargs.values())):
+                raise TypeError(f"adjoint: {what} writes into an array argument, which "
+                                "reverse mode cannot follow in a library call"
+                                f"{where(ir, s.line)}; compute the result out of place "
+                                "instead (e.g. `y = y + v`)")
 
 
 def _callee_name(s: Stmt) -> str:
