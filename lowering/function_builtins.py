@@ -13,12 +13,12 @@ import functools
 _EMPTY = "reduce() of empty iterable with no initial value"
 
 
-def map(function, *iterables):       # noqa: A001  (the name users see in messages)
+def map(function, *iterables):
     for items in zip(*iterables):
         yield function(*items)
 
 
-def filter(function, iterable):      # noqa: A001
+def filter(function, iterable):
     for item in iterable:
         if (item if function is None else function(item)):
             yield item

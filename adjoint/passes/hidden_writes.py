@@ -20,7 +20,8 @@ statements that made them (compiled code, `view_operands`).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from ssair import IR, Const, Var
 
 from .activity import SHAPE_ATTRS
 from .aliases import _view_call
+from .views import view_source
 
 
 def param_writes(ir: IR, kinds: Any = None) -> tuple:
@@ -97,14 +99,13 @@ def _part_of(s: Any, defs: dict) -> bool:
 
 def view_operands(ir: IR, operands: Iterable, element: Any) -> list:
     """For each operand, whether a statement of `ir` may make it a view of another
-    array (indexing, `.T`, a reshape: `instrument._view_source`), through phis;
+    array (indexing, `.T`, a reshape: `views.view_source`), through phis;
     `element(v)`: is `v` a tuple or list (indexing one gives an element, no view)."""
-    from .instrument import _view_source      # (instrument imports this module)
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     phis = {p.var: p for b in ir.blocks for p in b.phis}
 
     def viewed(v):
-        made = defs.get(_view_source(v, defs, phis, set()))
+        made = defs.get(view_source(v, defs, phis, set()))
         return made is not None and not (made.op == "getitem" and element(made.args[0]))
     return [isinstance(v, Var) and viewed(v) for v in operands]
 

@@ -38,9 +38,10 @@ import numpy as np
 from ssair import IR, Arg, Const, Stmt, Var
 
 from .activity import Activity, is_user_call, library_write
-from .aliases import VIEW_NAMES, sharing, volatile
+from .aliases import sharing, volatile
 from .container_writes import refuse_alias_writes
 from .hidden_writes import refuse_container_changes
+from .views import view_name, view_source
 from .inplace import refuse_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
@@ -108,9 +109,6 @@ def instrument(ir: IR, act: Activity, kinds: Any = None) -> IR:
     return out
 
 
-VIEW_ATTRS = frozenset({"T", "real", "imag", "flat", "mT"})
-
-
 def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
     """`row = m[i]; row[0] = v` writes into `m` through a view, which the recorded
     old values cannot follow: refuse it instead of giving a wrong gradient.  A value
@@ -121,10 +119,10 @@ def _refuse_view_writes(ir: IR, act: Activity, kinds: Any = None) -> None:
         for s in list(b.stmts):
             if s.op != "setitem" or not isinstance(s.args[0], Var):
                 continue
-            view = _view_source(s.args[0], defs, phis, set(), kinds)
+            view = view_source(s.args[0], defs, phis, set(), kinds)
             if view is not None and view in act.varied:
                 refuse_write(ir, s.var, f"adjoint: writing into a view of an array (here a value "
-                                f"made by {_view_name(defs[view])}) is not differentiable "
+                                f"made by {view_name(defs[view])}) is not differentiable "
                                 f"yet{where(ir, s.line)}; copy it first (`.copy()`)")
 
 
@@ -176,69 +174,6 @@ def _callee_name(s: Stmt) -> str:
         return "a call"
     return f"np.{name}" if isinstance(f, np.ufunc) or \
         getattr(np, name, None) is f else name
-
-
-def _view_source(v, defs: dict, phis: dict, seen: set, kinds: Any = None):
-    """The statement (through phis and copies) that may make `v` a view, or None."""
-    if v in seen or (kinds is not None and kinds.is_scalar(v)):
-        return None
-    seen.add(v)
-    if v in phis:
-        for x in phis[v].operands():
-            hit = isinstance(x, Var) and _view_source(x, defs, phis, seen, kinds)
-            if hit:
-                return hit
-        return None
-    s = defs.get(v)
-    if s is None:
-        return None
-    if s.op == "copy" and isinstance(s.args[0], Var):
-        return _view_source(s.args[0], defs, phis, seen, kinds)
-    if s.op == "getitem" and isinstance(s.args[0], Const) and isinstance(s.args[0].value, tuple):
-        return v if any(isinstance(e, np.ndarray) for e in s.args[0].value) else None
-    elements = _tuple_elements(s.args[0], defs) if s.op == "getitem" else None
-    k = s.args[1].value if elements is not None and len(s.args) == 2 and \
-        isinstance(s.args[1], Const) else None
-    if isinstance(k, int) and -len(elements) <= k < len(elements):
-        elements = [elements[k]]
-    if elements is not None:   # an element of a tuple is that value itself
-        for x in elements:
-            hit = isinstance(x, Var) and _view_source(x, defs, phis, seen, kinds)
-            if hit:
-                return hit
-        return None
-    return v if _makes_view(s, defs) else None
-
-
-def _tuple_elements(v, defs: dict):
-    """The operands of the `tuple` that `v` is (directly or `unpack`ed), or None."""
-    made = defs.get(v) if isinstance(v, Var) else None
-    if made is not None and made.op == "unpack":
-        made = defs.get(made.args[0]) if isinstance(made.args[0], Var) else None
-    return made.args if made is not None and made.op == "tuple" else None
-
-
-def _makes_view(s, defs: dict) -> bool:
-    if s.op == "getitem":
-        return True
-    if s.op == "getattr":
-        return isinstance(s.args[1], Const) and s.args[1].value in VIEW_ATTRS
-    if s.op != "call":
-        return False
-    f = s.args[0]
-    if isinstance(f, Const):
-        return getattr(f.value, "__name__", None) in VIEW_NAMES
-    m = defs.get(f)
-    return (m is not None and m.op == "getattr" and isinstance(m.args[1], Const)
-            and m.args[1].value in VIEW_NAMES)
-
-
-def _view_name(s) -> str:
-    if s.op == "getitem":
-        return "indexing"
-    if s.op == "getattr":
-        return f".{s.args[1].value}"
-    return "a call that returns a view"
 
 
 def _array_args(ir: IR, kinds: Any) -> set:
