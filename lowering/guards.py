@@ -404,9 +404,14 @@ def _stores_of(code: types.CodeType) -> frozenset:
     out = _STORES_OF.get(code)
     if out is None:
         out = _STORES_OF[code] = frozenset(
-            ins.argval for c in _codes(code) for ins in dis.get_instructions(c)
+            ins.argval for c in _codes(code) if _GLOBAL_STORES & set(c.co_code[::2])
+            for ins in dis.get_instructions(c)
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"))
     return out
+
+
+# (every other byte of `co_code` is an opcode: a code without these stores none)
+_GLOBAL_STORES = frozenset({dis.opmap["STORE_GLOBAL"], dis.opmap["DELETE_GLOBAL"]})
 
 
 def loads_of(code: types.CodeType) -> tuple:
