@@ -104,7 +104,10 @@ class JFunction:
 
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-VERIFY = True
+# verify the IR after each step of the J transform: in the test suite (it sets
+# ZYGOPY_VERIFY=1, `tests/conftest.py`) and where a user asks; off by default, as a
+# compiler's own checks are (it is a tenth of a large function's first compile)
+VERIFY = os.environ.get("ZYGOPY_VERIFY", "0") not in ("", "0")
 
 
 def clear_cache() -> None:
