@@ -66,7 +66,7 @@ from .passes.activity import (ARRAY_WRITING_METHODS, WRITES_INTO_ARGUMENT, Activ
                               analyze)
 from .passes.branches import record_branches, silent_joins
 from .passes.container_writes import forward_tuple_elements
-from .passes.hidden_writes import is_view, param_writes, refuse_hidden_writes
+from .passes.hidden_writes import is_number, is_view, param_writes, refuse_hidden_writes
 from .passes.induction import rebuildable
 from .passes.inplace import arg_types, canonical_inplace
 from .passes.instrument import instrument
@@ -541,7 +541,7 @@ def call_forward(state, f: Any, tape, pos: tuple, kw: dict, plain: bool = False)
         _refuse_opaque_write(f, pos, kw)
         return f(*pos, **kw), OpaquePB(f, nops)
     jf, args, slots, nfree, closure = resolve_call(target, pos, kw)
-    refuse_hidden_writes(f, jf, [is_view(a) for a in args])
+    refuse_hidden_writes(f, jf, [is_view(a) for a in args], [is_number(a) for a in args])
     if closure and f.defaults is not None:
         refuse_runtime_defaults(f, args[nfree:], slots, nfree)
     y, env = interp._call_ir(state, jf.forward, (tape,) + args)

@@ -314,3 +314,22 @@ def test_a_helper_appending_to_a_list_never_read_again_is_differentiated(backend
 def test_np_add_at_of_a_differentiated_value_is_refused(f, backend):
     with pytest.raises(TypeError, match="numpy.add.at writes into an array argument"):
         grad(f, backend)
+
+
+def keeps_lowering(p, b):
+    for i in range(3):
+        p -= b * 0.1
+        if p > 100.0:
+            p = p * 0.5
+        p = p * 1.0
+    return p
+
+
+def scalar_helper(x, b):
+    s = np.sum(x) * 1.0
+    return keeps_lowering(s, b) ** 2 + np.sum(x * x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_operators_on_a_number_in_a_helper_are_differentiated(backend):
+    assert_right(scalar_helper, backend)      # (`p -= v` rebinds a number: no write)

@@ -110,15 +110,17 @@ def view_operands(ir: IR, operands: Iterable, element: Any) -> list:
     return [isinstance(v, Var) and viewed(v) for v in operands]
 
 
-def refuse_hidden_writes(callee: Any, jf: Any, views: list, where: str = "") -> None:
+def refuse_hidden_writes(callee: Any, jf: Any, views: list, numbers: list,
+                         where: str = "") -> None:
     """Refuse the call of `callee` (J function `jf`, over captured values then
     parameters) when it writes into an attribute, element or view of a parameter
     (`jf.hidden_writes`), or into a parameter (`jf.param_writes`) that `views` (one
-    entry per J argument) says is passed a view of another array."""
+    entry per J argument) says is passed a view of another array; `numbers` says
+    which arguments are numbers."""
     names = [a.name for a in jf.primal.args]
     label = _label(callee, jf)
-    for k, line in jf.hidden_writes:
-        if jf.active_args[k]:
+    for k, line in jf.hidden_writes:      # (a number has no memory to write into: the
+        if jf.active_args[k] and not numbers[k]:    # write is in a branch for arrays)
             raise TypeError(
                 f"adjoint: {label} writes into an attribute, element or view of its "
                 f"argument {names[k]!r} at {jf.primal.file}:{line}, which its caller "
@@ -133,6 +135,11 @@ def refuse_hidden_writes(callee: Any, jf: Any, views: list, where: str = "") -> 
                 f"or a reshape){where}; reverse mode cannot follow that write into the "
                 "viewed array: pass a copy (`.copy()`) and use the result, or write "
                 "into the array by its own name")
+
+
+def is_number(value: Any) -> bool:
+    """A Python or numpy number (`in-place` operators on it rebind, never write)."""
+    return isinstance(value, (int, float, complex, np.number, np.bool_))
 
 
 def is_view(value: Any) -> bool:

@@ -172,7 +172,8 @@ def _t_user_jcall(ctx: Context, s, ts, f: Any, captured: list, closure: Any) -> 
                    tuple(str(t) for t in argtypes))
     refuse_hidden_writes(f, jf, [False] * len(captured) + view_operands(
         ctx.typing.ir, operands, lambda v: isinstance(ctx.type_of(v), TupleT)),
-                         f" at {ctx.typing.ir.file}:{s.line}")
+        [t in (FLOAT64, FLOAT32, INT64, BOOL) for t in argtypes],
+        f" at {ctx.typing.ir.file}:{s.line}")
     if closure and any(writes_into(ctx.engine, ctx.engine.infer(ir, argtypes), k)
                        for k in jf.inout if k < len(captured)):
         ctx.fail(f"{ir.name} writes into an array it captured; such closures are not "
