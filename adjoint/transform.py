@@ -99,6 +99,11 @@ class JFunction:
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 VERIFY = True
+# Each pass's output verified too (not only the transform's): names the pass that broke
+# the IR.  On under the tests (`tests/conftest.py`) and with ZYGOPY_VERIFY_PASSES=1; off
+# otherwise, where the eight checks per transform were a twentieth of a first gradient.
+VERIFY_EACH_PASS = os.environ.get("ZYGOPY_VERIFY_PASSES", "").lower() not in (
+    "", "0", "false", "no")
 
 
 def clear_cache() -> None:
@@ -195,7 +200,7 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
 
     def step(name: str, value: Any, verify: bool = True) -> Any:
         ran.append(name)
-        return _check(value, name) if verify else value
+        return _check(value, name) if verify and VERIFY_EACH_PASS else value
 
     ir = step("canonical_inplace", canonical_inplace(partials_as_closures(ir), types))
     primal = step("record_branches", record_branches(step("merge_returns", merge_returns(ir))))
@@ -218,6 +223,9 @@ def _build(ir: IR, active: tuple, types: tuple | None = None) -> JFunction:
     adj = step("reverse", build_adjoint(fwd, act, [a.var for a in primal.args]))
     adj = step("cleanup", _cleanup(adj))
     step("cut_tapes", cut_tapes(fwd))
+    if not VERIFY_EACH_PASS:     # what the transform returns is always verified
+        for out in (primal, fwd, adj):
+            _check(out, "the J transform (ZYGOPY_VERIFY_PASSES=1 names the pass)")
     if VERIFY:
         broken = check_order(ran)
         if broken:

@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 # compiled code goes to a disk cache of this session (`jit.disk_cache`), not to the
 # checkout's __pycache__ folders; processes the tests start share it
 # (removed when the session ends, so that a test run leaves no folder behind)
+# the J transform verifies each pass's output, not only its own (`adjoint.transform`)
+os.environ.setdefault("ZYGOPY_VERIFY_PASSES", "1")
 if "ZYGOPY_CACHE_DIR" not in os.environ:
     os.environ["ZYGOPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="zygopy-test-cache-")
     atexit.register(shutil.rmtree, os.environ["ZYGOPY_CACHE_DIR"], ignore_errors=True)
