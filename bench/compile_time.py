@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,6 +117,11 @@ def main(argv=None) -> int:
     for k, r in enumerate(runs, 1):
         print(f"| {k} | {r['import_s']:.2f} | {r['first_s']:.2f} | {r['first_cpu_s']:.2f} | "
               f"{r['warm_ms']:.2f} |")
+    if len(runs) > 1:
+        med = {k: statistics.median(r[k] for r in runs)
+               for k in ("import_s", "first_s", "first_cpu_s", "warm_ms")}
+        print(f"| median | {med['import_s']:.2f} | {med['first_s']:.2f} | "
+              f"{med['first_cpu_s']:.2f} | {med['warm_ms']:.2f} |")
     if opts.profile:
         prof = run_fresh(opts.profile)
         print(f"\nprofiled first call: {prof['first_cpu_s']:.2f} s CPU (cProfile adds its own)")

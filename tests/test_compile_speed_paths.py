@@ -289,3 +289,60 @@ def test_joins_typed_in_one_round(fresh, args):
     dx = _strict(gradient, mod.mixed, x, n, flag, backend="llvm")[0]
     assert dx == pytest.approx(_fd(lambda v: mod.mixed(v, n, flag), x), rel=1e-6, abs=1e-8)
     assert jit.jit(mod.looped)(x, 5) == mod.looped(x, 5)
+
+
+def test_the_transform_verifies_each_step_when_asked(fresh, monkeypatch):
+    """`adjoint.transform.VERIFY` (ZYGOPY_VERIFY=1, on in the tests) verifies the IR
+    after each step of the J transform, and a broken one is an error naming the step;
+    off, the gradient is the same."""
+    import ssair
+    from adjoint import transform
+    assert transform.VERIFY         # (tests/conftest.py)
+    mod = fresh("""
+        def f(x):
+            s = 0.0
+            for k in range(3):
+                s = s + x * k if k % 2 else s - math.sin(x)
+            return s
+    """)
+    x = 0.7
+    monkeypatch.setattr(transform, "VERIFY", False)
+    (g,) = gradient(mod.f, x, backend="interp")
+    assert g == pytest.approx(1 - 2 * math.cos(x), rel=1e-12)
+
+    def broken(ir, *a, **k):
+        raise ssair.VerifyError("broken on purpose")
+    monkeypatch.setattr(transform, "VERIFY", True)
+    monkeypatch.setattr(ssair, "verify", broken)
+    transform.clear_cache()
+    other = fresh("def g(x):\n    return x * x\n")
+    with pytest.raises(RuntimeError, match="produced invalid IR"):
+        gradient(other.g, 1.5, backend="interp")
+
+
+def test_rebound_globals_found_without_disassembly(fresh):
+    """A function that rebinds a global (directly or in a nested comprehension) is
+    read live after the wordcode pre-check; one that only reads globals is not."""
+    from lowering import guards
+    mod = fresh("""
+        N = 2.0
+        def bump(x):
+            global N
+            N = N + 1.0
+            return x * N
+        def nested(x):
+            def inner():
+                global M
+                M = x
+            inner()
+            return x
+        def reads(x):
+            return x * N
+    """)
+    assert guards._stores_of(mod.bump.__code__) == {"N"}
+    assert guards._stores_of(mod.nested.__code__) == {"M"}
+    assert guards._stores_of(mod.reads.__code__) == frozenset()
+    assert {"N", "M"} <= guards.rebound_globals(vars(mod))
+    for backend in ("interp", "llvm"):
+        mod.N = 2.0
+        assert gradient(mod.reads, 1.5, backend=backend) == pytest.approx((2.0,))
