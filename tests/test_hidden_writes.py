@@ -312,8 +312,14 @@ def test_a_helper_appending_to_a_list_never_read_again_is_differentiated(backend
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("f", [added_at, added_at_by_a_helper])
 def test_np_add_at_of_a_differentiated_value_is_refused(f, backend):
-    with pytest.raises(TypeError, match="numpy.add.at writes into an array argument"):
+    # (compiled, the helper's list index may be refused first: a TypingError)
+    with pytest.raises(TypeError, match="numpy.add.at writes into an array argument|"
+                                        "jit: cannot type"):
         grad(f, backend)
+    with pytest.raises(TypeError, match="numpy.add.at writes into an array argument"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradient(f, X.copy(), B)                # (the default backend)
 
 
 def keeps_lowering(p, b):

@@ -42,7 +42,7 @@ from .aliases import sharing, volatile
 from .container_writes import refuse_alias_writes
 from .hidden_writes import refuse_container_changes
 from .views import view_name, view_source
-from .inplace import refuse_write
+from .inplace import refuse_write, refused_write
 from .stale_views import refuse_stale_views
 from ..rules import (Pullback, Rule, lookup_callee, lookup_op, missing_rule,
                      missing_rule_error, partial_variant, scalar_variant)
@@ -152,18 +152,22 @@ def _refuse_out_writes(ir: IR, act: Activity) -> None:
 def _refuse_library_writes(ir: IR, act: Activity) -> None:
     """`np.add.at(a, i, v)`, `np.copyto(a, v)`, `np.put(a, i, v)`: numpy writes into
     `a` behind the adjoint's back; refused when an operand may carry a derivative, as
-    the interpreter's call does (`transform._refuse_opaque_write`), before compiled
-    code could run it as a plain call."""
+    the interpreter's call does (`transform._refuse_opaque_write`): a call of
+    `refused_write` before it raises when it would run, in compiled code too (which
+    would otherwise run it as a plain call)."""
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
     for b in ir.blocks:
-        for s in b.stmts:
+        for k in reversed(range(len(b.stmts))):
+            s = b.stmts[k]
             what = library_write(s, defs)
             if what is not None and any(isinstance(v, Var) and v in act.varied
                                         for v in list(s.args[1:]) + list(s.kwargs.values())):
-                raise TypeError(f"adjoint: {what} writes into an array argument, which "
-                                "reverse mode cannot follow in a library call"
-                                f"{where(ir, s.line)}; compute the result out of place "
-                                "instead (e.g. `y = y + v`)")
+                message = (f"adjoint: {what} writes into an array argument, which reverse "
+                           f"mode cannot follow in a library call{where(ir, s.line)}; "
+                           "compute the result out of place instead (e.g. `y = y + v`)")
+                # raised when the call would run (a branch that never runs is fine)
+                b.stmts.insert(k, Stmt(ir.new_var(), "call", [Const(refused_write),
+                                                              Const(message)], line=s.line))
 
 
 def _callee_name(s: Stmt) -> str:

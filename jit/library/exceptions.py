@@ -23,6 +23,7 @@ from jit.types import BOOL, FLOAT64, INT64, NONE, FunctionT, Type, TypingError
 from jit.typing.formatted import holds_formatted
 from jit.typing.infer import UNTYPED_CALLS, Call
 from jit.typing.raising import CAUGHT, is_exception_class
+from adjoint.passes.inplace import refused_write
 from lowering.runtime import exception_matches
 from ssair.ir import IR, Const, Raise, Var
 
@@ -131,3 +132,20 @@ REGISTRY.overload("caught", "in a handler block", lambda ctx, s, ts: True, _t_ca
 REGISTRY.declare(exception_matches, family="exceptions",
                  pattern="a caught exception, constant classes", matches=_is_matching,
                  types=_t_matches, lower=_cg_matches)
+
+
+# -- a write the J transform refuses where it runs (adjoint.passes.inplace.refused_write) --------
+def _t_refused_write(ctx: Any, s: Any, ts: list) -> Type:
+    if not isinstance(s.args[1], Const) or not isinstance(s.args[1].value, str):
+        ctx.fail("refused_write needs a constant message")
+    return NONE
+
+
+def _cg_refused_write(fc: Any, s: Any, ts: list) -> Any:
+    message = s.args[1].value.replace("{", "{{").replace("}", "}}")
+    fc.raise_if(L.Constant(L.IntType(1), 1), TypeError, message)
+    return L.Constant(L.IntType(8), 0)
+
+
+REGISTRY.declare(refused_write, family="exceptions", pattern="a constant message",
+                 types=_t_refused_write, lower=_cg_refused_write)
