@@ -232,13 +232,24 @@ def _is_active_stmt(s: Stmt, act: Activity) -> bool:
     return act.is_active(s.var)
 
 
+def _no_active_operand(s: Stmt, act: Activity) -> bool:
+    """A statement with a derivative rule whose result is active only because it
+    joins an alias group that is written (`activity._alias_groups`), while none of
+    its operands is: its pullback would give cotangents to nothing, and would read
+    operands that were not recorded (`reverse.UNREAD`), so it gets no record."""
+    if s.op in ("setitem", "jcall", "jback") or is_user_call(s):
+        return False
+    operands = s.args[1:] if s.op == "call" else s.args
+    return not any(act.is_active(a) for a in list(operands) + list(s.kwargs.values()))
+
+
 def _instrument_stmt(ir, bid, s, act, tape, mutated, recs, kinds=None) -> list:
     if s.op in ("push", "pop"):     # tape ops of a transformed IR (nested AD)
         rec = Record(s.var, s.op, bid, list(s.args), rule=lookup_op(s.op), line=s.line)
         rec.alpha = {s.args[0]: s.args[0]} if isinstance(s.args[0], Var) else {}
         recs.append(rec)
         return [s]
-    if not _is_active_stmt(s, act):
+    if not _is_active_stmt(s, act) or _no_active_operand(s, act):
         return [s]
     if s.op in ("jcall", "jback"):  # calls in a transformed IR (nested AD)
         s = as_call(s)
