@@ -541,10 +541,11 @@ def _forward_rule_call(state, f, tape, pos, npos, kwnames, call=None) -> tuple:
     def from_outer(dz):
         d_y, d_pb = (None, None) if dz is None else dz
         d_hold = (None,) * (1 + nheld) if d_pb is None else d_pb
-        dy_total = _add(d_y, d_hold[0])
+        dy_total = accum(d_y, d_hold[0])
         out = inner.back(state, None, dy_total)
         grads = out[:nheld] if inner.bound else out[1:1 + nheld]
-        held = tuple(_add(g, h) for g, h in zip(grads, d_hold[1:]))
+        held = tuple(accum(g, h) for g, h in zip(grads, d_hold[1:]))   # (a closure's:
+        # the tuple of its captured values' cotangents, added entry by entry)
         d_f, d_args = (held[0], held[1:]) if inner.bound else (None, held)
         return (None, d_f, None, None) + d_args + (None,) * len(kw)
     return (y, inner), _RulePB2(from_outer)
@@ -577,14 +578,6 @@ class _RulePB2:
 
     def back(self, state, reader, dz):
         return self.from_outer(dz)
-
-
-def _add(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
 
 
 def _forward_rule_back(state, inner, tape2, reader, dy, cur) -> tuple:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import types
 from typing import Any, Optional
 
+import numpy as np
+
 from ssair.interpreter import Closure, closure_template
 
 from .custom import dense_cotangent
@@ -108,31 +110,94 @@ def gradient_pullback(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: t
     lines = []
     if nfree:
         lines.append("c = __captured__(f)")
-    dg = "dz[1]" if with_value else "dz"
+    zero = "(" + ", ".join(["None"] * (1 + n)) + ",)"
+    lines += ["if dz is None:", f"    return {zero}"]
+    if with_value:
+        lines += ["dy, dg = dz", "if dg is None:",
+                  "    dg = (" + "".join(["None, "] * n) + ")"]
+    dg = "dg" if with_value else "dz"
     vs = [f"__dense__({dg}[{k}], x{k})" for k in range(n) if mask[k]]
     # (compiled code ignores `backend`; the interpreter keeps to itself)
     lines.append(f"h = __gradient__(__tangent__, {', '.join(cs + given + vs)}, "
                  "backend='interp')")
     d_f = "(" + "".join(f"h[{j}], " for j in range(nfree)) + ")" if nfree else "None"
     outs = [f"h[{nfree + k}]" for k in range(n)]
+    env = {}
     if with_value:     # value_and_grad: (dy, dg); dy reaches xs through grad f
-        lines.append("dy = dz[0]")
         lines.append("if dy is not None:")
-        lines.append(f"    g = __gradient__(f, {', '.join(xs)}, backend='interp')")
-        lines.append("    return (" + ", ".join(
-            [d_f] + [f"{o} + dy * g[{k}]" if mask[k] else o for k, o in enumerate(outs)])
-            + ",)")
+        if nfree:      # ... and the captured values through their gradient
+            lines += _value_cotangents(fn, nfree, mask, types_, ctypes, filled, env)
+        else:
+            lines.append(f"    g = __gradient__(f, {', '.join(xs)}, backend='interp')")
+            lines.append("    return (" + ", ".join(
+                [d_f] + [f"{o} + dy * g[{k}]" if mask[k] else o for k, o in enumerate(outs)])
+                + ",)")
     lines.append("return (" + ", ".join([d_f] + outs) + ",)")
     from . import api
-    env = {"__gradient__": api.gradient, "__tangent__": tf, "__dense__": dense_cotangent,
-           "__captured__": captured_values,
-           **{f"__default{k}__": v for k, v in enumerate(filled)}}
+    env.update({"__gradient__": api.gradient, "__tangent__": tf, "__dense__": dense_cotangent,
+                "__captured__": captured_values,
+                **{f"__default{k}__": v for k, v in enumerate(filled)}})
     tail = fn.__name__ if fn.__name__.isidentifier() else "lambda"
     name = f"d_{'value_and_grad' if with_value else 'gradient'}_of_{tail}"
     pb = Pullback(generated_function(name, ["dz", "f"] + xs, lines, env, fn))
     pb.of = f"gradient({fn.__qualname__})"
     _PULLBACKS[key] = pb
     return pb
+
+
+DIFFERENTIABLE_TYPES = ("float64", "array(float64, ")
+
+
+def _value_cotangents(fn: Any, nfree: int, mask: tuple, types_: tuple, ctypes: tuple,
+                      filled: tuple, env: dict) -> list:
+    """Lines of value_and_grad's pullback for a function with captured values, under
+    `if dy is not None:`: `dy * grad f` in the captured values and the xs, added to the
+    `H dz` parts, returned.  grad f is the gradient of f's tangent function with a
+    tangent for every captured float or float array and every differentiable x, taken
+    in those tangents (the tangent is linear in them, so any point gives grad f: the
+    values themselves are passed).  A captured value of another kind, differentiable
+    at run time (a tuple of arrays), is refused there rather than given no cotangent."""
+    from .forward import tangent_function
+    n = len(mask)
+    cmask = tuple(t is not None and t.startswith(DIFFERENTIABLE_TYPES) for t in ctypes)
+    env["__value_tangent__"] = tangent_function(
+        fn, tuple(mask) + (False,) * len(filled),
+        tuple(types_) + tuple(_value_type(v) for v in filled),
+        captured=cmask, captured_types=tuple(ctypes), only=True)
+    env["__refuse_unknown__"] = refuse_unknown_capture
+    given = [f"x{k}" for k in range(n)] + [f"__default{k}__" for k in range(len(filled))]
+    tangents = [f"c[{j}]" for j in range(nfree) if cmask[j]] + \
+        [f"x{k}" for k in range(n) if mask[k]]
+    lines = [f"    __refuse_unknown__(c[{j}], {fn.__qualname__!r})"
+             for j in range(nfree) if ctypes[j] is None]
+    lines.append("    g = __gradient__(__value_tangent__, " + ", ".join(
+        [f"c[{j}]" for j in range(nfree)] + given + tangents) + ", backend='interp')")
+    at = nfree + len(given)       # the first tangent's position among the arguments
+    parts = []
+    for j in range(nfree):
+        parts.append(f"h[{j}] + dy * g[{at}]" if cmask[j] else f"h[{j}]")
+        at += cmask[j]
+    outs = []
+    for k in range(n):
+        outs.append(f"h[{nfree + k}] + dy * g[{at}]" if mask[k] else f"h[{nfree + k}]")
+        at += bool(mask[k])
+    lines.append("    return ((" + "".join(p + ", " for p in parts) + "), " +
+                 ", ".join(outs) + ",)")
+    return lines
+
+
+def refuse_unknown_capture(value: Any, name: str) -> None:
+    """value_and_grad's pullback of a function capturing `value`, of a kind whose
+    gradient it does not take (not a float or a float array): refused when the value
+    is differentiable, since its share of the value's cotangent would be lost."""
+    if isinstance(value, (bool, int, np.integer, str)) or value is None:
+        return
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biu":
+        return
+    raise TypeError(f"adjoint: value_and_grad() of {name}, which captures a "
+                    f"{type(value).__name__} value, inside a differentiated function: the "
+                    "value's gradient in what it captures is taken for floats and float "
+                    "arrays; pass the value as an argument")
 
 
 def _left_out_defaults(fn: Any, n: int) -> tuple:

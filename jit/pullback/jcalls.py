@@ -309,9 +309,6 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
     else:
         ctx.fail(f"{f.__name__}() of a {ft} inside differentiated code is not compiled "
                  "(of a Python function is)")
-    if any(type_activity(t) for t in captured):
-        ctx.fail(f"{f.__name__}() of {fn.__qualname__}, which captures differentiated values, "
-                 "inside differentiated code is not compiled yet; pass them as arguments")
     xs = argtypes[1:]
     if any(t not in (FLOAT64, INT64, BOOL) and not isinstance(t, ArrayT) for t in xs):
         ctx.fail(f"{f.__name__}() inside differentiated code is compiled for numbers and "

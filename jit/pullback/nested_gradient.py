@@ -44,6 +44,7 @@ import numpy as np
 from llvmlite import ir as L
 
 from ssair.ir import IR
+from adjoint.nested_hv import captured_values
 from adjoint.options import accepts_keyword
 from adjoint.rules import lookup_callee
 
@@ -376,6 +377,25 @@ def _t_property_pullback(ctx: Context, s, ts) -> Type:
     return ret
 
 
+def _t_captured(ctx: Context, s, ts: list) -> Type:
+    """`captured_values(f)` (the pullback of a nested gradient of a closure reads the
+    values it closes over): the tuple of a closure's captured values, () for a plain
+    function."""
+    if isinstance(ts[0], ClosureT):
+        return TupleT(tuple(ts[0].captured))
+    if getattr(ts[0], "func", None) is not None and not getattr(ts[0].func, "__closure__", 1):
+        return TupleT(())
+    ctx.fail(f"the captured values of a {ts[0]}")
+
+
+def _cg_captured(fc: FunctionGen, s, ts: list) -> L.Value:
+    """A closure's native value is the struct of its captured values, laid out as the
+    tuple of them."""
+    if isinstance(ts[0], ClosureT):
+        return fc.get(s.args[1])
+    return L.Constant(lltype(TupleT(())), [])
+
+
 def _refused(name: str):
     def refuse(ctx: Context, s, ts: list) -> Type:
         ctx.fail(f"{name}() inside compiled code is not compiled yet; gradient() is")
@@ -390,6 +410,9 @@ def _declare() -> None:
     REGISTRY.declare(argument_cotangents, family=FAMILY, pattern="function, arguments",
                      types=_t_cotangents, lower=_cg_gradient, numpy_too=True,
                      name="the cotangents of a function's arguments")
+    REGISTRY.declare(captured_values, family=FAMILY, pattern="a function",
+                     types=_t_captured, lower=_cg_captured, numpy_too=True,
+                     name="the values a closure captured")
     REGISTRY.add(RULE_OBJECTS, "d_getattr of an object's property (its getter's gradient)",
                  record_property, _t_property_pullback, None, numpy_too=True)
     for f in (api.pullback, api.jacobian, api.hessian):   # (their code is not the user's)
