@@ -41,16 +41,76 @@ from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NONE, NUMPY
 
 I1, I8, I32, I64, F64 = L.IntType(1), L.IntType(8), L.IntType(32), L.IntType(64), L.DoubleType()
 PTR = L.PointerType()
-ARRAY = L.LiteralStructType([PTR, I64, I64, I64, I64])  # data, shape0, shape1, stride0, stride1
+NAMED_STRUCTS: dict = {}     # name -> NamedStructType
 
 
-BUILT_LIST = L.LiteralStructType([PTR, I64, I64])
+class NamedStructType(L.LiteralStructType):
+    """A struct type that the module text names (`%"zy.array"`) instead of spelling
+    out at every use: the array structs appear in almost every instruction of a
+    gradient's module, and naming them halves its text (and the time to print and
+    parse it).  It compares equal to the literal struct of the same elements, as
+    llvmlite's checks expect; `Module` declares the ones its text uses."""
+
+    def __init__(self, name: str, elems: list) -> None:
+        super().__init__(elems)
+        self.name = name
+        NAMED_STRUCTS[name] = self
+
+    def _to_string(self) -> str:
+        return f'%"{self.name}"'
+
+    def declaration(self) -> str:
+        return f'%"{self.name}" = type {self.structure_repr()}'
+
+
+class Module(L.Module):
+    """An llvmlite module whose text declares the named structs it uses."""
+
+    def _get_body_lines(self) -> list:
+        lines = super()._get_body_lines()
+        body = "\n".join(lines)
+        return [t.declaration() for name, t in list(NAMED_STRUCTS.items())
+                if f'%"{name}"' in body] + lines
+
+
+def size_and_alignment(t: L.Type) -> tuple:
+    """The bytes and alignment of a value of LLVM type `t` in memory, by the C layout
+    rules every 64-bit host target uses for these types (llvmlite's `get_abi_size`
+    prints the type into a module of its own, which does not declare named structs)."""
+    if isinstance(t, L.IntType):
+        n = max(1, t.width // 8)
+        return n, n
+    if isinstance(t, (L.DoubleType, L.PointerType)):
+        return 8, 8
+    if isinstance(t, L.FloatType):
+        return 4, 4
+    if isinstance(t, L.ArrayType):
+        size, align = size_and_alignment(t.element)
+        return size * t.count, align
+    if isinstance(t, L.LiteralStructType):
+        offset, most = 0, 1
+        for e in t.elements:
+            size, align = size_and_alignment(e)
+            offset = -(-offset // align) * align + size
+            most = max(most, align)
+        return -(-offset // most) * most, most
+    raise TypeError(f"jit: no memory layout for the LLVM type {t}")
+
+
+ARRAY = NamedStructType("zy.array", [PTR, I64, I64, I64, I64])  # data, shapes, strides
+
+
+BUILT_LIST = NamedStructType("zy.list", [PTR, I64, I64])
 
 
 def nd_array_type(ndim: int) -> L.LiteralStructType:
     """The native struct of an array of 3 or more dimensions: {data, [shape], [strides]}
     (a layout of its own, so that code written for the 1-D/2-D struct cannot read it)."""
-    return L.LiteralStructType([PTR, L.ArrayType(I64, ndim), L.ArrayType(I64, ndim)])
+    name = f"zy.array{ndim}d"
+    known = NAMED_STRUCTS.get(name)
+    if known is not None:
+        return known
+    return NamedStructType(name, [PTR, L.ArrayType(I64, ndim), L.ArrayType(I64, ndim)])
 
 
 def array_lltype(t: ArrayT) -> L.Type:
@@ -175,11 +235,12 @@ def array_constant(a: Any) -> L.Constant:
     data = symbols.live_ptr("array", a.ctypes.data)   # (it may change: not on disk)
     if a.ndim > 2:
         row = L.ArrayType(I64, a.ndim)
-        return L.Constant.literal_struct([data, L.Constant(row, [int(v) for v in a.shape]),
-                                          L.Constant(row, [int(v) for v in a.strides])])
+        return L.Constant(nd_array_type(a.ndim), [data,
+                                                  L.Constant(row, [int(v) for v in a.shape]),
+                                                  L.Constant(row, [int(v) for v in a.strides])])
     shape = list(a.shape) + [0] * (2 - a.ndim)
     strides = list(a.strides) + [0] * (2 - a.ndim)
-    return L.Constant.literal_struct([data] + [L.Constant(I64, int(v)) for v in shape + strides])
+    return L.Constant(ARRAY, [data] + [L.Constant(I64, int(v)) for v in shape + strides])
 
 
 def zero_of(t: Type) -> L.Constant:
@@ -207,7 +268,7 @@ class ModuleGen:
         self.engine = engine
         self.root = root
         self.uid = next(numbers)
-        self.module = L.Module(name=f"zy{self.uid}_{root.ir.name}")
+        self.module = Module(name=f"zy{self.uid}_{root.ir.name}")
         import llvmlite.binding as llvm
         self.module.triple = llvm.get_process_triple()
         # without the target's data layout LLVM aligns i64 to 4 bytes in structs,

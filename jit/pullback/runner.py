@@ -36,7 +36,7 @@ from ssair.compile_lock import compiling
 from jit.runtime import native as runtime
 from jit.runtime import symbols
 from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
-from jit.codegen.function import I32, I64, PTR, ModuleGen, lltype
+from jit.codegen.function import I32, I64, PTR, ModuleGen, lltype, size_and_alignment
 from jit.codegen.entry import (
     _LL_OF_CTYPE,
     _rebuild,
@@ -239,7 +239,7 @@ def build_forward_entry(mg: ModuleGen, t, impl: L.Function) -> L.Function:
     b = L.IRBuilder(fn.append_basic_block("entry"))
     it = iter(fn.args)
     values = [_rebuild(b, a, it) for a in t.argtypes[1:]]
-    env_size = lltype(t.ret.elems[1]).get_abi_size(runtime.target_machine().target_data)
+    env_size = size_and_alignment(lltype(t.ret.elems[1]))[0]
     malloc = mg.extern("malloc", PTR, [I64])
     blk = b.call(malloc, [L.Constant(I64, ENV_OFF + max(env_size, 8))])
     for off in (0, 8, 16):
