@@ -7,7 +7,8 @@
 Modules: `rules` (+ `rule_table`, `rules_math`, `rules_numpy`) the derivative table;
 `special_callees` the callees run by handlers of their own; passes
 `merge_returns`, `branches`, `activity`, `instrument`, `stacks`, `reverse`;
-`transform` orchestration, cache and call runtime; `tape` the runtime tape and
+`transform` orchestration, cache and call runtime; `caches` `clear_cache` (memory, and
+the compiled backend's disk cache through `on_clear_disk`); `tape` the runtime tape and
 cotangent primitives; `api` the user functions (`options`: zygopy's options apart from
 the user's keywords); `transforms` JAX's spelling (`grad`, `value_and_grad(f)`,
 `checkpoint`, `vmap`); `nested` second order (rules for
@@ -18,9 +19,9 @@ the tape operations, so that J applies to its own output); `forward` forward mod
 """
 from . import tape  # noqa: F401
 from .rules import Pullback as RulePullback  # noqa: F401
-from .transform import clear_cache  # noqa: F401
 from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: F401
                   register_backend, rule, value_and_grad)
+from .caches import clear_cache, on_clear_disk  # noqa: F401
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
 from .forward import code_tangent, hvp, jacfwd, jvp  # noqa: F401,E402
 from .custom import custom_jvp, custom_vjp, jvp_rule, stop_gradient  # noqa: F401,E402
@@ -32,4 +33,5 @@ from .transforms import checkpoint, grad, vmap  # noqa: F401,E402
 __all__ = ["pullback", "gradient", "value_and_grad", "jacobian", "hessian", "code_adjoint",
            "rule", "register_backend", "jvp", "jacfwd", "hvp", "code_tangent",
            "grad", "checkpoint", "vmap",
-           "stop_gradient", "custom_vjp", "custom_jvp", "jvp_rule", "register_pytree_node"]
+           "stop_gradient", "custom_vjp", "custom_jvp", "jvp_rule", "register_pytree_node",
+           "clear_cache", "on_clear_disk"]

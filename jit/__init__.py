@@ -16,6 +16,8 @@ from jit.pullback.fast_gradient import register as _register_fast_gradient
 from jit.pullback.tangent_entry import register as _register_tangents
 from jit.batch import register as _register_batch, vmap
 from jit.library import catalog  # noqa: F401  (every library callable, declared once)
+from jit import cache_files
+from adjoint.caches import on_clear_disk
 
 __all__ = ["jit", "code_typed", "code_llvm", "code_native", "code_ptx", "TypingError", "infer",
            "typeof", "Typing", "Dispatcher", "compile_typing", "ENGINE", "BOOL", "INT64",
@@ -32,6 +34,7 @@ def register_backends() -> None:
     _register_fast_gradient()
     _register_tangents()
     _register_batch()
+    on_clear_disk(cache_files.clear_used)     # adjoint.clear_cache(disk=True)
 
 
 register_backends()

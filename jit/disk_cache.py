@@ -33,7 +33,8 @@ Python's bytecode cache and Numba's `cache=True`), else `$XDG_CACHE_HOME/zygopy`
 so concurrent writers never leave a partial entry; an entry that cannot be read is
 ignored with a `CacheWarning` and written again.  `ZYGOPY_CACHE=0` in the environment,
 or `jit.disk_cache.enable(False)`, turns the cache off; `ZYGOPY_CACHE_DIR` puts every
-entry in one directory.
+entry in one directory.  `zygopy cache info` / `zygopy cache clear` show and remove the
+files (`jit.cache_files`), and so does `adjoint.clear_cache(disk=True)`.
 """
 from __future__ import annotations
 
@@ -107,6 +108,7 @@ def key_for(func: Any, kind: str, argtypes: tuple) -> Optional[Key]:
     directory = _directory(func.__code__.co_filename)
     if directory is None:
         return None
+    used_directories().add(directory)
     stem = os.path.splitext(os.path.basename(func.__code__.co_filename))[0]
     name = "".join(c if c.isalnum() or c in "_." else "_" for c in func.__qualname__)
     return Key(os.path.join(directory, f"{stem}.{name}.{kind}.{digest[:24]}.zyc"), digest)
@@ -121,6 +123,7 @@ def object_key(text: str, level: int) -> Optional[Key]:
     directory = os.environ.get("ZYGOPY_CACHE_DIR") or _user_directory()
     if directory is None:
         return None
+    used_directories().add(os.path.join(directory, "objects"))
     return Key(os.path.join(directory, "objects", f"{digest[:24]}.zyc"), digest)
 
 
@@ -199,9 +202,25 @@ def _directory(source: str) -> Optional[str]:
 
 
 def _user_directory() -> Optional[str]:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    user = os.path.join(base, "zygopy")
+    user = central_directory()
     return user if _writable(user) else None
+
+
+def central_directory() -> str:
+    """The folder of the entries that do not go beside their source file:
+    `$ZYGOPY_CACHE_DIR` when set, else `$XDG_CACHE_HOME/zygopy` (`~/.cache/zygopy`).
+    Not created here."""
+    forced = os.environ.get("ZYGOPY_CACHE_DIR")
+    if forced:
+        return forced
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "zygopy")
+
+
+def used_directories() -> set:
+    """The folders this process has read or written entries in (a `__pycache__/` beside
+    a source file among them), so that clearing the cache finds them."""
+    return _STATE.setdefault("used", set())
 
 
 def _writable(directory: str) -> bool:
@@ -380,5 +399,5 @@ def _names(code: types.CodeType) -> set:
     return out
 
 
-__all__ = ["CacheWarning", "Fingerprint", "Key", "enable", "enabled", "key_for", "load",
-           "store"]
+__all__ = ["CacheWarning", "Fingerprint", "Key", "central_directory", "enable", "enabled",
+           "key_for", "load", "object_key", "store", "used_directories"]

@@ -1,6 +1,7 @@
 """The `zygopy` command line.
 
     zygopy demo                                    every stage on the paper's examples
+    zygopy cache info|clear [FOLDER ...]           the disk cache of compiled code
     zygopy show FILE.py:FUNC [--stage S] [--args A ...] [--dot [OUT]] [--svg OUT]
     zygopy grad FILE.py:FUNC ARGS... [--backend auto|interp|llvm] [--dot [OUT]] [--svg OUT]
 
@@ -23,6 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from jit.cli.cache import add_parser as add_cache_parser
 from jit.cli.args import format_call, format_value, load_function, parse_args
 from jit.cli.stages import STAGES, CliError, stage
 
@@ -190,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="every stage on the paper's pow and leaky ReLU")
     demo.add_argument("--no-timing", action="store_true", help="skip the speed comparison")
     demo.set_defaults(run=cmd_demo)
+    add_cache_parser(sub)
     return p
 
 
