@@ -291,8 +291,9 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
     `("nested", var)`, `jit.pullback.nested_gradient`); f and xs go on the tape; its
     adjoint calls the rule `adjoint.nested_hv.gradient_pullback` generates for f's
     code and these types (`H dz`, one more nested gradient, of f's tangent function),
-    plain Python compiled like any rule.  Refused (a TypingError): keywords, a callee
-    that is not a Python function, and a closure over differentiated values."""
+    plain Python compiled like any rule; a closure's captured values get their
+    cotangents through it (`captured_values`).  Refused (a TypingError): keywords and
+    a callee that is not a Python function."""
     from adjoint.generated import library_caller
     from adjoint.nested_hv import gradient_pullback, library_callee
     from jit.library.registry import REGISTRY
