@@ -32,10 +32,17 @@ def _ties(mask: np.ndarray, axes: tuple) -> np.ndarray:
     return mask / np.sum(mask, axis=axes, keepdims=True)
 
 
+def _safe_divide(x: np.ndarray, yk: np.ndarray) -> np.ndarray:
+    """x / yk, 0 where the norm yk is 0 (written without `out=`, so that the rule's own
+    code can be differentiated: the second derivative of a norm)."""
+    nonzero = yk != 0
+    return np.where(nonzero, x / np.where(nonzero, yk, 1.0), 0.0)
+
+
 def _vector(x: np.ndarray, yk: np.ndarray, ord, axes: tuple) -> np.ndarray:
     """d|x|_ord / dx along `axes` (one axis, or all of a vector), `yk` the norm kept."""
     if ord is None or ord == 2:
-        return np.divide(x, yk, out=np.zeros_like(x), where=yk != 0)
+        return _safe_divide(x, yk)
     if ord == 0:
         return np.zeros_like(x)
     a = np.abs(x)
@@ -43,14 +50,14 @@ def _vector(x: np.ndarray, yk: np.ndarray, ord, axes: tuple) -> np.ndarray:
         return np.sign(x) * _ties(a == yk, axes)
     if ord == 1:
         return np.sign(x)
-    ratio = np.divide(a, yk, out=np.zeros_like(x), where=yk != 0)
+    ratio = _safe_divide(a, yk)
     return np.sign(x) * ratio ** (ord - 1)
 
 
 def _matrix(x: np.ndarray, yk: np.ndarray, ord, axes: tuple) -> np.ndarray:
     """d|x|_ord / dx for the matrices over the two `axes`, `yk` the norm kept."""
     if ord is None or ord == "fro":
-        return np.divide(x, yk, out=np.zeros_like(x), where=yk != 0)
+        return _safe_divide(x, yk)
     m = np.moveaxis(x, axes, (-2, -1))
     if ord in ("nuc", 2, -2):
         u, _, vt = np.linalg.svd(m, full_matrices=False)

@@ -578,12 +578,23 @@ def j_solve(x, a, b, ta, tb):
 
 
 @_real_helper
-def j_cholesky(lower, a, ta):
+def j_cholesky(y, a, ta, upper=False):
     """A = L L^T: dL = L Phi(L^-1 dA L^-T), Phi the lower triangle with half the
-    diagonal."""
-    inner = np.linalg.solve(lower, np.swapaxes(np.linalg.solve(lower, ta), -1, -2))
+    diagonal.  numpy reads one triangle of A (the lower; the upper with upper=True,
+    returning U = L^T), so dA is the symmetric matrix of that triangle of the tangent:
+    the tangent of a matrix that is not symmetric otherwise disagrees with reverse
+    mode, which folds onto the same triangle."""
+    ta = np.asarray(ta, dtype=float)
+    if upper:
+        lower = np.swapaxes(y, -1, -2)
+        sym = np.triu(ta) + np.swapaxes(np.triu(ta, 1), -1, -2)
+    else:
+        lower = y
+        sym = np.tril(ta) + np.swapaxes(np.tril(ta, -1), -1, -2)
+    inner = np.linalg.solve(lower, np.swapaxes(np.linalg.solve(lower, sym), -1, -2))
     phi = np.tril(inner) - 0.5 * np.eye(inner.shape[-1]) * inner
-    return lower @ phi
+    dl = lower @ phi
+    return np.swapaxes(dl, -1, -2) if upper else dl
 
 
 @_helper
@@ -608,7 +619,8 @@ _set([np.linalg.det], _matrix_jvp(j_det))
 _set([np.linalg.slogdet], _matrix_jvp(j_slogdet))
 _set([np.linalg.inv], _matrix_jvp(j_inv))
 _set([np.linalg.solve], _matrix_jvp(j_solve, data=2))
-_set([np.linalg.cholesky], _matrix_jvp(j_cholesky))
+_set([np.linalg.cholesky], lambda em, s, ts: em.op(
+    "call", j_cholesky, s.var, em.operands(s)[0], em.or_none(ts[0]), **s.kwargs))
 
 
 @_axis_helper

@@ -282,6 +282,14 @@ def _math_binary(name: str):
 
 
 
+def _scaled(factor: float):
+    """math.degrees / math.radians: x times CPython's constant (180/pi or pi/180, the
+    one product it computes, so the bits agree)."""
+    def gen(fc: FunctionGen, s, ts):
+        return fc.b.fmul(float_args(fc, s)[0], L.Constant(F64, factor))
+    return gen
+
+
 def _cg_log(fc: FunctionGen, s, ts):
     args = float_args(fc, s)
     r = libm(fc, "log", args[:1])
@@ -468,6 +476,9 @@ def _declare_math() -> None:
         REGISTRY.declare(getattr(math, name, None), family=MATH, pattern="number, number",
                          types=_t_math_binary, lower=_math_binary(name),
                          gpu={"cuda": platforms.cuda(name)})
+    for f, factor in ((math.degrees, 180.0 / math.pi), (math.radians, math.pi / 180.0)):
+        REGISTRY.declare(f, family=MATH, pattern="number", types=_t_math_unary,
+                         lower=_scaled(factor), gpu={"cuda": "inline"})
     REGISTRY.declare(math.log, family=MATH, pattern="number[, base]", types=_t_log,
                      lower=_cg_log, gpu={"cuda": platforms.cuda("log")})
     for f, intrinsic in ((math.floor, "floor"), (math.ceil, "ceil"), (math.trunc, "trunc")):
