@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from adjoint import gradient, hvp, jvp
-from adjoint.rule_table import CALL_RULES, _BY_ID
+from adjoint.rule_table import CALL_RULES, OP_RULES, _BY_ID
 
 RNG = np.random.default_rng(20261129)
 NUMPY_2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"    # (cholesky's upper=)
@@ -222,6 +222,40 @@ SPECS = {
     "numpy.full_like": Spec(lambda a, x: np.full_like(x, a) * x, SUNIT, A()),
 }
 
+def _inplace(op):
+    """A function `(a, b) -> a op= b` on a copy of a (the in-place operators' rules)."""
+    space = {"np": np}
+    exec(f"def f(a, b):\n    a = a * 1.0\n    a {op}= b\n    return a\n", space)
+    return space["f"]
+
+
+# primitives of the IR with a derivative rule, called through Python's operators
+OP_SPECS = {
+    "add": Spec(lambda a, b: a + b, UNIT, UNIT, order=2),
+    "sub": Spec(lambda a, b: a - b, UNIT, UNIT, order=2),
+    "mul": Spec(lambda a, b: a * b, UNIT, UNIT, order=2),
+    "truediv": Spec(lambda a, b: a / b, UNIT, POS, order=2),
+    "pow": Spec(lambda a, b: a ** b, POS, UNIT, order=2),
+    "mod": Spec(lambda a, b: a % b, A(2.1, 2.9), A(0.6, 0.9)),
+    "neg": Spec(lambda a: -a, UNIT, order=2),
+    "pos": Spec(lambda a: +a * a, UNIT, order=2),
+    "abs": Spec(lambda a: abs(a), POS, order=2),
+    "matmul": Spec(lambda a, b: a @ b, M33, M33, order=2),
+    "iadd": Spec(_inplace("+"), UNIT, UNIT), "isub": Spec(_inplace("-"), UNIT, UNIT),
+    "imul": Spec(_inplace("*"), UNIT, UNIT), "itruediv": Spec(_inplace("/"), UNIT, POS),
+    "ipow": Spec(_inplace("**"), POS, UNIT), "imod": Spec(_inplace("%"), A(2.1, 2.9),
+                                                           A(0.6, 0.9)),
+    "imatmul": Spec(_inplace("@"), M33, M33),
+    "getitem": Spec(lambda m: m[1:, 0] * m[0, ::-1][:2], M33, order=2),
+}
+# the J transform's own primitives (tape, cotangent and container plumbing), tested
+# through every gradient that uses them
+OP_EXEMPT = {"accum", "accum_index", "call", "contiguous", "copy", "dget", "dict",
+             "getattr", "list", "list_append", "make_closure", "pop", "push", "setitem",
+             "snapshot", "take_index", "tuple", "unbcast", "unpack", "zero_index"}
+SPECS.update({f"op.{k}": v for k, v in OP_SPECS.items()})
+
+
 # Callables with a rule that no spec calls, and why.
 EXEMPT = {
     "adjoint.custom.checked_cotangents": "a custom_vjp's plumbing (tests/test_custom_derivatives.py)",
@@ -258,8 +292,15 @@ def _rule_names() -> set:
     return out
 
 
+def test_every_op_rule_has_a_spec():
+    ops = {k for k, r in OP_RULES.items() if r.varied and (r.pullback or r.emit)}
+    missing = sorted(ops - set(OP_SPECS) - OP_EXEMPT)
+    assert not missing, f"primitives with a rule but neither a spec nor an exemption: {missing}"
+    assert not (set(OP_SPECS) | OP_EXEMPT) - ops
+
+
 def test_every_rule_has_a_spec():
-    names = _rule_names()
+    names = _rule_names() | {f"op.{k}" for k in OP_SPECS}
     missing = sorted(n for n in names if n not in SPECS and n not in EXEMPT)
     assert not missing, f"rules with neither a spec nor an exemption: {missing}"
     stale = sorted(n for n in set(SPECS) | set(EXEMPT) if n not in names
