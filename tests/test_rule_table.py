@@ -14,7 +14,6 @@ For each spec, with s(xs) = sum(w * f(xs)) for a fixed random cotangent w:
 """
 from __future__ import annotations
 
-import builtins
 import math
 import warnings
 
