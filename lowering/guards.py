@@ -444,6 +444,7 @@ def _attribute_entries(value, chain: tuple, entries: dict, reached: list) -> Non
     (used as a namespace); every instance attribute of a user object (a
     `types.SimpleNamespace`, a dataclass), nested objects too, since compiled code holds
     such an object's attributes as constants wherever it is passed."""
+    rest = chain
     for attr in chain:
         d = _namespace_dict(value)
         if d is None or attr not in d:
@@ -452,8 +453,18 @@ def _attribute_entries(value, chain: tuple, entries: dict, reached: list) -> Non
         entries.setdefault((id(value), attr), (d, attr, sub))
         reached.append(sub)
         value = sub
+        rest = rest[1:]
     _object_entries(value, entries, reached, set())
     _dict_entries(value, entries, reached)
+    if not (rest and rest[0] in _LIST_WRITERS):
+        # (a list the code only appends to, a log, is an object compiled code calls:
+        # its items are not read as constants, and guarding them would recompile
+        # after every call)
+        _sequence_entries(value, entries, reached, set())
+
+
+_LIST_WRITERS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort",
+                           "reverse"})
 
 
 _OBJECT_DEPTH = 4      # nested objects followed below a global
@@ -500,6 +511,7 @@ def _dict_entries(value, entries: dict, reached: list, depth: int = 0) -> None:
             continue
         reached.append(v)
         _dict_entries(v, entries, reached, depth + 1)
+        _sequence_entries(v, entries, reached, set(), depth + 1)
 
 
 class EntryView:
@@ -613,6 +625,46 @@ def _object_entries(value, entries: dict, reached: list, seen: set, depth: int =
         entries.setdefault((id(value), k), (d, k, v))
         reached.append(v)
         _object_entries(v, entries, reached, seen, depth + 1)
+        _sequence_entries(v, entries, reached, seen, depth + 1)
+
+
+class ItemsView:
+    """A list seen as a namespace of one name: `get` gives the item tuple recorded
+    while the list holds exactly those objects, so that a guard entry
+    `(ItemsView(lst, items), "items", items)` holds until an item is replaced, added
+    or removed (compiled code holds a list read through a global as a constant)."""
+
+    __slots__ = ("seq", "items")
+
+    def __init__(self, seq: list, items: tuple) -> None:
+        self.seq, self.items = seq, items
+
+    def get(self, _name: str, default=None):
+        seq, items = self.seq, self.items
+        if len(seq) == len(items) and all(a is b for a, b in zip(seq, items)):
+            return items
+        return default
+
+
+def _sequence_entries(value, entries: dict, reached: list, seen: set, depth: int = 0) -> None:
+    """Entries for a list a function reads through a global (`LAYERS[0]`, `net.ws[1]`,
+    `CONFIG["sizes"][2]`), and for the lists, dicts and objects inside it or inside a
+    tuple: compiled code holds them as constants, and a list written in place keeps
+    its identity, so its items are guarded one by one (`ItemsView`)."""
+    if type(value) not in (list, tuple) or id(value) in seen or depth > _OBJECT_DEPTH:
+        return
+    seen.add(id(value))
+    items = tuple(value)
+    if type(value) is list:
+        entries.setdefault((id(value), "items"), (ItemsView(value, items), "items", items))
+    for v in items:
+        if type(v) in (list, tuple):
+            _sequence_entries(v, entries, reached, seen, depth + 1)
+        elif type(v) is dict:
+            _dict_entries(v, entries, reached, 1)
+        elif _instance_dict(v) is not None:
+            reached.append(v)
+            _object_entries(v, entries, reached, seen, depth + 1)
 
 
 def _namespace_dict(value):

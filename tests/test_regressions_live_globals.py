@@ -214,3 +214,58 @@ def test_user_module_attribute_rebound(backend):
     assert gradient(_uses_setting, 1.5, backend=backend)[0] == pytest.approx(-3.0)
     assert jvp(_uses_setting, (1.5,), (1.0,), backend=backend)[1] == pytest.approx(-3.0)
     SETTINGS.RATE = 2.0
+
+
+# -- lists reached through globals, written in place (found by a survey of programs
+# written the way people write them: compiled code held them as constants, so a write
+# into the list was not seen, and an array replaced in it was read after it was freed)
+COEFS = [1.0, 2.0]
+LAYERS = [np.ones(3), 2.0 * np.ones(3)]
+NET = types.SimpleNamespace(ws=[1.0, 2.0])
+CONFIG = {"ws": [1.0, 2.0]}
+PAIR = (1.0, [2.0, 3.0])
+
+
+def poly(x):
+    return COEFS[0] * x + COEFS[1] * x * x
+
+
+def layered(x):
+    return sum(np.sum(layer * x) for layer in LAYERS)
+
+
+def through_object(x):
+    return NET.ws[0] * x
+
+
+def through_dict(x):
+    return CONFIG["ws"][0] * x
+
+
+def through_tuple(x):
+    return PAIR[1][0] * x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_global_list_written_in_place_is_read_again(backend):
+    saved = list(COEFS), list(LAYERS), list(NET.ws), list(CONFIG["ws"]), list(PAIR[1])
+    try:
+        assert gradient(poly, 1.0, backend=backend)[0] == 5.0
+        COEFS[0] = 10.0
+        assert gradient(poly, 1.0, backend=backend)[0] == 14.0
+        assert jit.jit(poly)(1.0) == 12.0
+        x = np.array([0.5, -1.0, 2.0])
+        assert np.array_equal(gradient(layered, x, backend=backend)[0], np.full(3, 3.0))
+        LAYERS.append(np.ones(3))
+        assert np.array_equal(gradient(layered, x, backend=backend)[0], np.full(3, 4.0))
+        LAYERS[0] = np.zeros(3)
+        reuse = [np.full(3, 9.0) for _ in range(5)]   # (the freed buffer, reused)
+        assert np.array_equal(gradient(layered, x, backend=backend)[0], np.full(3, 3.0))
+        del reuse
+        for f, seq in ((through_object, NET.ws), (through_dict, CONFIG["ws"]),
+                       (through_tuple, PAIR[1])):
+            before = gradient(f, 1.0, backend=backend)[0]
+            seq[0] = before + 4.0
+            assert gradient(f, 1.0, backend=backend)[0] == before + 4.0, f.__name__
+    finally:
+        COEFS[:], LAYERS[:], NET.ws[:], CONFIG["ws"][:], PAIR[1][:] = saved

@@ -381,7 +381,6 @@ class FunctionGen:
         self.line = t.ir.firstline
         self.b = L.IRBuilder()
         self._status_exit: Optional[tuple] = None    # (block, phi): see leave_with
-        self._site_exits: dict = {}     # (status, site) -> its block: see _branch_to_exit
 
     # -- structure -------------------------------------------------------------
     def emit(self) -> None:
@@ -637,16 +636,13 @@ class FunctionGen:
                 self.leave_with(L.Constant(I32, status))
 
     def _branch_to_exit(self, cond: L.Value, status: int, sid: int) -> None:
-        """`_exit_if` with no details to record: the sites of a function that record
-        the same site (the checks of one statement) share one block that records it."""
-        block = self._site_exits.get((status, sid))
-        if block is None:
-            block = self._site_exits[(status, sid)] = self.fn.append_basic_block("raise")
-            with self.b.goto_block(block):
-                base = self.mg.errinfo_base(self.b)
-                self.b.store(self.mg.site_word(sid),
-                             self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
-                self.leave_with(L.Constant(I32, status))
+        """`_exit_if` with no details to record: a branch straight to the function's
+        one exit block, whose phis take the status and the site to record (a block of
+        its own per site, with its call and store, was an eighth of a large gradient's
+        instructions)."""
+        block, status_phi, site_phi = self._exit_block()
+        status_phi.add_incoming(L.Constant(I32, status), self.b.block)
+        site_phi.add_incoming(self.mg.site_word(sid), self.b.block)
         ok = self.fn.append_basic_block("ok")
         self.b.cbranch(cond, block, ok).set_weights([1, 99])
         self.b.position_at_end(ok)
@@ -661,15 +657,32 @@ class FunctionGen:
         """Return `status` and no result, through one shared exit block per function
         (a phi of the statuses): a `ret` of the result struct at every error site
         made LLVM's code generation several times slower on large functions."""
+        block, status_phi, site_phi = self._exit_block()
+        status_phi.add_incoming(status, self.b.block)
+        site_phi.add_incoming(L.Constant(I64, 0), self.b.block)   # (recorded already)
+        self.b.branch(block)
+
+    def _exit_block(self) -> tuple:
+        """(block, status phi, site phi) of the exit every error leaves through: it
+        records the site word in the error record when it is not 0, then returns."""
         if self._status_exit is None:
             block = self.fn.append_basic_block("status.exit")
+            record = self.fn.append_basic_block("status.record")
+            done = self.fn.append_basic_block("status.return")
             with self.b.goto_block(block):
-                phi = self.b.phi(I32, "status")
-                self.b.ret(self._result(phi))
-            self._status_exit = (block, phi)
-        block, phi = self._status_exit
-        phi.add_incoming(status, self.b.block)
-        self.b.branch(block)
+                status_phi = self.b.phi(I32, "status")
+                site_phi = self.b.phi(I64, "site")
+                self.b.cbranch(self.b.icmp_unsigned("!=", site_phi, L.Constant(I64, 0)),
+                               record, done)
+            with self.b.goto_block(record):
+                base = self.mg.errinfo_base(self.b)
+                self.b.store(site_phi, self.b.gep(base, [L.Constant(I64, 1)],
+                                                  source_etype=I64))
+                self.b.branch(done)
+            with self.b.goto_block(done):
+                self.b.ret(self._result(status_phi))
+            self._status_exit = (block, status_phi, site_phi)
+        return self._status_exit
 
     def _result(self, status: L.Value) -> L.Value:
         """This function's return value with `status` and no result yet."""
