@@ -178,3 +178,32 @@ def test_callee_writing_into_the_array_itself_is_differentiated(backend):
     want[0] = 5.0           # t's first row is 5.0 and no longer depends on x
     np.testing.assert_allclose(adjoint.gradient(_writes_its_own_array, x, backend=backend)[0],
                                want)
+
+
+def _eliminate(a, b):
+    """Gaussian elimination as people write it: `n = a.shape[0]`, then writes into
+    rows in nested loops (`n` is a number, not a second name of `a`)."""
+    a, b = a.copy(), b.copy()
+    n = a.shape[0]
+    for k in range(n):
+        for i in range(k + 1, n):
+            m = a[i, k] / a[k, k]
+            a[i] = a[i] - m * a[k]
+            b[i] = b[i] - m * b[k]
+    x = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        x[i] = (b[i] - np.dot(a[i, i + 1:], x[i + 1:])) / a[i, i]
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_a_shape_read_before_writes_is_not_an_alias(backend):
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 3)) + 4.0 * np.eye(3)
+    b = rng.normal(size=3)
+    ga, gb = adjoint.gradient(_eliminate, a, b, backend=backend)
+    # the same loss by numpy's solver, differentiated by its rule
+    wa, wb = adjoint.gradient(lambda m, v: np.sum(np.linalg.solve(m, v) ** 2), a, b,
+                              backend="interp")
+    np.testing.assert_allclose(ga, wa, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gb, wb, rtol=1e-10, atol=1e-12)

@@ -36,8 +36,8 @@ import numpy as np
 from ssair import IR, Const, Phi, Return, Var
 
 from ..rules import lookup_callee, lookup_op
+from .aliases import SHAPE_ATTRS
 
-SHAPE_ATTRS = frozenset({"shape", "ndim", "size", "dtype", "__len__"})
 CONTAINER_CALLS = ("zeros", "ones", "empty", "zeros_like", "ones_like", "empty_like",
                    "full", "array", "copy")
 

@@ -29,6 +29,8 @@ FRESH_OPS = frozenset({
     "abs", "lt", "le", "gt", "ge", "eq", "ne", "is", "isnot", "in", "notin", "not",
     "truth", "invert", "lshift", "rshift", "bitand", "bitor", "bitxor", "snapshot",
     "accum", "zero", "setitem", "push", "pop", "unbcast", "take_index", "dget"})
+# attributes of an array that are data about it, not views of its memory
+SHAPE_ATTRS = frozenset({"shape", "ndim", "size", "dtype", "__len__"})
 CONTAINER_BUILDS = frozenset({"tuple", "list", "dict"})    # displays: hold their operands
 VIEW_NAMES = frozenset({"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
                         "expand_dims", "diagonal", "view", "asarray", "atleast_1d",
@@ -132,8 +134,11 @@ def written_by(s, defs: dict, kinds: Any) -> set:
 
 
 def _fresh(s, defs: dict) -> bool:
-    """`s` makes a new object (no operand's memory)."""
+    """`s` makes a new object (no operand's memory): `a.shape`, `a.size`, ... too (`n =
+    a.shape[0]` is a number, not a second name of `a`)."""
     if s.op in FRESH_OPS:
+        return True
+    if s.op == "getattr" and isinstance(s.args[1], Const) and s.args[1].value in SHAPE_ATTRS:
         return True
     if s.op != "call" or _view_call(s, defs):
         return False
