@@ -338,3 +338,26 @@ def test_no_handle_left_after_a_raise():
         gradient(h, 1.0, 7.0, backend="llvm")     # the second call site raises
     gc.collect()
     assert len(LIVE) == before
+
+
+def _shifted_in_place(a):
+    a = a.copy()
+    a[1:] -= 0.5 * a[:-1]       # (an in-place operator on an array: not compiled here)
+    return a
+
+
+def _loss_of_shifted(a):
+    return np.sum(_shifted_in_place(a) ** 2)
+
+
+def test_a_call_site_warning_made_an_error_by_a_filter_is_raised():
+    """Warned inside type inference, the warning an "error" filter raised was taken
+    for a refusal of the whole function: the user's filter never saw it."""
+    x = np.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(CallSiteFallbackWarning, match="_shifted_in_place"):
+            gradient(_loss_of_shifted, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # warned once per call site: now quiet
+        np.testing.assert_allclose(gradient(_loss_of_shifted, x)[0], [1.5, 0.5, 1.0])

@@ -31,6 +31,7 @@ from lowering.guards import guard_of, on_invalidate
 from ssair import IR, Const, Return
 from ssair.compile_lock import built_once
 
+from jit.pullback.host_jcalls import CallSiteFallbackWarning
 from jit.pullback.backend import BACKEND
 from jit.types import FLOAT64, INT64, ArrayT, TupleT, TypingError, is_float, typeof
 
@@ -160,6 +161,8 @@ def _build(f: Any, argtypes: tuple, with_value: bool) -> Any:
         try:
             t = infer(_wrapper_ir(f, len(argtypes), with_value), argtypes)
             compiled = compile_typing(t, general, reroute, other_classes, cache_key=key)
+        except CallSiteFallbackWarning:    # (a filter made it an error: the user's)
+            raise
         except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
             return False
     return f.__globals__, compiled.wrapper, compiled.python_wrapper

@@ -30,6 +30,7 @@ import numpy as np
 from lowering.guards import on_invalidate
 from ssair.compile_lock import built_once
 
+from jit.pullback.host_jcalls import CallSiteFallbackWarning
 from jit.runtime import native as runtime
 from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
 from jit.pullback.backend import BACKEND
@@ -110,6 +111,8 @@ def _build(f: Any, args: tuple) -> Any:
         jf = transform(lower_function(f), activity_of(args), arg_types(args))
         code = BACKEND.code_for(jf, args)
         adj = code.adjoint_for_type(FLOAT64)
+    except CallSiteFallbackWarning:    # (a filter made it an error: the user's)
+        raise
     except Exception:  # noqa: BLE001 - the general path reports (and warns) properly
         return False
     if code.host_pullbacks:    # its tape holds pullbacks the general path's env owns

@@ -181,14 +181,31 @@ def _warn(ctx: Context, s, f: Any, why: Exception) -> None:
     _WARNED.add((file, line, caller, callee))
     reason = str(why).split("\n")[0].replace(_AUTO_NOTE, "")
     if names_internals(f"{file} {reason}"):     # inside zygopy's own library code
-        warnings.warn("zygopy: a step of a library function's compiled code runs in "
-                      "Python (slower, same result); this is zygopy's limitation, "
-                      "worth reporting", CallSiteFallbackWarning, stacklevel=2)
+        PENDING.append(("zygopy: a step of a library function's compiled code runs in "
+                        "Python (slower, same result); this is zygopy's limitation, "
+                        "worth reporting", None, None))
         return
-    warnings.warn_explicit(
-        f"zygopy: the call of {callee} in {caller} at {file}:{line} runs in "
-        f"Python (the rest of {caller} stays compiled): {reason}",
-        CallSiteFallbackWarning, file, line)
+    PENDING.append((f"zygopy: the call of {callee} in {caller} at {file}:{line} runs in "
+                    f"Python (the rest of {caller} stays compiled): {reason}", file, line))
+
+
+# Call-site warnings found while compiling, given once the compilation is done
+# (`emit_pending`): warned inside type inference, a warnings filter that makes them
+# errors (`simplefilter("error")`) raised them where a refusal is expected, which
+# took them for a refusal of the whole function, and the user never saw them.
+PENDING: list = []
+
+
+def emit_pending() -> None:
+    """Give the call-site warnings of the compilations just done (each at its call
+    site's file and line); under an "error" filter the first one raises, and the code
+    stays compiled."""
+    while PENDING:
+        message, file, line = PENDING.pop(0)
+        if file is None:
+            warnings.warn(message, CallSiteFallbackWarning, stacklevel=3)
+        else:
+            warnings.warn_explicit(message, CallSiteFallbackWarning, file, line)
 
 
 _AUTO_NOTE = " (backend='auto' runs it in the interpreter)"

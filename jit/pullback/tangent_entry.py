@@ -18,6 +18,7 @@ from adjoint.passes.tangent import HELPERS
 from adjoint.rule_table import TangentHelper
 from ssair import Const
 from ssair.compile_lock import built_once
+from jit.pullback.host_jcalls import CallSiteFallbackWarning
 from jit.library.records import class_call
 from jit.library.registry import REGISTRY
 from jit.pullback.backend import JitFallbackWarning
@@ -103,6 +104,8 @@ def _build(ir: Any, argtypes: tuple) -> Any:
     try:
         with learning():
             return compile_typing(infer(ir, argtypes), general, reroute).wrapper
+    except CallSiteFallbackWarning:    # (a filter made it an error: the user's)
+        raise
     except Exception as e:  # noqa: BLE001 - kept, raised under backend="llvm"
         return e
 
