@@ -100,3 +100,41 @@ def test_reduce_of_nothing_raises_what_cpython_raises():
                  lambda: gradient(product, np.zeros(0))):
         with pytest.raises(TypeError, match="reduce\\(\\) of empty iterable"):
             call()
+
+
+def loop_over_local_list(x):
+    data = [1, 2, 3]
+    s = 0.0
+    for d in data:
+        s += x * d
+    return s
+
+
+def mixed_local_list(x):
+    data = [1, 2.5, 3]              # an int and a float: the loop is unrolled
+    return sum(d * x * x for d in data)
+
+
+def local_list_at(x, i):
+    data = [1.0, 2.0, 3.0]
+    return data[i] * x + data[-1]
+
+
+@pytest.mark.parametrize("f, args, want", [
+    (loop_over_local_list, (1.3,), (6.0,)),
+    (mixed_local_list, (1.3,), (2 * 6.5 * 1.3,)),
+    (local_list_at, (1.3, 2), (3.0, None)),
+    (local_list_at, (1.3, -3), (1.0, None)),
+])
+def test_a_local_list_of_numbers_read_at_a_variable_index_compiles(f, args, want):
+    """`data = [1, 2, 3]; for d in data:` was a whole-function fallback (the display
+    is a constant, and a constant could only be read at a constant index)."""
+    got = compiled(f, *args)
+    assert got == pytest.approx(want) if want[-1] is not None else \
+        (got[0] == pytest.approx(want[0]) and got[1] is None)
+    assert jit.jit(f)(*args) == f(*args)
+
+
+def test_a_local_list_read_out_of_range_raises_index_error():
+    with pytest.raises(IndexError, match="list index out of range"):
+        jit.jit(local_list_at)(1.3, 5)

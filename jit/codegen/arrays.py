@@ -14,9 +14,10 @@ from llvmlite import ir as L
 
 from jit.runtime import symbols
 from jit.runtime.symbols import TypedPtr
-from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen, lltype,
-                                  memory_type, nd_array_type)
+from jit.codegen.function import (ARRAY, F64, I1, I64, PTR, FunctionGen, codegen,
+                                  const_value, lltype, memory_type, nd_array_type)
 from jit.typing.infer import LiteralT
+from jit.typing.primitives import constant_sequence_type
 from jit.types import (BOOL, FLOAT32, INT32, INT64, NARROW, ArrayT, DictT, FunctionT,
                        StrT, TupleT, TypingError, known_string)
 
@@ -119,6 +120,10 @@ def store_element(fc: FunctionGen, value, ptr, dtype) -> None:
 def _cg_getitem(fc: FunctionGen, s, ts):
     if isinstance(ts[0], TupleT):
         return _tuple_getitem(fc, s, ts)
+    seq = constant_sequence_type(ts[0])
+    if seq is not None:     # a list display of numbers held as a constant
+        return _tuple_getitem(fc, s, [seq] + list(ts[1:]),
+                              const_value(tuple(ts[0].value), seq), "list")
     arr = fc.get(s.args[0])
     idx = index_operands(fc, s.args[1:])
     if s.type == ts[0].dtype:   # a read the adjoint recomputes was in bounds already
@@ -131,8 +136,8 @@ def _cg_getitem(fc: FunctionGen, s, ts):
     return sub_array(fc, arr, element_pointer(fc, arr, idx), len(idx), ts[0].ndim)
 
 
-def _tuple_getitem(fc: FunctionGen, s, ts):
-    tup = fc.get(s.args[0])
+def _tuple_getitem(fc: FunctionGen, s, ts, tup=None, kind: str = "tuple"):
+    tup = fc.get(s.args[0]) if tup is None else tup
     n = len(ts[0].elems)
     k = s.args[1]
     kv = getattr(k, "value", None)
@@ -151,7 +156,7 @@ def _tuple_getitem(fc: FunctionGen, s, ts):
     b = fc.b
     j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, size), i)
     bad = b.or_(b.icmp_signed("<", j, ZERO), b.icmp_signed(">=", j, size))
-    fc.raise_if(bad, IndexError, "tuple index out of range")
+    fc.raise_if(bad, IndexError, f"{kind} index out of range")
     ptr = b.gep(slots, [ZERO, j])
     return b.load(ptr, typ=elem)
 

@@ -15,7 +15,7 @@ from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, DictT, FunctionT,
                        ListLiteral, ListT, PythonCallable, RecordT, Scalar, StrT, TupleT, Type,
-                       is_float, is_int_like, is_numeric, known_string, promote)
+                       is_float, is_int_like, is_numeric, known_string, promote, typeof)
 
 # ---------------------------------------------------------------------------
 # Arithmetic, comparisons, logic.
@@ -229,6 +229,9 @@ def _t_getitem(ctx: Context, s: Stmt, ts: list) -> Type:
     refuse_object_as_sequence(ctx, obj, "subscriptable")
     if isinstance(obj, TupleT):
         return _tuple_item(ctx, s, obj, idx)
+    seq = constant_sequence_type(obj)
+    if seq is not None:         # `data = [1, 2, 3]; for d in data:` (a variable index)
+        return _tuple_item(ctx, s, seq, idx)
     if not isinstance(obj, ArrayT):
         ctx.fail(f"indexing {obj} is not supported")
     if not all(is_int_like(i) for i in idx):
@@ -239,6 +242,16 @@ def _t_getitem(ctx: Context, s: Stmt, ts: list) -> Type:
     if len(idx) == obj.ndim:
         return obj.dtype
     return ArrayT(obj.dtype, obj.ndim - len(idx))
+
+
+def constant_sequence_type(t: Type):
+    """The tuple type of a list display of numbers held as a constant (`LiteralT` of a
+    `ListLiteral`), read at a variable index; None for anything else."""
+    if not (isinstance(t, LiteralT) and isinstance(t.value, ListLiteral)):
+        return None
+    if not all(type(v) in (int, float, bool) for v in t.value):
+        return None
+    return typeof(tuple(t.value))
 
 
 def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
