@@ -183,9 +183,25 @@ def test_jit_compiles_inplace_ops_on_numbers():
     assert jit.jit(pw)(1.5, 3) == pw(1.5, 3)
 
 
-def test_jit_refuses_inplace_ops_on_arrays():
+def test_jit_compiles_inplace_ops_on_float_arrays_as_cpython_runs_them():
+    """`a += b` and `a[1:] *= b[1:]` write into the array, the argument included, as
+    CPython does (`jit.typing.infer.lower_function` rewrites them as the J transform
+    does); an int array's are refused, saying so."""
     def f(a, b):
         a += b
         return a[0]
+
+    def g(a, b):
+        a[1:] *= b[1:]
+        return a.sum()
+
+    for fn in (f, g):
+        mine, theirs = W.copy(), W.copy()
+        assert jit.jit(fn)(mine, W) == fn(theirs, W)
+        np.testing.assert_array_equal(mine, theirs)
+
+    def h(a):
+        a += 1
+        return a
     with pytest.raises(TypingError, match="in-place operator '\\+=' on array"):
-        jit.jit(f)(W.copy(), W.copy())
+        jit.jit(h)(np.arange(3))

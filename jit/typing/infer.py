@@ -25,6 +25,7 @@ another in-progress guess is not cached, so mutual recursion converges too.
 from __future__ import annotations
 
 import types as pytypes
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -189,8 +190,30 @@ def _callee_key(f: Any) -> Any:
 
 
 def lower_function(func: Any) -> IR:
-    """The IR of a user function: `lowering.lower`, which caches it on the function."""
-    return lowering.lower(func)
+    """The IR of a user function: `lowering.lower` (which caches it on the function),
+    with its in-place operators on arrays made ordinary operators and writes
+    (`adjoint.passes.inplace.canonical_inplace`, as the J transform makes them: `x -=
+    y` on an array, `a[1:] *= b`; the test of the kind of a value not known to be an
+    array or a number is decided by its type: `updates_float_array`)."""
+    ir = lowering.lower(func)
+    hit = _CANONICAL.get(ir)
+    if hit is None:
+        hit = _CANONICAL[ir] = _canonical(ir)
+    return hit
+
+
+_CANONICAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # IR -> its form
+
+
+def _canonical(ir: IR) -> IR:
+    from adjoint.passes.inplace import canonical_inplace
+    from ssair.primitives import INPLACE
+    if not any(s.op in INPLACE for b in ir.blocks for s in b.stmts):
+        return ir
+    out = canonical_inplace(ir)
+    if out is not ir:
+        out.meta = dict(ir.meta, **out.meta)
+    return out
 
 
 def is_user_function(f: Any) -> bool:
