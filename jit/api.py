@@ -37,7 +37,6 @@ from jit import disk_cache
 from jit.runtime import host_pullbacks as handles
 from jit.runtime import native as runtime
 from jit.runtime import symbols
-from jit.pullback.host_jcalls import emit_pending
 from jit.codegen.function import ENTRY_NUMBERS, ModuleGen
 from jit.codegen.entry import (LAYOUT_OK, build_entry, contains_array, copy_array, ctype_of,
                             flat_ctypes, flat_names, is_direct, range_checks, record_entry,
@@ -106,10 +105,8 @@ def compile_typing(t: Typing, fallback: Callable, reroute: Callable = None,
             disk_cache.store(cache_key, {"object": obj, "symbols": used, "signature": sig,
                                          "entry": entry.name, "fast": fast})
             _LINKED[cache_key.digest] = (sig, entry.name, fast)
-    compiled = _wrap(sig, entry.name, fast, fallback, reroute, other_classes,
-                     Compiled(t, text, mod, entry.name, None, None, (sig, entry.name, fast)))
-    emit_pending()
-    return compiled
+    return _wrap(sig, entry.name, fast, fallback, reroute, other_classes,
+                 Compiled(t, text, mod, entry.name, None, None, (sig, entry.name, fast)))
 
 
 def rewrapped(c: Compiled, fallback: Callable, reroute: Callable = None) -> Compiled:

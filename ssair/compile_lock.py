@@ -25,16 +25,43 @@ COMPILE_LOCK = threading.RLock()
 
 def compiling(fn: Callable) -> Callable:
     """`fn` run holding `COMPILE_LOCK` (for a function that compiles and publishes);
-    the outermost one is timed, and said on stderr when long (`ssair.progress`)."""
+    the outermost one is timed, and said on stderr when long (`ssair.progress`), and
+    gives the warnings deferred while it ran (`defer_warning`)."""
     @functools.wraps(fn)
     def locked(*args: Any, **kwargs: Any) -> Any:
         with COMPILE_LOCK:
             before = progress.begin()
             try:
-                return fn(*args, **kwargs)
+                out = fn(*args, **kwargs)
             finally:
                 progress.end(before)
+            if not before and DEFERRED:
+                _warn_deferred()
+            return out
     return locked
+
+
+# Warnings found while compiling, given when the outermost compilation returns: a
+# warning given inside type inference that a filter makes an error
+# (`simplefilter("error")`) would be raised where a refusal is expected, taken for
+# one, and never reach the user.
+DEFERRED: list = []
+
+
+def defer_warning(message: str, category: type, file: Any = None, line: Any = None) -> None:
+    """Give this warning once the outermost compilation returns (at `file`:`line`
+    when given)."""
+    DEFERRED.append((message, category, file, line))
+
+
+def _warn_deferred() -> None:
+    import warnings
+    while DEFERRED:
+        message, category, file, line = DEFERRED.pop(0)
+        if file is None:
+            warnings.warn(message, category, stacklevel=3)
+        else:
+            warnings.warn_explicit(message, category, file, line)
 
 
 @compiling
@@ -47,4 +74,4 @@ def built_once(table: dict, key: Any, build: Callable, *args: Any) -> Any:
     return entry
 
 
-__all__ = ["COMPILE_LOCK", "built_once", "compiling"]
+__all__ = ["COMPILE_LOCK", "DEFERRED", "built_once", "compiling", "defer_warning"]

@@ -341,9 +341,12 @@ def test_no_handle_left_after_a_raise():
 
 
 def _shifted_in_place(a):
-    a = a.copy()
-    a[1:] -= 0.5 * a[:-1]       # (an in-place operator on an array: not compiled here)
-    return a
+    k = 0.0
+    get = lambda: a * k     # noqa: E731  (k rebound below: not compiled, as guarded_double)
+    k = 0.5
+    b = a.copy()
+    b[1:] = b[1:] - get()[:-1]
+    return b
 
 
 def _loss_of_shifted(a):

@@ -138,3 +138,21 @@ def test_a_local_list_of_numbers_read_at_a_variable_index_compiles(f, args, want
 def test_a_local_list_read_out_of_range_raises_index_error():
     with pytest.raises(IndexError, match="list index out of range"):
         jit.jit(local_list_at)(1.3, 5)
+
+
+def _product_of(items):
+    return items[0] * items[1]
+
+
+def comprehension_to_helper(x, y):
+    hs = [w * 1.0 for w in (x, y)]
+    return np.sum(_product_of(hs)) + np.sum(reduce(lambda u, v: u * v, hs))
+
+
+def test_a_list_built_in_a_loop_passed_to_a_helper_compiles():
+    """The helper was typed for `[]` (the list before the loop appended to it) and
+    failed: its call ran in Python (and `functools.reduce` over a comprehension)."""
+    x, y = np.full(2, 2.0), np.full(2, 3.0)
+    gx, gy = compiled(comprehension_to_helper, x, y)
+    np.testing.assert_allclose(gx, 2 * y)
+    np.testing.assert_allclose(gy, 2 * x)

@@ -172,6 +172,8 @@ def static_isinstance(t: Type, classes) -> Optional[bool]:
             else tuple if isinstance(t, TupleT) else None
     if py is None and isinstance(t, ArrayT):
         py = np.ndarray
+    if py is None and isinstance(t, LiteralT):      # a constant: its own class
+        py = list if isinstance(t.value, ListLiteral) else type(t.value)
     if py is None:
         return None
     return issubclass(py, classes)

@@ -19,7 +19,6 @@ from ssair import progress
 from ssair.compile_lock import compiling
 
 from jit.pullback.runner import ForwardCode, NativeDeopt, NativeEnv
-from jit.pullback.host_jcalls import emit_pending
 from jit.runtime import host_pullbacks as handles
 from jit.runtime.host_pullbacks import ResultTypeNeeded
 from jit.types import INT64_MAX, INT64_MIN, TypingError, typeof
@@ -62,7 +61,6 @@ class LLVMBackend:
         hit = self.codes.get(key)
         if hit is None or hit[0] is not jf:
             hit = self._compile(key, jf, args)
-            emit_pending()
         if isinstance(hit[1], str):  # a refusal: a fresh exception (a stored one
             raise TypingError(hit[1])  # would keep the frames it passed alive)
         return hit[1]

@@ -22,12 +22,12 @@ error stands.  One `CallSiteFallbackWarning` per call site.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from llvmlite import ir as L
 
+from ssair.compile_lock import defer_warning
 from ssair.ir import Const
 
 from jit.codegen.function import FunctionGen, lltype
@@ -181,31 +181,14 @@ def _warn(ctx: Context, s, f: Any, why: Exception) -> None:
     _WARNED.add((file, line, caller, callee))
     reason = str(why).split("\n")[0].replace(_AUTO_NOTE, "")
     if names_internals(f"{file} {reason}"):     # inside zygopy's own library code
-        PENDING.append(("zygopy: a step of a library function's compiled code runs in "
-                        "Python (slower, same result); this is zygopy's limitation, "
-                        "worth reporting", None, None))
+        defer_warning("zygopy: a step of a library function's compiled code runs in "
+                      "Python (slower, same result); this is zygopy's limitation, worth "
+                      "reporting", CallSiteFallbackWarning)
         return
-    PENDING.append((f"zygopy: the call of {callee} in {caller} at {file}:{line} runs in "
-                    f"Python (the rest of {caller} stays compiled): {reason}", file, line))
-
-
-# Call-site warnings found while compiling, given once the compilation is done
-# (`emit_pending`): warned inside type inference, a warnings filter that makes them
-# errors (`simplefilter("error")`) raised them where a refusal is expected, which
-# took them for a refusal of the whole function, and the user never saw them.
-PENDING: list = []
-
-
-def emit_pending() -> None:
-    """Give the call-site warnings of the compilations just done (each at its call
-    site's file and line); under an "error" filter the first one raises, and the code
-    stays compiled."""
-    while PENDING:
-        message, file, line = PENDING.pop(0)
-        if file is None:
-            warnings.warn(message, CallSiteFallbackWarning, stacklevel=3)
-        else:
-            warnings.warn_explicit(message, CallSiteFallbackWarning, file, line)
+    # (given when the compilation returns: `ssair.compile_lock.defer_warning`)
+    defer_warning(f"zygopy: the call of {callee} in {caller} at {file}:{line} runs in "
+                  f"Python (the rest of {caller} stays compiled): {reason}",
+                  CallSiteFallbackWarning, file, line)
 
 
 _AUTO_NOTE = " (backend='auto' runs it in the interpreter)"

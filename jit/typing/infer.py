@@ -245,6 +245,12 @@ def _static_is_none(a: Optional[Type], b: Optional[Type]) -> Optional[bool]:
     return a == b
 
 
+def _user_callee(s: Stmt, ts: list) -> bool:
+    """Does call (or jcall) `s` call a user function?"""
+    f = s.args[0].value if isinstance(s.args[0], Const) else getattr(ts[0], "func", None)
+    return is_user_function(f)
+
+
 def empty_list(t: Any) -> bool:
     """Is `t` the type of `[]` (a list display with nothing in it)?"""
     return isinstance(t, LiteralT) and isinstance(t.value, ListLiteral) and not t.value
@@ -566,6 +572,10 @@ class Engine:
             raise TypingError(f"jit: cannot compile {describe(t, s)}: an f-string is compiled "
                               "only as an argument of print or of a call made for its effect "
                               "(a logger); other uses of the string run in the interpreter")
+        if not self.strict and s.op in ("call", "jcall") and _user_callee(s, ts) and \
+                any(empty_list(x) for x in ts[1:] + kws):
+            return None   # a user function given `[]` that a loop before appends to is
+            # typed once the list's type is known (else it is typed for `[]` and fails)
         try:
             return type_primitive(Context(self, t, s), s.op, s, ts)
         except RetypeNeeded:
