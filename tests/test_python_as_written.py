@@ -156,3 +156,31 @@ def test_a_list_built_in_a_loop_passed_to_a_helper_compiles():
     gx, gy = compiled(comprehension_to_helper, x, y)
     np.testing.assert_allclose(gx, 2 * y)
     np.testing.assert_allclose(gy, 2 * x)
+
+
+def pair_energy(x):
+    d = x[:, None, :] - x[None, :, :]
+    r2 = np.sum(d * d, axis=-1)
+    iu = np.triu_indices(x.shape[0], 1)
+    r = r2[iu]
+    return np.sum(1.0 / r ** 6 - 1.0 / r ** 3)
+
+
+def lower_squares(m):
+    return np.sum(m[np.tril_indices_from(m, -1)] ** 2)
+
+
+def test_triangle_indices_compile():
+    """`np.triu_indices(n, 1)` in pairwise code sent the whole function to the
+    interpreter (no registry entry; now a host call of known result type, with no
+    derivative)."""
+    x = np.array([[0.0, 0.0], [1.1, 0.2], [0.3, 1.4], [1.5, 1.3]])
+    (g,) = compiled(pair_energy, x)
+    h, fd = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        fd[i] = (pair_energy(x + e) - pair_energy(x - e)) / (2 * h)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    m = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_array_equal(compiled(lower_squares, m)[0], 2 * np.tril(m, -1))

@@ -696,6 +696,11 @@ def _declare() -> None:
     declare(np.dsplit, "ary, indices_or_sections", split_parts, shp)
     declare(np.atleast_3d, "*arys", at_least(3), shp)
     declare(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None", cross, lin)
+    pair = lambda a: TupleT((ArrayT(INT64, 1),) * 2)   # noqa: E731 (rows, columns)
+    for f in (np.triu_indices, np.tril_indices):
+        declare(f, "n, k=0, m=None", pair, sel)
+    for f in (np.triu_indices_from, np.tril_indices_from):
+        declare(f, "arr, k=0", pair, sel)
     for f in (np.convolve, np.correlate):
         declare(f, "a, v, mode='full'" if f is np.convolve else "a, v, mode='valid'",
                 elementwise(None, "a", "v"), lin)
