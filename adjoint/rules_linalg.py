@@ -1,6 +1,7 @@
 """Derivative rules for numpy's contractions and linear algebra: `np.einsum` (string
 and interleaved forms), `np.tensordot`, `np.inner`, `np.kron`, `np.cross`, and
-`np.linalg.det`, `slogdet`, `inv`, `solve`, `cholesky` (stacked matrices included).
+`np.linalg.det`, `slogdet`, `inv`, `solve`, `cholesky`, `eigh`, `eigvalsh` (stacked
+matrices included).
 (`np.dot`, `np.matmul` and `np.outer` are in `rules_numpy`.)
 
 Every contraction is reduced to one description, an einsum: one list of labels per
@@ -260,6 +261,47 @@ def d_slogdet(dy, a):
     if dlog is None:
         return cotangent_like(np.zeros(np.shape(a)), a)
     return cotangent_like(_under(dlog) * _mT(np.linalg.inv(a)), a)
+
+
+def eigen_gaps(w):
+    """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it (eigenvalues w along
+    the last axis): how an eigenvector turns towards the others."""
+    n = np.shape(w)[-1]
+    off = ~np.eye(n, dtype=bool)
+    gap = w[..., None, :] - w[..., :, None]
+    return np.where(off, 1.0 / np.where(off, gap, 1.0), 0.0)
+
+
+def folded_symmetric(m, uplo):
+    """The cotangent of the matrix a function reads one triangle of (numpy's eigh,
+    eigvalsh and cholesky read the lower one, or the upper with `UPLO="U"`), from the
+    cotangent `m` of the symmetric matrix it makes of that triangle: m + m^T on the
+    triangle, m's own diagonal, zeros elsewhere."""
+    sym = m + _mT(m)
+    fold = np.triu if uplo == "U" else np.tril
+    return fold(sym) - 0.5 * sym * np.eye(np.shape(m)[-1])
+
+
+@pullback_rule(np.linalg.eigh, uses_result=True)
+def d_eigh(dy, y, a, UPLO="L"):
+    """A = V diag(w) V^T: the cotangent of the symmetric A is V (diag(dw) + F o (V^T
+    dV)) V^T (F: `eigen_gaps`), folded onto the triangle numpy reads."""
+    w, v = y[0], y[1]
+    dw, dv = (dy[0], dy[1]) if isinstance(dy, tuple) else (dy.eigenvalues, dy.eigenvectors)
+    inner = np.zeros(np.shape(v))
+    if dw is not None:
+        inner = inner + np.asarray(dw)[..., :, None] * np.eye(np.shape(v)[-1])
+    if dv is not None:
+        inner = inner + eigen_gaps(w) * (_mT(v) @ dv)
+    return cotangent_like(folded_symmetric(v @ inner @ _mT(v), UPLO), a)
+
+
+@pullback_rule(np.linalg.eigvalsh)
+def d_eigvalsh(dy, a, UPLO="L"):
+    """The eigenvalues' part of `d_eigh` (the eigenvectors computed again)."""
+    _, v = np.linalg.eigh(a, UPLO=UPLO)
+    inner = np.asarray(dy)[..., :, None] * np.eye(np.shape(v)[-1])
+    return cotangent_like(folded_symmetric(v @ inner @ _mT(v), UPLO), a)
 
 
 @pullback_rule(np.linalg.inv, uses_result=True)

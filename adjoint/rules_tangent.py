@@ -35,6 +35,7 @@ from ssair import Const
 from .passes.tangent import HELPERS, zero_tangent
 from .pytrees import computed_attribute_error, is_namedtuple, is_record, record_fields
 from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
+from .rules_linalg import eigen_gaps
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
 
@@ -597,6 +598,31 @@ def j_cholesky(y, a, ta, upper=False):
     return np.swapaxes(dl, -1, -2) if upper else dl
 
 
+@_real_helper
+def j_eigh(y, a, ta, UPLO="L"):
+    """A = V diag(w) V^T: dw = diag(P), dV = V (F o P) with P = V^T dA V (F: the
+    inverse gaps), dA the symmetric matrix of the triangle of the tangent numpy reads
+    (a plain tuple: `j_field` reads it by the result's field names)."""
+    w, v = y[0], y[1]
+    p = np.swapaxes(v, -1, -2) @ _read_triangle(ta, UPLO) @ v
+    return (np.diagonal(p, axis1=-2, axis2=-1).copy(), v @ (eigen_gaps(w) * p))
+
+
+@_real_helper
+def j_eigvalsh(y, a, ta, UPLO="L"):
+    _, v = np.linalg.eigh(a, UPLO=UPLO)
+    p = np.swapaxes(v, -1, -2) @ _read_triangle(ta, UPLO) @ v
+    return np.diagonal(p, axis1=-2, axis2=-1).copy()
+
+
+def _read_triangle(ta, uplo):
+    """The symmetric matrix of the triangle of `ta` that numpy reads."""
+    ta = np.asarray(ta, dtype=float)
+    if uplo == "U":
+        return np.triu(ta) + np.swapaxes(np.triu(ta, 1), -1, -2)
+    return np.tril(ta) + np.swapaxes(np.tril(ta, -1), -1, -2)
+
+
 @_helper
 def j_loop_items(v, t):
     """The tangent of the sequence a loop reads: a dict's keys and a set's items have a
@@ -619,6 +645,9 @@ _set([np.linalg.det], _matrix_jvp(j_det))
 _set([np.linalg.slogdet], _matrix_jvp(j_slogdet))
 _set([np.linalg.inv], _matrix_jvp(j_inv))
 _set([np.linalg.solve], _matrix_jvp(j_solve, data=2))
+for _f, _j in ((np.linalg.eigh, j_eigh), (np.linalg.eigvalsh, j_eigvalsh)):
+    _set([_f], lambda em, s, ts, _j=_j: em.op(
+        "call", _j, s.var, em.operands(s)[0], em.or_none(ts[0]), **s.kwargs))
 _set([np.linalg.cholesky], lambda em, s, ts: em.op(
     "call", j_cholesky, s.var, em.operands(s)[0], em.or_none(ts[0]), **s.kwargs))
 

@@ -41,6 +41,14 @@ M22, M33 = A(-1, 1, (2, 2)), A(-1, 1, (3, 3))
 SPD = (lambda: (lambda m: m @ m.T + 3 * np.eye(3))(RNG.uniform(-1, 1, (3, 3))))
 
 
+def _eig_readout(wv):
+    """A smooth readout of eigh's result: the eigenvalues, and each eigenvector's outer
+    product (unchanged by the sign numpy picks), weighted."""
+    w, v = wv
+    return np.sum(w * w) + np.sum((v[:, 0:1] @ v[:, 0:1].T) * np.arange(9.0).reshape(3, 3)) \
+        + np.sum(v[:, 2:3] @ v[:, 2:3].T)
+
+
 def _row_stack(parts):
     """np.row_stack, deprecated in numpy 2 (its warning is not the rule's concern)."""
     with warnings.catch_warnings():
@@ -170,6 +178,9 @@ SPECS = {
     "numpy.linalg.det": Spec(np.linalg.det, SPD, order=2),
     "numpy.linalg.slogdet": Spec(lambda m: np.linalg.slogdet(m)[1], SPD, order=2),
     "numpy.linalg.solve": Spec(np.linalg.solve, SPD, A()),
+    # (eigenvectors have a sign: a smooth function of them is v v^T, or |v|)
+    "numpy.linalg.eigh": Spec(lambda m: _eig_readout(np.linalg.eigh(m)), SPD, order=2),
+    "numpy.linalg.eigvalsh": Spec(lambda m: np.linalg.eigvalsh(m) ** 2, SPD, order=2),
     "numpy.linalg.cholesky": Spec(lambda m: np.linalg.cholesky(m) + (
         np.linalg.cholesky(m, upper=True) if NUMPY_2 else 0.0), SPD),
     # -- numpy: shapes -------------------------------------------------------------------
@@ -276,7 +287,7 @@ EXEMPT = {
 
 # Calls the JIT refuses (a TypingError naming the construct); the default backend
 # runs them in the interpreter.
-NOT_COMPILED: set = set()
+NOT_COMPILED = {"builtins.list"}     # list() of an array (its length is not a type's)
 # Calls forward mode refuses (it says so).
 NO_FORWARD: set = set()
 

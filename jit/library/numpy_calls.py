@@ -471,7 +471,9 @@ def shaped(dtype: Optional[Type] = FLOAT64, shape: str = "shape",
     return result
 
 
-def dtype_arg(a: Args, default: Type) -> Type:
+def dtype_arg(a: Args, default: Type, narrow: bool = False) -> Type:
+    """The array dtype a `dtype=` argument names (float64 or int64; with `narrow`, for
+    a function numpy itself runs, also bool, float32 and int32)."""
     dt = a.const("dtype")
     if dt is None:
         return default
@@ -480,7 +482,11 @@ def dtype_arg(a: Args, default: Type) -> Type:
         return FLOAT64
     if kind == np.int64:
         return INT64
-    a.ctx.fail(f"{a.name} with dtype={dt!r} is not compiled (float64 or int64)")
+    if narrow and kind in (np.bool_, np.float32, np.int32):
+        return {np.dtype(np.bool_): BOOL, np.dtype(np.float32): FLOAT32,
+                np.dtype(np.int32): INT32}[kind]
+    allowed = "bool, float32, int32, float64 or int64" if narrow else "float64 or int64"
+    a.ctx.fail(f"{a.name} with dtype={dt!r} is not compiled ({allowed})")
 
 
 def reshaped(a: Args) -> Type:
@@ -715,9 +721,9 @@ def _declare() -> None:
     declare(np.full, "shape, fill_value, dtype=None, order='C', *, device=None, like=None",
             _full, bld)
     declare(np.eye, "N, M=None, k=0, dtype=float, order='C', *, device=None, like=None",
-            lambda a: ArrayT(dtype_arg(a, FLOAT64), 2), bld)
+            lambda a: ArrayT(dtype_arg(a, FLOAT64, narrow=True), 2), bld)
     declare(np.identity, "n, dtype=None, *, like=None",
-            lambda a: ArrayT(dtype_arg(a, FLOAT64), 2), bld)
+            lambda a: ArrayT(dtype_arg(a, FLOAT64, narrow=True), 2), bld)
     for f in (np.zeros_like, np.ones_like, np.empty_like):
         declare(f, "a, dtype=None, order='K', subok=True, shape=None, *, device=None", like,
                 bld)
@@ -729,6 +735,11 @@ def _declare() -> None:
     declare(la.slogdet, "a", lambda a: TupleT((array_of(FLOAT64, a.array("a").ndim - 2),) * 2),
             lin, name="np.linalg.slogdet")
     declare(la.inv, "a", same(FLOAT64), lin, name="np.linalg.inv")
+    declare(la.eigh, "a, UPLO='L'", lambda a: TupleT((array_of(FLOAT64, a.array("a").ndim - 1),
+                                                       array_of(FLOAT64, a.array("a").ndim))),
+            lin, name="np.linalg.eigh")
+    declare(la.eigvalsh, "a, UPLO='L'", lambda a: array_of(FLOAT64, a.array("a").ndim - 1),
+            lin, name="np.linalg.eigvalsh")
     declare(la.cholesky, "a, /, *, upper=False", same(FLOAT64), lin, name="np.linalg.cholesky")
     declare(la.solve, "a, b", _solve, lin, name="np.linalg.solve")
     declare(la.norm, "x, ord=None, axis=None, keepdims=False", reduction(FLOAT64, "x"), lin,
