@@ -344,6 +344,23 @@ def d_np_full_like(dy, a, fill_value, dtype=None, order="K", subok=True, shape=N
     return None, np.sum(dy)
 
 
+def scatter_added(a, indices, values):
+    """What `np.add.at(a, indices, values)` leaves in `a`, as a new array: the J
+    transform writes it back (`a[...] = scatter_added(a, i, v)`,
+    `adjoint.passes.inplace`), so that the write is one reverse mode follows."""
+    out = np.array(a, copy=True)
+    np.add.at(out, indices, values)
+    return out
+
+
+@pullback_rule(scatter_added)
+def d_scatter_added(dy, a, indices, values):
+    """a's cotangent passes through; each value gets the cotangent of the entry it was
+    added to (a gather, repeats included), summed over what it was broadcast to."""
+    dy = np.asarray(dy)
+    return dy, None, unbcast(dy[indices], values)
+
+
 nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
         np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
         np.round, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,

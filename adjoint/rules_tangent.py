@@ -36,6 +36,7 @@ from .passes.tangent import HELPERS, zero_tangent
 from .pytrees import computed_attribute_error, is_namedtuple, is_record, record_fields
 from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
 from .rules_linalg import eigen_gaps
+from .rules_numpy import scatter_added
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
 
@@ -719,6 +720,7 @@ multilinear(_named(np, "multiply matmul dot inner outer kron cross tensordot con
 multilinear([np.einsum], data=tuple(range(1, 33)))   # after the subscripts
 linear([np.full, np.full_like], data=(1,))
 linear([tuple, list, np.float32, np.gradient])
+linear([scatter_added], data=(0, 2))     # (np.add.at, made explicit: the indices fixed)
 linear([np.add, np.subtract], data=(0, 1))
 linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel transpose
     swapaxes moveaxis rollaxis expand_dims atleast_1d atleast_2d atleast_3d

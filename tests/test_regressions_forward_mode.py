@@ -286,3 +286,21 @@ def test_transpose_tangent_of_arrays_still_compiles():
     y, dy = adjoint.jvp(f, (x,), (t,), backend="llvm")
     assert y == pytest.approx(f(x))
     assert dy == pytest.approx(np.sum(t.T @ x + x.T @ t))
+
+
+def _written_into_zeros_like(h):
+    agg = np.zeros_like(h)            # no derivative, then a differentiated value written
+    agg[1:] = np.tanh(h[1:])
+    return np.sum(agg ** 2)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_a_write_into_zeros_like_of_a_differentiated_value_has_its_tangent(backend):
+    """`np.zeros_like(h)` got no tangent (its rule has none), so the tangent of what
+    was written into it was dropped: jvp gave 0.0, silently."""
+    h = np.array([0.3, -0.5, 1.2, 0.1])
+    t = np.array([1.0, 2.0, -1.0, 0.5])
+    want = float(np.sum(t * adjoint.gradient(_written_into_zeros_like, h,
+                                                backend="interp")[0]))
+    assert float(adjoint.jvp(_written_into_zeros_like, (h,), (t,), backend=backend)[1]) == \
+        pytest.approx(want, rel=1e-12)

@@ -64,6 +64,7 @@ def canonical_inplace(ir: IR, types: tuple | None = None) -> IR:
     if not _has_inplace(ir):
         return ir
     seeded = ir.copy()
+    _scatter_adds(seeded)
     for a, t in zip(seeded.args, types or ()):
         if a.type is None and t is not None:
             a.type = t
@@ -192,7 +193,42 @@ def _drop_trivial_phis(ir: IR) -> None:
 
 
 def _has_inplace(ir: IR) -> bool:
-    return any(s.op in INPLACE for b in ir.blocks for s in b.stmts)
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    return any(s.op in INPLACE or _adds_at(s, defs) for b in ir.blocks for s in b.stmts)
+
+
+def _adds_at(s: Stmt, defs: dict) -> bool:
+    """Is `s` a call `np.add.at(a, indices, values)` (through `getattr(np.add, "at")`
+    or the bound method as a constant)?"""
+    if s.op != "call" or len(s.args) != 4 or s.kwargs:
+        return False
+    f = s.args[0]
+    m = defs.get(f) if isinstance(f, Var) else None
+    if m is not None and m.op == "getattr":
+        return isinstance(m.args[0], Const) and m.args[0].value is np.add and \
+            m.args[1] == Const("at")
+    g = f.value if isinstance(f, Const) else None
+    return getattr(g, "__self__", None) is np.add and getattr(g, "__name__", "") == "at"
+
+
+def _scatter_adds(ir: IR) -> None:
+    """`np.add.at(a, i, v)` becomes `%t = scatter_added(a, i, v)`, `a[...] = %t` (in
+    place on `ir`): the write into `a` is then an ordinary whole-array write, which
+    the rest of this pass and the adjoint of `setitem` handle, aliases included."""
+    from ..rules_numpy import scatter_added
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}
+    for b in ir.blocks:
+        stmts = []
+        for s in b.stmts:
+            if _adds_at(s, defs):
+                t = ir.new_var()
+                stmts.append(Stmt(t, "call", [Const(scatter_added)] + list(s.args[1:]),
+                                  line=s.line))
+                stmts.append(Stmt(s.var, "setitem", [s.args[1], t, Const(Ellipsis)],
+                                  line=s.line))
+            else:
+                stmts.append(s)
+        b.stmts = stmts
 
 
 def _split_all(ir: IR) -> list:

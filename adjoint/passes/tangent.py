@@ -246,6 +246,12 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
             stmts.extend(em.post)
             if t is not None and s.var in varied:
                 tan[s.var] = t
+            elif s.var in varied and s.op == "call":
+                # a result with no derivative (`np.zeros_like(h)`) that a differentiated
+                # value is written into later: its tangent starts at zero, and the
+                # write's tangent goes into it (it had none, and the write was lost)
+                em.into = stmts
+                tan[s.var] = em.zero(s.var)
         b.stmts = stmts
     for b, p, tp in phi_tangents:
         for pred, v in p.incoming.items():

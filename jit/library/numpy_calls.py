@@ -26,6 +26,7 @@ from adjoint import contraction
 from ssair.ir import Const, Var
 from ssair.primitives import BINARY, COMPARE, UNARY
 
+from adjoint.rules_numpy import scatter_added
 from jit.codegen.host_calls import lower_calling, lower_library_call, lower_operator
 from jit.library.registry import REGISTRY, numpy_only
 from jit.runtime.host_calls import passable
@@ -702,6 +703,8 @@ def _declare() -> None:
     declare(np.dsplit, "ary, indices_or_sections", split_parts, shp)
     declare(np.atleast_3d, "*arys", at_least(3), shp)
     declare(np.cross, "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None", cross, lin)
+    declare(scatter_added, "a, indices, values", same(arg="a"), sel,
+            name="np.add.at (as a[...] = scatter_added(a, i, v))")
     pair = lambda a: TupleT((ArrayT(INT64, 1),) * 2)   # noqa: E731 (rows, columns)
     for f in (np.triu_indices, np.tril_indices):
         declare(f, "n, k=0, m=None", pair, sel)

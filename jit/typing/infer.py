@@ -207,10 +207,7 @@ _CANONICAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # IR -> 
 
 def _canonical(ir: IR) -> IR:
     from adjoint.passes.inplace import canonical_inplace
-    from ssair.primitives import INPLACE
-    if not any(s.op in INPLACE for b in ir.blocks for s in b.stmts):
-        return ir
-    out = canonical_inplace(ir)
+    out = canonical_inplace(ir)      # (the input itself when it has nothing to rewrite)
     if out is not ir:
         out.meta = dict(ir.meta, **out.meta)
     return out
