@@ -325,10 +325,13 @@ def _const_data(ctx: Context, s) -> Any:
     obj = _constant_object(ctx, s.args[0])
     name = _name(ctx, s)
     d = getattr(obj, "__dict__", None) if obj is not None else None
-    if isinstance(obj, type) and isinstance(name, str) and name in d and \
-            type(d[name]) in (int, float, bool, str):
-        d = dict(d)     # a class-level number or string (`self.eps` in a plain __init__,
-        #                 guarded with its class: lowering.guards)
+    if isinstance(obj, type) and isinstance(name, str):
+        # a class-level number or string, of the class or a base (`self.eps` in a plain
+        # __init__, a base's __init__ inlined for a subclass: guarded with each class
+        # on the MRO, lowering.guards)
+        owner = next((vars(c) for c in obj.__mro__ if name in vars(c)), {})
+        if type(owner.get(name)) in (int, float, bool, str):
+            d = {name: owner[name]}
     if not isinstance(name, str) or type(d) is not dict or name not in d or \
             isinstance(obj, pytypes.ModuleType):
         return None
@@ -359,7 +362,11 @@ def _cg_const_data(fc, s, ts):
     from jit.codegen.function import const_value
     obj = s.args[0].value if isinstance(s.args[0], Const) else \
         ts[0].func if isinstance(ts[0], FunctionT) else ts[0].value
-    return const_value(vars(obj)[s.args[1].value], s.type)
+    name = s.args[1].value
+    if isinstance(obj, type):      # (the class or the base that defines it)
+        return const_value(next(vars(c)[name] for c in obj.__mro__ if name in vars(c)),
+                           s.type)
+    return const_value(vars(obj)[name], s.type)
 
 
 def _constant_object(ctx: Context, operand: Any) -> Any:
