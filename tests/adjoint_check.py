@@ -222,3 +222,21 @@ def main(argv: list) -> int:
 if __name__ == "__main__":
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     sys.exit(main(sys.argv[1:]))
+
+
+def central_differences(f: Callable, args: tuple, k: int, h: float = 1e-6) -> Any:
+    """d f / d args[k] by central differences, entry by entry (a float for a number)."""
+    args = [np.array(a, dtype=float) if np.ndim(a) else float(a) for a in args]
+    x = args[k]
+    if np.ndim(x) == 0:
+        up, dn = list(args), list(args)
+        up[k], dn[k] = x + h, x - h
+        return (f(*up) - f(*dn)) / (2 * h)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        up, dn = list(args), list(args)
+        up[k], dn[k] = x + e, x - e
+        g[i] = (f(*up) - f(*dn)) / (2 * h)
+    return g

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from adjoint import gradient, value_and_grad
+from adjoint_check import central_differences
 
 RNG = np.random.default_rng(7)
 X = RNG.normal(size=(6, 3))
@@ -67,23 +68,6 @@ def captured_array_twice(w):
     return energy(w * 0.5) + np.sum(gradient(energy, w)[0] * w)
 
 
-def central(f, args, k, h=1e-6):
-    args = [np.array(a, dtype=float) if np.ndim(a) else float(a) for a in args]
-    x = args[k]
-    if np.ndim(x) == 0:
-        up, dn = list(args), list(args)
-        up[k], dn[k] = x + h, x - h
-        return (f(*up) - f(*dn)) / (2 * h)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        up, dn = list(args), list(args)
-        up[k], dn[k] = x + e, x - e
-        g[i] = (f(*up) - f(*dn)) / (2 * h)
-    return g
-
-
 CASES = [
     (newton_root, (0.7,)),
     (newton_root, (2.5,)),
@@ -104,7 +88,7 @@ def test_compiled_matches_interpreter_and_differences(f, args):
     assert len(got) == len(args)
     for k, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(g, central(f, args, k), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(g, central_differences(f, args, k), rtol=1e-5, atol=1e-7)
 
 
 def test_newton_root_against_implicit_differentiation():

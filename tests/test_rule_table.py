@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from adjoint import gradient, hvp, jvp
+from adjoint_check import central_differences
 from adjoint.rule_table import CALL_RULES, OP_RULES, _BY_ID
 
 RNG = np.random.default_rng(20261129)
@@ -343,22 +344,6 @@ def _setup(name):
     return spec, xs, space["s"]
 
 
-def _central(s, xs, k, h=1e-6):
-    x = xs[k]
-    if np.ndim(x) == 0:
-        up, dn = list(xs), list(xs)
-        up[k], dn[k] = x + h, x - h
-        return (s(*up) - s(*dn)) / (2 * h)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        up, dn = list(xs), list(xs)
-        up[k], dn[k] = x + e, x - e
-        g[i] = (s(*up) - s(*dn)) / (2 * h)
-    return g
-
-
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_rule(name):
     spec, xs, s = _setup(name)
@@ -366,7 +351,7 @@ def test_rule(name):
         warnings.simplefilter("ignore", RuntimeWarning)
         want = gradient(s, *xs, backend="interp")
         for k in range(len(xs)):
-            np.testing.assert_allclose(want[k], _central(s, xs, k, spec.step),
+            np.testing.assert_allclose(want[k], central_differences(s, xs, k, spec.step),
                                        rtol=spec.rtol, atol=1e-8,
                                        err_msg=f"{name}: reverse mode vs differences, "
                                                f"argument {k}")
