@@ -207,15 +207,15 @@ _CANONICAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # IR -> 
 
 def _canonical(ir: IR) -> IR:
     """`ir` with its array updates made explicit, where it has any that may be one: an
-    in-place operator on an element, slice or call result (`a[1:] -= v`, `z =
-    np.zeros(n); z += v`), or `np.add.at`.  One on an argument or a loop-carried value
-    (`r *= x`) is left to the type rules: a number's is its operator, and the IR keeps
-    its shape (`jit.code_typed` prints what was written)."""
+    in-place operator on a value a statement made (an element or slice, `a[1:] -= v`;
+    a call's or an operation's result, `z = np.zeros(n); z += v`), or `np.add.at`.  One
+    on an argument or a loop-carried value (`r *= x`) is left to the type rules: a
+    number's is its operator, and the IR keeps its shape (`jit.code_typed` prints what
+    was written)."""
     from adjoint.passes.inplace import canonical_inplace
     from ssair.primitives import INPLACE
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
-    maybe = any(s.op in INPLACE and getattr(defs.get(s.args[0]), "op", None) in
-                ("getitem", "call") or s.op == "call" and getattr(
+    maybe = any(s.op in INPLACE and s.args[0] in defs or s.op == "call" and getattr(
                     defs.get(s.args[0]), "args", [None, None])[1:2] == [Const("at")]
                 for b in ir.blocks for s in b.stmts)
     if not maybe:
