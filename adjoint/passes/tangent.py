@@ -246,7 +246,9 @@ def tangent(ir: IR, active: tuple, types: Optional[tuple], callee_tangent: Calla
             stmts.extend(em.post)
             if t is not None and s.var in varied:
                 tan[s.var] = t
-            elif s.var in varied and s.op == "call":
+            elif s.var in varied and s.op == "call" and any(
+                    getattr(u, "op", None) == "setitem" and u.args[0] == s.var
+                    for u in uses.get(s.var, ())):
                 # a result with no derivative (`np.zeros_like(h)`) that a differentiated
                 # value is written into later: its tangent starts at zero, and the
                 # write's tangent goes into it (it had none, and the write was lost)
