@@ -197,13 +197,13 @@ def _drop_trivial_phis(ir: IR) -> None:
 
 def _has_inplace(ir: IR) -> bool:
     defs = {s.var: s for b in ir.blocks for s in b.stmts}
-    return any(s.op in INPLACE or _adds_at(s, defs) for b in ir.blocks for s in b.stmts)
+    return any(s.op in INPLACE or adds_at(s, defs) for b in ir.blocks for s in b.stmts)
 
 
 _OWN_CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # adjoint/
 
 
-def _adds_at(s: Stmt, defs: dict) -> bool:
+def adds_at(s: Stmt, defs: dict) -> bool:
     """Is `s` a call `np.add.at(a, indices, values)` (through `getattr(np.add, "at")`
     or the bound method as a constant)?"""
     if s.op != "call" or len(s.args) != 4 or s.kwargs:
@@ -226,7 +226,7 @@ def _scatter_adds(ir: IR) -> None:
     for b in ir.blocks:
         stmts = []
         for s in b.stmts:
-            if _adds_at(s, defs):
+            if adds_at(s, defs):
                 t = ir.new_var()
                 stmts.append(Stmt(t, "call", [Const(scatter_added)] + list(s.args[1:]),
                                   line=s.line))

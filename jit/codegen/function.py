@@ -380,7 +380,7 @@ class FunctionGen:
         self.values: dict = {}
         self.line = t.ir.firstline
         self.b = L.IRBuilder()
-        self._status_exit: Optional[tuple] = None    # (block, phi): see leave_with
+        self._status_exit: Optional[tuple] = None    # see _exit_block
 
     # -- structure -------------------------------------------------------------
     def emit(self) -> None:

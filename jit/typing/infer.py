@@ -25,7 +25,6 @@ another in-progress guess is not cached, so mutual recursion converges too.
 from __future__ import annotations
 
 import types as pytypes
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -33,6 +32,8 @@ import lowering
 from ssair import progress
 from ssair.compile_lock import compiling
 from ssair.ir import IR, Branch, Const, Goto, Phi, Raise, Return, Stmt, Var
+
+from jit.typing.array_updates import with_explicit_updates
 from ssair.passes.util import use_counts
 
 from jit.types import (BOOL, CONSTANT_TYPE, NONE, BuiltListT, ClosureT, DictT, FunctionT,
@@ -191,39 +192,9 @@ def _callee_key(f: Any) -> Any:
 
 def lower_function(func: Any) -> IR:
     """The IR of a user function: `lowering.lower` (which caches it on the function),
-    with its in-place operators on arrays made ordinary operators and writes
-    (`adjoint.passes.inplace.canonical_inplace`, as the J transform makes them: `x -=
-    y` on an array, `a[1:] *= b`; the test of the kind of a value not known to be an
-    array or a number is decided by its type: `updates_float_array`)."""
-    ir = lowering.lower(func)
-    hit = _CANONICAL.get(ir)
-    if hit is None:
-        hit = _CANONICAL[ir] = _canonical(ir)
-    return hit
-
-
-_CANONICAL: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # IR -> its form
-
-
-def _canonical(ir: IR) -> IR:
-    """`ir` with its array updates made explicit, where it has any that may be one: an
-    in-place operator on a value a statement made (an element or slice, `a[1:] -= v`;
-    a call's or an operation's result, `z = np.zeros(n); z += v`), or `np.add.at`.  One
-    on an argument or a loop-carried value (`r *= x`) is left to the type rules: a
-    number's is its operator, and the IR keeps its shape (`jit.code_typed` prints what
-    was written)."""
-    from adjoint.passes.inplace import canonical_inplace
-    from ssair.primitives import INPLACE
-    defs = {s.var: s for b in ir.blocks for s in b.stmts}
-    maybe = any(s.op in INPLACE and s.args[0] in defs or s.op == "call" and getattr(
-                    defs.get(s.args[0]), "args", [None, None])[1:2] == [Const("at")]
-                for b in ir.blocks for s in b.stmts)
-    if not maybe:
-        return ir
-    out = canonical_inplace(ir)      # (the input itself when it has nothing to rewrite)
-    if out is not ir:
-        out.meta = dict(ir.meta, **out.meta)
-    return out
+    with the in-place updates that may be of arrays made explicit
+    (`jit.typing.array_updates`)."""
+    return with_explicit_updates(lowering.lower(func))
 
 
 def is_user_function(f: Any) -> bool:
