@@ -8,7 +8,7 @@ from llvmlite import ir as L
 
 from jit.codegen.arrays import (ONE, ZERO, allocate, count_loop, make_array, runtime_callee,
                                 shape, stride, stride_of)
-from jit.codegen.function import I64, PTR, FunctionGen, lltype, memory_type
+from jit.codegen.function import ARRAY, I64, PTR, FunctionGen, lltype, memory_type
 from jit.types import FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
 
 
@@ -111,6 +111,8 @@ def _fill_zero(fc: FunctionGen, arr, t: ArrayT) -> None:
 
 
 def _copy_or_null(fc: FunctionGen, arr, t: ArrayT) -> L.Value:
+    if t.dtype == FLOAT64 and t.ndim <= 2:      # (a zero plus `arr`)
+        return _runtime_sum(fc, L.Constant(ARRAY, [L.Constant(PTR, None)] + [ZERO] * 4), arr, t)
     res = fc.alloca(lltype(t))
     fc.b.store(arr, res)
     with fc.b.if_then(fc.b.not_(_null(fc, arr))):
@@ -122,6 +124,8 @@ def copy_array(fc: FunctionGen, x, t: ArrayT) -> L.Value:
     """A C-contiguous copy of `x` (arena memory): one memcpy when `x` is C-contiguous
     too, else a call of the runtime's `zy_copy_strided` (`jit.runtime.gradient_entry`:
     1-D and 2-D arrays of 8-byte elements) or element by element."""
+    if t.dtype == FLOAT64 and t.ndim <= 2:
+        return _copy_or_null(fc, x, t)
     b = fc.b
     dims = [shape(fc, x, k) for k in range(t.ndim)]
     out = allocate(fc, dims, t.dtype, None)
@@ -177,6 +181,8 @@ def _copy_at(fc: FunctionGen, dst, src, idx: list, t: ArrayT) -> None:
 
 def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
     """A fresh array a + b (same shapes; a NULL side is a zero)."""
+    if t.dtype == FLOAT64 and t.ndim <= 2:
+        return _runtime_sum(fc, a, b_, t)
     b = fc.b
     res = fc.alloca(lltype(t))
     b.store(a, res)
@@ -186,6 +192,29 @@ def add_arrays(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
         with a_ok, b.if_then(b.not_(_null(fc, b_))):
             b.store(_sum_of(fc, a, b_, t), res)
     return b.load(res, typ=lltype(t))
+
+
+def _runtime_sum(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:
+    """`add_arrays` of float64 arrays of 1 or 2 dimensions, as a call of the runtime's
+    `zy_accum_f64` (`jit.runtime.array_sums`) through three slots of this function's
+    frame; its errors are raised here, at this statement."""
+    b = fc.b
+    slots = getattr(fc, "sum_slots", None)
+    if slots is None:
+        slots = fc.sum_slots = [fc.alloca(ARRAY) for _ in range(3)]
+    res, pa, pb = slots
+    b.store(a, pa)
+    b.store(b_, pb)
+    fnty = L.FunctionType(I64, [PTR, PTR, PTR, I64])
+    status = b.call(runtime_callee("zy_accum_f64", fnty), [res, pa, pb, L.Constant(I64, t.ndim)])
+    with b.if_then(b.icmp_signed("!=", status, ZERO), likely=False):
+        axis = b.select(b.icmp_signed("!=", shape(fc, a, 0), shape(fc, b_, 0)), ZERO, ONE)
+        n, m = (b.select(b.icmp_signed("==", axis, ZERO), shape(fc, x, 0), shape(fc, x, 1))
+                for x in (a, b_))
+        fc.raise_if(b.icmp_signed("==", status, ONE), ValueError,
+                    "cotangent shapes differ ({0} and {1})", (n, m))
+        fc.raise_if(L.Constant(L.IntType(1), 1), MemoryError, "cannot allocate memory for a cotangent")
+    return b.load(res, typ=ARRAY)
 
 
 def _sum_of(fc: FunctionGen, a, b_, t: ArrayT) -> L.Value:

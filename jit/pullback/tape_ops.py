@@ -10,7 +10,8 @@ from typing import Any
 from llvmlite import ir as L
 from ssair.ir import IR, Const
 
-from jit.codegen.function import F64, I1, I64, PTR, FunctionGen, array_fields, codegen, lltype
+from jit.codegen.function import (F64, I1, I64, PTR, FunctionGen, array_fields, codegen, lltype,
+                                  size_and_alignment)
 from jit.codegen.arrays import runtime_callee
 from jit.typing.infer import Context, LiteralT, rule
 from jit.types import (
@@ -227,8 +228,26 @@ def _cg_push(fc: FunctionGen, s, ts):
 
 
 def push_value(fc: FunctionGen, tape, v, t: Type) -> None:
-    """Append the words of `v` (of type `t`) to the native tape `tape`."""
+    """Append the words of `v` (of type `t`) to the native tape `tape`: a record (a
+    tuple or closure of several words, the env a `jcall` keeps for its `jback`) as one
+    store of its struct, in the struct's own memory layout (`pop_value` loads it back
+    whole; a word at a time was a quarter of a large gradient's instructions)."""
+    k = _struct_words(fc, t)
+    if k:
+        fc.b.store(v, _reserve(fc, tape, k))
+        return
     push_words(fc, tape, _flatten(fc, v, t))
+
+
+def _struct_words(fc: FunctionGen, t: Type) -> int:
+    """The tape words a record of type `t` takes when moved whole (0: moved word by
+    word, as a single value is and as a device's tape (jit.cuda) moves everything)."""
+    if not isinstance(t, (TupleT, ClosureT)) or getattr(fc.mg, "push_words", None) is not None:
+        return 0
+    if len(tape_leaves(t)) < 2:
+        return 0
+    size, _ = size_and_alignment(lltype(t))
+    return -(-size // 8)
 
 
 def push_words(fc: FunctionGen, tape, words: list) -> None:
@@ -239,20 +258,27 @@ def push_words(fc: FunctionGen, tape, words: list) -> None:
     own = getattr(fc.mg, "push_words", None)
     if own is not None:
         return own(fc, tape, words)
+    at = _reserve(fc, tape, len(words))
+    for k, w in enumerate(words):
+        fc.b.store(w, _word_at(fc.b, at, k))
+    return
+
+
+def _reserve(fc: FunctionGen, tape, k: int) -> L.Value:
+    """Grow the tape by `k` words (a call only when its buffer is full) and return the
+    address of the first."""
     b = fc.b
     lenp, capp = _field(fc, tape, 8), _field(fc, tape, 16)
     n = b.load(lenp, typ=I64)
-    need = b.add(n, L.Constant(I64, len(words)))
+    need = b.add(n, L.Constant(I64, k))
     with b.if_then(b.icmp_signed(">", need, b.load(capp, typ=I64)), likely=False):
         reserve = runtime_callee("zy_tape_reserve", L.FunctionType(L.IntType(32), [PTR, I64]))
-        st = b.call(reserve, [tape, L.Constant(I64, len(words))])
+        st = b.call(reserve, [tape, L.Constant(I64, k)])
         fc.raise_if(b.icmp_signed("!=", st, L.Constant(L.IntType(32), 0)), MemoryError,
                     "cannot grow the tape")
     at = b.gep(b.load(tape, typ=PTR), [n], source_etype=I64)
-    for k, w in enumerate(words):
-        b.store(w, _word_at(b, at, k))
     b.store(need, lenp)
-    return
+    return at
 
 
 def _word_at(b: L.IRBuilder, at: L.Value, k: int) -> L.Value:
@@ -306,7 +332,11 @@ def _dead_pops(fc: FunctionGen) -> set:
 
 
 def pop_value(fc: FunctionGen, reader, t: Type):
-    """Move `reader` back over a value of type `t` and rebuild it."""
+    """Move `reader` back over a value of type `t` and rebuild it (a record: one load
+    of what `push_value` stored)."""
+    k = _struct_words(fc, t)
+    if k:
+        return fc.b.load(_back(fc, reader, k), typ=lltype(t))
     return _rebuild(fc, pop_words(fc, reader, len(tape_leaves(t))), t)
 
 
@@ -317,14 +347,19 @@ def pop_words(fc: FunctionGen, reader, k: int) -> list:
     own = getattr(fc.mg, "pop_words", None)
     if own is not None:
         return own(fc, reader, k)
+    at = _back(fc, reader, k)
+    return [fc.b.load(_word_at(fc.b, at, i), typ=I64) for i in range(k)]
+
+
+def _back(fc: FunctionGen, reader, k: int) -> L.Value:
+    """Move `reader` back by `k` words and return the address of the first of them."""
     b = fc.b
     posp = _field(fc, reader, 8)
     new = b.sub(b.load(posp, typ=I64), L.Constant(I64, k))
     fc.raise_if(b.icmp_signed("<", new, ZERO), RuntimeError,
                 "adjoint: tape read past its start (forward and adjoint disagree)")
     b.store(new, posp)
-    at = b.gep(b.load(b.load(reader, typ=PTR), typ=PTR), [new], source_etype=I64)
-    return [b.load(_word_at(b, at, i), typ=I64) for i in range(k)]
+    return b.gep(b.load(b.load(reader, typ=PTR), typ=PTR), [new], source_etype=I64)
 
 
 # -- marks and the scratch tapes of checkpointed loops (adjoint.passes.checkpoint) ----------

@@ -200,7 +200,9 @@ def optimize(mod: Any, level: Any = 3) -> None:
 
 
 # The quick tier: a module of more than `QUICK_ABOVE_LINES` lines of IR (a loss of a
-# few hundred lines, with its adjoint and its library helpers, makes 36 000; a sixth
+# few hundred lines, with its adjoint and its library helpers, makes 24 000 (36 000
+# before records moved whole and array cotangents were summed by the runtime: the
+# threshold went from 30 000 to 20 000 with that density); a sixth
 # derivative by nested gradients 50 000 to 450 000) runs no IR passes and LLVM's fast
 # instruction selection (codegen at -O0).  (SROA, instcombine and simplifycfg before
 # it cost more than the shorter code generation they bought, and the code they gave
@@ -212,7 +214,7 @@ def optimize(mod: Any, level: Any = 3) -> None:
 # 20 ms), which is why shorter modules, where -O3 costs a second or two, keep it.
 # `ZYGOPY_QUICK_COMPILE=0` in the environment compiles every module at its level.
 QUICK = "quick"
-QUICK_ABOVE_LINES = 30_000
+QUICK_ABOVE_LINES = 20_000
 
 
 def tier(text: str, level: Any) -> Any:
