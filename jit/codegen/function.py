@@ -21,6 +21,7 @@ predecessor.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from llvmlite import ir as L
@@ -366,6 +367,16 @@ def _drops_none(have: Type, want: Type) -> bool:
     return False
 
 
+@dataclass
+class _Exit:
+    """A function's one exit for errors (`FunctionGen._exit`): its block and phis."""
+    block: L.Block
+    status: L.Value
+    site: L.Value
+    details: list = field(default_factory=list)
+    caller: Optional[L.Value] = None
+
+
 class FunctionGen:
     """Emits the body of one specialised function."""
 
@@ -380,7 +391,7 @@ class FunctionGen:
         self.values: dict = {}
         self.line = t.ir.firstline
         self.b = L.IRBuilder()
-        self._status_exit: Optional[tuple] = None    # see _exit_block
+        self._status_exit: Optional[_Exit] = None    # see _exit
 
     # -- structure -------------------------------------------------------------
     def emit(self) -> None:
@@ -403,6 +414,7 @@ class FunctionGen:
         for bid in order:
             self._emit_block(blocks[bid])
         self._wire_phis([blocks[bid] for bid in order])
+        self._finish_exit()
 
     def _depth_guard(self) -> None:
         limit = L.Constant(I64, self.mg.max_depth)
@@ -618,34 +630,25 @@ class FunctionGen:
         """If `cond`, record error site `sid` (or the site word `word`) and its details,
         and leave with `status`: an ERROR raised in a protected block goes to its
         handler instead (`_make_landings`)."""
+        details = tuple(self._detail_word(d) for d in details)
+        site = self.mg.site_word(sid) if word is None else word
         to_handler = self.handler is not None and (status == runtime.ERROR or self._raises_deopts)
-        if not details and word is None and not to_handler:
-            self._branch_to_exit(cond, status, sid)
+        if not to_handler:
+            ok = self.fn.append_basic_block("ok")
+            self._exit_edge(L.Constant(I32, status), site, details)
+            self.b.cbranch(cond, self._exit().block, ok).set_weights([1, 99])
+            self.b.position_at_end(ok)
             return
         with self.b.if_then(cond, likely=False):
             base = self.mg.errinfo_base(self.b)
-            self.b.store(self.mg.site_word(sid) if word is None else word,
-                         self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
+            self.b.store(site, self.b.gep(base, [L.Constant(I64, 1)], source_etype=I64))
             for k, d in enumerate(details):
-                d = self.b.bitcast(d, I64) if d.type == F64 else d
-                d = self.b.zext(d, I64) if d.type == I1 else d
                 self.b.store(d, self.b.gep(base, [L.Constant(I64, 2 + k)], source_etype=I64))
-            if self.handler is not None and (status == runtime.ERROR or self._raises_deopts):
-                self.b.branch(self.handler)
-            else:
-                self.leave_with(L.Constant(I32, status))
+            self.b.branch(self.handler)
 
-    def _branch_to_exit(self, cond: L.Value, status: int, sid: int) -> None:
-        """`_exit_if` with no details to record: a branch straight to the function's
-        one exit block, whose phis take the status and the site to record (a block of
-        its own per site, with its call and store, was an eighth of a large gradient's
-        instructions)."""
-        block, status_phi, site_phi = self._exit_block()
-        status_phi.add_incoming(L.Constant(I32, status), self.b.block)
-        site_phi.add_incoming(self.mg.site_word(sid), self.b.block)
-        ok = self.fn.append_basic_block("ok")
-        self.b.cbranch(cond, block, ok).set_weights([1, 99])
-        self.b.position_at_end(ok)
+    def _detail_word(self, d: L.Value) -> L.Value:
+        d = self.b.bitcast(d, I64) if d.type == F64 else d
+        return self.b.zext(d, I64) if d.type == I1 else d
 
     @property
     def _raises_deopts(self) -> bool:
@@ -653,36 +656,85 @@ class FunctionGen:
         exception (`jit.api._not_rerun`), which a handler here catches like an error."""
         return bool(self.typing.writes)
 
-    def leave_with(self, status: L.Value) -> None:
-        """Return `status` and no result, through one shared exit block per function
-        (a phi of the statuses): a `ret` of the result struct at every error site
-        made LLVM's code generation several times slower on large functions."""
-        block, status_phi, site_phi = self._exit_block()
-        status_phi.add_incoming(status, self.b.block)
-        site_phi.add_incoming(L.Constant(I64, 0), self.b.block)   # (recorded already)
-        self.b.branch(block)
+    def leave_with(self, status: L.Value, caller: Optional[L.Value] = None) -> None:
+        """Return `status` and no result, through the function's one exit block (a
+        `ret` of the result struct at every error site made LLVM's code generation
+        several times slower on large functions); `caller`: a site word for the
+        error record's CALLER_SLOT (see `_note_caller`)."""
+        self._exit_edge(status, L.Constant(I64, 0), (), caller)    # (site recorded already)
+        self.b.branch(self._exit().block)
 
-    def _exit_block(self) -> tuple:
-        """(block, status phi, site phi) of the exit every error leaves through: it
-        records the site word in the error record when it is not 0, then returns."""
+    def _exit(self) -> "_Exit":
+        """The exit every error leaves through (made on first use, finished by
+        `_finish_exit` once the body is emitted)."""
         if self._status_exit is None:
             block = self.fn.append_basic_block("status.exit")
-            record = self.fn.append_basic_block("status.record")
-            done = self.fn.append_basic_block("status.return")
             with self.b.goto_block(block):
-                status_phi = self.b.phi(I32, "status")
-                site_phi = self.b.phi(I64, "site")
-                self.b.cbranch(self.b.icmp_unsigned("!=", site_phi, L.Constant(I64, 0)),
-                               record, done)
-            with self.b.goto_block(record):
-                base = self.mg.errinfo_base(self.b)
-                self.b.store(site_phi, self.b.gep(base, [L.Constant(I64, 1)],
-                                                  source_etype=I64))
-                self.b.branch(done)
-            with self.b.goto_block(done):
-                self.b.ret(self._result(status_phi))
-            self._status_exit = (block, status_phi, site_phi)
+                self._status_exit = _Exit(block, self.b.phi(I32, "status"),
+                                          self.b.phi(I64, "site"))
         return self._status_exit
+
+    def _exit_edge(self, status: L.Value, site: L.Value, details: tuple = (),
+                   caller: Optional[L.Value] = None) -> None:
+        """Give the exit's phis their values along the edge from the current block: the
+        status, the site word (0: none to record), the site's details and the caller's
+        site word.  An edge into the exit is taken only on an error: these values are
+        the error record's, written once in the exit (a block of its own per site,
+        with its call and stores, was a seventh of a large gradient's instructions)."""
+        ex, here = self._exit(), self.b.block
+        ex.status.add_incoming(status, here)
+        ex.site.add_incoming(site, here)
+        with self.b.goto_block(ex.block):
+            while len(ex.details) < len(details):
+                ex.details.append(self.b.phi(I64, f"detail{len(ex.details)}"))
+            if caller is not None and ex.caller is None:
+                ex.caller = self.b.phi(I64, "caller")
+        for phi, d in zip(ex.details, details):
+            phi.add_incoming(d, here)
+        if caller is not None:
+            ex.caller.add_incoming(caller, here)
+
+    def _finish_exit(self) -> None:
+        """The exit's phis completed (undefined details and a 0 caller along the edges
+        that have none) and its code: record the site and details when the site is not
+        0, the caller when it is not 0, and return the status."""
+        ex = self._status_exit
+        if ex is None:
+            return
+        edges = [blk for _, blk in ex.status.incomings]
+        for phi in ex.details:
+            have = {id(blk) for _, blk in phi.incomings}
+            for blk in edges:
+                if id(blk) not in have:
+                    phi.add_incoming(L.Constant(I64, L.Undefined), blk)
+        if ex.caller is not None:
+            have = {id(blk) for _, blk in ex.caller.incomings}
+            for blk in edges:
+                if id(blk) not in have:
+                    ex.caller.add_incoming(L.Constant(I64, 0), blk)
+        record = self.fn.append_basic_block("status.record")
+        after = self.fn.append_basic_block("status.caller")
+        done = self.fn.append_basic_block("status.return")
+        b = L.IRBuilder(ex.block)
+        b.cbranch(b.icmp_unsigned("!=", ex.site, L.Constant(I64, 0)), record, after)
+        b.position_at_end(record)
+        base = self.mg.errinfo_base(b)
+        for k, v in enumerate([ex.site] + ex.details):
+            b.store(v, b.gep(base, [L.Constant(I64, 1 + k)], source_etype=I64))
+        b.branch(after)
+        b.position_at_end(after)
+        if ex.caller is None:
+            b.branch(done)
+        else:
+            note = self.fn.append_basic_block("status.note")
+            b.cbranch(b.icmp_unsigned("!=", ex.caller, L.Constant(I64, 0)), note, done)
+            b.position_at_end(note)
+            b.store(ex.caller, b.gep(self.mg.errinfo_base(b),
+                                     [L.Constant(I64, runtime.CALLER_SLOT)], source_etype=I64))
+            b.branch(done)
+        b.position_at_end(done)
+        b.ret(b.insert_value(L.Constant(result_struct(self.typing.ret), L.Undefined),
+                             ex.status, 0))
 
     def _result(self, status: L.Value) -> L.Value:
         """This function's return value with `status` and no result yet."""
@@ -694,8 +746,11 @@ class FunctionGen:
         """Return a callee's non-OK status unchanged (after `on_error()` emits its
         clean-up code there; with `note_caller`, after `_note_caller`)."""
         with self.b.if_then(self.b.icmp_signed("!=", status, L.Constant(I32, 0)), likely=False):
-            if note_caller:
+            caller = None
+            if note_caller and self.handler is not None:
                 self._note_caller()
+            elif note_caller:
+                caller = self.mg.site_word(self._caller_site())
             if on_error is not None:
                 on_error()
             if self.handler is not None and self._raises_deopts:
@@ -705,7 +760,7 @@ class FunctionGen:
                 error = self.b.icmp_signed("==", status, L.Constant(I32, runtime.ERROR))
                 with self.b.if_then(error):
                     self.b.branch(self.handler)
-            self.leave_with(status)
+            self.leave_with(status, caller)
 
     # -- calls -----------------------------------------------------------------
     def call_user(self, target: Typing, operands: list, lead: list,
@@ -726,10 +781,12 @@ class FunctionGen:
         """On the path where a library helper failed (an error, or a deopt that
         cannot be rerun): record this statement as the place it is reported at
         (`runtime.CALLER_SLOT`), so that no helper's name reaches a user."""
-        sid = runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
         base = self.mg.errinfo_base(self.b)
-        self.b.store(self.mg.site_word(sid),
+        self.b.store(self.mg.site_word(self._caller_site()),
                      self.b.gep(base, [L.Constant(I64, runtime.CALLER_SLOT)], source_etype=I64))
+
+    def _caller_site(self) -> int:
+        return runtime.site(RuntimeError, "", self.source_name, self.ir.file, self.line)
 
 
 @codegen("copy")
