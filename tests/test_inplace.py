@@ -206,3 +206,33 @@ def test_jit_compiles_inplace_ops_on_float_arrays_as_cpython_runs_them():
         return a[0]
     with pytest.raises(TypingError, match="in-place operator '\\+=' on array"):
         jit.jit(f)(W.copy(), W.copy())
+
+
+def _pair(p):
+    return p * 2.0, p + 1.0
+
+
+def _unpacked_then_updated(p0, p1):
+    p0, p1 = _pair(p1)
+    p1 -= 1.0 - p1          # a number made by unpacking, updated in place
+    return p1 * p0
+
+
+def _unpack_caller(x):
+    return _unpacked_then_updated(x, x * 3.0)
+
+
+def test_inplace_update_of_an_unpacked_number_compiles_in_a_gradient():
+    """The J transform is given the function as lowered (`jit.typing.infer.transform_input`),
+    not the primal's explicit-update form, whose `p1[...] = p1 - ...` of a value made
+    by unpacking was refused as a write into a view (fuzz seed 777305332273: the whole
+    gradient ran in the interpreter, and backend="llvm" raised)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = adjoint.gradient(_unpack_caller, 0.5, backend="llvm")
+    x = 0.5
+    # p1 = 3x + 1 after the pair, then 2 p1 - 1; times p0 = 6x: (6x + 1) 6x
+    assert got[0] == pytest.approx(72 * x + 6, rel=1e-12)
+    assert got == adjoint.gradient(_unpack_caller, 0.5, backend="interp")
+    assert jit.jit(_unpack_caller)(0.5) == _unpack_caller(0.5)

@@ -59,7 +59,7 @@ from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.tape_ops import presize_tape
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
 from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
-                              call_argument_type, lower_function)
+                              call_argument_type, transform_input)
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, READER, TAPE, ArrayT, ClosureT,
                        DictT, ListT, RecordT, TupleT, Type)
 
@@ -129,7 +129,7 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
     if captured is None:
         ctx.fail("gradient of a library function inside compiled code is not compiled; "
                  "wrap it in a Python function")
-    ir = f if isinstance(f, IR) else lower_function(f)
+    ir = f if isinstance(f, IR) else transform_input(f)
     pos = list(s.args[2:])
     kw = {k: v for k, v in s.kwargs.items()      # held constant, as in the API; backend=
           if k != "backend" or accepts_keyword(f, k)}    # is f's where f takes one

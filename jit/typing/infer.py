@@ -193,8 +193,16 @@ def _callee_key(f: Any) -> Any:
 def lower_function(func: Any) -> IR:
     """The IR of a user function: `lowering.lower` (which caches it on the function),
     with the in-place updates that may be of arrays made explicit
-    (`jit.typing.array_updates`)."""
+    (`jit.typing.array_updates`): the form its primal code compiles from."""
     return with_explicit_updates(lowering.lower(func))
+
+
+def transform_input(func: Any) -> IR:
+    """The IR of a user function that the J transform is given: as lowered, since the
+    transform makes its in-place updates explicit itself, knowing which values are
+    numbers (given `lower_function`'s form, `a, b = g(x); b -= c` was refused as a
+    write into a view of `g`'s result)."""
+    return lowering.lower(func)
 
 
 def is_user_function(f: Any) -> bool:
