@@ -190,6 +190,16 @@ def _cg_tuple_accum(fc: FunctionGen, s, ts):
         return _cg_tuple_accum_var(fc, s, ts)
     k = k % len(ts[2].elems)
     acc = fc.get(s.args[0])
+    if isinstance(acc_t, TupleT) and all(a == w for i, (a, w) in
+                                         enumerate(zip(acc_t.elems, s.type.elems)) if i != k):
+        # the other entries keep their types: only entry k changes (one extract and
+        # one insert, not a rebuild of the whole tuple at every write)
+        part_t = acc_t.elems[k]
+        part = fc.b.extract_value(acc, k) if part_t != NONE else None
+        v = accum_values(fc, part, part_t, fc.get(s.args[1]), dy_t, s.type.elems[k])
+        if lltype(acc_t) != lltype(s.type):
+            acc = _retyped(fc, acc, acc_t, s.type, k)
+        return fc.b.insert_value(acc, v, k)
     out = L.Constant(lltype(s.type), L.Undefined)
     for i, want in enumerate(s.type.elems):
         part_t = acc_t.elems[i] if isinstance(acc_t, TupleT) else NONE
@@ -199,6 +209,16 @@ def _cg_tuple_accum(fc: FunctionGen, s, ts):
         else:
             v = accum_values(fc, part, part_t, None, NONE, want)
         out = fc.b.insert_value(out, v, i)
+    return out
+
+
+def _retyped(fc: FunctionGen, acc, acc_t: TupleT, want: TupleT, k: int):
+    """Tuple `acc` as a value of `want`, which differs from its type at entry `k` only
+    (that entry left undefined)."""
+    out = L.Constant(lltype(want), L.Undefined)
+    for i in range(len(want.elems)):
+        if i != k:
+            out = fc.b.insert_value(out, fc.b.extract_value(acc, i), i)
     return out
 
 
