@@ -1,6 +1,7 @@
 """Python's builtins over numpy arrays in compiled and differentiated code: `sum` of an
 array of any rank and dtype (its first axis added in CPython's order, numpy's dtype
-rules), `min` / `max` / `any` / `all` of 1-D arrays of every dtype, and a
+rules), `min` / `max` / `any` / `all` of 1-D arrays of every dtype, `abs` of float
+arrays (np.absolute), and a
 `np.random.default_rng(seed)` made inside a differentiated loss (draws are constants).
 
 Every "compiled" claim runs with warnings turned into errors, so a fallback to the
@@ -194,3 +195,28 @@ def test_sorted_of_float32_is_refused_clearly_and_right_in_the_interpreter():
     with no_fallback():
         (g64,) = gradient(sorted_picks, a.astype(float), backend="llvm")
     np.testing.assert_allclose(g64, [2.0, 2.0, 3.0])
+
+
+# -- abs() of a float array is np.absolute (ndarray.__abs__) ------------------------------
+def _l1_weighted(w):
+    return np.sum(abs(w) * w) + np.sum(abs(w[0]))
+
+
+@pytest.mark.parametrize("w", [np.array([1.0, -2.0, 0.5]),
+                               np.array([[1.0, -2.0], [-3.0, 0.25]])])
+def test_abs_of_float_array_compiles_and_differentiates(w):
+    with no_fallback():
+        assert np.array_equal(jit(lambda a: abs(a))(w), abs(w))
+        got = gradient(_l1_weighted, w, backend="llvm")[0]
+    want = gradient(_l1_weighted, w, backend="interp")[0]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got, central_differences(_l1_weighted, w), rtol=1e-6)
+    closed = 2 * np.abs(w)
+    closed[0] += np.sign(w[0])
+    np.testing.assert_allclose(got, closed, rtol=1e-12)
+
+
+def test_abs_of_int_array_is_refused_by_name():
+    from jit.types import TypingError
+    with pytest.raises(TypingError, match="abs of array\\(int64, 1d\\) is not compiled"):
+        jit(lambda a: abs(a))(np.array([-1, 2]))

@@ -119,6 +119,11 @@ def _declare_unary(name: str) -> None:
 for _name in sorted({getattr(np, n).__name__ for n in NUMPY_UNARY}
                     | {f.__name__ for f, _ in UFUNC_IMPLS}):
     _declare_unary(_name)   # np.abs is np.absolute: one entry
+# abs() of an array is np.absolute (ndarray.__abs__): the builtin's entry (its number
+# pattern in jit.library.math_builtins) takes np.absolute's array pattern
+REGISTRY.add(REGISTRY.get(abs), "float64 array, 1-D to 3-D", has_array,
+             array_rule(one_array({nd: UFUNC_IMPLS[(np.absolute, nd)] for nd in range(1, NDIM + 1)}),
+                        "abs"), ndim_max=NDIM)
 for _f, _c in _NP_BINARY.items():
     REGISTRY.declare(_f, family=UFUNCS, pattern="number, number", types=_t_np_binary,
                      lower=_cg_np_binary, gpu={"cuda": platforms.cuda(_c)},
