@@ -1,7 +1,7 @@
 """Python's builtins over numpy arrays in compiled and differentiated code: `sum` of an
 array of any rank and dtype (its first axis added in CPython's order, numpy's dtype
 rules), `min` / `max` / `any` / `all` of 1-D arrays of every dtype, `abs` of float
-arrays (np.absolute), and a
+arrays (np.absolute), slices of a list built at run time (`sorted(v)[1:-1]`), and a
 `np.random.default_rng(seed)` made inside a differentiated loss (draws are constants).
 
 Every "compiled" claim runs with warnings turned into errors, so a fallback to the
@@ -220,3 +220,38 @@ def test_abs_of_int_array_is_refused_by_name():
     from jit.types import TypingError
     with pytest.raises(TypingError, match="abs of array\\(int64, 1d\\) is not compiled"):
         jit(lambda a: abs(a))(np.array([-1, 2]))
+
+
+# -- slices of a list built at run time (sorted(...), appends) ---------------------------
+def _trimmed_mean(x, a, b):
+    s = sorted([x * 1.0, x * 2.0, x * 3.0, x * x, 2.0 - x])
+    return (sum(s[1:-1]) / 3.0 + len(s[a:b]) + sum(s[::2]) * x + sum(s[::-1][1:3])
+            + len(s[b:a]) + sum(s[a:b:-1]))
+
+
+def _last_rows(w, k):
+    rows = []
+    for i in range(4):
+        rows.append(w * (i + 1.0))
+    return sum(np.sum(r * r) for r in rows[-k:]) + np.sum(rows[0][::-1] * w)
+
+
+@pytest.mark.parametrize("x,a,b", [(0.7, 1, 3), (0.2, -2, 10), (1.5, 3, 0), (-0.4, 0, 0)])
+def test_slices_of_a_built_list_compile_and_differentiate(x, a, b):
+    with no_fallback():
+        assert jit(_trimmed_mean)(x, a, b) == _trimmed_mean(x, a, b)
+        got = gradient(_trimmed_mean, x, a, b, backend="llvm")[0]
+    assert got == pytest.approx(gradient(_trimmed_mean, x, a, b, backend="interp")[0], rel=1e-12)
+    h = 1e-6
+    fd = (_trimmed_mean(x + h, a, b) - _trimmed_mean(x - h, a, b)) / (2 * h)
+    assert got == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+def test_slices_of_a_list_of_arrays_differentiate():
+    w = np.array([0.3, -0.5, 1.2])
+    with no_fallback():
+        got = gradient(_last_rows, w, 2, backend="llvm")[0]
+    want = gradient(_last_rows, w, 2, backend="interp")[0]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got, central_differences(lambda v: _last_rows(v, 2), w), rtol=1e-6)
+    np.testing.assert_allclose(got, 2 * (9 + 16) * w + w[::-1] + w[::-1], rtol=1e-12)

@@ -7,8 +7,9 @@ one after the other in arena memory, as the LLVM values they are (numbers, array
 tuples of those: each a whole number of 8-byte words, the layout host calls use).
 `list_append` stores in place and doubles the capacity when it is full, as CPython's
 list does; a value of the list taken before an append still reads the elements it
-had.  `len(acc)` (`jit.library.math_builtins`), `acc[i]` and iteration are native; numpy (`np.stack(acc)`) gets a
-Python list through the host callback.
+had.  `len(acc)` (`jit.library.math_builtins`), `acc[i]`, `acc[a:b:c]` (a new list, as
+CPython's) and iteration are native; numpy (`np.stack(acc)`) gets a Python list
+through the host callback.
 
 The cotangent of a built list is a built list of its elements' cotangents; the
 derivative of `list_append` (`adjoint.rules.d_list_append`) takes the last entry off
@@ -26,7 +27,9 @@ from adjoint.rules import lookup_op
 from jit.codegen.arrays import ZERO, allocate_words, count_loop, index_operands
 from jit.codegen.function import I64, PTR, FunctionGen, lltype, zero_of
 from jit.library.python_impls import mark
+from jit.library.index_plans import SliceT
 from jit.library.registry import REGISTRY
+from jit.library.slicing import slice_bounds
 from jit.typing.infer import IR_REWRITES, Context, empty_list
 from jit.typing.unroll import RetypeNeeded
 from jit.types import (BOOL, FLOAT64, INT64, ArrayT, BuiltListT, ListT, ObjectT, StrT, TupleT,
@@ -106,9 +109,11 @@ def _is_read(ctx: Context, s, ts: list) -> bool:
 def _t_getitem(ctx: Context, s, ts: list) -> Type:
     if empty_list(ts[0]):
         return None      # not known until the loop that appends is typed
+    if len(ts) == 2 and isinstance(ts[1], SliceT):
+        return ts[0]     # a new list of the entries the slice picks
     if len(ts) != 2 or not is_int_like(ts[1]):
         ctx.fail(f"indexing a {ts[0]} by {', '.join(map(str, ts[1:]))} is not compiled "
-                 "(one integer)")
+                 "(one integer or a slice)")
     return ts[0].elem
 
 
@@ -116,12 +121,30 @@ def _cg_getitem(fc: FunctionGen, s, ts) -> L.Value:
     b = fc.b
     acc = fc.get(s.args[0])
     n = b.extract_value(acc, 1)
+    if isinstance(ts[1], SliceT):
+        return _slice_copy(fc, acc, fc.get(s.args[1]), ts[1], s.type.elem)
     i = index_operands(fc, s.args[1:])[0]
     j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, n), i)
     fc.raise_if(b.or_(b.icmp_signed("<", j, ZERO), b.icmp_signed(">=", j, n)), IndexError,
                 "list index out of range")
     et = lltype(s.type)
     return b.load(b.gep(b.extract_value(acc, 0), [j], source_etype=et), typ=et)
+
+
+def _slice_copy(fc: FunctionGen, acc, sl, st: SliceT, elem: Type) -> L.Value:
+    """`acc[sl]`: a new built list of the entries the slice picks (CPython's bounds)."""
+    b = fc.b
+    et = lltype(elem)
+    start, step, length = slice_bounds(fc, sl, st, b.extract_value(acc, 1))
+    data = b.extract_value(acc, 0)
+    new = allocate_words(fc, b.mul(length, L.Constant(I64, 8 * _words(elem))))
+    count_loop(fc, length, lambda k: b.store(
+        b.load(b.gep(data, [b.add(start, b.mul(k, step))], source_etype=et), typ=et),
+        b.gep(new, [k], source_etype=et)))
+    out = L.Constant(lltype(BuiltListT(elem)), L.Undefined)
+    for k, v in enumerate((new, length, length)):
+        out = b.insert_value(out, v, k)
+    return out
 
 
 # -- the derivative of list_append: the cotangent list without its last entry, and it ----
@@ -284,7 +307,8 @@ def _declare() -> None:
     o = REGISTRY.overload
     o("list_append", "[] or a built list, a number, array or tuple", _is_append, _t_append,
       _cg_append, family=FAMILY, numpy_too=True)
-    o("getitem", "a built list, an integer", _is_read, _t_getitem, _cg_getitem, family=FAMILY,
+    o("getitem", "a built list, an integer or a slice", _is_read, _t_getitem, _cg_getitem,
+      family=FAMILY,
       numpy_too=True)
     REGISTRY.declare(list_init, family="derivatives", pattern="a built list",
                      types=_t_list_part, lower=_cg_list_init, numpy_too=True)

@@ -42,6 +42,8 @@ from jit.codegen.arrays import (
     stride_of,
     sub_array,
 )
+from jit.library.index_plans import SliceT
+from jit.library.slicing import slice_bounds
 from jit.typing.infer import Context, rule
 from jit.typing.primitives import index_types
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, DictT, TupleT, Type,
@@ -103,7 +105,12 @@ def _tuple_accum_type(ctx: Context, s, acc: Type, dy: Type, x: TupleT) -> Type:
 def _list_accum_type(ctx: Context, s, acc: Type, dy: Type, x: BuiltListT) -> Type:
     """s[i] += dy into the cotangent of a built list (a built list of its entries')."""
     want = cotangent_type(x)
-    idx = index_types(ctx, ts_of(ctx, s.args[3:]))
+    raw = ts_of(ctx, s.args[3:])
+    idx = index_types(ctx, raw)
+    if len(raw) == 1 and isinstance(raw[0], SliceT) and want != NONE and acc in (NONE, want):
+        if dy != NONE and not (isinstance(dy, BuiltListT) and accum_ok(want.elem, dy.elem)):
+            ctx.fail(f"accum_index of a {dy} into a slice of the cotangent of a {x}")
+        return want        # (see _slice_accum)
     if len(idx) != 1 or not is_int_like(idx[0]) or want == NONE or acc not in (NONE, want):
         ctx.fail(f"accum_index into the cotangent of a {x} by {idx} is not compiled")
     try:
@@ -111,6 +118,14 @@ def _list_accum_type(ctx: Context, s, acc: Type, dy: Type, x: BuiltListT) -> Typ
     except TypeError as e:
         ctx.fail(str(e))
     return want
+
+
+def accum_ok(a: Type, b: Type) -> bool:
+    """Whether cotangents of types `a` and `b` can be added into an `a`."""
+    try:
+        return accum_type(a, b) == a
+    except TypeError:
+        return False
 
 
 def ts_of(ctx: Context, operands: list) -> list:
@@ -138,6 +153,9 @@ def _cg_list_accum(fc: FunctionGen, s, ts):
     acc = b.load(slot, typ=lltype(want))
     if dy_t == NONE:
         return acc
+    if isinstance(ts[3], SliceT):
+        _slice_accum(fc, acc, fc.get(s.args[1]), ts[3], fc.get(s.args[3]), want.elem, dy_t.elem)
+        return acc
     i = index_operands(fc, s.args[3:])[0]
     j = b.select(b.icmp_signed("<", i, ZERO), b.add(i, n), i)
     fc.raise_if(b.or_(b.icmp_signed("<", j, ZERO), b.icmp_signed(">=", j, n)), IndexError,
@@ -146,6 +164,25 @@ def _cg_list_accum(fc: FunctionGen, s, ts):
     b.store(accum_values(fc, b.load(ptr, typ=et), want.elem, fc.get(s.args[1]), dy_t,
                          want.elem), ptr)
     return acc
+
+
+def _slice_accum(fc: FunctionGen, acc, dy, st: SliceT, sl, elem: Type, dy_elem: Type) -> None:
+    """acc[sl] += dy, entry by entry, for a built list's cotangent `acc` and the cotangent
+    `dy` of the slice (a built list of its length)."""
+    b = fc.b
+    et, dt = lltype(elem), lltype(dy_elem)
+    start, step, length = slice_bounds(fc, sl, st, b.extract_value(acc, 1))
+    m = b.extract_value(dy, 1)
+    fc.raise_if(b.icmp_signed("!=", m, length), ValueError,
+                "the cotangent of a list slice has {0} entries, the slice {1}", (m, length))
+    data, src = b.extract_value(acc, 0), b.extract_value(dy, 0)
+
+    def add(k):
+        ptr = b.gep(data, [b.add(start, b.mul(k, step))], source_etype=et)
+        v = b.load(b.gep(src, [k], source_etype=dt), typ=dt)
+        b.store(accum_values(fc, b.load(ptr, typ=et), elem, v, dy_elem, elem), ptr)
+    count_loop(fc, length, add)
+
 
 
 @codegen("accum_index")
