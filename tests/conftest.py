@@ -57,3 +57,39 @@ def verify_after_each_pass(monkeypatch):
     if original is not None:
         monkeypatch.setattr(passes, "run_pass", _checked_run_pass(original))
     yield
+
+
+# The files whose subject the Python version does not change: derivative rules and
+# numpy entries called on small programs, the disk cache, checkpointing and batching
+# schedules, fused and vectorised loops, dtypes, the CLI, the benchmarks' smoke runs,
+# CUDA text, the IR's own passes, parser and properties.  `.ci/run` runs them on
+# Python 3.11 only: with `ZYGOPY_TESTS=version-dependent` in the environment they are
+# deselected, and the lowering, corpus, Python-forms, objects, closures, indexing and
+# program tests (what reads bytecode, which each version writes differently) run.
+ONE_VERSION = frozenset("""
+test_rule_table test_disk_cache test_checkpoint test_bench_smoke test_regressions_numpy_rules
+test_numpy_entries test_rules_linalg test_rules_shapes test_rules_ufuncs test_convolve_rules
+test_cuda_api test_cuda_emulated test_cuda_ptx test_papers test_threads test_cache_cli test_cli
+test_compile_feedback test_compile_speed_paths test_batch test_vectorised_paths test_fusion
+test_dtypes_compiled test_complex_convention test_layering test_library
+test_library_option_compare test_regressions_checkpoint test_regressions_checkpoint_loops
+test_rounding_compiled test_array_sums test_builtin_sum_arrays test_host_calls test_jit_fastcall
+test_jit_fastpath test_autograd_shapes_compiled test_reshape_views_compiled test_jit_array_methods
+test_passes_random test_property test_parser test_pass_order
+""".split())
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("ZYGOPY_TESTS") != "version-dependent":
+        return
+    here = os.path.dirname(__file__)
+    missing = sorted(n for n in ONE_VERSION if not os.path.exists(os.path.join(here, n + ".py")))
+    if missing:
+        raise pytest.UsageError(f"conftest.ONE_VERSION names no test file: {missing}")
+    keep, drop = [], []
+    for item in items:
+        name = os.path.splitext(os.path.basename(str(item.fspath)))[0]
+        (drop if name in ONE_VERSION else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
