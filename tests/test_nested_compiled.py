@@ -221,3 +221,74 @@ def test_gradient_of_a_library_function_nested(backend):
     xs = np.array([-1.0, 0.2, 2.5])
     got = _strict(gradient, lambda y: np.sum(e1_tanh(y)), xs, backend=backend)[0]
     assert np.allclose(got, tanh_derivative(2, xs / 2) / 4, rtol=1e-12, atol=1e-14)
+
+
+# -- a nested gradient of parameters in a tuple or a dict (meta-learning's inner step) ---
+def _pair_loss(p):
+    a, b = p
+    return a * a * b + np.sin(b)
+
+
+def _outer_pair(x):
+    g = gradient(_pair_loss, (x, 2.0 * x))[0]     # (2ab, a^2 + cos b) at a = x, b = 2x
+    return _pair_loss((x, 2.0 * x)) + g[0] * g[1]
+
+
+_XS = np.random.default_rng(4).normal(size=(5, 3))
+
+
+def _dict_loss(params, X):
+    z = np.tanh(X @ params["W"]) * params["s"]
+    return np.sum(z ** 2) + 0.1 * np.sum(params["W"] ** 2)
+
+
+def _inner_steps(params, X):
+    for _ in range(2):
+        g = gradient(_dict_loss, params, X)[0]
+        params = {k: v - 0.1 * g[k] for k, v in params.items()}
+    return _dict_loss(params, X)
+
+
+def test_nested_gradient_of_tuple_parameters_compiles():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = gradient(_outer_pair, 0.7, backend="llvm")[0]
+    x = 0.7
+    a, b = x, 2 * x
+    # f = a^2 b + sin b + 2ab (a^2 + cos b), a = x, b = 2x
+    closed = (2 * a * b + a * a * 2 + 2 * math.cos(b)
+              + 2 * (b + 2 * a) * (a * a + math.cos(b)) + 2 * a * b * (2 * a - 2 * math.sin(b)))
+    assert got == pytest.approx(closed, rel=1e-12)
+    assert got == pytest.approx(gradient(_outer_pair, 0.7, backend="interp")[0], rel=1e-12)
+
+
+def test_nested_gradient_of_dict_parameters_compiles():
+    params = {"W": np.random.default_rng(5).normal(size=(3, 2)), "s": 1.5}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = gradient(_inner_steps, params, _XS, backend="llvm")[0]
+    want = gradient(_inner_steps, params, _XS, backend="interp")[0]
+    assert set(got) == {"W", "s"}
+    np.testing.assert_allclose(got["W"], want["W"], rtol=1e-10)
+    assert got["s"] == pytest.approx(want["s"], rel=1e-10)
+    h = 1e-6
+    up = dict(params, s=1.5 + h)
+    down = dict(params, s=1.5 - h)
+    assert got["s"] == pytest.approx((_inner_steps(up, _XS) - _inner_steps(down, _XS)) / (2 * h),
+                                     rel=1e-6)
+
+
+def test_nested_value_and_grad_of_tuple_parameters_runs_in_the_interpreter():
+    """value_and_grad's pullback adds dy * grad f part by part, which its generated
+    code does for numbers and arrays only: compiled code refuses it by name."""
+    from jit.types import TypingError
+
+    def outer(x):
+        v, g = value_and_grad(_pair_loss, (x, 2.0 * x))
+        return v + g[0][0]
+    with pytest.raises(TypingError, match="value_and_grad\\(\\) inside differentiated code is "
+                                          "compiled for numbers and arrays, not tuple"):
+        gradient(outer, 0.7, backend="llvm")
+    x, h = 0.7, 1e-6
+    assert gradient(outer, x)[0] == pytest.approx((outer(x + h) - outer(x - h)) / (2 * h),
+                                                  rel=1e-6)

@@ -36,7 +36,7 @@ from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY
 from jit.pullback.array_values import _null, copy_value, zeros_like
 from jit.pullback.tangent_entry import tangent_zero_type
-from jit.types import NONE, NUMERIC, ArrayT, Scalar, StrT, TupleT, Type
+from jit.types import NONE, NUMERIC, ArrayT, DictT, Scalar, StrT, TupleT, Type
 from jit.typing.infer import Context, LiteralT, user_call
 from ssair import Const
 
@@ -199,7 +199,10 @@ def _dense_type(dt: Type, yt: Type) -> Type:
     if dt == NONE:
         return tangent_zero_type(yt)
     if isinstance(dt, TupleT) and isinstance(yt, TupleT) and len(dt.elems) == len(yt.elems):
-        return TupleT(tuple(_dense_type(d, y) for d, y in zip(dt.elems, yt.elems)))
+        elems = tuple(_dense_type(d, y) for d, y in zip(dt.elems, yt.elems))
+        # a dict's cotangent, natively the tuple of its values', is a dict again here (the
+        # structure of `y`, as the interpreter gives it): a tangent function indexes it
+        return DictT(elems, yt.keys) if isinstance(yt, DictT) else TupleT(elems)
     return dt
 
 

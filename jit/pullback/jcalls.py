@@ -286,6 +286,14 @@ def _type_name(t: Type):
     return None
 
 
+def _nested_argument(t: Type) -> bool:
+    """A type a nested gradient's argument may have: a number, an array, or a tuple,
+    dict or named tuple of those (a pytree of parameters)."""
+    if t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT):
+        return True
+    return isinstance(t, TupleT) and all(_nested_argument(e) for e in t.elems)
+
+
 def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) -> Type:
     """A nested `gradient(f, *xs)` / `value_and_grad(f, *xs)` jcall, typed as a call
     with a rule: its primal is the nested gradient compiled in place (for the key
@@ -312,16 +320,18 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
         ctx.fail(f"{f.__name__}() of a {ft} inside differentiated code is not compiled "
                  "(of a Python function is)")
     xs = argtypes[1:]
-    if any(t not in (FLOAT64, INT64, BOOL) and not isinstance(t, ArrayT) for t in xs):
+    from adjoint import api
+    simple = [t in (FLOAT64, INT64, BOOL) or isinstance(t, ArrayT) for t in xs]
+    if not all(simple) and (f is not api.gradient or not all(map(_nested_argument, xs))):
+        also = " (gradient(): and tuples and dicts of them)" if f is api.gradient else ""
         ctx.fail(f"{f.__name__}() inside differentiated code is compiled for numbers and "
-                 f"arrays, not {', '.join(str(t) for t in xs)}")
+                 f"arrays{also}, not {', '.join(str(t) for t in xs)}")
     entry = REGISTRY.for_callee(f)
     fake = _fake_call(s, f, operands, ("nested", s.var))
     impl = entry.pick(ctx, fake, list(argtypes))
     impl, y = _primal_type(ctx, entry, impl, fake, list(argtypes))
     ctx.typing.impls[("primal", s.var)] = impl
     mask = tuple(bool(type_activity(t)) for t in xs)
-    from adjoint import api
     pb = gradient_pullback(fn, len(captured), mask, tuple(_type_name(t) for t in xs),
                            tuple(_type_name(t) for t in captured),
                            with_value=f is api.value_and_grad)
