@@ -389,8 +389,10 @@ def test_printed_and_logged_f_strings_stay_compiled(capsys, caplog):
     assert t == pytest.approx(18.0)
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == ["step   0:     5.0000 5.0", "step   1:    15.0000 15.0"]
-    assert [r.getMessage() for r in caplog.records][:2] == ["0 [1. 2.] 5.00e+00",
-                                                           "1 [1. 2.] 1.50e+01"]
+    # (zygopy's own progress record, when a compile takes over a second on a loaded
+    # machine, is not the program's)
+    assert [r.getMessage() for r in caplog.records if r.name == LOG.name][:2] == [
+        "0 [1. 2.] 5.00e+00", "1 [1. 2.] 1.50e+01"]
 
 
 def uses_the_string(x):
