@@ -6,8 +6,8 @@ compiled once per process, that compiled adjoints call rather than inline.
 `a`, `b` and `res` point to native 1-D or 2-D arrays ({data, n0, n1, s0, s1}; a 1-D
 array has n1 = s1 = 0), and a NULL data pointer is the zero cotangent.  `res` gets:
   * `a` itself when `b` is NULL (NULL too when both are);
-  * a new C-contiguous copy of `b` when only `a` is NULL (one memcpy when `b` is
-    C-contiguous);
+  * a new C-contiguous copy of `b` when only `a` is NULL (`zy_copy_c` of
+    `jit.runtime.gradient_entry`: one memcpy when `b` is C-contiguous);
   * a new C-contiguous `a + b` otherwise (one pass, any strides).
 New memory comes from the arena (`zy_alloc`, called through its symbol as compiled
 code calls it).  The result is 0, or 1 when the shapes
@@ -79,19 +79,7 @@ made:
   store i64 %rs1, ptr %rs1p
   br i1 %anull, label %copy, label %sum_start
 copy:
-  %unit1 = icmp eq i64 %bs1, 8
-  %inner = select i1 %two, i1 %unit1, i1 true
-  %crow = mul i64 %cols, 8
-  %unit0 = icmp eq i64 %bs0, %crow
-  %single0 = icmp eq i64 %bn0, 1
-  %outer = or i1 %unit0, %single0
-  %flat = and i1 %inner, %outer
-  br i1 %flat, label %whole, label %strided
-whole:
-  call void @llvm.memcpy.p0.p0.i64(ptr %out, ptr %bd, i64 %bytes, i1 false)
-  ret i64 0
-strided:
-  call void @"zy.rt.zy_copy_strided"(ptr %out, ptr %bd, i64 %bn0, i64 %cols, i64 %bs0, i64 %bs1)
+  call void @"zy.rt.zy_copy_c"(ptr %out, ptr %bd, i64 %bn0, i64 %cols, i64 %bs0, i64 %bs1)
   ret i64 0
 sum_start:
   %as0p = getelementptr i8, ptr %a, i64 24
@@ -140,5 +128,5 @@ def accum_address() -> int:
     are bound as symbols first, as in every module that calls them)."""
     from jit.runtime import symbols
     symbols.runtime_ptr("zy_alloc")
-    symbols.runtime_ptr("zy_copy_strided")
+    symbols.runtime_ptr("zy_copy_c")
     return native.compiled_once(_SUM_IR, "zy_accum_f64")

@@ -34,7 +34,8 @@ from jit.types import FLOAT64, NONE, ArrayT, TupleT, Type
 # zy_copy_grad(dst, src, n0, n1, s0, s1, nd): dst is a PyArrayObject* (C-contiguous
 # float64, data at +16, dimensions at +32); src is a native array {data, n0, n1, s0, s1};
 # 1-D arrays have n1 = 1, s1 = 0.  A C-contiguous source (the usual cotangent: arena
-# memory) is one memcpy, any other a zy_copy_strided.
+# memory) is one memcpy, any other a zy_copy_strided: zy_copy_c(dst, src, n0, n1, s0, s1),
+# which copies a native array into C-order memory so (jit.runtime.array_sums calls it too).
 _COPY_IR = r"""
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
@@ -98,6 +99,12 @@ zero:
   call void @llvm.memset.p0.i64(ptr %dd, i8 0, i64 %bytes, i1 false)
   ret i64 0
 layout:
+  call void @zy_copy_c(ptr %dd, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1)
+  ret i64 0
+}
+
+define void @zy_copy_c(ptr %dd, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1) {
+entry:
   %unit1 = icmp eq i64 %s1, 8
   %single1 = icmp eq i64 %n1, 1
   %c1 = or i1 %unit1, %single1
@@ -108,11 +115,13 @@ layout:
   %flat = and i1 %c0, %c1
   br i1 %flat, label %whole, label %strided
 whole:
+  %cells = mul i64 %n0, %n1
+  %bytes = mul i64 %cells, 8
   call void @llvm.memcpy.p0.p0.i64(ptr %dd, ptr %src, i64 %bytes, i1 false)
-  ret i64 0
+  ret void
 strided:
   call void @zy_copy_strided(ptr %dd, ptr %src, i64 %n0, i64 %n1, i64 %s0, i64 %s1)
-  ret i64 0
+  ret void
 }
 """
 
@@ -126,6 +135,12 @@ def copy_strided_address() -> int:
     """The address of `zy_copy_strided` (compiled once, with `zy_copy_grad`)."""
     copy_grad_address()
     return runtime.function_address("zy_copy_strided")
+
+
+def copy_c_address() -> int:
+    """The address of `zy_copy_c` (compiled once, with `zy_copy_grad`)."""
+    copy_grad_address()
+    return runtime.function_address("zy_copy_c")
 
 
 def fast_plan(g_t: Type) -> Optional[list]:

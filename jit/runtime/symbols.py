@@ -60,6 +60,7 @@ RUNTIME = {
     "zy_tape_reserve": ("jit.runtime.tape", "reserve_address"),
     "zy_copy_grad": ("jit.runtime.gradient_entry", "copy_grad_address"),
     "zy_copy_strided": ("jit.runtime.gradient_entry", "copy_strided_address"),
+    "zy_copy_c": ("jit.runtime.gradient_entry", "copy_c_address"),
     "zy_accum_f64": ("jit.runtime.array_sums", "accum_address"),
     "host_callback": ("jit.runtime.host_calls", "callback_address"),
     "zy_exception_matches": ("jit.runtime.caught", "matches_address"),
