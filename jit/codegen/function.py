@@ -21,7 +21,6 @@ predecessor.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from llvmlite import ir as L
@@ -35,6 +34,7 @@ from jit.typing.raising import CAUGHT, argument_specs, protected_blocks, raised
 from jit.typing.formatted import holds_formatted
 from jit.runtime import native as runtime
 from jit.runtime import symbols
+from jit.codegen.error_exit import ErrorExit
 from jit.typing.infer import Engine, LiteralT, Packed, Typing
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NARROW, NONE, NUMPY_DTYPE, ArrayT,
                        BuiltListT, ClosureT, DictT, FunctionT, ObjectT, OpaqueT, PartialT, RecordT,
@@ -367,16 +367,6 @@ def _drops_none(have: Type, want: Type) -> bool:
     return False
 
 
-@dataclass
-class _Exit:
-    """A function's one exit for errors (`FunctionGen._exit`): its block and phis."""
-    block: L.Block
-    status: L.Value
-    site: L.Value
-    details: list = field(default_factory=list)
-    caller: Optional[L.Value] = None
-
-
 class FunctionGen:
     """Emits the body of one specialised function."""
 
@@ -391,7 +381,7 @@ class FunctionGen:
         self.values: dict = {}
         self.line = t.ir.firstline
         self.b = L.IRBuilder()
-        self._status_exit: Optional[_Exit] = None    # see _exit
+        self._status_exit: Optional[ErrorExit] = None    # see _exit
 
     # -- structure -------------------------------------------------------------
     def emit(self) -> None:
@@ -414,7 +404,9 @@ class FunctionGen:
         for bid in order:
             self._emit_block(blocks[bid])
         self._wire_phis([blocks[bid] for bid in order])
-        self._finish_exit()
+        if self._status_exit is not None:
+            self._status_exit.finish(self.fn, self.mg.errinfo_base, runtime.CALLER_SLOT,
+                                     self._result)
 
     def _depth_guard(self) -> None:
         limit = L.Constant(I64, self.mg.max_depth)
@@ -504,7 +496,8 @@ class FunctionGen:
             self.b.cbranch(cond, self.llblocks[term.then], self.llblocks[term.else_])
         elif isinstance(term, Return):
             value = self.get(term.value, self.typing.ret)
-            self.b.ret(self.b.insert_value(self._result(L.Constant(I32, runtime.OK)), value, 1))
+            self.b.ret(self.b.insert_value(self._result(self.b, L.Constant(I32, runtime.OK)),
+                                           value, 1))
         elif isinstance(term, Raise):
             self._emit_raise(term)
         else:
@@ -635,8 +628,9 @@ class FunctionGen:
         to_handler = self.handler is not None and (status == runtime.ERROR or self._raises_deopts)
         if not to_handler:
             ok = self.fn.append_basic_block("ok")
-            self._exit_edge(L.Constant(I32, status), site, details)
-            self.b.cbranch(cond, self._exit().block, ok).set_weights([1, 99])
+            exit_ = self._exit()
+            exit_.edge(self.b.block, L.Constant(I32, status), site, details)
+            self.b.cbranch(cond, exit_.block, ok).set_weights([1, 99])
             self.b.position_at_end(ok)
             return
         with self.b.if_then(cond, likely=False):
@@ -661,85 +655,21 @@ class FunctionGen:
         `ret` of the result struct at every error site made LLVM's code generation
         several times slower on large functions); `caller`: a site word for the
         error record's CALLER_SLOT (see `_note_caller`)."""
-        self._exit_edge(status, L.Constant(I64, 0), (), caller)    # (site recorded already)
-        self.b.branch(self._exit().block)
+        exit_ = self._exit()
+        exit_.edge(self.b.block, status, L.Constant(I64, 0), (), caller)   # (site recorded)
+        self.b.branch(exit_.block)
 
-    def _exit(self) -> "_Exit":
-        """The exit every error leaves through (made on first use, finished by
-        `_finish_exit` once the body is emitted)."""
+    def _exit(self) -> ErrorExit:
+        """The exit every error leaves through (`jit.codegen.error_exit`), made on first
+        use and finished once the body is emitted."""
         if self._status_exit is None:
-            block = self.fn.append_basic_block("status.exit")
-            with self.b.goto_block(block):
-                self._status_exit = _Exit(block, self.b.phi(I32, "status"),
-                                          self.b.phi(I64, "site"))
+            self._status_exit = ErrorExit(self.fn)
         return self._status_exit
 
-    def _exit_edge(self, status: L.Value, site: L.Value, details: tuple = (),
-                   caller: Optional[L.Value] = None) -> None:
-        """Give the exit's phis their values along the edge from the current block: the
-        status, the site word (0: none to record), the site's details and the caller's
-        site word.  An edge into the exit is taken only on an error: these values are
-        the error record's, written once in the exit (a block of its own per site,
-        with its call and stores, was a seventh of a large gradient's instructions)."""
-        ex, here = self._exit(), self.b.block
-        ex.status.add_incoming(status, here)
-        ex.site.add_incoming(site, here)
-        with self.b.goto_block(ex.block):
-            while len(ex.details) < len(details):
-                ex.details.append(self.b.phi(I64, f"detail{len(ex.details)}"))
-            if caller is not None and ex.caller is None:
-                ex.caller = self.b.phi(I64, "caller")
-        for phi, d in zip(ex.details, details):
-            phi.add_incoming(d, here)
-        if caller is not None:
-            ex.caller.add_incoming(caller, here)
-
-    def _finish_exit(self) -> None:
-        """The exit's phis completed (undefined details and a 0 caller along the edges
-        that have none) and its code: record the site and details when the site is not
-        0, the caller when it is not 0, and return the status."""
-        ex = self._status_exit
-        if ex is None:
-            return
-        edges = [blk for _, blk in ex.status.incomings]
-        for phi in ex.details:
-            have = {id(blk) for _, blk in phi.incomings}
-            for blk in edges:
-                if id(blk) not in have:
-                    phi.add_incoming(L.Constant(I64, L.Undefined), blk)
-        if ex.caller is not None:
-            have = {id(blk) for _, blk in ex.caller.incomings}
-            for blk in edges:
-                if id(blk) not in have:
-                    ex.caller.add_incoming(L.Constant(I64, 0), blk)
-        record = self.fn.append_basic_block("status.record")
-        after = self.fn.append_basic_block("status.caller")
-        done = self.fn.append_basic_block("status.return")
-        b = L.IRBuilder(ex.block)
-        b.cbranch(b.icmp_unsigned("!=", ex.site, L.Constant(I64, 0)), record, after)
-        b.position_at_end(record)
-        base = self.mg.errinfo_base(b)
-        for k, v in enumerate([ex.site] + ex.details):
-            b.store(v, b.gep(base, [L.Constant(I64, 1 + k)], source_etype=I64))
-        b.branch(after)
-        b.position_at_end(after)
-        if ex.caller is None:
-            b.branch(done)
-        else:
-            note = self.fn.append_basic_block("status.note")
-            b.cbranch(b.icmp_unsigned("!=", ex.caller, L.Constant(I64, 0)), note, done)
-            b.position_at_end(note)
-            b.store(ex.caller, b.gep(self.mg.errinfo_base(b),
-                                     [L.Constant(I64, runtime.CALLER_SLOT)], source_etype=I64))
-            b.branch(done)
-        b.position_at_end(done)
-        b.ret(b.insert_value(L.Constant(result_struct(self.typing.ret), L.Undefined),
-                             ex.status, 0))
-
-    def _result(self, status: L.Value) -> L.Value:
+    def _result(self, b: L.IRBuilder, status: L.Value) -> L.Value:
         """This function's return value with `status` and no result yet."""
         undef = L.Constant(result_struct(self.typing.ret), L.Undefined)
-        return self.b.insert_value(undef, status, 0)
+        return b.insert_value(undef, status, 0)
 
     def propagate(self, status: L.Value, on_error: Optional[Callable] = None,
                   note_caller: bool = False) -> None:
