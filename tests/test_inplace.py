@@ -223,7 +223,7 @@ def _unpack_caller(x):
 
 
 def test_inplace_update_of_an_unpacked_number_compiles_in_a_gradient():
-    """The J transform is given the function as lowered (`jit.typing.infer.transform_input`),
+    """The J transform is given the function as lowered (`adjoint.transform.lower_function`),
     not the primal's explicit-update form, whose `p1[...] = p1 - ...` of a value made
     by unpacking was refused as a write into a view (fuzz seed 777305332273: the whole
     gradient ran in the interpreter, and backend="llvm" raised)."""

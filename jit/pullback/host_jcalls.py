@@ -105,11 +105,11 @@ def _writes_into_arguments(f: Any, types: list) -> bool:
     Where that cannot be told, yes."""
     from adjoint.transform import transform
     from jit.pullback.cotangents import cotangent_type
-    from jit.typing.infer import transform_input
+    from adjoint.transform import lower_function as lowered
     active = tuple(0 if cotangent_type(t) == NONE else 2 if isinstance(t, ArrayT) else 1
                    for t in types)
     try:
-        return bool(transform(transform_input(f), active, tuple(map(str, types))).inout)
+        return bool(transform(lowered(f), active, tuple(map(str, types))).inout)
     except Exception:       # noqa: BLE001  (the whole function's fallback says why)
         return True
 

@@ -45,7 +45,6 @@ from jit.pullback.host_jcalls import HostPBT, cg_host_jback, cg_host_jcall, host
 from jit.pullback.tape_ops import pop_value, push_value, static_phis
 from jit.typing.infer import (Call, Context, Packed, bind_operands,
                               call_argument_type, is_user_function, lower_function,
-                              transform_input,
                               option_type, rule)
 from jit.types import (
     BOOL,
@@ -157,8 +156,8 @@ def _t_jcall(ctx: Context, s, ts) -> Type:
 def _t_user_jcall(ctx: Context, s, ts, f: Any, captured: list, closure: Any) -> Type:
     """The jcall of a user function compiled with its caller (on the same tape)."""
     from adjoint.passes.hidden_writes import refuse_hidden_writes, view_operands
-    from adjoint.transform import transform
-    ir = f if isinstance(f, IR) else transform_input(f)
+    from adjoint.transform import lower_function as lowered, transform
+    ir = f if isinstance(f, IR) else lowered(f)     # the transform's input, as lowered
     kwnames = tuple(ctx.const(s.args[2], ()))
     rest = list(s.args[3:])
     npos = len(rest) - len(kwnames)

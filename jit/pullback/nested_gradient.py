@@ -59,7 +59,7 @@ from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.tape_ops import presize_tape
 from jit.pullback.jcalls import _callee, _unrolled, adjoint_ir, type_activity
 from jit.typing.infer import (Call, Context, LiteralT, Packed, bind_operands,
-                              call_argument_type, transform_input)
+                              call_argument_type)
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, READER, TAPE, ArrayT, ClosureT,
                        DictT, ListT, RecordT, TupleT, Type)
 
@@ -121,6 +121,7 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
     number of those, f's result type, the positional entries read)."""
     from adjoint.generated import library_caller
     from adjoint.nested_hv import library_callee
+    from adjoint.transform import lower_function as lowered
     f, captured, closure = _callee(ctx, ts[0])
     if captured is None and type(f) is pytypes.FunctionType and lookup_callee(f) is None:
         captured = []    # a Python function of a library module: differentiated all the same
@@ -129,7 +130,7 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
     if captured is None:
         ctx.fail("gradient of a library function inside compiled code is not compiled; "
                  "wrap it in a Python function")
-    ir = f if isinstance(f, IR) else transform_input(f)
+    ir = f if isinstance(f, IR) else lowered(f)     # the transform's input, as lowered
     pos = list(s.args[2:])
     kw = {k: v for k, v in s.kwargs.items()      # held constant, as in the API; backend=
           if k != "backend" or accepts_keyword(f, k)}    # is f's where f takes one

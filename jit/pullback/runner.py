@@ -328,12 +328,12 @@ def _unrolled_transform(jf: Any, argtypes: tuple) -> Any:
     typed entries unrolled where the primal's typing for `argtypes` unrolled them
     (`jit.typing.unroll`): the forward and the adjoint then agree copy by copy."""
     from adjoint.transform import transform
-    from jit.typing.infer import transform_input
+    from adjoint.transform import lower_function as lowered
     func = jf.primal.func
     if func is None:
         return jf
     try:        # the function's own IR, as lowered (jf.primal is the transform's copy)
-        unrolled = ENGINE.infer(transform_input(func), argtypes).unrolled
+        unrolled = ENGINE.infer(lowered(func), argtypes).unrolled
     except Exception:       # noqa: BLE001  (the forward's typing reports what fails)
         return jf
     if unrolled is None:

@@ -197,14 +197,6 @@ def lower_function(func: Any) -> IR:
     return with_explicit_updates(lowering.lower(func))
 
 
-def transform_input(func: Any) -> IR:
-    """The IR of a user function that the J transform is given: as lowered, since the
-    transform makes its in-place updates explicit itself, knowing which values are
-    numbers (given `lower_function`'s form, `a, b = g(x); b -= c` was refused as a
-    write into a view of `g`'s result)."""
-    return lowering.lower(func)
-
-
 def is_user_function(f: Any) -> bool:
     """A Python function the JIT compiles itself (not math/numpy/builtins)."""
     if not isinstance(f, pytypes.FunctionType):
