@@ -3,7 +3,8 @@ transforms (reverse and forward mode) and the JIT read like a user's.
 
   * `library_caller(f, n)`: `def tanh(x0): return f(x0)` for a library callee with a
     rule, so that `gradient(math.tanh, x)` nested in differentiated code is a
-    Python function's gradient (`adjoint.nested_hv`);
+    Python function's gradient (`adjoint.nested_hv`); `fixed_arity(f, n)`, the same
+    for a Python function taking `*args` or defaults;
   * `pullback_caller(pb, n)`: what calling a rule's `Pullback` does (Nones for a
     None cotangent, one result put in a tuple), so that forward mode can
     differentiate an adjoint IR's pullback call (a fourth order and up).
@@ -31,6 +32,20 @@ def library_caller(f: Any, nargs: int) -> types.FunctionType:
                                  [f"return __f__({ps})"], {"__f__": f}, None)
         _LIBRARY_CALLERS[key] = hit
     return hit
+
+
+def fixed_arity(f: Any, nargs: int) -> Any:
+    """`f`, or for a plain Python function without captured values whose parameters
+    a call with `nargs` positional arguments does not fill one for one (`*args`,
+    defaults, keyword-only ones), `def f(x0, ...): return f(x0, ...)`: the Python
+    function that Hessian-vector products differentiate (`adjoint.nested_hv`) passes
+    each argument as one parameter of its own."""
+    code = getattr(f, "__code__", None)
+    if type(f) is not types.FunctionType or f.__closure__ or (
+            not code.co_flags & 0x0C and not code.co_kwonlyargcount
+            and code.co_argcount == nargs):
+        return f
+    return library_caller(f, nargs)
 
 
 _CALLERS: dict = {}    # (Pullback, number of operands) -> its plain-Python caller

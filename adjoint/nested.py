@@ -29,9 +29,12 @@ differentiable, so that the J transform applies to its own output.
   * Calls inside the inner function (`jcall`/`jback` in its forward/adjoint IR) are
     differentiated again through `run_jcall`/`run_jback`; an argument the inner IR
     may write into is seeded with its operand's cotangent, as `CallPB` does.
-Limits: a third level (gradient inside a function that is differentiated twice);
-`jacobian`/`hessian` inside differentiated code; nesting through a user function
-that writes into its array argument.  Each raises a TypeError that says so.
+  * A third level and up: a `gradient` met in a function differentiated twice is
+    differentiated by Hessian-vector products (`adjoint.nested_hv`), at any order;
+    `f(*t, **d)` there is the call it stands for (`_forward_unpacked_jcall`).
+Limits: `pullback` inside a function differentiated twice; `jacobian`/`hessian`
+inside differentiated code; nesting through a user function that writes into its
+array argument.  Each raises a TypeError that says so.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from lowering import UnsupportedError, guards
+from lowering.runtime import call_unpacked
 from ssair import IR, Const, Return
 from ssair.compile_lock import compiling
 from ssair import interpreter as interp
@@ -48,6 +52,7 @@ from ssair.primitives import register
 
 from . import api
 from . import transform as T
+from .generated import fixed_arity
 from .options import accepts_keyword
 from .rule_table import no_operands
 from .rules import Pullback, nondiff, pullback_rule, structural
@@ -213,7 +218,7 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = Fa
     program of fn)."""
     fn, args = pos[0], tuple(pos[1:])
     _check_nested_keywords("value_and_grad" if with_value else "gradient", fn, kw)
-    fn = api.as_function(fn, len(args))
+    fn = fixed_arity(api.as_function(fn, len(args)), len(args))
     ir, free = api._prepare(fn, args)
     filled = omitted_defaults(fn, ir, len(free), args)
     all_args = tuple(free) + args + filled
@@ -325,7 +330,7 @@ def forward_pullback_call(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
     so that calling `back(dy)` is differentiated like any closure call."""
     fn, args = pos[0], tuple(pos[1:])
     _check_nested_keywords("pullback", fn, kw)
-    fn = api.as_function(fn, len(args))
+    fn = fixed_arity(api.as_function(fn, len(args)), len(args))
     ir, free = api._prepare(fn, args)
     filled = omitted_defaults(fn, ir, len(free), args)
     all_args = tuple(free) + args + filled
@@ -453,6 +458,8 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     f, tape, kwnames = pos[0], pos[1], pos[2]
     rest = pos[3:]
     npos = len(rest) - len(kwnames)
+    if f is call_unpacked:
+        return _forward_unpacked_jcall(state, _fn, tape2, pos)
     rule = T.lookup_callee(f)
     if rule is not None and rule.pullback is not None:
         return _forward_rule_call(state, f, tape, pos, npos, kwnames)
@@ -481,8 +488,9 @@ def forward_jcall(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
         d = inner.route(g[1:])
         return (None, d[0], None, None) + tuple(d[1:])
     operand_of = [2] + [(1, k) if closure and k < nfree else None for k in range(len(args))]
-    for j, k in enumerate(slots):
-        if k is not None and operand_of[1 + k] is None:
+    for j, k in enumerate(slots):     # (an item of `*args`, slot (i, j), is in a tuple,
+        # which is never written into: no seed)
+        if type(k) is int and operand_of[1 + k] is None:
             operand_of[1 + k] = 4 + j
     return (y, inner), _NestedPB(jj, env2, lambda dz: dz, from_inner, operand_of)
 
@@ -517,7 +525,7 @@ def _forward_pullback_jcall(state, pb: Pullback, tape, tape2, rest: tuple, npos:
         return (None, None, None, None) + tuple(d[1:])
     operand_of = [2] + [None] * len(params)
     for j, k in enumerate(slots):
-        if k is not None:
+        if type(k) is int:
             operand_of[1 + k] = 4 + j
     data = _UnwrapPB(inner) if bare else inner
     return ((y,) if bare else y, data), _NestedPB(jj, env2, to_inner, from_inner, operand_of)
@@ -611,6 +619,8 @@ def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     inner, reader, dy, cur = pos
     if isinstance(inner, T.NondiffPB):      # (a rule's pullback called with dy None)
         return T.combine(inner.back(state, reader, dy), cur, set()), _CurOnly()
+    if isinstance(inner, T.UnpackedPB):
+        return _forward_unpacked_jback(state, _fn, tape2, inner, reader, dy, cur)
     bare = isinstance(inner, _UnwrapPB)     # (a rule's pullback that returned one value)
     if bare:
         inner, dy = inner.inner, None if dy is None else dy[0]
@@ -641,6 +651,76 @@ def forward_jback(state, _fn, tape2, pos: tuple, kw: dict) -> tuple:
     # (reader, env, dy) came from the operands reader, pb (its env) and dy
     return T.combine(inner.route(grads), cur, set()), _NestedPB(jj, env2, keep, from_inner,
                                                                  (2, 1, 3))
+
+
+# -- `f(*t, **d)` (a jcall of `call_unpacked`) differentiated again ------------------------
+# The call it stands for, `f(t[0], ..., k=d[k])`, is differentiated as any jcall; the
+# cotangents of the items go back into one tuple for `t` and one dict for `d`.
+def _forward_unpacked_jcall(state, _fn, tape2, pos: tuple) -> tuple:
+    tape, kwnames, rest = pos[1], pos[2], pos[3:]
+    if kwnames or len(rest) != 3:
+        raise TypeError("adjoint: nested AD through f(*args, **kwargs) called with "
+                        "keywords of its own is not supported")
+    f, t, d = rest
+    t, d = tuple(t), dict(d) if d is not None else {}
+    keys, n = tuple(d), len(t)
+    (y, inner), data = forward_jcall(state, _fn, tape2,
+                                     (f, tape, keys) + t + tuple(d.values()), {})
+    return (y, T.UnpackedPB(inner, n, keys)), _RepackedPB(data, n, keys)
+
+
+class _RepackedPB:
+    """Outer pullback data of `_forward_unpacked_jcall`: the unpacked jcall's, its
+    operands' cotangents put back as `(..., d_f, d_t, d_d)`."""
+
+    __slots__ = ("inner", "n", "keys")
+    seeds = True
+
+    def __init__(self, inner, n, keys):
+        self.inner, self.n, self.keys = inner, n, keys
+
+    def back(self, state, reader, dz, cur=None):
+        n = self.n
+        if cur is not None:       # (run_jcall, call_unpacked, tape, kwnames, f, t, d)
+            t, d = cur[5], cur[6]
+            cur = (cur[0], cur[4], cur[2], cur[3]) + \
+                (tuple(t) if t is not None else (None,) * n) + \
+                tuple(None if d is None else d.get(k) for k in self.keys)
+        out = self.inner.back(state, reader, dz, cur) if getattr(self.inner, "seeds", False) \
+            else self.inner.back(state, reader, dz)
+        kw = dict(zip(self.keys, out[4 + n:])) if self.keys else None
+        return (out[0], None, out[2], out[3], out[1], tuple(out[4:4 + n]), kw)
+
+
+def _forward_unpacked_jback(state, _fn, tape2, upb, reader, dy, cur) -> tuple:
+    """jback of an `UnpackedPB` differentiated: that of the call it stands for, its
+    `cur` and result mapped as `UnpackedPB.back` maps them."""
+    n, keys = upb.n, upb.keys
+    inner_cur = None
+    if cur is not None:
+        t, d = cur[2], cur[3]
+        inner_cur = (cur[1],) + (tuple(t) if t is not None else (None,) * n) + \
+            tuple(None if d is None else d.get(k) for k in keys)
+    out, data = forward_jback(state, _fn, tape2, (upb.inner, reader, dy, inner_cur), {})
+    kw = dict(zip(keys, out[1 + n:])) if keys else None
+    packed = (None if cur is None else cur[0], out[0], tuple(out[1:1 + n]), kw)
+
+    class _Back:
+        def back(self, state, reader2, dz):
+            inner_dz = None
+            if dz is not None:
+                t, d = dz[2], dz[3]
+                inner_dz = (dz[1],) + (tuple(t) if t is not None else (None,) * n) + \
+                    tuple(None if d is None else d.get(k) for k in keys)
+            g = data.back(state, reader2, inner_dz)
+            d_cur = g[4]
+            if d_cur is not None:
+                d_kw = dict(zip(keys, d_cur[1 + n:])) if keys else None
+                d_cur = (None if dz is None else dz[0], d_cur[0], tuple(d_cur[1:1 + n]), d_kw)
+            elif dz is not None and dz[0] is not None:
+                d_cur = (dz[0], None, None, None)
+            return (g[0], g[1], g[2], g[3], d_cur)
+    return packed, _Back()
 
 
 class _CurOnly:

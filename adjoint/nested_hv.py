@@ -29,7 +29,7 @@ import numpy as np
 from ssair.interpreter import Closure, closure_template
 
 from .custom import dense_cotangent
-from .generated import generated_function, library_caller
+from .generated import fixed_arity, generated_function, library_caller
 from .rule_table import Pullback, pullback_rule
 from .rules_complex import holomorphic
 
@@ -52,7 +52,7 @@ def function_parts(f: Any, nargs: Optional[int] = None) -> Optional[tuple]:
         return fn, len(f.values), tuple(f.values)
     if type(f) is types.FunctionType:
         cells = tuple(c.cell_contents for c in f.__closure__ or ())
-        return f, len(cells), cells
+        return (f if nargs is None else fixed_arity(f, nargs)), len(cells), cells
     return None
 
 

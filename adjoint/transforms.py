@@ -8,8 +8,9 @@
 
 zygopy's options are keywords of the transform (`grad(f, backend="interp",
 checkpoint=MB)`); every keyword given to the function a transform returns goes to `f`
-(`adjoint.options`).  The transforms nest (`grad(grad(f))`: reverse over reverse,
-compiled as a nested `gradient` is), and differentiated or compiled code
+(`adjoint.options`).  The transforms nest to any order (`grad(grad(grad(f)))`:
+reverse over reverse, compiled as nested `gradient` calls are; a stand-in takes f's
+own parameters where f has no `*args` or defaults), and differentiated or compiled code
 that calls a transformed function runs its stand-in, a plain function calling
 `gradient` / `value_and_grad`, which the lowering and the JIT know
 (`Transform.target`).
@@ -28,6 +29,7 @@ from ssair import IR, Return
 from . import api
 from .api import gradient, value_and_grad
 from .batching import normalize_axes, row, rows_of
+from .generated import generated_function
 from .options import Checkpointed, Transform, transform_of, unwrap
 from .special_callees import SPECIAL_CALLEES
 from .transform import NondiffPB
@@ -52,8 +54,6 @@ class Transformed(Transform):
             raise ValueError(f"{name}: unknown backend {backend!r} (one of {api.BACKENDS})")
         if checkpoint is None and type(f) is Checkpointed:
             checkpoint = f.megabytes
-        if isinstance(transform_of(f), Transformed):
-            backend = _nested_backend(name, f, backend)
         self.f, self.fn = f, unwrap(f)
         self.argnums, self.has_aux, self.with_value = argnums, bool(has_aux), with_value
         self.backend, self.checkpoint, self.name = backend, checkpoint, name
@@ -155,17 +155,6 @@ def checkpoint(f: Any, megabytes: Any = None) -> Any:
     return Checkpointed(f, megabytes)
 
 
-def _nested_backend(name: str, f: Any, backend: str) -> str:
-    """The backend of a transform of a transformed function: reverse over reverse
-    compiles as a nested `gradient` does (`adjoint.nested_hv`); a third transform is
-    refused here, naming the user's functions."""
-    if isinstance(transform_of(transform_of(f).f), Transformed):
-        raise TypeError(f"{name}({_name(f)}): a transform of a transform of a transform "
-                        f"(reverse mode of third order) is not supported; take the inner "
-                        f"derivatives with adjoint.gradient in a function of your own")
-    return backend
-
-
 def pick(grads: tuple, argnums: Any) -> Any:
     """The entries `argnums` (an int, or a tuple of them) of a gradient tuple."""
     if isinstance(argnums, int):
@@ -196,9 +185,24 @@ def _stand_in(t: Transformed) -> Callable:
     """A plain function computing `t(*args)` with `gradient` / `value_and_grad`
     calls, which nested AD (`adjoint.nested`) and the JIT know; one that refuses
     clearly for what they do not run (an aux output, a checkpoint budget)."""
-    if t.has_aux or t.checkpoint is not None or isinstance(transform_of(t.f), Transformed):
+    if t.has_aux or t.checkpoint is not None:
         return _refusal(t)
     f, take = t.fn, entries(t.argnums)
+    params = _positional_params(f)
+    if params is not None:      # f's own parameters: no `*args`, whose call a transform
+        # of the stand-in would meet as a call of a packed tuple at every order
+        ps = ", ".join(params)
+        lines = ([f"__zy_y__, __zy_g__ = __zy_value_and_grad__(__zy_f__, {ps})",
+                  "return __zy_y__, __zy_take__(__zy_g__)"] if t.with_value else
+                 [f"return __zy_take__(__zy_gradient__(__zy_f__, {ps}))"])
+        env = {"__zy_f__": f, "__zy_take__": take, "__zy_gradient__": gradient,
+               "__zy_value_and_grad__": value_and_grad}
+        base = getattr(f, "__name__", "")
+        name = ("value_and_grad_" if t.with_value else "grad_") + \
+            (base if base.isidentifier() else "f")
+        stand_in = generated_function(name, params, lines, env, f)
+        stand_in.__qualname__ = f"{t.name}({_name(t.f)})"
+        return _explained(stand_in, t)
     if t.with_value:
         def value_and_grad_f(*args):
             y, g = value_and_grad(f, *args)
@@ -208,6 +212,16 @@ def _stand_in(t: Transformed) -> Callable:
     def grad_f(*args):
         return take(gradient(f, *args))
     return _explained(grad_f, t)
+
+
+def _positional_params(f: Any) -> Any:
+    """The parameter names of plain Python function `f` when it takes positional
+    parameters only, with no defaults (so every call names each of them); else None."""
+    code = getattr(f, "__code__", None)
+    if type(f) is not types.FunctionType or f.__defaults__ or code.co_flags & 0x0C \
+            or code.co_kwonlyargcount or not code.co_argcount:
+        return None
+    return list(code.co_varnames[:code.co_argcount])
 
 
 def _explained(stand_in: Callable, t: Transformed) -> Callable:
@@ -245,15 +259,9 @@ _ENTRIES: dict = {}    # argnums tuple -> its `entries` function
 
 
 def _refusal(t: Transformed) -> Callable:
-    if isinstance(transform_of(t.f), Transformed):
-        message = (f"adjoint.{t.name}({_name(t.f)}) called inside differentiated or "
-                   f"compiled code is not supported (a gradient of a gradient runs in "
-                   f"the interpreter, and differentiated once more it would be reverse "
-                   f"mode of third order); call it outside")
-    else:
-        what = "has_aux=True" if t.has_aux else "checkpoint="
-        message = (f"adjoint.{t.name}({_name(t.f)}, {what}) called inside differentiated "
-                   f"or compiled code is not supported; call it outside, or drop {what}")
+    what = "has_aux=True" if t.has_aux else "checkpoint="
+    message = (f"adjoint.{t.name}({_name(t.f)}, {what}) called inside differentiated "
+               f"or compiled code is not supported; call it outside, or drop {what}")
 
     def refused(*args):
         if message:           # (always: a function that only raises cannot be lowered)

@@ -302,7 +302,7 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
     plain Python compiled like any rule; a closure's captured values get their
     cotangents through it (`captured_values`).  Refused (a TypingError): keywords and
     a callee that is not a Python function."""
-    from adjoint.generated import library_caller
+    from adjoint.generated import fixed_arity, library_caller
     from adjoint.nested_hv import gradient_pullback, library_callee
     from jit.library.registry import REGISTRY
     nops = 1 + len(operands)
@@ -312,7 +312,7 @@ def _t_gradient_jcall(ctx: Context, s, f: Any, operands: list, argtypes: tuple) 
         fn, captured = ft.func, tuple(ft.captured)
     elif isinstance(ft, FunctionT) and type(ft.func) is pytypes.FunctionType \
             and not ft.func.__closure__:
-        fn, captured = ft.func, ()
+        fn, captured = fixed_arity(ft.func, len(argtypes) - 1), ()
     elif isinstance(ft, FunctionT) and library_callee(ft.func):     # gradient(math.tanh, x)
         fn, captured = library_caller(ft.func, len(argtypes) - 1), ()
     else:

@@ -119,7 +119,7 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
     or `argument_cotangents`; its positional arguments are `s.args[2:]`); returns (the
     adjoint's cotangents, the argument types with f's captured values first, the
     number of those, f's result type, the positional entries read)."""
-    from adjoint.generated import library_caller
+    from adjoint.generated import fixed_arity, library_caller
     from adjoint.nested_hv import library_callee
     from adjoint.transform import lower_function as lowered
     f, captured, closure = _callee(ctx, ts[0])
@@ -127,6 +127,8 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
         captured = []    # a Python function of a library module: differentiated all the same
     if captured is None and library_callee(f):      # `gradient(math.tanh, x)`
         f, captured = library_caller(f, len(s.args) - 2), []
+    elif captured == [] and not s.kwargs:   # `def g(*xs)`: the caller of its arity
+        f = fixed_arity(f, len(s.args) - 2)
     if captured is None:
         ctx.fail("gradient of a library function inside compiled code is not compiled; "
                  "wrap it in a Python function")
