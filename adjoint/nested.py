@@ -220,6 +220,7 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = Fa
     _check_nested_keywords("value_and_grad" if with_value else "gradient", fn, kw)
     fn = fixed_arity(api.as_function(fn, len(args)), len(args))
     ir, free = api._prepare(fn, args)
+    _refuse_packed("value_and_grad" if with_value else "gradient", ir.name, ir.meta)
     filled = omitted_defaults(fn, ir, len(free), args)
     all_args = tuple(free) + args + filled
     active = T.activity_of(all_args)
@@ -230,6 +231,16 @@ def forward_gradient(state, f, tape, pos: tuple, kw: dict, with_value: bool = Fa
     y, env = interp._call_ir(state, jg.forward, (tape,) + all_args)
     slots = [None] + [len(free) + k for k in range(len(args))]
     return y, _GradientPB(jg, env, len(free), slots, False)
+
+
+def _refuse_packed(name: str, fn_name: str, meta: dict) -> None:
+    """A closure taking `*args` or `**kwargs` (a plain function has been given the
+    caller of its arity, `fixed_arity`), whose parameters a nested gradient would
+    not bind one for one: refused by name."""
+    if meta.get("varargs") is not None or meta.get("varkw") is not None:
+        raise TypeError(f"adjoint: {name}() of {fn_name}, a closure that takes *args "
+                        f"or **kwargs, inside a differentiated function is not supported "
+                        f"yet; give it named parameters")
 
 
 def omitted_defaults(fn, ir: IR, nfree: int, args: tuple) -> tuple:
@@ -332,6 +343,7 @@ def forward_pullback_call(state, _fn, tape, pos: tuple, kw: dict) -> tuple:
     _check_nested_keywords("pullback", fn, kw)
     fn = fixed_arity(api.as_function(fn, len(args)), len(args))
     ir, free = api._prepare(fn, args)
+    _refuse_packed("pullback", ir.name, ir.meta)
     filled = omitted_defaults(fn, ir, len(free), args)
     all_args = tuple(free) + args + filled
     jf = T.transform(ir, T.activity_of(all_args), T.arg_types(all_args))
@@ -571,6 +583,8 @@ def nested_gradient_call(f, args: tuple, kw: dict) -> tuple:
         raise TypeError(f"adjoint: {f.__name__}() of {T._name(fn)} inside a function that is "
                         f"differentiated twice is not supported (a Python function is)")
     py, nfree, captured = parts
+    code = py.__code__
+    _refuse_packed(f.__name__, py.__qualname__, {"varargs": code.co_flags & 0x0C or None})
     y = f(fn, *xs, backend="interp") if not accepts_keyword(fn, "backend") else f(fn, *xs)
     mask = tuple(T.is_differentiable(x) for x in xs)
     pb = gradient_pullback(py, nfree, mask, T.arg_types(xs), T.arg_types(captured),

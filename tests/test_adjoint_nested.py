@@ -175,3 +175,30 @@ def test_deep_recursion_raises_recursion_error():
         return x if n == 0 else deep(x * 1.0001, n - 1)
     with pytest.raises(RecursionError):
         adjoint.gradient(deep, 1.0, 100_000)
+
+
+def star_cubes(*a):
+    return np.sum(a[0] ** 3)
+
+
+def test_nested_gradient_of_a_function_taking_star_args():
+    # the nested gradient's arguments bind *a one for one (the silent wrong answer was
+    # d/dx of sum(3 x^2), with `a` bound to x itself: a[0] its first entry)
+    def outer(x):
+        return np.sum(adjoint.gradient(star_cubes, x)[0] * x)
+    x = np.array([1.0, 2.0])
+    for backend in ("interp", "auto"):
+        np.testing.assert_allclose(adjoint.gradient(outer, x, backend=backend)[0], 9 * x ** 2,
+                                   rtol=1e-12)
+
+
+def test_nested_gradient_of_a_star_args_closure_is_refused_not_wrong():
+    def outer(x):
+        k = x[0]
+
+        def h(*a):
+            return k * np.sum(a[0] ** 3)
+        return np.sum(adjoint.gradient(h, x)[0])
+    with pytest.raises(TypeError, match=r"gradient\(\) of .*outer.<locals>.h, a closure that "
+                                        r"takes \*args"):
+        adjoint.gradient(outer, np.array([1.0, 2.0]), backend="interp")
