@@ -24,6 +24,7 @@ from jit.library.registry import REGISTRY
 from jit.runtime.host_calls import HostSite, passable
 from jit.types import BOOL, FLOAT64, INT64, NONE, ArrayT, TupleT, Type
 from jit.typing.infer import Context, LiteralT
+from jit.typing.local_arrays import made_here
 
 FAMILY = "indexing"
 
@@ -94,7 +95,8 @@ def _t_set(ctx: Context, s, ts):
     if have not in _STORES.get(a.dtype, ()):
         ctx.fail(f"assigning {v} to a selection of {a} by an index array is not compiled")
     _crossing(ctx, ts, f"assigning to a {a}")
-    ctx.typing.writes = True
+    if not made_here(ctx.typing.ir, s.args[0]):    # (a write the caller sees)
+        ctx.typing.writes = True
     return NONE
 
 

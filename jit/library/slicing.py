@@ -35,6 +35,7 @@ from jit.pullback.array_values import (_elem, _fill_zero, _null, add_into_nd, co
 from jit.typing.infer import Context
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type,
                        is_float_dtype_array)
+from jit.typing.local_arrays import made_here
 
 ONE = L.Constant(I64, 1)
 SSIZE_MAX = L.Constant(I64, (1 << 63) - 1)
@@ -231,7 +232,8 @@ def _t_set(ctx: Context, s, ts):
     if have not in _STORES[a.dtype] or isinstance(v, ArrayT) and v.ndim > max(nd, 1):
         ctx.fail(f"assigning {v} to a selection of {a} with {nd} dimensions is not "
                  "compiled")
-    ctx.typing.writes = True
+    if not made_here(ctx.typing.ir, s.args[0]):    # (a write the caller sees)
+        ctx.typing.writes = True
     return NONE
 
 

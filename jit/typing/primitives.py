@@ -13,6 +13,7 @@ from ssair.ir import Const, Stmt, Var
 
 from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.unroll import UnrollNeeded
+from jit.typing.local_arrays import made_here
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, DictT, FunctionT,
                        ListLiteral, ListT, PythonCallable, RecordT, Scalar, StrT, TupleT, Type,
                        is_float, is_int_like, is_numeric, known_string, promote, typeof)
@@ -289,7 +290,8 @@ def _t_setitem(ctx: Context, s: Stmt, ts: list) -> Type:
         ctx.fail(f"assignment to {obj} needs {obj.ndim} integer indices")
     if not is_numeric(val) or is_float(val) and not is_float(obj.dtype) and obj.dtype != BOOL:
         ctx.fail(f"cannot store {val} into {obj}")
-    ctx.typing.writes = True
+    if not made_here(ctx.typing.ir, s.args[0]):    # (a write the caller sees)
+        ctx.typing.writes = True
     return NONE
 
 
