@@ -194,3 +194,16 @@ def test_out_keyword_into_differentiable_array_refused(backend):
     from adjoint import jvp
     with pytest.raises(TypeError, match="out="):
         jvp(f, (np.array([1.0, 2.0]),), (np.ones(2),), backend=backend)
+
+
+def slice_product_under_errstate(x):
+    w = np.array([x, 2.0 * x, 3.0])
+    with np.errstate(divide="ignore"):
+        w[0:2] *= w[1:3]          # (in a `with` body each statement may raise: the
+    return np.sum(w)              # read, the product and the write-back are 3 blocks)
+
+
+def test_augmented_slice_write_inside_a_with_block():
+    # sum = 2 x^2 + 6 x + 3
+    assert np.isclose(gradient(slice_product_under_errstate, 0.7, backend="interp")[0],
+                      4 * 0.7 + 6, rtol=1e-12)

@@ -143,14 +143,15 @@ def _write_arrays(ir: IR, kinds: Scalars) -> list:
 
 def _augmented_subscripts(ir: IR) -> None:
     """`a[i] OP= b`, lowered to `%t = getitem(%a, i)`, `%r = iOP(%t, %b)`,
-    `setitem(%a, %r, i)`: when `%t` and `%r` have no other use, `iOP` becomes `OP`.
+    `setitem(%a, %r, i)` (in one block or, where each may raise to a handler, in
+    several): when `%t` and `%r` have no other use, `iOP` becomes `OP`.
     The write-back stores the same values either way, and the read `%t` (a view for
     a slice) is then never written into; an advanced index copies, and the
     write-back keeps one update per repeated index, as numpy does."""
     uses = use_counts(ir)
-    for b in ir.blocks:
-        defs = {s.var: s for s in b.stmts}
-        for s in b.stmts:
+    defs = {s.var: s for b in ir.blocks for s in b.stmts}   # (the three statements may
+    for b in ir.blocks:                                     # be in three blocks: a `with`
+        for s in b.stmts:                                   # body's may each raise)
             if s.op != "setitem" or not isinstance(s.args[1], Var):
                 continue
             op = defs.get(s.args[1])
