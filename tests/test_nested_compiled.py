@@ -292,3 +292,35 @@ def test_nested_value_and_grad_of_tuple_parameters_runs_in_the_interpreter():
     x, h = 0.7, 1e-6
     assert gradient(outer, x)[0] == pytest.approx((outer(x + h) - outer(x - h)) / (2 * h),
                                                   rel=1e-6)
+
+
+# a layer with a bias broadcast over the rows (`X @ W + b`): the tangent of its sum is
+# `j_add`, whose tuple branch the forward's typing finds dead; its adjoint's
+# `unbcast` onto that branch's never-recorded operand made a 2-D cotangent meet a 1-D one
+_RNG = np.random.default_rng(7)
+_X, _Y = _RNG.normal(size=(5, 3)), _RNG.normal(size=5)
+
+
+def _layer_loss(W, b):
+    h = np.tanh(_X @ W + b)
+    return np.sum((h.sum(axis=1) - _Y) ** 2)
+
+
+def _gradient_norm(W, b):
+    gW, gb = gradient(_layer_loss, W, b)
+    return np.sum(gW ** 2) + np.sum(gb ** 2)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_gradient_of_a_broadcast_layers_gradient_norm(backend):
+    W, b = _RNG.normal(size=(3, 4)), _RNG.normal(size=4)
+    gW, gb = _strict(gradient, _gradient_norm, W, b, backend=backend)
+    h = 1e-6
+    for k in range(4):
+        e = np.eye(4)[k] * h
+        want = (_gradient_norm(W, b + e) - _gradient_norm(W, b - e)) / (2 * h)
+        assert math.isclose(gb[k], want, rel_tol=1e-6, abs_tol=1e-8)
+    e = np.zeros((3, 4))
+    e[1, 2] = h
+    want = (_gradient_norm(W + e, b) - _gradient_norm(W - e, b)) / (2 * h)
+    assert math.isclose(gW[1, 2], want, rel_tol=1e-6, abs_tol=1e-8)

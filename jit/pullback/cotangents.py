@@ -107,6 +107,10 @@ def _t_unbcast(ctx: Context, s, ts) -> Type:
         return ts[0]
     if len(ts) == 2 and ts[0] == NONE:
         return NONE
+    if len(ts) == 2 and isinstance(ts[0], ArrayT) and ts[1] == NONE:
+        # onto an operand whose tape slot is never written (the adjoint of a branch
+        # the forward's typing found dead): there is no operand, so no cotangent
+        return NONE
     if len(ts) == 2 and isinstance(ts[0], ArrayT) and ts[0] == ts[1]:
         return ts[0]
     if len(ts) == 2 and isinstance(ts[1], ArrayT) and is_numeric(ts[0]):
@@ -237,6 +241,8 @@ def _list_entry(fc: FunctionGen, acc, k: int, t: Type) -> L.Value:
 
 
 def _cg_unbcast(fc: FunctionGen, s, ts):
+    if s.type == NONE:
+        return L.Constant(L.IntType(8), 0)
     if isinstance(ts[0], ArrayT):
         check_same_shape(fc, fc.get(s.args[1]), fc.get(s.args[2]), ts[0].ndim)
     return fc.get(s.args[1])
