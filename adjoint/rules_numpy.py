@@ -407,6 +407,20 @@ def d_np_correlate(dy, a, v, mode="valid"):
     return np.correlate(g, v[::-1], "valid"), np.correlate(g, a, "valid")[::-1]
 
 
+@pullback_rule(np.polyval)
+def d_np_polyval(dy, p, x):
+    """polyval(p, x) = sum_i p[i] x^(n-1-i): d/dp[i] is x^(n-1-i) (summed against dy
+    over x's entries), d/dx is sum_i p[i] (n-1-i) x^(n-2-i)."""
+    pv, xv = np.asarray(p, dtype=float), np.asarray(x, dtype=float)
+    exps = np.arange(pv.shape[0] - 1, -1, -1)
+    powers = xv[..., None] ** exps
+    slopes = exps * xv[..., None] ** np.maximum(exps - 1, 0)
+    g = np.asarray(dy, dtype=float)
+    gp = np.tensordot(g, powers, axes=xv.ndim)
+    gx = g * (slopes @ pv)
+    return gp, (float(gx) if xv.ndim == 0 else gx)
+
+
 @pullback_rule(np.cumsum)
 def d_np_cumsum(dy, x, axis=None, dtype=None):
     if axis is None:

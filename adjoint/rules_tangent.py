@@ -642,6 +642,17 @@ def _matrix_jvp(helper, data=1):
     return jvp
 
 
+@_helper
+def j_polyval(p, x, tp, tx):
+    """d polyval(p, x) = polyval(dp, x) + dx * polyval(p', x), p' the coefficients of
+    the derivative (each tangent a zero where it has none)."""
+    n = len(p)
+    return np.polyval(tp, x) + tx * np.polyval(p[:n - 1] * np.arange(n - 1, 0, -1), x)
+
+
+_set([np.polyval], lambda em, s, ts: em.op(
+    "call", j_polyval, *em.operands(s)[:2],
+    *[t if t is not None else em.zero(a) for t, a in zip(ts[:2], em.operands(s)[:2])]))
 _set([np.linalg.det], _matrix_jvp(j_det))
 _set([np.linalg.slogdet], _matrix_jvp(j_slogdet))
 _set([np.linalg.inv], _matrix_jvp(j_inv))

@@ -221,3 +221,38 @@ def test_division_by_zero_in_a_function_that_writes_arrays_raises_zerodivision()
         _writes_then_divides(1.5)
     with pytest.raises(ZeroDivisionError, match="float division by zero"):
         jit.jit(_writes_then_divides)(1.5)
+
+
+def polyval_of_grid(c, x):
+    return np.sum(np.polyval(c, x) ** 2)
+
+
+def polyval_at_number(c, s):
+    return np.polyval(c, s) * s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_polyval_has_a_derivative_in_both_operands(backend):
+    c, x = np.array([1.0, -2.0, 3.0, 0.5]), np.linspace(-1.0, 1.0, 4)
+    gc, gx = gradient(polyval_of_grid, c, x, backend=backend)
+    np.testing.assert_allclose(gc, _central(polyval_of_grid, (c, x), 0), rtol=1e-6)
+    np.testing.assert_allclose(gx, _central(polyval_of_grid, (c, x), 1), rtol=1e-6)
+    gc, gs = gradient(polyval_at_number, c, 0.7, backend=backend)
+    assert isinstance(gs, float)
+    # d/ds (p(s) s) = p'(s) s + p(s), p(s) = s^3 - 2 s^2 + 3 s + 0.5
+    assert np.isclose(gs, (3 * 0.49 - 4 * 0.7 + 3) * 0.7 + np.polyval(c, 0.7), rtol=1e-12)
+    np.testing.assert_allclose(gc, 0.7 * 0.7 ** np.arange(3, -1, -1), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_polyval_in_forward_mode(backend):
+    from adjoint import jvp
+    c, x = np.array([1.0, -2.0, 3.0, 0.5]), np.linspace(-1.0, 1.0, 4)
+    tc, tx = np.array([0.3, -0.1, 0.2, 1.0]), np.array([1.0, 0.5, -0.5, 0.25])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, t = jvp(polyval_of_grid, (c, x), (tc, tx), backend=backend)
+    h = 1e-6
+    want = (polyval_of_grid(c + h * tc, x + h * tx) - polyval_of_grid(c - h * tc, x - h * tx)) \
+        / (2 * h)
+    assert np.isclose(t, want, rtol=1e-6)
