@@ -262,6 +262,8 @@ def finish_record(g: Any, x: Any, finish: Callable) -> Any:
     fields = record_fields(x)
     if isinstance(g, tuple) and len(g) == len(fields):
         g = {name: part for (name, _), part in zip(fields, g)}
+    elif type(g) is type(x) and is_record(g):    # (the form a nested gradient returns)
+        g = dict(record_fields(g))
     parts = g if isinstance(g, dict) else {}
     grads = {name: finish(parts.get(name), v) for name, v in fields}
     if registered(x) is not None:

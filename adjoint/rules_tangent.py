@@ -489,9 +489,8 @@ def _field(t, y, name):
     (a tuple of its fields' tangents, the object's own form, or None: zero); a
     property's from its getter's jvp.  (Differentiable in reverse mode, for `hvp`: the
     entry's position is a constant.)"""
-    k = field_position(t, y, name)
-    if k >= 0:
-        return t[k]
+    if has_field(t, y, name):       # (the JIT decides both from the types)
+        return t[field_position(t, y, name)]
     return _field_otherwise(t, y, name)
 
 
@@ -506,7 +505,12 @@ def field_position(t, y, name):
     return names.index(name) if name in names else -1
 
 
-nondiff(field_position)
+def has_field(t, y, name):
+    """Is `y.name`'s tangent an entry of tuple `t`?"""
+    return field_position(t, y, name) >= 0
+
+
+nondiff(field_position, has_field)
 
 
 def _field_otherwise(t, y, name):

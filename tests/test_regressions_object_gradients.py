@@ -274,3 +274,47 @@ def test_a_method_of_a_user_object_differentiates_with_self_as_an_argument():
         for backend in ("interp", "auto"):
             gm, gx = gradient(_method_loss, _Quadratic(2.0), 3.0, backend=backend)
             assert gm.w == 3.0 * 3.0 + 1.0 and gx == 2.0 * 2.0 * 3.0
+
+
+# -- a gradient of a gradient over a record ------------------------------------------------
+# (compiled: forward mode's `p.w` of a record's tangent is decided by the types; the
+# nested gradient's cotangent of a dataclass came back as the dataclass itself, which
+# the API read as no cotangent at all: a silent zero)
+WeightPair = namedtuple("WeightPair", "w b")
+
+
+@dataclass
+class WeightClass:
+    w: np.ndarray
+    b: float
+
+
+def cubic_record_loss(p):
+    return np.sum(p.w ** 3) + p.b ** 3 * np.sum(p.w)
+
+
+def gradient_terms(p):
+    g = gradient(cubic_record_loss, p)[0]
+    return g.b * np.sum(p.w) + np.sum(g.w * p.w) + p.b
+
+
+def _record_fd(f, p, make):
+    up, down = f(make(p.w, p.b + H)), f(make(p.w, p.b - H))
+    db = (up - down) / (2 * H)
+    dw = np.array([(f(make(p.w + H * e, p.b)) - f(make(p.w - H * e, p.b))) / (2 * H)
+                   for e in np.eye(len(p.w))])
+    return dw, db
+
+
+@pytest.mark.parametrize("make, backends", [(WeightPair, ("interp", "llvm")),
+                                            (WeightClass, ("llvm",))])
+def test_gradient_of_a_gradient_over_a_record(make, backends):
+    p = make(np.array([1.0, 2.0]), 0.5)
+    dw, db = _record_fd(gradient_terms, p, make)
+    for backend in backends:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            (g,) = gradient(gradient_terms, p, backend=backend)
+        assert type(g) is make
+        np.testing.assert_allclose(g.w, dw, rtol=1e-6)
+        assert np.isclose(g.b, db, rtol=1e-6)

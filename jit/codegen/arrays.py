@@ -141,6 +141,8 @@ def _tuple_getitem(fc: FunctionGen, s, ts, tup=None, kind: str = "tuple"):
     n = len(ts[0].elems)
     k = s.args[1]
     kv = getattr(k, "value", None)
+    if isinstance(ts[1], LiteralT) and type(ts[1].value) is int:
+        kv = ts[1].value                 # a position the types fix
     if isinstance(ts[0], DictT):         # a constant key (see the type rule)
         kv = known_string(ts[1], kv)
         return _entry(fc, tup, ts[0], ts[0].index(kv), s.type)

@@ -577,6 +577,9 @@ class FunctionGen:
             return v if isinstance(have, StrT) else self.mg.string_word(have.value)
         if isinstance(want, RecordT) and isinstance(have, LiteralT):
             return const_value(have.value, want)   # a global object passed on: its fields
+        if isinstance(have, LiteralT) and type(have.value) in (int, float, bool) and \
+                want in (INT64, FLOAT64, BOOL):     # a number known from the types
+            return const_value(have.value, want)
         if isinstance(have, TupleT) and isinstance(want, TupleT):
             out = L.Constant(lltype(want), L.Undefined)
             for i, (h, w) in enumerate(zip(have.elems, want.elems)):

@@ -24,13 +24,16 @@ from typing import Any
 import numpy as np
 from llvmlite import ir as L
 
+from adjoint.rules_tangent import field_position, has_field
 from lowering.constructors import RecordMaker
 from ssair.ir import Const
 from jit.codegen.function import lltype
 from jit.library.python_impls import impl_call
 from jit.library.registry import REGISTRY, Impl
-from jit.typing.infer import OBJECT_CALLS, UNTYPED_CALLS, Call, Context, LiteralT, is_user_function
-from jit.types import ClosureT, FunctionT, RecordT, StrT, Type, typeof
+from jit.typing.infer import (OBJECT_CALLS, STATIC_CALLS, UNTYPED_CALLS, Call, Context, LiteralT,
+                              is_user_function)
+from jit.types import (BOOL, BuiltListT, ClosureT, DictT, FunctionT, RecordT, StrT, TupleT, Type,
+                       known_string, typeof)
 
 _BOUND: dict = {}     # method function -> (it, the closure that binds a receiver to it)
 
@@ -380,6 +383,47 @@ def _constant_object(ctx: Context, operand: Any) -> Any:
     return t.value if isinstance(t, LiteralT) else None
 
 
+# -- forward mode's `y.name` of a record's tangent (`adjoint.rules_tangent._field`):
+# the entry's position, decided by the types
+def _field_at(ctx: Context, s, ts) -> int:
+    t, y, name = ts[0], ts[1], ctx.const(s.args[3], known_string(ts[2]))
+    if not isinstance(t, TupleT) or isinstance(t, (DictT, BuiltListT)) or \
+            isinstance(t, RecordT) and not t.is_tuple:
+        return -1
+    if not isinstance(y, RecordT) or not isinstance(name, str):
+        ctx.fail(f"the tangent of an attribute of a {y} is not compiled")
+    fields = y.cls._fields if y.is_tuple else y.keys
+    return list(fields).index(name) if name in fields else -1
+
+
+def _t_field_position(ctx: Context, s, ts) -> Type:
+    return LiteralT(_field_at(ctx, s, ts))
+
+
+def _t_has_field(ctx: Context, s, ts) -> Type:
+    _field_at(ctx, s, ts)
+    return BOOL
+
+
+def _static_has_field(engine, t, s) -> Any:
+    ts = [engine.operand_type(t, a) for a in s.args[1:]]
+    name = s.args[3].value if isinstance(s.args[3], Const) else known_string(ts[2])
+    if len(ts) != 3 or not isinstance(ts[1], RecordT) or name is None:
+        return None
+    try:
+        return _field_at(Context(engine, t, s), s, ts) >= 0
+    except Exception:      # noqa: BLE001  (the type rule reports it)
+        return None
+
+
+def _cg_field_position(fc, s, ts):
+    return L.Constant(L.IntType(8), 0)
+
+
+def _cg_has_field(fc, s, ts):
+    return L.Constant(L.IntType(1), int(bool(_static_has_field(fc.mg.engine, fc.typing, s))))
+
+
 def _declare() -> None:
     OBJECT_CALLS[:] = [object_call]
     UNTYPED_CALLS.insert(0, construct)
@@ -399,6 +443,11 @@ def _declare() -> None:
     REGISTRY.overload("getattr", "a data attribute of an object read from a global",
                       _is_const_data, _t_const_data, _cg_const_data, family=family,
                       numpy_too=True)
+    REGISTRY.declare(field_position, family=family, pattern="tangent, record, constant name",
+                     types=_t_field_position, lower=_cg_field_position, numpy_too=True)
+    REGISTRY.declare(has_field, family=family, pattern="tangent, record, constant name",
+                     types=_t_has_field, lower=_cg_has_field, numpy_too=True)
+    STATIC_CALLS[has_field] = _static_has_field
 
 
 _declare()

@@ -44,7 +44,7 @@ from jit.codegen.arrays import (
 )
 from jit.library.index_plans import SliceT
 from jit.library.slicing import slice_bounds
-from jit.typing.infer import Context, rule
+from jit.typing.infer import Context, LiteralT, rule
 from jit.typing.primitives import index_types
 from jit.types import (FLOAT64, INT64, NONE, ArrayT, BuiltListT, ClosureT, DictT, TupleT, Type,
                        count_held, is_float, is_float_dtype_array, is_int_like, is_numeric,
@@ -222,7 +222,9 @@ def _position(x: TupleT, k):
 
 def _cg_tuple_accum(fc: FunctionGen, s, ts):
     acc_t, dy_t = ts[0], ts[1]
-    k = _position(ts[2], known_string(ts[3], getattr(s.args[3], "value", None)))
+    k = ts[3].value if isinstance(ts[3], LiteralT) and type(ts[3].value) is int else \
+        known_string(ts[3], getattr(s.args[3], "value", None))   # (a position the types fix)
+    k = _position(ts[2], k)
     if not isinstance(k, int):
         return _cg_tuple_accum_var(fc, s, ts)
     k = k % len(ts[2].elems)

@@ -265,7 +265,7 @@ def _tuple_item(ctx: Context, s: Stmt, obj: TupleT, idx: list) -> Type:
         if obj.index(key) is None:
             ctx.fail(f"{key!r} is not among the keys {obj.keys!r} of the dict")
         return obj.elems[obj.index(key)]
-    if len(idx) != 1 or not is_int_like(idx[0]):
+    if len(idx) != 1 or not (is_int_like(idx[0]) or type(ctx.const(s.args[1])) is int):
         ctx.fail(f"tuple index must be one integer, got {idx}")
     k = ctx.const(s.args[1])
     if isinstance(k, int):
