@@ -18,6 +18,7 @@ from ssair.ssabuild import SSABuilder
 
 from .closures import make_cells
 from .errors import REFUSED_OPCODES, UnsupportedError
+from .errstate_blocks import drop_errstate_blocks
 from .handlers import HANDLERS
 from .materialize import materialize
 from .reader import CodeReader, param_names
@@ -86,6 +87,7 @@ class Lowerer:
                 self.skip_block(idx)
         self.ssa.finish()
         self.renumber()
+        drop_errstate_blocks(self.ir)
         return self.ir
 
     def make_blocks(self) -> None:

@@ -10,7 +10,7 @@ by `1 + e*e`), so every program terminates and is smooth away from its branch
 points; a rare `math.sqrt` of a raw expression raises ValueError on some inputs,
 which every executor must raise too.  `try` statements (`except ValueError`, `else`,
 `finally`, around a `math.log` that raises on some inputs, or a `raise`) and
-`with np.errstate(...)` blocks run in the interpreter only (the JIT refuses them).
+`with np.errstate(...)` blocks (lowered as their bodies: `lowering.errstate_blocks`) compile.
 
 Optional shapes (`SHAPES`; `ZYGOPY_FUZZ_SHAPES` picks them: a comma-separated list,
 "all" or "none"; the default is `DEFAULT_SHAPES`), each with its own checks:

@@ -254,3 +254,38 @@ def in_place_update_inside_try(x, d):
 @pytest.mark.parametrize("d, expected", [(2.0, (6.0, -0.75)), (0.0, (10.0, 0.0))])
 def test_an_in_place_update_split_by_kind_stays_protected(d, expected):
     assert quiet_gradient(in_place_update_inside_try, 1.5, d) == expected
+
+
+def log_ratio_guarded(x):
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.log(x) / x
+            if x > 5:
+                raise ValueError("big")
+    except ValueError:
+        y = -1.0
+    return y
+
+
+def reciprocal_raising(x):
+    with np.errstate(divide="raise"):
+        return 1.0 / x
+
+
+def test_an_errstate_block_that_only_silences_numpy_compiles():
+    # lowered as its body (`lowering.errstate_blocks`): a raise inside reaches the
+    # `except` around the `with`; compiled, with no fallback
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for x in (0.0, 2.0, 7.0):
+            assert jit.jit(log_ratio_guarded)(x) == log_ratio_guarded(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", JitFallbackWarning)
+            g = gradient(masked_log, np.array([1.0, -2.0, 3.0]), backend="llvm")[0]
+    assert g == pytest.approx(fd(masked_log, np.array([1.0, -2.0, 3.0])), rel=1e-7)
+    assert all(getattr(b.term, "unwind", None) is None for b in lower(masked_log).blocks)
+
+
+def test_an_errstate_block_that_asks_numpy_to_raise_is_kept():
+    with pytest.raises(TypingError, match="has a with block"):
+        jit.jit(reciprocal_raising)(2.0)

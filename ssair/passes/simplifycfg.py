@@ -33,11 +33,11 @@ def simplifycfg(ir: IR) -> IR:
     changed = True
     while changed:
         changed = _fold_branches(ir)
-        changed = _drop_unreachable(ir) or changed
+        changed = drop_unreachable(ir) or changed
         changed = remove_trivial_phis(ir) or changed
         changed = _merge_chains(ir) or changed
         changed = _bypass_forwarders(ir) or changed
-    _renumber(ir)
+    renumber(ir)
     return ir
 
 
@@ -66,7 +66,9 @@ def _prune_phi_entries(ir: IR) -> None:
             p.incoming = {k: v for k, v in p.incoming.items() if k in preds[b.id]}
 
 
-def _drop_unreachable(ir: IR) -> bool:
+def drop_unreachable(ir: IR) -> bool:
+    """Remove the blocks unreachable from the entry, and the phi entries of their
+    edges, in place; True when any went."""
     live = reachable(ir)
     if len(live) == len(ir.blocks):
         return False
@@ -164,7 +166,7 @@ def _phis_only_forwarded(ir: IR, f, target) -> bool:
     return used == allowed
 
 
-def _renumber(ir: IR) -> None:
+def renumber(ir: IR) -> None:
     """Number the blocks 1..n in their order, rewriting jumps and phi keys."""
     new = {b.id: i + 1 for i, b in enumerate(ir.blocks)}
     if all(k == v for k, v in new.items()):
