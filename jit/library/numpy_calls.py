@@ -397,12 +397,6 @@ def select(a: Args) -> Type:
     return ArrayT(dtype_of(*choices, default), nd)
 
 
-def polyval(a: Args) -> Type:
-    """np.polyval(p, x): x's shape, the coefficients' and x's dtype."""
-    x = a.type("x")
-    return array_of(dtype_of(a.type("p"), x), x.ndim if isinstance(x, ArrayT) else 0)
-
-
 def moved(a: Args) -> Type:
     x = a.array("a")
     return ArrayT(x.dtype, x.ndim)
@@ -719,7 +713,8 @@ def _declare() -> None:
     for f in (np.convolve, np.correlate):
         declare(f, "a, v, mode='full'" if f is np.convolve else "a, v, mode='valid'",
                 elementwise(None, "a", "v"), lin)
-    declare(np.polyval, "p, x", polyval, lin)
+    declare(np.polyval, "p, x", lambda a: array_of(    # x's shape; p's and x's dtype
+        dtype_of(a.type("p"), a.type("x")), getattr(a.type("x"), "ndim", 0)), lin)
     declare(np.select, "condlist, choicelist, default=0", select, sel)
     bld = "array builders"
     declare(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, "
