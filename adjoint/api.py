@@ -588,11 +588,31 @@ def _stack(parts: list, yshape: tuple, x: Any) -> Any:
 
 
 def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:
-    """The matrix of second derivatives of scalar `f` at `x` (nested reverse mode)."""
-    if backend == "llvm":
+    """The matrix of second derivatives of scalar `f` at `x` (of shape `x.shape * 2`).
+    For a float or a float array `x` and a function without captured values, its
+    columns `H e_j` are Hessian-vector products (`hvp`: the gradient of f's
+    directional derivative, compiled as any gradient); under `backend="auto"` a
+    function forward mode refuses, and any other `f` or `x`, runs reverse over reverse
+    in the interpreter (`backend="llvm"` raises there instead)."""
+    from .forward import hvp
+    by_columns = type(f) is _FUNCTION and not f.__closure__ and (
+        isinstance(x, (float, np.floating)) or
+        isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size > 0)
+    if by_columns:
+        try:
+            if not isinstance(x, np.ndarray):
+                return hvp(f, float(x), 1.0, backend=backend)
+            cols = [hvp(f, x, np.reshape(e, x.shape), backend=backend)
+                    for e in np.eye(x.size)]
+            return np.reshape(np.stack(cols, axis=-1), x.shape + x.shape)
+        except TypeError:
+            if backend != "auto":
+                raise
+    elif backend == "llvm":
         raise TypeError(f"hessian({getattr(f, '__qualname__', f)}, backend='llvm'): "
-                        f"nested reverse mode is not compiled; it runs in the interpreter "
-                        f"with backend='interp' or the default 'auto'")
+                        f"compiled for a Python function without captured values and a "
+                        f"float or float array x; this one runs in the interpreter with "
+                        f"backend='interp' or the default 'auto'")
 
     def grad_f(x):
         return gradient(f, x)[0]
