@@ -589,13 +589,13 @@ def _stack(parts: list, yshape: tuple, x: Any) -> Any:
 
 def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:
     """The matrix of second derivatives of scalar `f` at `x` (of shape `x.shape * 2`).
-    For a float or a float array `x` and a function without captured values, its
+    For a float or a float array `x` and a Python function (a closure too), its
     columns `H e_j` are Hessian-vector products (`hvp`: the gradient of f's
     directional derivative, compiled as any gradient); under `backend="auto"` a
     function forward mode refuses, and any other `f` or `x`, runs reverse over reverse
     in the interpreter (`backend="llvm"` raises there instead)."""
     from .forward import hvp
-    by_columns = type(f) is _FUNCTION and not f.__closure__ and (
+    by_columns = type(f) is _FUNCTION and (
         isinstance(x, (float, np.floating)) or
         isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size > 0)
     if by_columns:
@@ -610,8 +610,8 @@ def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:
                 raise
     elif backend == "llvm":
         raise TypeError(f"hessian({getattr(f, '__qualname__', f)}, backend='llvm'): "
-                        f"compiled for a Python function without captured values and a "
-                        f"float or float array x; this one runs in the interpreter with "
+                        f"compiled for a Python function and a float or float array x; "
+                        f"this one runs in the interpreter with "
                         f"backend='interp' or the default 'auto'")
 
     def grad_f(x):

@@ -500,18 +500,20 @@ def hvp(f: Callable, x: Any, v: Any, *args: Any, backend: str = "auto") -> Any:
     `<grad f(x), v>`, which f's tangent IR (returning the tangent alone) computes
     (exact; no Hessian is formed)."""
     from .api import gradient
-    if getattr(f, "__closure__", None):
-        raise TypeError("hvp: pass the values f reads from an enclosing function as "
-                        "arguments (hvp(f, x, v, *args)); forward mode calls a closure only "
-                        "at the top level yet")
-    tf = tangent_function(f, (True,) + (False,) * len(args), arg_types((x,) + tuple(args)),
-                          only=True)
+    cells = tuple(c.cell_contents for c in getattr(f, "__closure__", None) or ())
+    if cells and type(f) is not types.FunctionType:
+        raise TypeError(f"hvp: {f!r} is not a Python function")
+    mask, types_ = (True,) + (False,) * len(args), arg_types((x,) + tuple(args))
+    # (a closure's captured values lead the tangent function's arguments, held constant)
+    tf = tangent_function(f, mask, types_, captured=(False,) * len(cells),
+                          captured_types=arg_types(cells), only=True) if cells else \
+        tangent_function(f, mask, types_, only=True)
     v = conform(x, v, "hvp: v", zero_tangent)     # (an object's: as the IR holds it)
     if has_complex((x, v, args)):
         raise TypeError(f"hvp: {FORWARD_REFUSAL}")
     token = IN_FORWARD_MODE.set(True)     # (a complex value met inside: refused)
     try:
-        return gradient(tf, x, *args, v, backend=backend)[0]
+        return gradient(tf, *cells, x, *args, v, backend=backend)[len(cells)]
     finally:
         IN_FORWARD_MODE.reset(token)
 
