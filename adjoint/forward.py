@@ -39,7 +39,7 @@ from .pytrees import copy_record, is_namedtuple
 from .structure import conform, has_complex, has_objects, user_tangent
 from .transform import VERIFY, cells, is_differentiable, lower_function
 from . import rules_tangent  # (fills the rule table's jvp entries)
-from .transforms import Transformed
+from .transforms import Transformed, positional_params
 
 # backend name -> runner(ir, args) -> result, or None where it does not compile ir
 TANGENT_RUNNERS: dict = {}
@@ -274,7 +274,11 @@ def _jvp(f: Callable, primals: tuple, tangents: tuple, backend: str) -> tuple:
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     if backend not in ("auto", "interp", "llvm"):
         raise ValueError(f"jvp: unknown backend {backend!r} (one of auto, interp, llvm)")
-    if isinstance(transform_of(f), Transformed):
+    t = transform_of(f)
+    if isinstance(t, Transformed) and not t.has_aux and t.checkpoint is None and \
+            positional_params(t.fn) is not None:
+        f = t.target        # its stand-in: a `gradient` call, whose tangent is H dx
+    elif isinstance(t, Transformed):
         raise TypeError(f"jvp: {getattr(f, '__qualname__', f)} is a reverse-mode "
                         f"transform, and forward mode over reverse mode is not supported; "
                         f"adjoint.hvp(f, x, v) gives a Hessian-vector product, "

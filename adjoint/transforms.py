@@ -188,7 +188,7 @@ def _stand_in(t: Transformed) -> Callable:
     if t.has_aux or t.checkpoint is not None:
         return _refusal(t)
     f, take = t.fn, entries(t.argnums)
-    params = _positional_params(f)
+    params = positional_params(f)
     if params is not None:      # f's own parameters: no `*args`, whose call a transform
         # of the stand-in would meet as a call of a packed tuple at every order
         ps = ", ".join(params)
@@ -214,7 +214,7 @@ def _stand_in(t: Transformed) -> Callable:
     return _explained(grad_f, t)
 
 
-def _positional_params(f: Any) -> Any:
+def positional_params(f: Any) -> Any:
     """The parameter names of plain Python function `f` when it takes positional
     parameters only, with no defaults (so every call names each of them); else None."""
     code = getattr(f, "__code__", None)

@@ -272,13 +272,23 @@ def test_transforms_made_inside_a_differentiated_function():
                       backend="interp")(1.2), 9 * 1.2 ** 2)
 
 
-def test_forward_over_reverse_is_refused_by_name():
-    def quartic(x):
-        return np.sum(x ** 4) + x[0] * x[1]
+def quartic(x):
+    return np.sum(x ** 4) + x[0] * x[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forward_over_reverse_of_a_grad(backend):
+    # jacfwd(grad(f)), JAX's Hessian: the grad's stand-in calls `gradient`, whose
+    # tangent is a Hessian-vector product
     x = np.array([1.0, 2.0])
-    with pytest.raises(TypeError, match=r"jvp: grad\(.*quartic\) is a reverse-mode transform"):
-        adjoint.jvp(grad(quartic), (x,), (np.ones(2),))
-    assert close(adjoint.hvp(quartic, x, np.array([1.0, 0.0]), backend="interp"), [12.0, 1.0])
+    H = np.array([[12.0, 1.0], [1.0, 48.0]])
+    _, t = adjoint.jvp(grad(quartic, backend=backend), (x,), (np.array([1.0, 0.0]),),
+                       backend=backend)
+    assert close(t, H[:, 0])
+    assert close(adjoint.jacfwd(grad(quartic), x, backend=backend)[0], H)
+    assert close(adjoint.hvp(quartic, x, np.array([1.0, 0.0]), backend=backend), H[:, 0])
+    with pytest.raises(TypeError, match=r"jvp: grad\(.*quartic, has_aux=True\)|reverse-mode"):
+        adjoint.jvp(grad(lambda x: (quartic(x), 1.0), has_aux=True), (x,), (np.ones(2),))
 
 
 # -- vmap --------------------------------------------------------------------------------
