@@ -19,11 +19,11 @@ the tape operations, so that J applies to its own output); `forward` forward mod
 """
 from . import tape  # noqa: F401
 from .rules import Pullback as RulePullback  # noqa: F401
-from .api import (code_adjoint, gradient, hessian, jacobian, pullback,  # noqa: F401
+from .api import (code_adjoint, gradient, jacobian, pullback,  # noqa: F401
                   register_backend, rule, value_and_grad)
 from .caches import clear_cache, on_clear_disk  # noqa: F401
 from . import nested  # noqa: F401,E402  (nested AD: rules for the tape ops)
-from .forward import code_tangent, hvp, jacfwd, jvp  # noqa: F401,E402
+from .forward import code_tangent, hessian, hvp, jacfwd, jvp  # noqa: F401,E402
 from .custom import custom_jvp, custom_vjp, jvp_rule, stop_gradient  # noqa: F401,E402
 from . import nested_hv  # noqa: F401,E402  (nested gradient: Hessian-vector derivatives)
 from .passes import nested_forward  # noqa: F401,E402  (jvp, hvp, ... in user code)

@@ -1,10 +1,9 @@
-"""The user API: `pullback`, `gradient`, `jacobian`, `hessian`, `code_adjoint`, and
-`rule` (a derivative rule for a user function).
+"""The user API: `pullback`, `gradient`, `jacobian`, `code_adjoint`, and `rule` (a
+derivative rule for a user function); `hessian` is forward mode's (`adjoint.forward`).
 
     y, back = pullback(f, x, n)      # back(dy) -> (dx, None); callable many times
     gradient(f, x, y)                # scalar output only
     jacobian(f, x)                   # one array per argument: out.shape + arg.shape
-    hessian(f, x)                    # jacobian of the gradient (nested AD)
 
 Backends: `"interp"` runs the forward and adjoint IR with `ssair.interpret`;
 `"llvm"` is whatever `jit` registers with `register_backend("llvm", runner)` (a
@@ -20,8 +19,7 @@ entry, so the function may write into them without changing the caller's.
 Nested AD: `gradient(lambda x: gradient(f, x)[0], x)` gives the second derivative by
 reverse over reverse: a call of `gradient` inside differentiated code runs f's
 gradient program (its forward and adjoint IR), which the J transform differentiates
-again, tape operations included (see `adjoint.nested`).  `hessian(f, x)` is the
-jacobian of that gradient.
+again, tape operations included (see `adjoint.nested`).
 """
 from __future__ import annotations
 
@@ -587,39 +585,6 @@ def _stack(parts: list, yshape: tuple, x: Any) -> Any:
     return in_dtype_of(float(arr[0]), x)
 
 
-def hessian(f: Callable, x: Any, backend: str = "auto") -> Any:
-    """The matrix of second derivatives of scalar `f` at `x` (of shape `x.shape * 2`).
-    For a float or a float array `x` and a Python function (a closure too), its
-    columns `H e_j` are Hessian-vector products (`hvp`: the gradient of f's
-    directional derivative, compiled as any gradient); under `backend="auto"` a
-    function forward mode refuses, and any other `f` or `x`, runs reverse over reverse
-    in the interpreter (`backend="llvm"` raises there instead)."""
-    from .forward import hvp
-    by_columns = type(f) is _FUNCTION and (
-        isinstance(x, (float, np.floating)) or
-        isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size > 0)
-    if by_columns:
-        try:
-            if not isinstance(x, np.ndarray):
-                return hvp(f, float(x), 1.0, backend=backend)
-            cols = [hvp(f, x, np.reshape(e, x.shape), backend=backend)
-                    for e in np.eye(x.size)]
-            return np.reshape(np.stack(cols, axis=-1), x.shape + x.shape)
-        except TypeError:
-            if backend != "auto":
-                raise
-    elif backend == "llvm":
-        raise TypeError(f"hessian({getattr(f, '__qualname__', f)}, backend='llvm'): "
-                        f"compiled for a Python function and a float or float array x; "
-                        f"this one runs in the interpreter with "
-                        f"backend='interp' or the default 'auto'")
-
-    def grad_f(x):
-        return gradient(f, x)[0]
-    # nested reverse mode runs in the interpreter (adjoint.nested): no JIT attempt
-    return jacobian(grad_f, x, backend="interp" if backend == "auto" else backend)[0]
-
-
 class CodeAdjoint:
     """The forward and adjoint IR of `f` for arguments like `args`; `str()` prints
     both in the `ssair` syntax."""
@@ -679,4 +644,3 @@ gradient.__zygopy_explain__ = _explain_nested("gradient")
 value_and_grad.__zygopy_explain__ = _explain_nested("value_and_grad")
 pullback.__zygopy_explain__ = _explain_nested("pullback")
 jacobian.__zygopy_explain__ = _explain_nested("jacobian")
-hessian.__zygopy_explain__ = _explain_nested("hessian")

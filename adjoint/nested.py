@@ -410,7 +410,8 @@ def _register_gradient() -> None:
     SPECIAL_CALLEES[id(api.gradient)] = (api.gradient, forward_gradient)
     SPECIAL_CALLEES[id(api.value_and_grad)] = (api.value_and_grad, _forward_value_and_grad)
     SPECIAL_CALLEES[id(api.pullback)] = (api.pullback, forward_pullback_call)
-    for f in (api.jacobian, api.hessian):
+    from .forward import hessian
+    for f in (api.jacobian, hessian):
         SPECIAL_CALLEES[id(f)] = (f, _refuse_nested(f.__name__))
     for f in (api.gradient, api.value_and_grad):
         READ_ONLY_CALLEES[id(f)] = f

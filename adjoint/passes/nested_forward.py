@@ -86,8 +86,8 @@ def refuse_in_forward(name: str):
 
 
 def _fill_rewrites() -> None:
-    from ..api import hessian
-    from ..forward import hvp, jacfwd, jvp
+    from ..forward import hessian
+    from ..forward import hessian, hvp, jacfwd, jvp
     _REWRITES.update({id(jvp): (jvp, {"backend"}, _jvp_call),
                       id(hvp): (hvp, {"backend"}, _hvp_call),
                       id(jacfwd): (jacfwd, {"backend", "argnums"}, _jacfwd_call),
@@ -308,10 +308,10 @@ def _register() -> None:
     """Rewrite the calls where each function is lowered; refuse those left as they are."""
     from lowering.api import CALL_REWRITES
     from .. import api
-    from ..forward import hvp, jacfwd, jvp
+    from ..forward import hessian, hvp, jacfwd, jvp
     from ..special_callees import SPECIAL_CALLEES, SPECIAL_TANGENTS
     CALL_REWRITES.append(rewrite_forward_calls)
-    for f in (jvp, hvp, jacfwd, api.hessian):
+    for f in (jvp, hvp, jacfwd, hessian):
         SPECIAL_CALLEES[id(f)] = (f, refuse_in_reverse(f.__name__))
         SPECIAL_TANGENTS[id(f)] = (f, refuse_in_forward(f.__name__))
     for f in (api.pullback, api.jacobian):

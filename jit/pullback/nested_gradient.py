@@ -407,6 +407,7 @@ def _refused(name: str):
 
 def _declare() -> None:
     from adjoint import api
+    from adjoint.forward import hessian
     for f in (api.gradient, api.value_and_grad):
         REGISTRY.declare(f, family=FAMILY, pattern="function, arguments", types=_t_gradient,
                          lower=_cg_gradient, numpy_too=True, name=f"adjoint.{f.__name__}")
@@ -418,7 +419,7 @@ def _declare() -> None:
                      name="the values a closure captured")
     REGISTRY.add(RULE_OBJECTS, "d_getattr of an object's property (its getter's gradient)",
                  record_property, _t_property_pullback, None, numpy_too=True)
-    for f in (api.pullback, api.jacobian, api.hessian):   # (their code is not the user's)
+    for f in (api.pullback, api.jacobian, hessian):   # (their code is not the user's)
         REGISTRY.declare(f, family=FAMILY, pattern="any (refused, saying so)",
                          types=_refused(f.__name__),
                          numpy_too=True, name=f"adjoint.{f.__name__}")
