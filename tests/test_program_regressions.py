@@ -679,15 +679,22 @@ def test_compiled_array_power_follows_numpy(a, b):
 
 
 def test_an_overflow_the_jit_cannot_rerun_is_reported_in_the_users_function():
-    def power_then_write(a, b):
-        out = np.zeros(2)
+    def power_then_write(a, b, out):      # (it writes into its argument: not rerun)
         out[0] = (a ** b)[0]
         out[1] = 2 ** 70
         return out
     with pytest.raises(OverflowError) as e:
-        jit.jit(power_then_write)(np.array([2.0, 3.0]), 2.0)
+        jit.jit(power_then_write)(np.array([2.0, 3.0]), 2.0, np.zeros(2))
     _no_internal_name(str(e.value))
     assert "power_then_write at " in str(e.value)
+
+    def power_then_write_local(a, b):     # a write into its own array: rerun, exact
+        out = np.zeros(2)
+        out[0] = (a ** b)[0]
+        out[1] = 2 ** 70
+        return out
+    np.testing.assert_array_equal(jit.jit(power_then_write_local)(np.array([2.0, 3.0]), 2.0),
+                                  power_then_write_local(np.array([2.0, 3.0]), 2.0))
 
 
 def sum_of_powers(x, y):
