@@ -176,6 +176,7 @@ SPECS = {
     "numpy.kron": Spec(np.kron, M22, M22),
     "numpy.cross": Spec(np.cross, A(), A()),
     "numpy.convolve": Spec(np.convolve, A(shape=(4,)), A(shape=(2,))),
+    "numpy.polyval": Spec(np.polyval, A(shape=(4,)), A(), order=2),
     "numpy.correlate": Spec(lambda a, b: np.correlate(a, b, "full"), A(shape=(4,)),
                             A(shape=(2,))),
     "numpy.linalg.inv": Spec(np.linalg.inv, SPD, order=2),
