@@ -36,8 +36,21 @@ def value_and_grad(fun, argnum=0):
 
 
 def elementwise_grad(fun, argnum=0):
-    """The vector-Jacobian product of `fun` with a cotangent of ones: the elementwise
-    derivative of a function applied element by element."""
+    """The vector-Jacobian product of `fun` with a cotangent of ones (the elementwise
+    derivative of a function applied element by element): the gradient of the sum of
+    fun's output, as JAX's users write it.  For a function of plain positional
+    parameters it is made with those parameters and `fun` a constant of its code, so
+    that it nests to any order as `grad` does; otherwise a `pullback` of ones."""
+    code = getattr(fun, "__code__", None)
+    if type(fun) is types.FunctionType and not fun.__defaults__ and code.co_argcount \
+            and not code.co_flags & 0x0C and not code.co_kwonlyargcount:
+        ps = ", ".join(code.co_varnames[:code.co_argcount])
+        src = (f"def summed({ps}):\n    return np.sum(fun({ps}))\n"
+               f"def vjp_ones({ps}):\n    return gradient(summed, {ps})[{argnum}]\n")
+        scope = {"np": np, "fun": fun, "gradient": gradient, "__name__": __name__}
+        exec(compile(src, f"<elementwise_grad of {fun.__qualname__}>", "exec"), scope)
+        return scope["vjp_ones"]
+
     def vjp_ones(*args):
         y, back = pullback(fun, *args)
         return back(np.ones_like(y))[argnum]
