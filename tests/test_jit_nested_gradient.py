@@ -283,3 +283,30 @@ def test_a_long_compiled_training_loop_frees_each_steps_temporaries():
     out = subprocess.run([sys.executable, "-c", _LONG_LOOP], capture_output=True, text=True,
                          check=True, timeout=300)
     assert int(out.stdout.split()[-1]) < 100, out.stdout
+
+
+# -- an array argument that nothing reaches on the path taken (fuzz_zygopy_np seed
+# 990023970067: a segfault): its compiled cotangent is NULL there, which the nested
+# gradient copied as an array; it is zeros of the argument's shape now, as the
+# interpreter gives
+def corner_or_scale(A, v, s):
+    if np.sum(v) > 0.43:
+        return A[-1, 0]
+    return 2.0 * s
+
+
+def corner_gradient(A, v, s):
+    return gradient(corner_or_scale, A, v, s)[0]
+
+
+def test_a_nested_gradient_that_reaches_no_array_argument_is_zeros():
+    A, s = np.arange(12.0).reshape(3, 4), 0.3
+    v_low, v_high = -np.ones(4), np.ones(4)
+    np.testing.assert_array_equal(jit.jit(corner_gradient)(A, v_low, s), np.zeros((3, 4)))
+    want = np.zeros((3, 4))
+    want[-1, 0] = 1.0
+    np.testing.assert_array_equal(jit.jit(corner_gradient)(A, v_high, s), want)
+    rows = np.stack([A, 2 * A, 3 * A])
+    for v, one in ((v_low, 0.0), (v_high, 1.0)):     # the batched rows, compiled
+        got = gradient(corner_or_scale, rows, v, s, batch=(0, None, None))[0]
+        np.testing.assert_array_equal(got, np.stack([want * one] * 3))

@@ -53,7 +53,7 @@ from jit.codegen.entry import out_leaves
 from jit.codegen.function import F64, I64, PTR, FunctionGen, lltype
 from jit.library.registry import REGISTRY
 from jit.runtime import symbols
-from jit.pullback.array_values import copy_array
+from jit.pullback.array_values import copy_array, ensure_array
 from jit.pullback.cotangents import RULE_OBJECTS, record_property
 from jit.pullback.dead_slots import check_adjoint, dead_pushes, decide
 from jit.pullback.tape_ops import presize_tape
@@ -243,8 +243,8 @@ def _finish(fc: FunctionGen, g: L.Value, c: Type, x: L.Value, out: Type) -> L.Va
     if out == FLOAT64:
         return L.Constant(F64, 0.0) if c == NONE else fc.convert(g, c, FLOAT64)
     if isinstance(out, ArrayT):
-        if c != NONE:
-            return g
+        if c != NONE:       # (NULL where nothing reached x on this run's path: zeros)
+            return ensure_array(fc, g, c, x, out)
         dims = [shape(fc, x, k) for k in range(out.ndim)]
         return allocate(fc, dims, out.dtype, 0.0)
     v = L.Constant(lltype(out), L.Undefined)
