@@ -27,6 +27,8 @@ REPORTING_ONLY = frozenset({"ignore", "warn", "print", "log"})
 
 def drop_errstate_blocks(ir: IR) -> None:
     """See the module docstring."""
+    if not any(_is_errstate(s) for b in ir.blocks for s in b.stmts):
+        return                  # (the usual function: one look, no tables built)
     changed = False
     while True:
         found = _next_block(ir)
