@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from ssair import IR, Const, Var
 from ssair.ir import Goto
 from ssair.passes.simplifycfg import drop_unreachable, renumber
@@ -42,7 +44,6 @@ def drop_errstate_blocks(ir: IR) -> None:
 
 
 def _is_errstate(s: Any) -> bool:
-    import numpy as np
     if s.op != "call" or len(s.args) != 1 or not isinstance(s.args[0], Const) \
             or s.args[0].value is not np.errstate or not s.kwargs:
         return False
