@@ -36,6 +36,7 @@ from .passes.tangent import HELPERS, zero_tangent
 from .pytrees import computed_attribute_error, is_namedtuple, is_record, record_fields
 from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
 from .rules_linalg import eigen_gaps
+from .rules_math import sort_order
 from .rules_numpy import scatter_added
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
@@ -638,6 +639,14 @@ def j_loop_items(v, t):
     return loop_items(t)
 
 
+@_helper
+def j_sorted(xs, t, key=None, reverse=False):
+    """The tangent of `sorted(xs)`: t's entries in the order xs's went (a list)."""
+    if key is not None:
+        raise TypeError("adjoint: sorted() with key= is not differentiable")
+    return [t[i] for i in sort_order(xs, reverse)]
+
+
 def _matrix_jvp(helper, data=1):
     """A jvp `helper(y, *operands, *their tangents)` of a function of `data` operands."""
     def jvp(em, s, ts):
@@ -654,6 +663,8 @@ def j_polyval(p, x, tp, tx):
     return np.polyval(tp, x) + tx * np.polyval(p[:n - 1] * np.arange(n - 1, 0, -1), x)
 
 
+_set([builtins.sorted], lambda em, s, ts: None if ts[0] is None else em.op(
+    "call", j_sorted, em.operands(s)[0], ts[0], **s.kwargs))
 _set([np.polyval], lambda em, s, ts: em.op(
     "call", j_polyval, *em.operands(s)[:2],
     *[t if t is not None else em.zero(a) for t, a in zip(ts[:2], em.operands(s)[:2])]))

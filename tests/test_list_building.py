@@ -148,3 +148,98 @@ def test_append_to_an_aliased_list_is_refused_not_wrong():
     check_lowering(aliased, ([1.0, 2.0],))
     with pytest.raises(TypeError, match="list.append"):
         gradient(aliased, [1.0, 2.0], backend="interp")
+
+
+# -- list() of an array: compiled as a built list of its entries along the first axis --
+def rows_of(A):
+    s = 0.0
+    for r in list(A):
+        s = s + np.sum(r * r) * r[0]
+    return s
+
+
+def restacked(A):
+    return np.sum(np.stack(list(A)) ** 3)
+
+
+def ends(v):
+    entries = list(v)
+    return entries[0] * entries[-1] + len(entries)
+
+
+def trimmed_mean(v):
+    kept = sorted(list(v))[1:-1]
+    return sum(kept) / len(kept)
+
+
+def matrices(T):
+    return sum(np.sum(m @ m) for m in list(T))
+
+
+def weighted_by_counts(k, x):
+    t = 0.0
+    for c in list(k):
+        t = t + c * x
+    return t
+
+
+ARRAY_LISTS = [
+    (rows_of, (np.arange(6.0).reshape(2, 3) / 5,)),
+    (restacked, (np.arange(6.0).reshape(2, 3) / 5,)),
+    (ends, (np.array([0.3, 0.4, 0.7]),)),
+    (trimmed_mean, (np.array([3.0, 1.0, 2.0, 5.0]),)),
+    (matrices, (np.arange(12.0).reshape(3, 2, 2) / 7,)),
+    (weighted_by_counts, (np.arange(3), 2.0)),
+]
+
+
+@pytest.mark.parametrize("f,args", ARRAY_LISTS, ids=[f.__name__ for f, _ in ARRAY_LISTS])
+def test_list_of_an_array_compiles_and_differentiates(f, args):
+    import warnings
+    import jit
+    from adjoint import jvp
+    check_lowering(f, args)
+    assert jit.jit(f)(*args) == f(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jit.JitFallbackWarning)
+        check_gradient(f, *args)
+        compiled = gradient(f, *args, backend="llvm")
+    interpreted = gradient(f, *args, backend="interp")
+    for c, i in zip(compiled, interpreted):
+        assert (c is None) == (i is None) and (c is None or np.allclose(c, i, rtol=1e-13))
+    first = args[0]
+    if first.dtype == np.float64:      # forward mode agrees with reverse mode
+        t = np.linspace(0.5, 1.5, first.size).reshape(first.shape)
+        _, tangent = jvp(f, args, (t,) + tuple(np.zeros_like(a) for a in args[1:]),
+                         backend="llvm")
+        assert np.isclose(tangent, np.sum(compiled[0] * t), rtol=1e-12)
+
+
+def test_list_of_an_empty_array_and_of_bools():
+    import jit
+    assert jit.jit(lambda v: float(len(list(v))))(np.zeros(0)) == 0.0
+    with pytest.raises(IndexError, match="list index out of range"):
+        jit.jit(ends)(np.zeros(0))
+    with pytest.raises(TypeError, match=r"list\(\) of a array\(bool, 1d\) is not compiled"):
+        jit.jit(ends)(np.zeros(3, dtype=bool))
+
+
+def weighted_ranks(xs):
+    ranked = sorted(xs)
+    return sum(r * float(k + 1) for k, r in enumerate(ranked))
+
+
+@pytest.mark.parametrize("xs", [[3.0, 1.0, 2.0], [2.0, 1.0, 2.0, 0.5]], ids=["distinct", "ties"])
+def test_forward_mode_of_sorted_is_compiled_and_follows_the_stable_order(xs):
+    from adjoint import jvp
+    t = [0.25 * (k + 1) for k in range(len(xs))]
+    expect = sum(float(r + 1) * t[i] for r, i in
+                 enumerate(sorted(range(len(xs)), key=xs.__getitem__)))
+    for backend in ("llvm", "interp"):
+        y, dy = jvp(weighted_ranks, (xs,), (t,), backend=backend)
+        assert y == weighted_ranks(xs) and dy == pytest.approx(expect, rel=1e-14)
+    # reverse=: the interpreter's rule (equal entries keep their order, as CPython's)
+    y, dy = jvp(lambda v: sorted(v, reverse=True)[0] * 3.0 + sorted(v, reverse=True)[1],
+                (xs,), (t,), backend="interp")
+    order = sorted(range(len(xs)), key=xs.__getitem__, reverse=True)
+    assert dy == pytest.approx(3.0 * t[order[0]] + t[order[1]], rel=1e-14)

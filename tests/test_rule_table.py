@@ -292,7 +292,7 @@ EXEMPT = {
 
 # Calls the JIT refuses (a TypingError naming the construct); the default backend
 # runs them in the interpreter.
-NOT_COMPILED = {"builtins.list"}     # list() of an array (its length is not a type's)
+NOT_COMPILED: set = set()
 # Calls forward mode refuses (it says so).
 NO_FORWARD: set = set()
 

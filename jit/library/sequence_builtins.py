@@ -20,7 +20,8 @@ CPython's bit for bit:
   * `sorted` of float64 entries places each by counting (the order CPython's stable
     sort gives; a NaN, which CPython orders by the comparisons
     its merge happens to make, deoptimises the call), differentiated by
-    `adjoint.rules_math.d_sorted`.
+    `adjoint.rules_math.d_sorted` and `adjoint.rules_tangent.j_sorted`, whose
+    `sort_order` (the permutation) is compiled the same way.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from jit.library.builtin_sum import deopt_if_empty
 from jit.library.python_impls import impl_call, mark
 from jit.library.registry import REGISTRY, called
 from jit.types import BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
-from jit.typing.infer import Context
+from jit.typing.infer import Context, LiteralT
 from jit.typing.spread import RewriteStatement
 from ssair.ir import Const, Stmt
 
@@ -185,25 +186,36 @@ def _cg_deopt_if_nan(fc, s, ts):
     return L.Constant(L.IntType(8), 0)
 
 
-def _sorted_items(xs):
-    """Each entry's place in CPython's stable order (the entries below it, and the equal
-    ones before it), then the entries by place: O(n^2) comparisons and no writes into
-    arrays, so that a NaN's deoptimisation reruns the call."""
+def _sort_order_items(xs, reverse=False):
+    """`adjoint.rules_math.sort_order` compiled: the positions of xs's entries in the
+    order CPython's stable sort gives (`reverse` keeps equal entries in their order,
+    as CPython's does).  Each entry's place is the count of entries before it in that
+    order: O(n^2) comparisons and no writes into arrays, so that a NaN's
+    deoptimisation reruns the call."""
     n = len(xs)
     places = []
     for i in range(n):
         v = xs[i]
         deopt_if_nan(v)
-        below = 0
+        before = 0
         for j in range(n):
-            if xs[j] < v or (j < i and xs[j] == v):
-                below += 1
-        places.append(below)
+            w = xs[j]
+            if (w > v if reverse else w < v) or (j < i and w == v):
+                before += 1
+        places.append(before)
     out = []
     for k in range(n):
         for i in range(n):
             if places[i] == k:
-                out.append(xs[i])
+                out.append(i)
+    return out
+
+
+def _sorted_items(xs):
+    """`sorted(xs)`: the entries in the order `_sort_order_items` finds."""
+    out = []
+    for i in _sort_order_items(xs):
+        out.append(xs[i])
     return out
 
 
@@ -221,7 +233,7 @@ def _all_items(xs):
     return True
 
 
-mark(_sorted_items, _sum_built, _d_sum_built, _min_items, _max_items, _first_at, _d_extreme_array,
+mark(_sort_order_items, _sorted_items, _sum_built, _d_sum_built, _min_items, _max_items, _first_at, _d_extreme_array,
      _d_extreme_built, _any_items, _all_items)
 
 
@@ -266,6 +278,13 @@ def is_float_items(ctx: Context, s, ts: list) -> bool:
         return t.ndim == 1 and t.dtype == FLOAT64
     return _items_of(t, (FLOAT64,)) or isinstance(t, TupleT) and not isinstance(t, BuiltListT) \
         and all(e == FLOAT64 for e in t.elems)
+
+
+def is_float_order(ctx: Context, s, ts: list) -> bool:
+    """Pattern: `sort_order(xs)` or `sort_order(xs, reverse)` of float64 entries."""
+    return 1 <= len(ts) <= 2 and not s.kwargs and is_float_items(ctx, s, ts[:1]) \
+        and all(t in (BOOL, INT64) or isinstance(t, LiteralT) and type(t.value) in (bool, int)
+                for t in ts[1:])
 
 
 def _calling(impl):
@@ -330,6 +349,8 @@ def _declare() -> None:
                      types=_t_deopt_if_nan, lower=_cg_deopt_if_nan, gpu={"cuda": "inline"})
     REGISTRY.declare(builtins.sorted, family=FAMILY, pattern="one float64 1-D array, list or "
                      "tuple", matches=is_float_items, types=_calling(_sorted_items))
+    REGISTRY.declare(M.sort_order, family=FAMILY, pattern="a float64 1-D array, list or tuple, "
+                     "and reverse", matches=is_float_order, types=_calling(_sort_order_items))
     for f, impl in ((builtins.any, _any_items), (builtins.all, _all_items)):
         REGISTRY.declare(f, family=FAMILY, pattern="one 1-D array, list or tuple",
                          matches=is_truth_items, types=_calling(impl), numpy_too=True)

@@ -8,12 +8,16 @@ so `list(x)` of one is known entry by entry at compile time:
   * `list(d)` of a dict with string keys: the list of its keys, each a constant of the
     signature (`LiteralT`), so `d[keys[k]]` reads the entry at compile time;
   * `list(range(a, b, c))` whose bounds are known at compile time (constants, or
-    `len` of a tuple: `STATIC_CALLS`): the list of those ints.
+    `len` of a tuple: `STATIC_CALLS`): the list of those ints;
+  * `list(a)` of an array: a built list (`BuiltListT`, `jit.library.built_lists`) of
+    its entries along the first axis, as numpy iterates: numbers for a 1-D float64 or
+    int64 array, views of the rows for more dimensions.
 
 `range(...)` itself is a value only with such bounds (a constant of no native data);
 `for i in range(n)` is a loop and needs none of this.  Anything else (a list built by
-appending, an array, a generator) is refused with a TypingError naming it.  The
-derivative of `list(t)` is `adjoint.rules_math.d_tuple`, plain Python the JIT compiles.
+appending, a generator) is refused with a TypingError naming it.  The derivative of
+`list(t)` is `adjoint.rules_math.d_tuple`, plain Python the JIT compiles (for an array:
+the cotangents of its entries stacked).
 """
 from __future__ import annotations
 
@@ -21,11 +25,15 @@ import builtins
 
 from llvmlite import ir as L
 
+from jit.codegen.arrays import (ZERO, allocate_words, count_loop, element_pointer,
+                                itemsize, load_element, shape, sub_array)
 from jit.codegen.function import I64, lltype
 from jit.library.registry import REGISTRY
+from jit.runtime.host_calls import slot_count
 from jit.library.slicing import SliceT
 from jit.typing.infer import Context, LiteralT
-from jit.types import INT64, BuiltListT, DictT, ListT, RecordT, TupleT, Type
+from jit.types import (FLOAT64, INT64, ArrayT, BuiltListT, DictT, ListT, RecordT, TupleT,
+                       Type)
 
 FAMILY = "shape and slicing"
 
@@ -64,18 +72,54 @@ def _entries(t: Type) -> tuple:
     return None
 
 
+def _row_type(t: ArrayT) -> Type:
+    """The type of an entry of `list(a)` for an array `a`, or None if not compiled."""
+    if t.ndim >= 2:
+        return ArrayT(t.dtype, t.ndim - 1)
+    return t.dtype if t.ndim == 1 and t.dtype in (FLOAT64, INT64) else None
+
+
 def _t_list(ctx: Context, s, ts: list) -> Type:
     if not ts:
         ctx.fail("list() with no argument is compiled as [] (a list display)")
+    if len(ts) == 1 and not s.kwargs and isinstance(ts[0], ArrayT):
+        row = _row_type(ts[0])
+        if row is None:
+            ctx.fail(f"list() of a {ts[0]} is not compiled (of a float64 or int64 array, "
+                     "or of an array of two or more dimensions, is)")
+        return BuiltListT(row)
     elems = _entries(ts[0]) if len(ts) == 1 and not s.kwargs else None
     if elems is None:
-        ctx.fail(f"list() of a {ts[0]} is not compiled (of a tuple, a list, a dict's keys "
-                 "or a range known at compile time is)")
+        ctx.fail(f"list() of a {ts[0]} is not compiled (of a tuple, a list, a dict's keys, "
+                 "an array or a range known at compile time is)")
     return ListT(tuple(elems))
+
+
+def _cg_rows(fc, arr, t: ArrayT, row: Type) -> L.Value:
+    """`list(a)`: a new built list of a[0], a[1], ... (numbers, or views of the rows)."""
+    b = fc.b
+    n = shape(fc, arr, 0)
+    et = lltype(row)
+    data = allocate_words(fc, b.mul(b.select(b.icmp_signed(">", n, ZERO), n, L.Constant(I64, 1)),
+                                    L.Constant(I64, 8 * slot_count(row))))
+
+    def store(k):
+        if isinstance(row, ArrayT):
+            v = sub_array(fc, arr, element_pointer(fc, arr, [k], True), 1, t.ndim)
+        else:
+            v = load_element(fc, element_pointer(fc, arr, [k], True, itemsize(t.dtype)), t.dtype)
+        b.store(v, b.gep(data, [k], source_etype=et))
+    count_loop(fc, n, store)
+    out = L.Constant(lltype(BuiltListT(row)), L.Undefined)
+    for k, v in enumerate((data, n, n)):
+        out = b.insert_value(out, v, k)
+    return out
 
 
 def _cg_list(fc, s, ts):
     t = ts[0]
+    if isinstance(t, ArrayT):
+        return _cg_rows(fc, fc.get(s.args[1]), t, s.type.elem)
     out = L.Constant(lltype(s.type), L.Undefined)
     if isinstance(t, LiteralT):              # a range: its ints
         for i, v in enumerate(t.value):
@@ -94,5 +138,5 @@ def _cg_list(fc, s, ts):
 REGISTRY.declare(builtins.range, family=FAMILY, pattern="int bounds known at compile time",
                  types=_t_range, lower=_cg_constant)
 REGISTRY.declare(builtins.list, family=FAMILY,
-                 pattern="a tuple, list, dict (its keys) or constant range", types=_t_list,
-                 lower=_cg_list)
+                 pattern="a tuple, list, array, dict (its keys) or constant range", types=_t_list,
+                 lower=_cg_list, numpy_too=True)
