@@ -5,10 +5,13 @@ agree, and gradients through them match central differences and keep the
 argument's structure (a list for a list)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from adjoint import gradient
+import jit
+from adjoint import gradient, jvp
 from tests.adjoint_check import check_gradient
 from tests.harness import check_lowering
 
@@ -195,9 +198,6 @@ ARRAY_LISTS = [
 
 @pytest.mark.parametrize("f,args", ARRAY_LISTS, ids=[f.__name__ for f, _ in ARRAY_LISTS])
 def test_list_of_an_array_compiles_and_differentiates(f, args):
-    import warnings
-    import jit
-    from adjoint import jvp
     check_lowering(f, args)
     assert jit.jit(f)(*args) == f(*args)
     with warnings.catch_warnings():
@@ -216,7 +216,6 @@ def test_list_of_an_array_compiles_and_differentiates(f, args):
 
 
 def test_list_of_an_empty_array_and_of_bools():
-    import jit
     assert jit.jit(lambda v: float(len(list(v))))(np.zeros(0)) == 0.0
     with pytest.raises(IndexError, match="list index out of range"):
         jit.jit(ends)(np.zeros(0))
@@ -231,7 +230,6 @@ def weighted_ranks(xs):
 
 @pytest.mark.parametrize("xs", [[3.0, 1.0, 2.0], [2.0, 1.0, 2.0, 0.5]], ids=["distinct", "ties"])
 def test_forward_mode_of_sorted_is_compiled_and_follows_the_stable_order(xs):
-    from adjoint import jvp
     t = [0.25 * (k + 1) for k in range(len(xs))]
     expect = sum(float(r + 1) * t[i] for r, i in
                  enumerate(sorted(range(len(xs)), key=xs.__getitem__)))
