@@ -27,6 +27,7 @@ from .forward import code_tangent, hessian, hvp, jacfwd, jvp  # noqa: F401,E402
 from .custom import custom_jvp, custom_vjp, jvp_rule, stop_gradient  # noqa: F401,E402
 from . import nested_hv  # noqa: F401,E402  (nested gradient: Hessian-vector derivatives)
 from .passes import nested_forward  # noqa: F401,E402  (jvp, hvp, ... in user code)
+from .passes import nested_pullback  # noqa: F401,E402  (pullback and back in user code)
 from .pytrees import register_pytree_node  # noqa: F401,E402
 from .transforms import checkpoint, grad, vmap  # noqa: F401,E402
 

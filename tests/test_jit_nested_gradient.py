@@ -194,6 +194,20 @@ def _pullback_inside(x):
     return back(1.0)[0]
 
 
+def _pullback_passed_on(x):      # (back escapes: pullback's own code runs)
+    y, back = pullback(helper, x, 2.0)
+    return _seeded(back)
+
+
+def _seeded(back):
+    return back(1.0)[0]
+
+
+def test_pullback_called_where_it_is_made_compiles():
+    """(tests/test_nested_pullback.py covers the forms and their derivatives)"""
+    assert jit.jit(_pullback_inside)(3.0) == _pullback_inside(3.0)
+
+
 def _jacobian_inside(x):
     return jacobian(helper, x, 2.0)[0]
 
@@ -213,7 +227,7 @@ def _writes_its_argument(x):
 
 
 @pytest.mark.parametrize("f,arg,why", [
-    (_pullback_inside, 3.0, "pullback() inside compiled code is not compiled yet"),
+    (_pullback_passed_on, 3.0, "pullback() inside compiled code is not compiled yet"),
     (_jacobian_inside, 3.0, "jacobian() inside compiled code is not compiled yet"),
     (_vector_result, np.ones(3), "must return a real scalar"),
     (_writes_its_argument, np.ones(3), "writes into an array argument"),

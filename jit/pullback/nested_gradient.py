@@ -408,6 +408,9 @@ def _refused(name: str):
 def _declare() -> None:
     from adjoint import api
     from adjoint.forward import hessian
+    from adjoint.passes.nested_pullback import check_seed
+    from jit.codegen.host_calls import lower_library_call
+    from jit.library.numpy_calls import host_rule
     for f in (api.gradient, api.value_and_grad):
         REGISTRY.declare(f, family=FAMILY, pattern="function, arguments", types=_t_gradient,
                          lower=_cg_gradient, numpy_too=True, name=f"adjoint.{f.__name__}")
@@ -419,6 +422,10 @@ def _declare() -> None:
                      name="the values a closure captured")
     REGISTRY.add(RULE_OBJECTS, "d_getattr of an object's property (its getter's gradient)",
                  record_property, _t_property_pullback, None, numpy_too=True)
+    REGISTRY.declare(check_seed, family=FAMILY, pattern="a value and a cotangent (host call)",
+                     types=host_rule("back(dy)", "y, dy, name", lambda a: NONE, check_seed),
+                     lower=lower_library_call, numpy_too=True,
+                     name="back(dy)'s check of dy in a nested pullback")
     for f in (api.pullback, api.jacobian, hessian):   # (their code is not the user's)
         REGISTRY.declare(f, family=FAMILY, pattern="any (refused, saying so)",
                          types=_refused(f.__name__),

@@ -1,0 +1,233 @@
+"""`pullback` called in user code, its `back` only called there: nested gradients.
+
+    y, back = pullback(loss, w, X)       # in a function that is compiled or differentiated
+    g = back(dy)[0]
+
+`back(dy)` is the gradient of `<f(xs), dy>` in the xs (`dy` a constant of it), so where
+the lowering sees such a call it rewrites it as ordinary code:
+
+    y = loss(w, X)
+    g = vjp_of_loss(w, X, dy)[0]      # gradient(weighted_loss, w, X, dy)[:2]
+                                      # weighted_loss(w, X, dy) = <loss(w, X), dy>
+
+The result is a call of f and calls of `gradient`, which the interpreter, reverse mode,
+forward mode and the JIT run, differentiate and compile as they do any nested gradient,
+to any order (`adjoint.nested_hv`, `jit.pullback.nested_gradient`).  f's forward runs
+once for `y` and once more for each `back(dy)`: the price of not keeping a tape
+alive between two statements.  `back(dy)` checks `dy` against `y` first, raising what the
+top-level `back` raises for a cotangent of the wrong structure or shape (`check_seed`).
+
+Rewritten only where f is known where the lowering sees the call (a function constant or a
+library function with a rule), called with positional arguments only, and where `back`
+is used only by calling it with one argument.  Anything else keeps its meaning:
+`pullback`'s own code runs, and the nested modes refuse what they do not support, by name.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Optional
+
+import numpy as np
+
+from ssair import IR, Const, Stmt, Var
+
+
+def rewrite_pullback_calls(ir: IR) -> None:
+    """Rewrite `ir`'s `pullback` calls whose `back` is only called (see the docstring)."""
+    from ..api import pullback
+    sites = [(b, s) for b in ir.blocks for s in b.stmts
+             if s.op == "call" and s.args and isinstance(s.args[0], Const)
+             and s.args[0].value is pullback and not s.kwargs and len(s.args) >= 3]
+    for block, s in sites:
+        made = _rewrite(ir, s)
+        if made is not None:
+            k = next(i for i, t in enumerate(block.stmts) if t is s)
+            block.stmts[k:k + 1] = made
+
+
+def _rewrite(ir: IR, s: Stmt) -> Optional[list]:
+    f, xs = s.args[1], list(s.args[2:])
+    if any(not isinstance(x, (Var, Const)) for x in xs):
+        return None
+    callee = _callee(ir, f, len(xs))
+    if callee is None:
+        return None
+    calls = _back_calls(ir, s.var)
+    if calls is None:
+        return None
+    fn, captured = callee
+    vjp = vjp_function(fn, len(captured), len(xs))
+    for call in calls:
+        call.args = [Const(vjp), *captured, *xs, call.args[1]]
+    y = Stmt(ir.new_var(), "call", [f, *xs], line=s.line)
+    return [y, Stmt(s.var, "tuple", [y.var, Const(None)], line=s.line, name=s.name)]
+
+
+def _callee(ir: IR, f: Any, nargs: int) -> Optional[tuple]:
+    """(a function a generated function can call, the operands it takes first) for the
+    pullback's function operand `f`: a Python function constant or a library function
+    with a derivative rule, called as it is; a closure made in `ir`, as its code with
+    the values it captured as leading parameters (`_with_captured`).  None for
+    anything else (a bound method, a class, a partial, a function passed in: their
+    pullback keeps its own code)."""
+    from ..nested_hv import library_callee, static_function
+    if isinstance(f, Const):
+        if type(f.value) is types.FunctionType or library_callee(f.value):
+            return f.value, []
+        return None
+    got = static_function(f, nargs, ir.defs_by_var(), ir)
+    if got is None or not got[1]:
+        return None
+    fn, captured = got
+    code = fn.__code__
+    if code.co_flags & 0x0C or code.co_kwonlyargcount or code.co_argcount != nargs:
+        return None
+    return _with_captured(fn), list(captured)
+
+
+def _with_captured(fn: types.FunctionType) -> types.FunctionType:
+    """A function of (the values `fn` captured..., its parameters...) running fn's code:
+    its IR is fn's, whose leading arguments those values already are."""
+    import lowering
+    from lowering.api import register_ir, stub_function
+    hit = _MADE.get((fn, fn.__code__, "captured"))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    ir = lowering.lower(fn).copy()
+    ir.nfree = 0
+    stub = stub_function(_tail(fn), len(ir.args), fn.__globals__, fn.__code__.co_filename)
+    stub.__qualname__ = fn.__qualname__
+    stub.__module__ = fn.__module__
+    stub.__zygopy_lowered__ = True
+    register_ir(stub, ir)
+    _MADE[(fn, fn.__code__, "captured")] = (fn, stub)
+    return stub
+
+
+def _tail(fn: Any) -> str:
+    name = getattr(fn, "__name__", "f")
+    return name if name.isidentifier() else "lambda"
+
+
+def _back_calls(ir: IR, pair: Var) -> Optional[list]:
+    """The statements `back(dy)` calling the pullback half of the pair `pair`, when
+    that is every use of it and of the pair (the value half may be used in any way);
+    else None."""
+    pairs, backs = {pair}, set()
+    for b in ir.blocks:           # (in order: a read comes after what it reads)
+        for st in b.stmts:
+            if not st.args or st.args[0] not in pairs:
+                continue
+            if st.op == "unpack" and st.args[1:] == [Const(2)]:
+                pairs.add(st.var)
+            elif st.op == "getitem" and len(st.args) == 2 and isinstance(st.args[1], Const) \
+                    and st.args[1].value in (1, -1):
+                backs.add(st.var)
+    calls = []
+    for b in ir.blocks:
+        if any(v in pairs or v in backs for p in b.phis for v in p.incoming.values()):
+            return None
+        if b.term is not None and any(v in pairs or v in backs for v in b.term.operands()):
+            return None
+        for st in b.stmts:
+            ops = list(st.args) + list(st.kwargs.values())
+            if not any(a in pairs or a in backs for a in ops):
+                continue
+            if st.args[0] in pairs and all(a not in pairs and a not in backs for a in ops[1:]) \
+                    and st.op in ("unpack", "getitem") and \
+                    (st.var in pairs or st.var in backs or st.args[1:] in ([Const(0)], [Const(-2)])):
+                continue            # the unpacking, and the reads of the halves
+            if st.op == "call" and st.args[0] in backs and len(st.args) == 2 and \
+                    not st.kwargs and st.args[1] not in pairs and st.args[1] not in backs:
+                calls.append(st)    # back(dy)
+                continue
+            return None             # the pair or back escapes: stored, passed, returned
+    return calls or None
+
+
+_MADE: dict = {}      # (function, its code, what...) -> (it, the function made for it)
+
+
+def vjp_function(fn: Any, nfree: int, nargs: int) -> Any:
+    """`(captured..., x0, ..., dy) -> back(dy)` of `pullback(f, x0, ...)`, `fn` being f
+    (a function of the values it captured and of the xs): the gradient of
+    `<fn(...), dy>` in the xs, as plain Python."""
+    from ..api import gradient
+    from ..generated import generated_function
+    key = (fn, getattr(fn, "__code__", None), nfree, nargs)
+    hit = _MADE.get(key)
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    cs = [f"c{j}" for j in range(nfree)]
+    xs = [f"x{k}" for k in range(nargs)]
+    of = fn if type(fn) is types.FunctionType else None
+    tail = _tail(fn)
+    weighted = generated_function(
+        f"weighted_{tail}", cs + xs + ["dy"],
+        [f"return __seed_inner__(__f__({', '.join(cs + xs)}), dy, {tail!r})"],
+        {"__f__": fn, "__seed_inner__": seed_inner}, of)
+    weighted.__zygopy_lowered__ = True
+    lines = [f"__g__ = __gradient__(__weighted__, {', '.join(cs + xs)}, dy)",
+             "return (" + "".join(f"__g__[{nfree + k}], " for k in range(nargs)) + ")"]
+    out = generated_function(f"back_of_{tail}", cs + xs + ["dy"], lines,
+                             {"__gradient__": gradient, "__weighted__": weighted}, of)
+    out.__zygopy_lowered__ = True
+    out.__zygopy_explain__ = lambda *operands: f"back(dy) of the pullback of {tail}"
+    _MADE[key] = (fn, out)
+    return out
+
+
+def check_seed(y: Any, dy: Any, name: str) -> None:
+    """Raise what `back(dy)` of the pullback of `name` raises for a cotangent `dy` that
+    does not fit the value `y` (its structure, shape or kind)."""
+    from ..pytrees import as_cotangent
+    from ..structure import conform
+    if type(y) is float and type(dy) is float:
+        return
+    conform(as_cotangent(y), as_cotangent(dy), f"back(dy) of the pullback of {name}: dy")
+
+
+def seed_inner(y: Any, dy: Any, name: str) -> Any:
+    """`<y, dy>`, summed over the entries of a tuple, list or dict (a None entry of dy
+    adds nothing), after `check_seed`.  (Each loop is a function of its own: a branch
+    the JIT finds dead then holds no loop.)"""
+    check_seed(y, dy, name)
+    if dy is None:
+        return 0.0
+    if isinstance(y, dict):
+        return dict_inner(y, dy)
+    if isinstance(y, (tuple, list)):
+        return entries_inner(y, dy)
+    return np.sum(y * dy)
+
+
+def dict_inner(y: Any, dy: Any) -> Any:
+    total = 0.0
+    for k in y:
+        if k in dy:
+            total = total + entry_inner(y[k], dy[k])
+    return total
+
+
+def entries_inner(y: Any, dy: Any) -> Any:
+    total = 0.0
+    for a, b in zip(y, dy):
+        total = total + entry_inner(a, b)
+    return total
+
+
+def entry_inner(a: Any, b: Any) -> Any:
+    return 0.0 if b is None else np.sum(a * b)
+
+
+def _register() -> None:
+    from lowering.api import CALL_REWRITES
+    from ..rule_table import nondiff
+    from ..special_callees import READ_ONLY_CALLEES
+    CALL_REWRITES.append(rewrite_pullback_calls)
+    nondiff(check_seed)
+    for f in (check_seed, seed_inner, dict_inner, entries_inner, entry_inner):   # (read only)
+        READ_ONLY_CALLEES[id(f)] = f
+
+
+_register()
