@@ -66,6 +66,10 @@ FAST_PATHS: dict = {}
 # backend name -> fast(f, args, with_value) -> gradient (or (y, gradient)) or None: a
 # runner's one-call `gradient` / `value_and_grad` (see jit.pullback.fast_gradient).
 FAST_GRADIENTS: dict = {}
+# backend name -> typed(ir, argument values) -> IR: the IR a compiled backend
+# differentiates in place of `ir` when `ir` calls a function value whose meaning its
+# types fix (`back(dy)` of a pullback of one: `adjoint.passes.nested_pullback`)
+TYPED_REWRITES: dict = {}
 # Per `with_value`: f -> (f.__code__, call, compiled, guard), the one-call gradient the runner
 # compiled last for f.  `call(*args)` checks the number and classes of the arguments
 # itself and takes the runner's lookup for anything else.  Not `compiled`: a shortcut to
@@ -306,6 +310,9 @@ def run_pullback(f: Callable, args: tuple, kwargs: dict, backend: str = "auto",
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
     refuse_shadowed_fields(args, SHAPE_ATTRS)
+    typed = TYPED_REWRITES.get(backend) if typed_rewrite_wanted(ir) else None
+    if typed is not None:
+        ir = typed(ir, all_args)
     jf = transform(ir, activity_of(all_args), arg_types(all_args))
     if checkpoint is not None:
         jf = checkpointed(jf, checkpoint)
@@ -325,6 +332,18 @@ def run_pullback(f: Callable, args: tuple, kwargs: dict, backend: str = "auto",
 
 
 PULLBACK[:] = [pullback]     # (a property's cotangent: adjoint.pytrees)
+
+
+def typed_rewrite_wanted(ir: Any) -> bool:
+    """Does `ir` call a callee marked `__zygopy_typed__` (one a compiled backend makes
+    static from its operands' types: `TYPED_REWRITES`)?  Asked once per IR."""
+    hit = ir.meta.get("typed_rewrite")
+    if hit is None:
+        hit = ir.meta["typed_rewrite"] = any(
+            s.op == "call" and s.args and getattr(s.args[0], "value", None) is not None
+            and getattr(s.args[0].value, "__zygopy_typed__", False)
+            for b in ir.blocks for s in b.stmts)
+    return hit
 
 
 def _bind_all(f: Callable, args: tuple, kwargs: dict) -> tuple:

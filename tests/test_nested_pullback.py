@@ -171,3 +171,56 @@ def test_a_back_that_escapes_keeps_pullbacks_own_code():
 
 def test_generated_functions_are_made_once():
     assert vjp_function(energy, 0, 1) is vjp_function(energy, 0, 1)
+
+
+def egrad(fun):
+    """autograd's elementwise_grad as a user writes it with pullback: `fun` is a value
+    the closure captured, known only when it runs (`vjp_value`, `value_of`)."""
+    def g(x):
+        y, back = pullback(fun, x)
+        return back(np.ones_like(y))[0]
+    return g
+
+
+def test_a_function_value_compiles_by_its_type():
+    def loss(x):
+        return np.sum(egrad(np.tanh)(x) * x)
+    t = np.tanh(POINT)
+    np.testing.assert_allclose(egrad(np.tanh)(POINT), 1 - t ** 2, rtol=1e-14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jit.JitFallbackWarning)
+        second = egrad(egrad(np.tanh))(POINT)        # a top-level pullback of g
+        compiled = gradient(loss, POINT, backend="llvm")[0]
+    np.testing.assert_allclose(second, -2 * t * (1 - t ** 2), rtol=1e-13)
+    np.testing.assert_allclose(compiled, gradient(loss, POINT, backend="interp")[0], rtol=1e-12)
+    np.testing.assert_allclose(compiled, central_differences(loss, (POINT,), 0), rtol=1e-6)
+    assert jit.jit(loss)(POINT) == loss(POINT)
+
+
+def test_third_order_through_function_values_and_the_fourth_refused_by_name():
+    t = np.tanh(POINT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jit.JitFallbackWarning)
+        np.testing.assert_allclose(egrad(egrad(egrad(np.tanh)))(POINT),
+                                   -2 * (1 - t ** 2) * (1 - 3 * t ** 2), rtol=1e-12)
+        with pytest.raises(TypeError, match="pullback of a function passed in as a value, "
+                                            "inside a function that is differentiated twice"):
+            egrad(egrad(egrad(egrad(np.tanh))))(POINT)
+
+
+def test_a_function_that_writes_into_its_argument_keeps_pullbacks_copies():
+    def scale(v):
+        v *= 2.0
+        return np.sum(v)
+
+    def caller(x):
+        y, back = pullback(scale, x)
+        return back(1.0)[0][0] + y
+
+    def caller_of_a_value(x, f):
+        y, back = pullback(f, x)
+        return back(1.0)[0][0] + y
+    for run in (lambda x: caller(x), lambda x: caller_of_a_value(x, scale)):
+        x = POINT.copy()
+        assert run(x) == pytest.approx(2.0 + 2 * np.sum(POINT))
+        assert np.array_equal(x, POINT), "pullback runs f on a copy of x"

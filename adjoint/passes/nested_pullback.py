@@ -30,11 +30,14 @@ from typing import Any, Optional
 import numpy as np
 
 from ssair import IR, Const, Stmt, Var
+from ssair.interpreter import Closure
+
+from ..api import pullback
+from ..nested_hv import captured_values, function_parts, library_callee
 
 
 def rewrite_pullback_calls(ir: IR) -> None:
     """Rewrite `ir`'s `pullback` calls whose `back` is only called (see the docstring)."""
-    from ..api import pullback
     sites = [(b, s) for b in ir.blocks for s in b.stmts
              if s.op == "call" and s.args and isinstance(s.args[0], Const)
              and s.args[0].value is pullback and not s.kwargs and len(s.args) >= 3]
@@ -50,16 +53,20 @@ def _rewrite(ir: IR, s: Stmt) -> Optional[list]:
     if any(not isinstance(x, (Var, Const)) for x in xs):
         return None
     callee = _callee(ir, f, len(xs))
-    if callee is None:
+    if callee is None and not isinstance(f, Var):
         return None
     calls = _back_calls(ir, s.var)
     if calls is None:
         return None
-    fn, captured = callee
-    vjp = vjp_function(fn, len(captured), len(xs))
+    if callee is None:          # a function value (an argument, a captured value)
+        lead = [Const(vjp_value), f]
+    else:
+        fn, captured = callee
+        lead = [Const(vjp_function(fn, len(captured), len(xs))), *captured]
     for call in calls:
-        call.args = [Const(vjp), *captured, *xs, call.args[1]]
-    y = Stmt(ir.new_var(), "call", [f, *xs], line=s.line)
+        call.args = [*lead, *xs, call.args[1]]
+    y = Stmt(ir.new_var(), "call", [f, *xs] if callee is not None else
+             [Const(value_of), f, *xs], line=s.line)
     return [y, Stmt(s.var, "tuple", [y.var, Const(None)], line=s.line, name=s.name)]
 
 
@@ -68,21 +75,34 @@ def _callee(ir: IR, f: Any, nargs: int) -> Optional[tuple]:
     pullback's function operand `f`: a Python function constant or a library function
     with a derivative rule, called as it is; a closure made in `ir`, as its code with
     the values it captured as leading parameters (`_with_captured`).  None for
-    anything else (a bound method, a class, a partial, a function passed in: their
-    pullback keeps its own code)."""
-    from ..nested_hv import library_callee, static_function
+    anything else (a function value, which `vjp_value` takes apart where it is called;
+    a bound method, a class, a partial constant: their pullback keeps its own code)."""
+    from ..nested_hv import static_function
     if isinstance(f, Const):
-        if type(f.value) is types.FunctionType or library_callee(f.value):
-            return f.value, []
-        return None
+        fn = f.value
+        if library_callee(fn):
+            return fn, []
+        if type(fn) is not types.FunctionType or not writes_nothing(fn, nargs):
+            return None
+        if fn.__closure__:      # its cells' values lead (forward mode takes them so)
+            return _with_captured(fn), [Const(c.cell_contents) for c in fn.__closure__]
+        return fn, []
     got = static_function(f, nargs, ir.defs_by_var(), ir)
-    if got is None or not got[1]:
+    if got is None or not got[1] or not writes_nothing(got[0], nargs):
         return None
     fn, captured = got
+    return _with_captured(fn), list(captured)
+
+
+def writes_nothing(fn: Any, nargs: int) -> bool:
+    """Is Python function `fn`, called with `nargs` positional arguments (all its
+    parameters), known to write into none of them?  (`pullback` runs f on copies of its
+    arguments; the rewritten code calls f on them as they are.)"""
+    from .writes import written_params
     code = fn.__code__
     if code.co_flags & 0x0C or code.co_kwonlyargcount or code.co_argcount != nargs:
-        return None
-    return _with_captured(fn), list(captured)
+        return False
+    return written_params(fn, nargs) == frozenset()
 
 
 def _with_captured(fn: types.FunctionType) -> types.FunctionType:
@@ -177,6 +197,57 @@ def vjp_function(fn: Any, nfree: int, nargs: int) -> Any:
     return out
 
 
+def vjp_value(f: Any, *args: Any) -> tuple:
+    """`back(dy)` of `pullback(f, *xs)` (`args`: the xs, then dy) for a function value `f`
+    known only when the call runs: by `vjp_function` of the function it is (a closure's
+    captured values leading, their cotangents flowing through `captured_values`), else
+    by `pullback` itself.  The JIT makes this a static call where it types f
+    (`jit.pullback.nested_gradient`).  (Run as user code: it imports nothing here.)"""
+    n = len(args) - 1
+    fn, nfree = value_function(f, n)
+    if fn is None:
+        return pullback_of_value(f, args)
+    if nfree:
+        return vjp_function(fn, nfree, n)(*captured_values(f), *args)
+    return vjp_function(fn, 0, n)(*args)
+
+
+vjp_value.__zygopy_typed__ = True    # (adjoint.api.TYPED_REWRITES)
+
+
+def value_function(f: Any, nargs: int) -> tuple:
+    """(the function `vjp_function` takes for function value `f` called with `nargs`
+    arguments, the number of values it captured that lead its arguments), or
+    (None, 0) for a value it does not take."""
+    if library_callee(f):
+        return f, 0
+    if type(f) is types.FunctionType and writes_nothing(f, nargs):
+        return (_with_captured(f), len(f.__closure__)) if f.__closure__ else (f, 0)
+    if isinstance(f, Closure):
+        parts = function_parts(f, nargs)
+        if parts is not None and writes_nothing(parts[0], nargs):
+            return _with_captured(parts[0]), parts[1]
+    return None, 0
+
+
+def value_of(f: Any, *xs: Any) -> Any:
+    """`pullback(f, *xs)[0]` for a function value `f`: f called on the xs themselves
+    when it writes into none of them, else as pullback calls it (on copies).  The JIT
+    makes this a static call of f where it types f."""
+    fn, _ = value_function(f, len(xs))
+    if fn is not None:
+        return f(*xs)
+    return pullback(f, *xs)[0]
+
+
+value_of.__zygopy_typed__ = True
+
+
+def pullback_of_value(f: Any, args: tuple) -> tuple:
+    """`pullback(f, *xs)[1](dy)` run as it is (a bound method, a partial, an object)."""
+    return pullback(f, *args[:-1])[1](args[-1])
+
+
 def check_seed(y: Any, dy: Any, name: str) -> None:
     """Raise what `back(dy)` of the pullback of `name` raises for a cotangent `dy` that
     does not fit the value `y` (its structure, shape or kind)."""
@@ -220,13 +291,26 @@ def entry_inner(a: Any, b: Any) -> Any:
     return 0.0 if b is None else np.sum(a * b)
 
 
+def _refuse_in_forward(em, s, ts, tan, kinds, defs, ir):
+    """Forward mode (a third derivative) over `pullback` of a function value."""
+    if not any(t is not None for t in ts):
+        return None
+    where = f"{ir.meta.get('source_name', ir.name)} at {ir.file}:{s.line or ir.firstline}"
+    raise TypeError("adjoint: pullback of a function passed in as a value, inside a function "
+                    "that is differentiated twice, is not supported yet; it is where the "
+                    f"function is known where pullback is called ({where})")
+
+
 def _register() -> None:
     from lowering.api import CALL_REWRITES
     from ..rule_table import nondiff
-    from ..special_callees import READ_ONLY_CALLEES
+    from ..special_callees import READ_ONLY_CALLEES, SPECIAL_TANGENTS
     CALL_REWRITES.append(rewrite_pullback_calls)
-    nondiff(check_seed)
-    for f in (check_seed, seed_inner, dict_inner, entries_inner, entry_inner):   # (read only)
+    for f in (vjp_value, value_of):
+        SPECIAL_TANGENTS[id(f)] = (f, _refuse_in_forward)
+    nondiff(check_seed, vjp_function, value_function, writes_nothing)
+    for f in (check_seed, seed_inner, dict_inner, entries_inner, entry_inner, vjp_value,
+              value_of, pullback_of_value):   # (they write into no argument: see value_of)
         READ_ONLY_CALLEES[id(f)] = f
 
 
