@@ -25,7 +25,11 @@ Optional shapes (`SHAPES`; `ZYGOPY_FUZZ_SHAPES` picks them: a comma-separated li
   * `jvp_after_error`: `h` may call a function made by a closure (forward mode
     refuses it, reverse mode does not); `jvp(f, ...)` is called three times and
     must give the same answer each time (the same error, or a tangent equal to
-    <gradient, tangents> by reverse mode).
+    <gradient, tangents> by reverse mode);
+  * `nested_batch`: `f` takes `gradient` (or `pullback` and `back`) of a helper `hn(u, w)`
+    whose array argument `w` is reached on one path only (an array cotangent that is
+    not there on the other); every gradient is checked again with `batch=` over rows of
+    x and y, against a loop of gradients over the rows (values and errors).
 
 `check_program(source, inputs)` raises `FuzzFailure` naming what disagreed:
   * CPython, the interpreter and the JIT give the same value or the same exception
@@ -53,14 +57,14 @@ import warnings
 import numpy as np
 from hypothesis import strategies as st
 
-from adjoint import jvp, pullback
+from adjoint import gradient, jvp, pullback
 from adjoint.passes.checkpoint import CheckpointError
 from jit import TypingError
 from jit.pullback.backend import JitFallbackWarning
 
 FLOATS = ("a", "b", "c", "x", "y")
 _DIR = tempfile.mkdtemp(prefix="zygopy_fuzz_")
-SHAPES = ("early_return", "slice_write", "ckpt", "jvp_after_error")
+SHAPES = ("early_return", "slice_write", "ckpt", "jvp_after_error", "nested_batch")
 DEFAULT_SHAPES = ()      # CI: the programs and checks as before (same time)
 # MiB: one tape word a segment (a snapshot at every header visit), 64 words; the JIT
 # is checked with the first only (each budget is a compile of its own)
@@ -167,6 +171,8 @@ class Body:
             kinds += ["slice_write"]
         if "ckpt" in self.shapes and depth > 0:
             kinds += ["two_loops"]
+        if "nested_batch" in self.shapes:
+            kinds += ["nested"]
         return kinds
 
     def stmt_assign(self, indent, depth, in_loop) -> None:
@@ -305,12 +311,27 @@ class Body:
             "m[1] = m[1] * m[0]"])))
         self.emit(indent, "b = b + math.tanh(float(np.sum(m)))")
 
+    def stmt_nested(self, indent, depth, in_loop) -> None:
+        """`nested_batch`: a nested gradient (or pullback) of `hn`, its array entry read."""
+        self.emit(indent, self.draw(st.sampled_from([
+            "a = a + gradient(hn, a, arr)[1][0]",
+            "b = b + gradient(hn, b, arr * a)[0]",
+            "c = c + float(np.sum(gradient(hn, a * b, arr)[1]))",
+            "hy, hback = pullback(hn, b, arr)",
+            "a = a + hback(0.5)[0] * hn(a, arr)"])))
+        if self.lines[-1].lstrip().startswith("hy,"):
+            self.emit(indent, "a = a + hback(c)[0] + hy")
+
     def stmt_two_loops(self, indent, depth, in_loop) -> None:
         """`ckpt`: two loops in a row (either may run zero times)."""
         for _ in range(2):
             getattr(self, self.draw(st.sampled_from(["stmt_for", "stmt_while"])))(
                 indent, depth, in_loop)
 
+
+# `nested_batch`: a helper whose array argument one path does not reach
+NESTED = ["def hn(u, w):", "    if u > {cut}:", "        return u * u + 0.5",
+          "    return u * float(np.sum(w * w)) + math.sin(u)", "", ""]
 
 # `jvp_after_error`: a function made by a closure, which forward mode refuses to call
 # from inside another function (reverse mode and the JIT call it)
@@ -347,9 +368,12 @@ def programs(draw, shapes: frozenset = frozenset()) -> str:
     if returning == "last":      # its early return may return what `f` returns
         main.stmt_returning_loop(1, 2, False)
     main.emit(1, f"return {final}")
+    nested = [line.format(cut=draw(st.sampled_from(["0.3", "-0.2", "5.0", "-5.0"])))
+              for line in NESTED] if "nested_batch" in shapes else []
     return "\n".join([
-        "import math", "import numpy as np", "", "",
-        *(MADE if "jvp_after_error" in shapes else []),
+        "import math", "import numpy as np",
+        *(["from adjoint import gradient, pullback"] if nested else []), "", "",
+        *(MADE if "jvp_after_error" in shapes else []), *nested,
         "def h(u, v):", "    x, y, arr = u, v, (u, v, 0.5)", *helper.lines,
         f"    return {helper_value}", "", "",
         "def r(u, n):", "    if n <= 0:", "        return u",
@@ -443,7 +467,37 @@ def check_program(source: str, values: tuple, shapes: frozenset = frozenset()) -
         _check_checkpointed(f, args, {"interp": interp, "llvm": compiled})
     if "jvp_after_error" in shapes:
         _check_jvp_repeated(f, args, expect, interp)
+    if "nested_batch" in shapes:
+        _check_batched(f, args)
     return "refused" if compiled is None else "compiled"
+
+
+def _check_batched(f, args: tuple) -> None:
+    """`gradient(f, X, Y, k, arr, batch=(0, 0, None, None))` against a loop of gradients
+    over the rows of X and Y: the same gradients, or the first failing row's error."""
+    x, y, k, arr = args
+    X, Y = np.array([x, y, 0.5 * (x + y)]), np.array([y, -0.25, x])
+
+    def quiet(thunk):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JitFallbackWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return _outcome(thunk)
+    rows = [quiet(lambda i=i: gradient(f, float(X[i]), float(Y[i]), k, arr))
+            for i in range(3)]
+    got = quiet(lambda: gradient(f, X, Y, k, arr, batch=(0, 0, None, None)))
+    failed = [r for r in rows if r[0] != "ok"]
+    if failed:
+        if got != failed[0]:
+            raise FuzzFailure(f"batch=: {got} where the rows give {failed[0]}")
+        return
+    if got[0] != "ok":
+        raise FuzzFailure(f"batch= raised {got[1]} where every row has a gradient")
+    for j in (0, 1, 3):
+        want = np.array([np.asarray(r[1][j], dtype=float) for r in rows])
+        if not np.allclose(np.asarray(got[1][j], dtype=float), want, rtol=1e-10, atol=1e-10,
+                           equal_nan=True):
+            raise FuzzFailure(f"batch= gradient {j}: {got[1][j]} where the rows give {want}")
 
 
 def _same_bits(a, b) -> bool:

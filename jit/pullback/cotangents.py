@@ -49,7 +49,16 @@ def accum_type(a: Type, b: Type) -> Type:
         return a
     if isinstance(a, BuiltListT) and a == b:
         return a
+    if isinstance(b, BuiltListT) and _fixed_list(a):    # (a rule compiled, another not:
+        return TupleT(tuple(accum_type(e, b.elem) for e in a.elems))  # one cotangent each)
+    if isinstance(a, BuiltListT) and _fixed_list(b):
+        return TupleT(tuple(accum_type(a.elem, e) for e in b.elems))
     raise TypeError(f"cannot accumulate {a} and {b}")
+
+
+def _fixed_list(t: Type) -> bool:
+    """A tuple or list of known length (not a dict's or an object's entries)."""
+    return isinstance(t, TupleT) and not isinstance(t, (DictT, RecordT))
 
 
 def zero_type(t: Type) -> Type:
@@ -174,8 +183,11 @@ def owned_copy(fc: FunctionGen, v, t: Type) -> L.Value:
 
 
 def _cotangent(fc: FunctionGen, operand, have: Type, want: Type) -> L.Value:
-    """An operand as a value of `want`, its None parts as zeros."""
+    """An operand as a value of `want`, its None parts as zeros (a built list's entries
+    as the entries of a tuple of its length, which `accum_type` checked)."""
     v = fc.get(operand)
+    if isinstance(have, BuiltListT) and isinstance(want, TupleT):
+        return _entries_of(fc, v, have, want)
     if isinstance(have, TupleT):
         out = L.Constant(lltype(want), L.Undefined)
         for i, (h, w) in enumerate(zip(have.elems, want.elems)):
@@ -184,6 +196,21 @@ def _cotangent(fc: FunctionGen, operand, have: Type, want: Type) -> L.Value:
             out = fc.b.insert_value(out, part, i)
         return out
     return _zero_or(fc, v, have, want)
+
+
+def _entries_of(fc: FunctionGen, v, have: BuiltListT, want: TupleT) -> L.Value:
+    """The built list `v` as the tuple `want` of its entries (its length is the
+    argument's, whose cotangents both are: a mismatch is an internal error)."""
+    n = len(want.elems)
+    fc.raise_if(fc.b.icmp_signed("!=", fc.b.extract_value(v, 1), L.Constant(L.IntType(64), n)),
+                ValueError, f"a list cotangent does not have the {n} entries of its argument")
+    et = lltype(have.elem)
+    data = fc.b.extract_value(v, 0)
+    out = L.Constant(lltype(want), L.Undefined)
+    for i, w in enumerate(want.elems):
+        entry = fc.b.load(fc.b.gep(data, [L.Constant(L.IntType(64), i)], source_etype=et), typ=et)
+        out = fc.b.insert_value(out, _zero_or(fc, entry, have.elem, w), i)
+    return out
 
 
 def _zero_or(fc: FunctionGen, v, have: Type, want: Type) -> L.Value:
