@@ -75,7 +75,7 @@ test_dtypes_compiled test_complex_convention test_layering test_library
 test_library_option_compare test_regressions_checkpoint test_regressions_checkpoint_loops
 test_rounding_compiled test_array_sums test_builtin_sum_arrays test_host_calls test_jit_fastcall
 test_jit_fastpath test_autograd_shapes_compiled test_reshape_views_compiled test_jit_array_methods
-test_passes_random test_property test_parser test_pass_order
+test_passes_random test_property test_parser test_pass_order test_nested_pullback
 """.split())
 
 

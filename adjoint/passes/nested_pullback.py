@@ -17,23 +17,28 @@ once for `y` and once more for each `back(dy)`: the price of not keeping a tape
 alive between two statements.  `back(dy)` checks `dy` against `y` first, raising what the
 top-level `back` raises for a cotangent of the wrong structure or shape (`check_seed`).
 
-Rewritten only where f is known where the lowering sees the call (a function constant or a
-library function with a rule), called with positional arguments only, and where `back`
-is used only by calling it with one argument.  Anything else keeps its meaning:
-`pullback`'s own code runs, and the nested modes refuse what they do not support, by name.
+Rewritten only where f is known where the lowering sees the call (a function constant, a
+library function with a rule, or a lambda or def made in the function), called with
+positional arguments only; where f writes into none of them and running it again repeats
+nothing (`writes_nothing`: no random draws, prints or writes into global containers);
+and where `back` is used only by calling it with one argument.  Where f is a value (an
+argument, a captured variable), the JIT makes the same rewrite once f's type says which
+function it is (`jit.pullback.nested_gradient`, with `rewritten`).  Anything else keeps
+its meaning: `pullback`'s own code runs, and the nested modes refuse what they do not
+support, by name.
 """
 from __future__ import annotations
 
+import random
 import types
 from typing import Any, Optional
 
 import numpy as np
 
 from ssair import IR, Const, Stmt, Var
-from ssair.interpreter import Closure
 
 from ..api import pullback
-from ..nested_hv import captured_values, function_parts, library_callee
+from ..nested_hv import library_callee
 
 
 def rewrite_pullback_calls(ir: IR) -> None:
@@ -53,21 +58,23 @@ def _rewrite(ir: IR, s: Stmt) -> Optional[list]:
     if any(not isinstance(x, (Var, Const)) for x in xs):
         return None
     callee = _callee(ir, f, len(xs))
-    if callee is None and not isinstance(f, Var):
-        return None
-    calls = _back_calls(ir, s.var)
+    calls = _back_calls(ir, s.var) if callee is not None else None
     if calls is None:
         return None
-    if callee is None:          # a function value (an argument, a captured value)
-        lead = [Const(vjp_value), f]
-    else:
-        fn, captured = callee
-        lead = [Const(vjp_function(fn, len(captured), len(xs))), *captured]
+    return rewritten(ir, s, calls, callee[0], [], callee[1])
+
+
+def rewritten(ir: IR, s: Stmt, calls: list, fn: Any, made: list, lead: list) -> list:
+    """The statements replacing the pullback call `s` (its pair `(f(xs...), None)`,
+    after the statements `made`), the calls `back(dy)` of `calls` made calls of
+    `vjp_function(fn, len(lead), len(xs))` with the operands `lead` leading (the values
+    f captured, made by `made` or already operands)."""
+    xs = list(s.args[2:])
+    vjp = vjp_function(fn, len(lead), len(xs))
     for call in calls:
-        call.args = [*lead, *xs, call.args[1]]
-    y = Stmt(ir.new_var(), "call", [f, *xs] if callee is not None else
-             [Const(value_of), f, *xs], line=s.line)
-    return [y, Stmt(s.var, "tuple", [y.var, Const(None)], line=s.line, name=s.name)]
+        call.args = [Const(vjp), *lead, *xs, call.args[1]]
+    y = Stmt(ir.new_var(), "call", [s.args[1], *xs], line=s.line)
+    return [*made, y, Stmt(s.var, "tuple", [y.var, Const(None)], line=s.line, name=s.name)]
 
 
 def _callee(ir: IR, f: Any, nargs: int) -> Optional[tuple]:
@@ -75,8 +82,9 @@ def _callee(ir: IR, f: Any, nargs: int) -> Optional[tuple]:
     pullback's function operand `f`: a Python function constant or a library function
     with a derivative rule, called as it is; a closure made in `ir`, as its code with
     the values it captured as leading parameters (`_with_captured`).  None for
-    anything else (a function value, which `vjp_value` takes apart where it is called;
-    a bound method, a class, a partial constant: their pullback keeps its own code)."""
+    anything else (a function value: the JIT rewrites the call where f's type says
+    which function it is, `jit.pullback.nested_gradient`; a bound method, a class, a
+    partial: their pullback keeps its own code)."""
     from ..nested_hv import static_function
     if isinstance(f, Const):
         fn = f.value
@@ -95,14 +103,71 @@ def _callee(ir: IR, f: Any, nargs: int) -> Optional[tuple]:
 
 
 def writes_nothing(fn: Any, nargs: int) -> bool:
-    """Is Python function `fn`, called with `nargs` positional arguments (all its
-    parameters), known to write into none of them?  (`pullback` runs f on copies of its
-    arguments; the rewritten code calls f on them as they are.)"""
+    """May the rewrite call Python function `fn` (with `nargs` positional arguments, all
+    its parameters) on the xs themselves, and again in each `back(dy)`?  Only when it is
+    known to write into none of them (`pullback` runs f on copies) and to have no effect
+    that a second run repeats or changes (`repeatable`)."""
     from .writes import written_params
     code = fn.__code__
     if code.co_flags & 0x0C or code.co_kwonlyargcount or code.co_argcount != nargs:
         return False
-    return written_params(fn, nargs) == frozenset()
+    return written_params(fn, nargs) == frozenset() and repeatable(fn)
+
+
+# methods that draw from a random generator, or write into the container they belong to
+_EFFECT_METHODS = frozenset("""normal uniform random randn rand randint integers choice
+    shuffle permutation permuted standard_normal binomial poisson exponential gamma beta
+    multivariate_normal lognormal laplace logistic seed bit_generator
+    append extend insert pop remove clear update setdefault add discard sort reverse fill
+    put itemset resize write info debug warning error""".split())
+_LOCAL_CONTAINERS = ("list", "dict", "set", "tuple")
+
+
+def _own_code(fn: Any) -> bool:
+    """zygopy's own functions (this module's, a rule's), which draw and print nothing."""
+    from ..rule_table import lookup_callee
+    module = getattr(fn, "__module__", None) or ""
+    return lookup_callee(fn) is not None or module.partition(".")[0] in (
+        "adjoint", "lowering", "ssair", "jit") and not getattr(fn, "__zygopy_lowered__", False)
+
+
+def repeatable(fn: Any, seen: Optional[set] = None) -> bool:
+    """Does running Python function `fn` twice give the same result, with nothing else
+    seen twice?  False when it, or a function it calls or makes, draws from a random
+    generator, prints, writes a global, or calls a method that may write into a
+    container it did not make (`HIST.append(y)`); False when its code cannot be read."""
+    import lowering
+    from lowering.runtime import write_global
+    seen = set() if seen is None else seen
+    if fn in seen:
+        return True
+    seen.add(fn)
+    try:
+        ir = lowering.lower(fn)
+    except Exception:       # noqa: BLE001  (code the lowering refuses: not known)
+        return False
+    made = {st.var for b in ir.blocks for st in b.stmts if st.op in _LOCAL_CONTAINERS}
+    for b in ir.blocks:
+        for st in b.stmts:
+            if st.op == "getattr" and isinstance(st.args[1], Const) and \
+                    st.args[1].value in _EFFECT_METHODS and st.args[0] not in made:
+                return False
+            callee = st.args[0].value if st.op in ("call", "make_closure") and st.args and \
+                isinstance(st.args[0], Const) else None
+            if callee is None:
+                continue
+            owner = getattr(callee, "__self__", None)
+            module = getattr(callee, "__module__", None) or ""
+            if callee is print or callee is write_global or module.startswith(
+                    ("numpy.random", "random")) or isinstance(
+                    owner, (np.random.Generator, np.random.RandomState, random.Random)):
+                return False
+            if isinstance(callee, types.CodeType):
+                continue            # (a closure's code: read where it is called)
+            if type(callee) is types.FunctionType and not _own_code(callee) and \
+                    not repeatable(callee, seen):
+                return False
+    return True
 
 
 def _with_captured(fn: types.FunctionType) -> types.FunctionType:
@@ -197,57 +262,6 @@ def vjp_function(fn: Any, nfree: int, nargs: int) -> Any:
     return out
 
 
-def vjp_value(f: Any, *args: Any) -> tuple:
-    """`back(dy)` of `pullback(f, *xs)` (`args`: the xs, then dy) for a function value `f`
-    known only when the call runs: by `vjp_function` of the function it is (a closure's
-    captured values leading, their cotangents flowing through `captured_values`), else
-    by `pullback` itself.  The JIT makes this a static call where it types f
-    (`jit.pullback.nested_gradient`).  (Run as user code: it imports nothing here.)"""
-    n = len(args) - 1
-    fn, nfree = value_function(f, n)
-    if fn is None:
-        return pullback_of_value(f, args)
-    if nfree:
-        return vjp_function(fn, nfree, n)(*captured_values(f), *args)
-    return vjp_function(fn, 0, n)(*args)
-
-
-vjp_value.__zygopy_typed__ = True    # (adjoint.api.TYPED_REWRITES)
-
-
-def value_function(f: Any, nargs: int) -> tuple:
-    """(the function `vjp_function` takes for function value `f` called with `nargs`
-    arguments, the number of values it captured that lead its arguments), or
-    (None, 0) for a value it does not take."""
-    if library_callee(f):
-        return f, 0
-    if type(f) is types.FunctionType and writes_nothing(f, nargs):
-        return (_with_captured(f), len(f.__closure__)) if f.__closure__ else (f, 0)
-    if isinstance(f, Closure):
-        parts = function_parts(f, nargs)
-        if parts is not None and writes_nothing(parts[0], nargs):
-            return _with_captured(parts[0]), parts[1]
-    return None, 0
-
-
-def value_of(f: Any, *xs: Any) -> Any:
-    """`pullback(f, *xs)[0]` for a function value `f`: f called on the xs themselves
-    when it writes into none of them, else as pullback calls it (on copies).  The JIT
-    makes this a static call of f where it types f."""
-    fn, _ = value_function(f, len(xs))
-    if fn is not None:
-        return f(*xs)
-    return pullback(f, *xs)[0]
-
-
-value_of.__zygopy_typed__ = True
-
-
-def pullback_of_value(f: Any, args: tuple) -> tuple:
-    """`pullback(f, *xs)[1](dy)` run as it is (a bound method, a partial, an object)."""
-    return pullback(f, *args[:-1])[1](args[-1])
-
-
 def check_seed(y: Any, dy: Any, name: str) -> None:
     """Raise what `back(dy)` of the pullback of `name` raises for a cotangent `dy` that
     does not fit the value `y` (its structure, shape or kind)."""
@@ -291,27 +305,15 @@ def entry_inner(a: Any, b: Any) -> Any:
     return 0.0 if b is None else np.sum(a * b)
 
 
-def _refuse_in_forward(em, s, ts, tan, kinds, defs, ir):
-    """Forward mode (a third derivative) over `pullback` of a function value."""
-    if not any(t is not None for t in ts):
-        return None
-    where = f"{ir.meta.get('source_name', ir.name)} at {ir.file}:{s.line or ir.firstline}"
-    raise TypeError("adjoint: pullback of a function passed in as a value, inside a function "
-                    "that is differentiated twice, is not supported yet; it is where the "
-                    f"function is known where pullback is called ({where})")
-
-
 def _register() -> None:
     from lowering.api import CALL_REWRITES
     from ..rule_table import nondiff
-    from ..special_callees import READ_ONLY_CALLEES, SPECIAL_TANGENTS
+    from ..special_callees import READ_ONLY_CALLEES
     CALL_REWRITES.append(rewrite_pullback_calls)
-    for f in (vjp_value, value_of):
-        SPECIAL_TANGENTS[id(f)] = (f, _refuse_in_forward)
-    nondiff(check_seed, vjp_function, value_function, writes_nothing)
-    for f in (check_seed, seed_inner, dict_inner, entries_inner, entry_inner, vjp_value,
-              value_of, pullback_of_value):   # (they write into no argument: see value_of)
+    nondiff(check_seed)
+    for f in (check_seed, seed_inner, dict_inner, entries_inner, entry_inner):   # (read only)
         READ_ONLY_CALLEES[id(f)] = f
+    pullback.__zygopy_typed__ = True    # (the JIT rewrites one of a function value)
 
 
 _register()

@@ -122,9 +122,6 @@ def _callee(ctx: Context, ft: Type, nargs: Optional[int] = None) -> tuple:
                  "passed as a value is not compiled yet")
     if _nested_gradient(f):
         return f, None, False   # by its Hessian-vector rule (`_t_gradient_jcall`)
-    if getattr(f, "__zygopy_typed__", False):   # (`adjoint.api.TYPED_REWRITES`)
-        ctx.fail("pullback of a function value inside differentiated code is compiled where "
-                 "the function's type is known before differentiating; here it is not")
     if isinstance(f, Pullback) and nargs is not None:
         return pullback_caller(f, nargs), [], False
     if _special(f) is not None:

@@ -399,73 +399,53 @@ def _cg_captured(fc: FunctionGen, s, ts: list) -> L.Value:
     return L.Constant(lltype(TupleT(())), [])
 
 
-def _t_vjp_value(ctx: Context, s, ts: list) -> Type:
-    """`vjp_value(f, xs..., dy)` (`adjoint.passes.nested_pullback`): f's type says which
-    function it is, so the call becomes the static one `vjp_value` would make at run
-    time, of `vjp_function` (a closure's captured values read from it, leading)."""
+def _check_pure(ctx: Context, fn: Any, n: int) -> bool:
+    """Refuse (saying why) a pullback's function that may write into its arguments or
+    repeat an effect when run again, or is not called with all of its positional
+    parameters."""
+    from adjoint.passes.nested_pullback import writes_nothing
+    if not writes_nothing(fn, n):
+        ctx.fail(f"pullback() of {fn.__qualname__} inside compiled code is compiled for a "
+                 "function called with all its positional parameters, that writes into "
+                 "none of them and has no effect a second run repeats (a random draw, a "
+                 "print)")
+    return True
+
+
+def _t_pullback(ctx: Context, s, ts: list) -> Type:
+    """`pullback(f, xs...)` whose `back` is only called, for an f its type fixes (a
+    function value: the lowering rewrote the other forms, `adjoint.passes.nested_pullback`):
+    the same rewrite, a closure's captured values read from it."""
     from adjoint.nested_hv import captured_values, library_callee
-    from adjoint.passes.nested_pullback import _with_captured, vjp_function
+    from adjoint.passes.nested_pullback import _back_calls, _with_captured, rewritten
     from jit.typing.spread import RewriteStatement
     from ssair.ir import Const, Stmt
-    n = len(s.args) - 3
-    f = ts[0]
-    if s.kwargs or n < 1:
-        ctx.fail("back(dy) of a pullback takes one argument")
-    if isinstance(f, ClosureT):
-        _check_pure(ctx, f.func, n)
+    f, n = ts[0], len(s.args) - 2
+    if s.kwargs or n < 1 or _back_calls(ctx.typing.ir, s.var) is None:
+        ctx.fail("pullback() inside compiled code is not compiled yet where its back "
+                 "escapes (returned, stored or passed on); gradient() is")
+    if isinstance(f, ClosureT) and _check_pure(ctx, f.func, n):
         fn, nfree = _with_captured(f.func), len(f.captured)
     elif isinstance(f, FunctionT) and (library_callee(f.func) or type(f.func) is
                                        pytypes.FunctionType and _check_pure(ctx, f.func, n)):
         fn, nfree = f.func, 0
     else:
-        ctx.fail(f"back(dy) of the pullback of a {f} is not compiled")
-    vjp = vjp_function(fn, nfree, n)
+        ctx.fail(f"pullback() of a {f} inside compiled code is not compiled")
 
     def build(ir: IR, st) -> list:
-        made, lead = [], []
+        made = []
         if nfree:
             made.append(Stmt(ir.new_var(), "call", [Const(captured_values), st.args[1]],
                              line=st.line))
-            for j in range(nfree):
-                made.append(Stmt(ir.new_var(), "getitem", [made[0].var, Const(j)], line=st.line))
-                lead.append(made[-1].var)
-        return made + [Stmt(st.var, "call", [Const(vjp), *lead, *st.args[2:]], line=st.line,
-                            name=st.name)]
-    raise RewriteStatement("back(dy) of a pullback", s.var, build)
-
-
-def _check_pure(ctx: Context, fn: Any, n: int) -> bool:
-    """Refuse (saying why) a pullback's function that may write into its arguments or
-    is not called with all of its positional parameters."""
-    from adjoint.passes.nested_pullback import writes_nothing
-    if not writes_nothing(fn, n):
-        ctx.fail(f"pullback of {fn.__qualname__} called with {n} arguments inside compiled "
-                 "code is compiled for a function of as many positional parameters that "
-                 "writes into none of them")
-    return True
-
-
-def _t_value_of(ctx: Context, s, ts: list) -> Type:
-    """`value_of(f, xs...)` (`adjoint.passes.nested_pullback`): f(xs...), for an f whose
-    type says which function it is and that writes into no argument."""
-    from adjoint.nested_hv import library_callee
-    from jit.typing.spread import RewriteStatement
-    from ssair.ir import Stmt
-    f, n = ts[0], len(s.args) - 2
-    if s.kwargs or not (isinstance(f, ClosureT) and _check_pure(ctx, f.func, n) or
-                        isinstance(f, FunctionT) and (library_callee(f.func) or type(f.func)
-                                                      is pytypes.FunctionType
-                                                      and _check_pure(ctx, f.func, n))):
-        ctx.fail(f"the pullback of a {f} is not compiled")
-
-    def build(ir: IR, st) -> list:
-        return [Stmt(st.var, "call", list(st.args[1:]), line=st.line, name=st.name)]
-    raise RewriteStatement("the value of a pullback", s.var, build)
+            made += [Stmt(ir.new_var(), "getitem", [made[0].var, Const(j)], line=st.line)
+                     for j in range(nfree)]
+        return rewritten(ir, st, _back_calls(ir, st.var), fn, made, [m.var for m in made[1:]])
+    raise RewriteStatement("a pullback and its back", s.var, build)
 
 
 def typed_ir(ir: IR, values: tuple) -> IR:
     """`ir` as the JIT types it for these argument values, its statements rewritten by
-    their types (`_t_vjp_value`): what a top-level pullback differentiates
+    their types (`_t_pullback`): what a top-level pullback differentiates
     (`adjoint.api.TYPED_REWRITES`).  `ir` itself when its typing fails (the compiled
     forward then reports why)."""
     from jit.typing.infer import ENGINE
@@ -485,7 +465,7 @@ def _refused(name: str):
 def _declare() -> None:
     from adjoint import api
     from adjoint.forward import hessian
-    from adjoint.passes.nested_pullback import check_seed, value_of, vjp_value
+    from adjoint.passes.nested_pullback import check_seed
     from jit.codegen.host_calls import lower_library_call
     from jit.library.numpy_calls import host_rule
     for f in (api.gradient, api.value_and_grad):
@@ -503,15 +483,12 @@ def _declare() -> None:
                      types=host_rule("back(dy)", "y, dy, name", lambda a: NONE, check_seed),
                      lower=lower_library_call, numpy_too=True,
                      name="back(dy)'s check of dy in a nested pullback")
-    REGISTRY.declare(vjp_value, family=FAMILY, pattern="a function, its arguments, dy",
-                     types=_t_vjp_value, numpy_too=True,
-                     name="back(dy) of the pullback of a function value")
-    REGISTRY.declare(value_of, family=FAMILY, pattern="a function, its arguments",
-                     types=_t_value_of, numpy_too=True,
-                     name="the value of the pullback of a function value")
     for name in ("auto", "llvm"):
         api.TYPED_REWRITES[name] = typed_ir
-    for f in (api.pullback, api.jacobian, hessian):   # (their code is not the user's)
+    REGISTRY.declare(api.pullback, family=FAMILY, pattern="a function its type fixes, "
+                     "arguments; back only called", types=_t_pullback, numpy_too=True,
+                     name="adjoint.pullback")
+    for f in (api.jacobian, hessian):   # (their code is not the user's)
         REGISTRY.declare(f, family=FAMILY, pattern="any (refused, saying so)",
                          types=_refused(f.__name__),
                          numpy_too=True, name=f"adjoint.{f.__name__}")
