@@ -313,14 +313,18 @@ class Body:
 
     def stmt_nested(self, indent, depth, in_loop) -> None:
         """`nested_batch`: a nested gradient (or pullback) of `hn`, its array entry read."""
-        self.emit(indent, self.draw(st.sampled_from([
+        choice = self.draw(st.sampled_from([
             "a = a + gradient(hn, a, arr)[1][0]",
             "b = b + gradient(hn, b, arr * a)[0]",
             "c = c + float(np.sum(gradient(hn, a * b, arr)[1]))",
-            "hy, hback = pullback(hn, b, arr)",
-            "a = a + hback(0.5)[0] * hn(a, arr)"])))
-        if self.lines[-1].lstrip().startswith("hy,"):
-            self.emit(indent, "a = a + hback(c)[0] + hy")
+            "pullback"]))
+        if choice != "pullback":
+            self.emit(indent, choice)
+            return
+        self.emit(indent, "hy, hback = pullback(hn, b, arr)")
+        self.emit(indent, self.draw(st.sampled_from([
+            "a = a + hback(c)[0] + hy", "a = a + hback(0.5)[0] * hn(a, arr)",
+            "c = c + float(np.sum(hback(1.0)[1])) * hy"])))
 
     def stmt_two_loops(self, indent, depth, in_loop) -> None:
         """`ckpt`: two loops in a row (either may run zero times)."""
