@@ -258,6 +258,9 @@ def vjp_function(fn: Any, nfree: int, nargs: int) -> Any:
                              {"__gradient__": gradient, "__weighted__": weighted}, of)
     out.__zygopy_lowered__ = True
     out.__zygopy_explain__ = lambda *operands: f"back(dy) of the pullback of {tail}"
+    import lowering
+    for made, what in ((weighted, "the pullback of"), (out, "back(dy) of the pullback of")):
+        lowering.lower(made).meta["source_name"] = f"{what} {tail}"   # (in messages)
     _MADE[key] = (fn, out)
     return out
 

@@ -133,12 +133,13 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
         ctx.fail("gradient of a library function inside compiled code is not compiled; "
                  "wrap it in a Python function")
     ir = f if isinstance(f, IR) else lowered(f)     # the transform's input, as lowered
+    name = ir.meta.get("source_name", ir.name)
     pos = list(s.args[2:])
     kw = {k: v for k, v in s.kwargs.items()      # held constant, as in the API; backend=
           if k != "backend" or accepts_keyword(f, k)}    # is f's where f takes one
     operands, _ = bind_operands(ctx, ir, f, pos, tuple(kw), list(kw.values()))
     if any(isinstance(o, Packed) for o in operands):
-        ctx.fail(f"gradient of {ir.name}, which takes *args or **kwargs, is not compiled "
+        ctx.fail(f"gradient of {name}, which takes *args or **kwargs, is not compiled "
                  "inside compiled code")
     argtypes = tuple(captured) + tuple(call_argument_type(ctx, a) for a in operands)
     nfree = len(captured)
@@ -149,17 +150,17 @@ def _typed(ctx: Context, s, ts: list) -> tuple:
     ir = _unrolled(ctx, ir, argtypes)
     jf = transform(ir, activity, tuple(str(t) for t in argtypes))
     if jf.inout:
-        ctx.fail(f"gradient of {ir.name}, which writes into an array argument, is not "
+        ctx.fail(f"gradient of {name}, which writes into an array argument, is not "
                  "compiled inside compiled code")
     fwd = ctx.engine.infer(jf.forward, (TAPE,) + argtypes)
     if not isinstance(fwd.ret, TupleT):
-        ctx.fail(f"the forward of {ir.name} does not return (y, env)")
+        ctx.fail(f"the forward of {name} does not return (y, env)")
     if fwd.host_pullbacks:      # (no owner for their handles in a native frame yet)
-        ctx.fail(f"gradient of {ir.name}, which calls a function that runs in the "
+        ctx.fail(f"gradient of {name}, which calls a function that runs in the "
                  "interpreter, is not compiled inside compiled code")
     y_t, env_t = fwd.ret.elems
     if y_t not in (FLOAT64, INT64, FLOAT32, INT32):   # (a bool is not a real scalar)
-        ctx.fail(f"gradient: {ir.name} must return a real scalar, got {y_t}; "
+        ctx.fail(f"gradient: {name} must return a real scalar, got {y_t}; "
                  "use jacobian or pullback")
     adj = ctx.engine.infer(adjoint_ir(jf, fwd), (READER, env_t, FLOAT64))
     decide(fwd, dead_pushes(fwd, adj))  # what this adjoint never reads is not recorded
