@@ -2,6 +2,8 @@
 ordinary Python functions; the JIT may implement them natively)."""
 from __future__ import annotations
 
+import itertools
+
 import builtins
 import operator
 
@@ -163,10 +165,27 @@ _KEYED = (dict, set, frozenset, type({}.keys()), type({}.values()), type({}.item
 
 def loop_items(v):
     """What `for x in v` reads by position: a dict's keys, a set's items or a dict
-    view's entries as a tuple, in CPython's iteration order; any other value (an array,
-    a list, a tuple, a string) as it is.  Every loop over a sequence reads its
-    sequence through this (the JIT rewrites it away by type)."""
-    return tuple(v) if isinstance(v, _KEYED) else v
+    view's entries as a tuple, in CPython's iteration order; the items of a finite
+    iterator (`itertools.product(...)`, `zip`, `reversed`, `map`) as a tuple, drawn
+    before the loop runs; any other value (an array, a list, a tuple, a string) as it
+    is; an iterator of no length (`itertools.count()`, a generator) is refused.  Every loop over a sequence reads its sequence through this (the JIT
+    rewrites it away by type)."""
+    if isinstance(v, _KEYED) or type(v) in _FINITE_ITERATORS:
+        return tuple(v)
+    if hasattr(type(v), "__next__") and not hasattr(type(v), "__len__"):
+        raise TypeError(f"zygopy: a for loop over a {type(v).__name__} iterator (no length: "
+                        "lazy or endless) is not supported; loop over a list of its items")
+    return v
+
+
+# iterators that end when their (finite) inputs do, drawn before the loop runs (`map`
+# and `filter` call their function then, not between the loop's steps: the same values
+# for a function without effects); `itertools.count`, `cycle`, `repeat` are refused
+_FINITE_ITERATORS = frozenset(
+    getattr(itertools, name) for name in ("product", "permutations", "combinations",
+                                          "combinations_with_replacement", "chain",
+                                          "pairwise", "zip_longest", "islice", "compress")
+    if hasattr(itertools, name)) | {zip, reversed, enumerate, map, filter}
 
 
 def keys_of(v) -> bool:

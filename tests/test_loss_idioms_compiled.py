@@ -293,3 +293,90 @@ def test_closure_over_a_comprehension_variable_is_refused_by_name():
         assert "comprehension's own variable" in str(e)
     else:
         assert g == pytest.approx(2.0 + 2 * 2.0 * 1.5) and f(1.5) == 7.5
+
+
+# -- a first hour of use (2026-11-29): idioms that fell back or were refused ------------
+import itertools  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import jit  # noqa: E402
+
+X6 = np.arange(18.0).reshape(6, 3) / 10
+Y6 = np.linspace(-1.0, 1.0, 6)
+
+
+@dataclass
+class Params:
+    W: np.ndarray
+    b: float = 0.0
+
+
+def dataclass_by_keywords(w):
+    p = Params(b=0.5, W=w)          # keywords, in any order
+    return np.sum((X6 @ p.W + p.b - Y6) ** 2)
+
+
+def dataclass_default_left_out(w):
+    p = Params(W=w * 2.0)
+    return np.sum(np.tanh(X6 @ p.W + p.b))
+
+
+_SHAPE_CHECKED = """
+def shape_checked(w):
+    assert w.shape == (3,), "w must be a 3-vector"
+    scale = 1.0 if w.shape != (2, 3) else 5.0
+    return np.sum(w ** 3) * scale
+"""
+exec(compile(_SHAPE_CHECKED, __file__, "exec"), globals())   # (not pytest's rewritten assert)
+
+
+def mapped_and_filtered(w):
+    values = list(map(lambda x: float(x @ w), X6))
+    kept = list(filter(lambda v: v > 0.0, values))
+    return sum(kept) + 0.0
+
+
+def over_itertools(w):
+    total = 0.0
+    for i, j in itertools.product(range(2), range(3)):
+        total += X6[i, j] * w[j]
+    for p, q in itertools.combinations(range(3), 2):
+        total += w[p] * w[q]
+    return total
+
+
+W3 = np.array([0.3, -0.2, 0.5])
+COMPILED_NOW = [dataclass_by_keywords, dataclass_default_left_out, shape_checked,
+                mapped_and_filtered]
+
+
+@pytest.mark.parametrize("f", COMPILED_NOW + [over_itertools],
+                         ids=lambda f: f.__name__)
+def test_first_hour_idioms_are_right(f):
+    g = gradient(f, W3, backend="interp")[0]
+    np.testing.assert_allclose(g, central(f, W3), rtol=1e-6, atol=1e-9)
+    if f in COMPILED_NOW:
+        assert jit.jit(f)(W3) == pytest.approx(f(W3), rel=1e-14)   # (np.tanh: 1 ulp)
+        np.testing.assert_allclose(compiled(gradient, f, W3, backend="llvm")[0], g, rtol=1e-12)
+    else:       # (itertools in compiled code: the default backend runs the interpreter)
+        np.testing.assert_allclose(gradient(f, W3)[0], g, rtol=1e-12)
+
+
+def test_a_failed_shape_check_raises_assertion_error_compiled():
+    with pytest.raises(AssertionError, match="w must be a 3-vector"):
+        jit.jit(shape_checked)(np.ones(2))
+
+
+def test_a_loop_over_an_endless_iterator_is_refused_by_name():
+    def endless(w):
+        t = 0.0
+        for k in itertools.count():
+            if k > 2:
+                break
+            t += w[k]
+        return t
+    for backend in ("interp", "auto"):      # (llvm: the JIT refuses itertools.count)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(TypeError, match="for loop over a count iterator"):
+                gradient(endless, W3, backend=backend)

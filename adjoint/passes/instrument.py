@@ -307,6 +307,10 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
     if isinstance(f, Const):
         rule = lookup_callee(f.value)
         if rule is not None and rule.pullback is not None:
+            if any(isinstance(v, Var) and act.is_active(v) for v in s.kwargs.values()):
+                args = positional_operands(f.value, list(s.args[1:]), s.kwargs)
+                if args is not None:    # `Params(W=w, b=0.5)`: its rule takes positions
+                    s = Stmt(s.var, "call", [f, *args], {}, s.line, s.name)
             return _rule_record(ir, bid, s, rule, list(s.args[1:]), s.kwargs, mutated, recs,
                                 act)
         if rule is not None:
@@ -315,6 +319,25 @@ def _instrument_call(ir, bid, s, act, tape, mutated, recs) -> list:
             return [Stmt(s.var, "call", [Const(missing_rule), Const(f"callee {_name(f.value)}"),
                                          Const(where(ir, s.line))], line=s.line, name=s.name)]
     return _jcall(ir, bid, s, tape, recs)
+
+
+def positional_operands(f: Any, args: list, kwargs: dict) -> Optional[list]:
+    """The operands of `f(*args, **kwargs)` all by position, when the keywords name the
+    parameters right after the positional ones, with no gap (a dataclass's or a named
+    tuple's fields, a function's parameters); else None."""
+    import inspect
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    out, left = list(args), dict(kwargs)
+    for p in params[len(args):]:
+        if not left:
+            break
+        if p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD or p.name not in left:
+            return None
+        out.append(left.pop(p.name))
+    return None if left else out
 
 
 def _transformable(f: Any) -> bool:

@@ -336,8 +336,37 @@ def _cg_compare(fc: FunctionGen, s, ts):
     if NONE in ts:
         same = ts[0] == ts[1]
         return L.Constant(I1, int(same == (s.op == "eq")))
+    if isinstance(ts[0], TupleT):
+        same = tuples_equal(fc, fc.get(s.args[0]), ts[0], fc.get(s.args[1]), ts[1])
+        return same if s.op == "eq" else fc.b.not_(same)
     a, b = (_number(fc, op, t) for op, t in zip(s.args, ts))
     return compare_values(fc, s.op, *a, *b)
+
+
+def tuples_equal(fc: FunctionGen, a, ta: TupleT, b, tb: TupleT) -> L.Value:
+    """`a == b` for tuples (or lists) of numbers, as CPython compares them: a tuple is
+    never equal to a list, nor to one of another length; else entry by entry."""
+    from jit.types import ListT
+    if isinstance(ta, ListT) != isinstance(tb, ListT) or len(ta.elems) != len(tb.elems):
+        return L.Constant(I1, 0)
+    out = L.Constant(I1, 1)
+    for k, (ea, eb) in enumerate(zip(ta.elems, tb.elems)):
+        x, y = fc.b.extract_value(a, k), fc.b.extract_value(b, k)
+        if isinstance(ea, TupleT):
+            same = tuples_equal(fc, x, ea, y, eb)
+        else:
+            (x, ea), (y, eb) = _literal(x, ea), _literal(y, eb)
+            same = compare_values(fc, "eq", x, ea, y, eb)
+        out = fc.b.and_(out, same)
+    return out
+
+
+def _literal(v, t) -> tuple:
+    """(value, type) of a tuple entry: a constant number (`LiteralT`) as an LLVM one."""
+    if isinstance(t, LiteralT) and type(t.value) in (int, float):
+        return (L.Constant(I64, t.value), INT64) if type(t.value) is int else \
+            (L.Constant(F64, t.value), FLOAT64)
+    return v, t
 
 
 def _number(fc: FunctionGen, operand, t) -> tuple:

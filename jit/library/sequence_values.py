@@ -11,7 +11,8 @@ so `list(x)` of one is known entry by entry at compile time:
     `len` of a tuple: `STATIC_CALLS`): the list of those ints;
   * `list(a)` of an array: a built list (`BuiltListT`, `jit.library.built_lists`) of
     its entries along the first axis, as numpy iterates: numbers for a 1-D float64 or
-    int64 array, views of the rows for more dimensions.
+    int64 array, views of the rows for more dimensions; `list(xs)` of a built list, a
+    new one of the same entries.
 
 `range(...)` itself is a value only with such bounds (a constant of no native data);
 `for i in range(n)` is a loop and needs none of this.  Anything else (a list built by
@@ -82,6 +83,8 @@ def _row_type(t: ArrayT) -> Type:
 def _t_list(ctx: Context, s, ts: list) -> Type:
     if not ts:
         ctx.fail("list() with no argument is compiled as [] (a list display)")
+    if len(ts) == 1 and not s.kwargs and isinstance(ts[0], BuiltListT):
+        return ts[0]         # a new list of the same entries
     if len(ts) == 1 and not s.kwargs and isinstance(ts[0], ArrayT):
         row = _row_type(ts[0])
         if row is None:
@@ -116,8 +119,26 @@ def _cg_rows(fc, arr, t: ArrayT, row: Type) -> L.Value:
     return out
 
 
+def _cg_copy(fc, acc, t: BuiltListT) -> L.Value:
+    """`list(xs)` of a built list: a new built list of its entries."""
+    b = fc.b
+    n = b.extract_value(acc, 1)
+    et = lltype(t.elem)
+    data = allocate_words(fc, b.mul(b.select(b.icmp_signed(">", n, ZERO), n, L.Constant(I64, 1)),
+                                    L.Constant(I64, 8 * slot_count(t.elem))))
+    old = b.extract_value(acc, 0)
+    count_loop(fc, n, lambda k: b.store(b.load(b.gep(old, [k], source_etype=et), typ=et),
+                                        b.gep(data, [k], source_etype=et)))
+    out = L.Constant(lltype(t), L.Undefined)
+    for k, v in enumerate((data, n, n)):
+        out = b.insert_value(out, v, k)
+    return out
+
+
 def _cg_list(fc, s, ts):
     t = ts[0]
+    if isinstance(t, BuiltListT):
+        return _cg_copy(fc, fc.get(s.args[1]), t)
     if isinstance(t, ArrayT):
         return _cg_rows(fc, fc.get(s.args[1]), t, s.type.elem)
     out = L.Constant(lltype(s.type), L.Undefined)
@@ -138,5 +159,6 @@ def _cg_list(fc, s, ts):
 REGISTRY.declare(builtins.range, family=FAMILY, pattern="int bounds known at compile time",
                  types=_t_range, lower=_cg_constant)
 REGISTRY.declare(builtins.list, family=FAMILY,
-                 pattern="a tuple, list, array, dict (its keys) or constant range", types=_t_list,
+                 pattern="a tuple, list, built list, array, dict (its keys) or constant range",
+                 types=_t_list,
                  lower=_cg_list, numpy_too=True)

@@ -122,7 +122,17 @@ def _t_eq(ctx: Context, s: Stmt, ts: list) -> Type:
     ts = literal_numbers(ts)
     if _numeric(ts) or NONE in ts and all(isinstance(x, (Scalar, TupleT)) for x in ts):
         return BOOL
+    if all(number_tuple(t) for t in ts):      # `x.shape == (3,)`: entry by entry
+        return BOOL
     ctx.fail(f"cannot compare {ts[0]} and {ts[1]}")
+
+
+def number_tuple(t: Type) -> bool:
+    """A tuple or list of known length whose entries are numbers (or such tuples)."""
+    from jit.types import BuiltListT, DictT, RecordT
+    if not isinstance(t, TupleT) or isinstance(t, (BuiltListT, DictT, RecordT)):
+        return False
+    return all(is_numeric(e) or number_tuple(e) for e in literal_numbers(list(t.elems)))
 
 
 @rule("is", "isnot")
