@@ -70,8 +70,8 @@ def rewritten(ir: IR, s: Stmt, calls: list, fn: Any, made: list, lead: list) -> 
     `vjp_function(fn, len(lead), len(xs))` with the operands `lead` leading (the values
     f captured, made by `made` or already operands)."""
     xs = list(s.args[2:])
-    vjp = vjp_function(fn, len(lead), len(xs))
     for call in calls:
+        vjp = vjp_function(fn, len(lead), len(xs), _entries_read(ir, call.var, len(xs)))
         call.args = [Const(vjp), *lead, *xs, call.args[1]]
     y = Stmt(ir.new_var(), "call", [s.args[1], *xs], line=s.line)
     return [*made, y, Stmt(s.var, "tuple", [y.var, Const(None)], line=s.line, name=s.name)]
@@ -233,13 +233,34 @@ def _back_calls(ir: IR, pair: Var) -> Optional[list]:
 _MADE: dict = {}      # (function, its code, what...) -> (it, the function made for it)
 
 
-def vjp_function(fn: Any, nfree: int, nargs: int) -> Any:
+def _entries_read(ir: IR, var: Var, n: int) -> frozenset:
+    """The entries of `back(dy)`'s tuple that are read, when every use of it reads one
+    at a constant index (`back(1.0)[0]`); else all `n`."""
+    got = set()
+    for b in ir.blocks:
+        if any(var in p.incoming.values() for p in b.phis) or \
+                (b.term is not None and var in b.term.operands()):
+            return frozenset(range(n))
+        for st in b.stmts:
+            if var not in st.args and var not in st.kwargs.values():
+                continue
+            k = st.args[1].value if st.op == "getitem" and len(st.args) == 2 and \
+                st.args[0] == var and isinstance(st.args[1], Const) else None
+            if type(k) is not int or not -n <= k < n:
+                return frozenset(range(n))
+            got.add(k % n)
+    return frozenset(got)
+
+
+def vjp_function(fn: Any, nfree: int, nargs: int, wanted: Optional[frozenset] = None) -> Any:
     """`(captured..., x0, ..., dy) -> back(dy)` of `pullback(f, x0, ...)`, `fn` being f
     (a function of the values it captured and of the xs): the gradient of
-    `<fn(...), dy>` in the xs, as plain Python."""
+    `<fn(...), dy>` in the xs, as plain Python; the entries not `wanted` (the caller
+    reads none of them) are None, so nested gradients take those xs as constants."""
     from ..api import gradient
     from ..generated import generated_function
-    key = (fn, getattr(fn, "__code__", None), nfree, nargs)
+    wanted = frozenset(range(nargs)) if wanted is None else wanted
+    key = (fn, getattr(fn, "__code__", None), nfree, nargs, wanted)
     hit = _MADE.get(key)
     if hit is not None and hit[0] is fn:
         return hit[1]
@@ -253,7 +274,8 @@ def vjp_function(fn: Any, nfree: int, nargs: int) -> Any:
         {"__f__": fn, "__seed_inner__": seed_inner}, of)
     weighted.__zygopy_lowered__ = True
     lines = [f"__g__ = __gradient__(__weighted__, {', '.join(cs + xs)}, dy)",
-             "return (" + "".join(f"__g__[{nfree + k}], " for k in range(nargs)) + ")"]
+             "return (" + "".join(f"__g__[{nfree + k}], " if k in wanted else "None, "
+                                  for k in range(nargs)) + ")"]
     out = generated_function(f"back_of_{tail}", cs + xs + ["dy"], lines,
                              {"__gradient__": gradient, "__weighted__": weighted}, of)
     out.__zygopy_lowered__ = True

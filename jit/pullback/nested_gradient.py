@@ -400,6 +400,28 @@ def _cg_captured(fc: FunctionGen, s, ts: list) -> L.Value:
     return L.Constant(lltype(TupleT(())), [])
 
 
+def _cg_check_seed(fc: FunctionGen, s, ts: list) -> L.Value:
+    """`check_seed(y, dy, name)`: nothing to check for two floats; for two float arrays of
+    one rank their shapes compared natively, the host call (which raises `back`'s error)
+    made only when they differ; anything else by the host call."""
+    from jit.codegen.host_calls import lower_library_call
+    y_t, dy_t = ts[0], ts[1]
+    none = L.Constant(lltype(NONE), L.Undefined)
+    if y_t in (FLOAT64, FLOAT32) and dy_t in (FLOAT64, FLOAT32, INT64):
+        return none
+    if isinstance(y_t, ArrayT) and isinstance(dy_t, ArrayT) and y_t.ndim == dy_t.ndim and \
+            y_t.dtype in (FLOAT64, FLOAT32) and dy_t.dtype in (FLOAT64, FLOAT32):
+        b = fc.b
+        y, dy = fc.get(s.args[1]), fc.get(s.args[2])
+        bad = L.Constant(L.IntType(1), 0)
+        for k in range(y_t.ndim):
+            bad = b.or_(bad, b.icmp_signed("!=", shape(fc, y, k), shape(fc, dy, k)))
+        with b.if_then(bad, likely=False):
+            lower_library_call(fc, s, ts)
+        return none
+    return lower_library_call(fc, s, ts)
+
+
 def _check_pure(ctx: Context, fn: Any, n: int) -> bool:
     """Refuse (saying why) a pullback's function that may write into its arguments or
     repeat an effect when run again, or is not called with all of its positional
@@ -467,7 +489,6 @@ def _declare() -> None:
     from adjoint import api
     from adjoint.forward import hessian
     from adjoint.passes.nested_pullback import check_seed
-    from jit.codegen.host_calls import lower_library_call
     from jit.library.numpy_calls import host_rule
     for f in (api.gradient, api.value_and_grad):
         REGISTRY.declare(f, family=FAMILY, pattern="function, arguments", types=_t_gradient,
@@ -480,9 +501,10 @@ def _declare() -> None:
                      name="the values a closure captured")
     REGISTRY.add(RULE_OBJECTS, "d_getattr of an object's property (its getter's gradient)",
                  record_property, _t_property_pullback, None, numpy_too=True)
-    REGISTRY.declare(check_seed, family=FAMILY, pattern="a value and a cotangent (host call)",
+    REGISTRY.declare(check_seed, family=FAMILY, pattern="a value and a cotangent (numbers "
+                     "and float arrays natively; else, and to raise, a host call)",
                      types=host_rule("back(dy)", "y, dy, name", lambda a: NONE, check_seed),
-                     lower=lower_library_call, numpy_too=True,
+                     lower=_cg_check_seed, numpy_too=True,
                      name="back(dy)'s check of dy in a nested pullback")
     for name in ("auto", "llvm"):
         api.TYPED_REWRITES[name] = typed_ir
