@@ -66,10 +66,6 @@ FAST_PATHS: dict = {}
 # backend name -> fast(f, args, with_value) -> gradient (or (y, gradient)) or None: a
 # runner's one-call `gradient` / `value_and_grad` (see jit.pullback.fast_gradient).
 FAST_GRADIENTS: dict = {}
-# backend name -> typed(ir, argument values) -> IR: the IR a compiled backend
-# differentiates in place of `ir` when `ir` calls a function value whose meaning its
-# types fix (`back(dy)` of a pullback of one: `adjoint.passes.nested_pullback`)
-TYPED_REWRITES: dict = {}
 # Per `with_value`: f -> (f.__code__, call, compiled, guard), the one-call gradient the runner
 # compiled last for f.  `call(*args)` checks the number and classes of the arguments
 # itself and takes the runner's lookup for anything else.  Not `compiled`: a shortcut to
@@ -310,8 +306,8 @@ def run_pullback(f: Callable, args: tuple, kwargs: dict, backend: str = "auto",
         raise TypeError(f"pullback: {ir.name}() takes {len(ir.args) - len(free)} "
                         f"positional arguments but {len(args)} were given")
     refuse_shadowed_fields(args, SHAPE_ATTRS)
-    typed = TYPED_REWRITES.get(backend) if typed_rewrite_wanted(ir) else None
-    if typed is not None:
+    typed = getattr(runners[0], "typed_ir", None) if typed_rewrite_wanted(ir) else None
+    if typed is not None:       # a compiled runner's rewrite of calls by their types
         ir = typed(ir, all_args)
     jf = transform(ir, activity_of(all_args), arg_types(all_args))
     if checkpoint is not None:
@@ -335,8 +331,9 @@ PULLBACK[:] = [pullback]     # (a property's cotangent: adjoint.pytrees)
 
 
 def typed_rewrite_wanted(ir: Any) -> bool:
-    """Does `ir` call a callee marked `__zygopy_typed__` (one a compiled backend makes
-    static from its operands' types: `TYPED_REWRITES`)?  Asked once per IR."""
+    """Does `ir` call a callee marked `__zygopy_typed__` (one a compiled runner rewrites
+    by its operands' types, its `typed_ir`: a pullback of a function value)?  Asked
+    once per IR."""
     hit = ir.meta.get("typed_rewrite")
     if hit is None:
         hit = ir.meta["typed_rewrite"] = any(

@@ -58,7 +58,7 @@ def _rewrite(ir: IR, s: Stmt) -> Optional[list]:
     if any(not isinstance(x, (Var, Const)) for x in xs):
         return None
     callee = _callee(ir, f, len(xs))
-    calls = _back_calls(ir, s.var) if callee is not None else None
+    calls = back_calls(ir, s.var) if callee is not None else None
     if calls is None:
         return None
     return rewritten(ir, s, calls, callee[0], [], callee[1])
@@ -81,7 +81,7 @@ def _callee(ir: IR, f: Any, nargs: int) -> Optional[tuple]:
     """(a function a generated function can call, the operands it takes first) for the
     pullback's function operand `f`: a Python function constant or a library function
     with a derivative rule, called as it is; a closure made in `ir`, as its code with
-    the values it captured as leading parameters (`_with_captured`).  None for
+    the values it captured as leading parameters (`with_captured`).  None for
     anything else (a function value: the JIT rewrites the call where f's type says
     which function it is, `jit.pullback.nested_gradient`; a bound method, a class, a
     partial: their pullback keeps its own code)."""
@@ -93,13 +93,13 @@ def _callee(ir: IR, f: Any, nargs: int) -> Optional[tuple]:
         if type(fn) is not types.FunctionType or not writes_nothing(fn, nargs):
             return None
         if fn.__closure__:      # its cells' values lead (forward mode takes them so)
-            return _with_captured(fn), [Const(c.cell_contents) for c in fn.__closure__]
+            return with_captured(fn), [Const(c.cell_contents) for c in fn.__closure__]
         return fn, []
     got = static_function(f, nargs, ir.defs_by_var(), ir)
     if got is None or not got[1] or not writes_nothing(got[0], nargs):
         return None
     fn, captured = got
-    return _with_captured(fn), list(captured)
+    return with_captured(fn), list(captured)
 
 
 def writes_nothing(fn: Any, nargs: int) -> bool:
@@ -170,7 +170,7 @@ def repeatable(fn: Any, seen: Optional[set] = None) -> bool:
     return True
 
 
-def _with_captured(fn: types.FunctionType) -> types.FunctionType:
+def with_captured(fn: types.FunctionType) -> types.FunctionType:
     """A function of (the values `fn` captured..., its parameters...) running fn's code:
     its IR is fn's, whose leading arguments those values already are."""
     import lowering
@@ -194,7 +194,7 @@ def _tail(fn: Any) -> str:
     return name if name.isidentifier() else "lambda"
 
 
-def _back_calls(ir: IR, pair: Var) -> Optional[list]:
+def back_calls(ir: IR, pair: Var) -> Optional[list]:
     """The statements `back(dy)` calling the pullback half of the pair `pair`, when
     that is every use of it and of the pair (the value half may be used in any way);
     else None."""

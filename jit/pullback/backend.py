@@ -51,6 +51,13 @@ class LLVMBackend:
         self.warned: set = set()
         self.learned: set = set()     # (J transform, missing result type) learned once
 
+    @staticmethod
+    def typed_ir(ir: Any, values: tuple) -> Any:
+        """`ir` with the calls its types make static rewritten (`pullback` of a function
+        value: `jit.pullback.nested_gradient.typed_ir`), before it is differentiated."""
+        from jit.pullback.nested_gradient import typed_ir
+        return typed_ir(ir, values)
+
     def code_for(self, jf: Any, args: tuple) -> ForwardCode:
         """The compiled forward for these argument values (cached; failures too)."""
         if any(type(a) is int and not INT64_MIN <= a <= INT64_MAX for a in args):

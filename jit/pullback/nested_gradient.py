@@ -440,15 +440,15 @@ def _t_pullback(ctx: Context, s, ts: list) -> Type:
     function value: the lowering rewrote the other forms, `adjoint.passes.nested_pullback`):
     the same rewrite, a closure's captured values read from it."""
     from adjoint.nested_hv import captured_values, library_callee
-    from adjoint.passes.nested_pullback import _back_calls, _with_captured, rewritten
+    from adjoint.passes.nested_pullback import back_calls, rewritten, with_captured
     from jit.typing.spread import RewriteStatement
     from ssair.ir import Const, Stmt
     f, n = ts[0], len(s.args) - 2
-    if s.kwargs or n < 1 or _back_calls(ctx.typing.ir, s.var) is None:
+    if s.kwargs or n < 1 or back_calls(ctx.typing.ir, s.var) is None:
         ctx.fail("pullback() inside compiled code is not compiled yet where its back "
                  "escapes (returned, stored or passed on); gradient() is")
     if isinstance(f, ClosureT) and _check_pure(ctx, f.func, n):
-        fn, nfree = _with_captured(f.func), len(f.captured)
+        fn, nfree = with_captured(f.func), len(f.captured)
     elif isinstance(f, FunctionT) and (library_callee(f.func) or type(f.func) is
                                        pytypes.FunctionType and _check_pure(ctx, f.func, n)):
         fn, nfree = f.func, 0
@@ -462,15 +462,15 @@ def _t_pullback(ctx: Context, s, ts: list) -> Type:
                              line=st.line))
             made += [Stmt(ir.new_var(), "getitem", [made[0].var, Const(j)], line=st.line)
                      for j in range(nfree)]
-        return rewritten(ir, st, _back_calls(ir, st.var), fn, made, [m.var for m in made[1:]])
+        return rewritten(ir, st, back_calls(ir, st.var), fn, made, [m.var for m in made[1:]])
     raise RewriteStatement("a pullback and its back", s.var, build)
 
 
 def typed_ir(ir: IR, values: tuple) -> IR:
     """`ir` as the JIT types it for these argument values, its statements rewritten by
-    their types (`_t_pullback`): what a top-level pullback differentiates
-    (`adjoint.api.TYPED_REWRITES`).  `ir` itself when its typing fails (the compiled
-    forward then reports why)."""
+    their types (`_t_pullback`): what a top-level pullback differentiates (the
+    runner's `typed_ir`, `jit.pullback.backend`).  `ir` itself when its typing fails
+    (the compiled forward then reports why)."""
     from jit.typing.infer import ENGINE
     from jit.types import typeof
     try:
@@ -506,8 +506,6 @@ def _declare() -> None:
                      types=host_rule("back(dy)", "y, dy, name", lambda a: NONE, check_seed),
                      lower=_cg_check_seed, numpy_too=True,
                      name="back(dy)'s check of dy in a nested pullback")
-    for name in ("auto", "llvm"):
-        api.TYPED_REWRITES[name] = typed_ir
     REGISTRY.declare(api.pullback, family=FAMILY, pattern="a function its type fixes, "
                      "arguments; back only called", types=_t_pullback, numpy_too=True,
                      name="adjoint.pullback")
