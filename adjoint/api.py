@@ -32,7 +32,7 @@ import numpy as np
 
 from lowering import guards
 from lowering.guards import MISSING
-from ssair import interpret
+from ssair import Var, interpret
 
 from .passes.inplace import arg_types
 from .passes.activity import SHAPE_ATTRS
@@ -210,7 +210,11 @@ def check_cotangent(y: Any, dy: Any, primal: Any) -> Any:
     `y`'s structure and converted (fresh arrays) as the adjoint IR takes it."""
     if type(dy) is float and type(y) is float:    # (the common case: no message built)
         return dy
-    name = primal.meta.get("source_name", primal.name)
+    return cotangent_for(y, dy, primal.meta.get("source_name", primal.name))
+
+
+def cotangent_for(y: Any, dy: Any, name: str) -> Any:
+    """`dy` checked against the value `y` of the function called `name` in messages."""
     return conform(as_cotangent(y), as_cotangent(dy), f"back(dy) of the pullback of {name}: dy")
 
 
@@ -331,14 +335,15 @@ PULLBACK[:] = [pullback]     # (a property's cotangent: adjoint.pytrees)
 
 
 def typed_rewrite_wanted(ir: Any) -> bool:
-    """Does `ir` call a callee marked `__zygopy_typed__` (one a compiled runner rewrites
-    by its operands' types, its `typed_ir`: a pullback of a function value)?  Asked
-    once per IR."""
+    """Does `ir` call a callee marked `__zygopy_typed__` on a function operand that is a
+    value (one a compiled runner rewrites by its operands' types, its `typed_ir`: a
+    pullback of a function value; the lowering rewrote those of a known function)?
+    Asked once per IR."""
     hit = ir.meta.get("typed_rewrite")
     if hit is None:
         hit = ir.meta["typed_rewrite"] = any(
-            s.op == "call" and s.args and getattr(s.args[0], "value", None) is not None
-            and getattr(s.args[0].value, "__zygopy_typed__", False)
+            s.op == "call" and len(s.args) > 1 and isinstance(s.args[1], Var)
+            and getattr(getattr(s.args[0], "value", None), "__zygopy_typed__", False)
             for b in ir.blocks for s in b.stmts)
     return hit
 

@@ -168,8 +168,9 @@ def loop_items(v):
     view's entries as a tuple, in CPython's iteration order; the items of a finite
     iterator (`itertools.product(...)`, `zip`, `reversed`, `map`) as a tuple, drawn
     before the loop runs; any other value (an array, a list, a tuple, a string) as it
-    is; an iterator of no length (`itertools.count()`, a generator) is refused.  Every loop over a sequence reads its sequence through this (the JIT
-    rewrites it away by type)."""
+    is; an iterator of no length (`itertools.count()`, a generator) is refused.  Every
+    loop over a sequence reads its sequence through this (the JIT rewrites it away by
+    type)."""
     if isinstance(v, _KEYED) or type(v) in _FINITE_ITERATORS:
         return tuple(v)
     if hasattr(type(v), "__next__") and not hasattr(type(v), "__len__"):

@@ -29,6 +29,7 @@ A statement without a rule raises `TypeError` naming the primitive or callee and
 """
 from __future__ import annotations
 
+import inspect
 import types
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -325,7 +326,6 @@ def positional_operands(f: Any, args: list, kwargs: dict) -> Optional[list]:
     """The operands of `f(*args, **kwargs)` all by position, when the keywords name the
     parameters right after the positional ones, with no gap (a dataclass's or a named
     tuple's fields, a function's parameters); else None."""
-    import inspect
     try:
         params = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):

@@ -37,7 +37,7 @@ import numpy as np
 
 from ssair import IR, Const, Stmt, Var
 
-from ..api import pullback
+from ..api import cotangent_for, pullback
 from ..nested_hv import library_callee
 
 
@@ -208,22 +208,23 @@ def back_calls(ir: IR, pair: Var) -> Optional[list]:
             elif st.op == "getitem" and len(st.args) == 2 and isinstance(st.args[1], Const) \
                     and st.args[1].value in (1, -1):
                 backs.add(st.var)
+    tracked = pairs | backs
     calls = []
     for b in ir.blocks:
-        if any(v in pairs or v in backs for p in b.phis for v in p.incoming.values()):
-            return None
-        if b.term is not None and any(v in pairs or v in backs for v in b.term.operands()):
+        if any(v in tracked for p in b.phis for v in p.incoming.values()) or \
+                b.term is not None and any(v in tracked for v in b.term.operands()):
             return None
         for st in b.stmts:
-            ops = list(st.args) + list(st.kwargs.values())
-            if not any(a in pairs or a in backs for a in ops):
+            used = [a for a in list(st.args) + list(st.kwargs.values()) if a in tracked]
+            if not used:
                 continue
-            if st.args[0] in pairs and all(a not in pairs and a not in backs for a in ops[1:]) \
-                    and st.op in ("unpack", "getitem") and \
-                    (st.var in pairs or st.var in backs or st.args[1:] in ([Const(0)], [Const(-2)])):
+            alone = len(used) == 1 and st.args[0] in tracked
+            value_read = st.op == "getitem" and st.args[0] in pairs and \
+                st.args[1:] in ([Const(0)], [Const(-2)])
+            if alone and (st.var in tracked or value_read):
                 continue            # the unpacking, and the reads of the halves
-            if st.op == "call" and st.args[0] in backs and len(st.args) == 2 and \
-                    not st.kwargs and st.args[1] not in pairs and st.args[1] not in backs:
+            if alone and st.args[0] in backs and st.op == "call" and len(st.args) == 2 \
+                    and not st.kwargs:
                 calls.append(st)    # back(dy)
                 continue
             return None             # the pair or back escapes: stored, passed, returned
@@ -289,12 +290,9 @@ def vjp_function(fn: Any, nfree: int, nargs: int, wanted: Optional[frozenset] = 
 
 def check_seed(y: Any, dy: Any, name: str) -> None:
     """Raise what `back(dy)` of the pullback of `name` raises for a cotangent `dy` that
-    does not fit the value `y` (its structure, shape or kind)."""
-    from ..pytrees import as_cotangent
-    from ..structure import conform
-    if type(y) is float and type(dy) is float:
-        return
-    conform(as_cotangent(y), as_cotangent(dy), f"back(dy) of the pullback of {name}: dy")
+    does not fit the value `y` (its structure, shape or kind): `back`'s own check."""
+    if not (type(y) is float and type(dy) is float):
+        cotangent_for(y, dy, name)
 
 
 def seed_inner(y: Any, dy: Any, name: str) -> Any:

@@ -362,7 +362,7 @@ def tuples_equal(fc: FunctionGen, a, ta: TupleT, b, tb: TupleT) -> L.Value:
 
 
 def _literal(v, t) -> tuple:
-    """(value, type) of a tuple entry: a constant number (`LiteralT`) as an LLVM one."""
+    """(value, type) of `v` of type `t`, a constant number (`LiteralT`) as an LLVM one."""
     if isinstance(t, LiteralT) and type(t.value) in (int, float):
         return (L.Constant(I64, t.value), INT64) if type(t.value) is int else \
             (L.Constant(F64, t.value), FLOAT64)
@@ -373,8 +373,7 @@ def _number(fc: FunctionGen, operand, t) -> tuple:
     """(value, type) of a comparison operand: a constant number the caller passed
     (`LiteralT`, see `jit.typing.primitives.literal_numbers`) as an LLVM constant."""
     if isinstance(t, LiteralT) and type(t.value) in (int, float):
-        return (L.Constant(I64, t.value), INT64) if type(t.value) is int else \
-            (L.Constant(F64, t.value), FLOAT64)
+        return _literal(None, t)
     return fc.get(operand), t
 
 

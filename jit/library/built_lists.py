@@ -137,12 +137,20 @@ def _slice_copy(fc: FunctionGen, acc, sl, st: SliceT, elem: Type) -> L.Value:
     et = lltype(elem)
     start, step, length = slice_bounds(fc, sl, st, b.extract_value(acc, 1))
     data = b.extract_value(acc, 0)
-    new = allocate_words(fc, b.mul(length, L.Constant(I64, 8 * _words(elem))))
-    count_loop(fc, length, lambda k: b.store(
-        b.load(b.gep(data, [b.add(start, b.mul(k, step))], source_etype=et), typ=et),
-        b.gep(new, [k], source_etype=et)))
+    return new_built_list(fc, length, elem, lambda k: b.load(
+        b.gep(data, [b.add(start, b.mul(k, step))], source_etype=et), typ=et))
+
+
+def new_built_list(fc: FunctionGen, n, elem: Type, entry) -> L.Value:
+    """A new built list of `n` entries of type `elem`, entry k the value `entry(k)`
+    (emitted in a loop); its memory is never empty (so a list of none is not NULL)."""
+    b = fc.b
+    et = lltype(elem)
+    words = b.mul(b.select(b.icmp_signed(">", n, ZERO), n, ONE), L.Constant(I64, 8 * _words(elem)))
+    data = allocate_words(fc, words)
+    count_loop(fc, n, lambda k: b.store(entry(k), b.gep(data, [k], source_etype=et)))
     out = L.Constant(lltype(BuiltListT(elem)), L.Undefined)
-    for k, v in enumerate((new, length, length)):
+    for k, v in enumerate((data, n, n)):
         out = b.insert_value(out, v, k)
     return out
 

@@ -233,8 +233,8 @@ def _all_items(xs):
     return True
 
 
-mark(_sort_order_items, _sorted_items, _sum_built, _d_sum_built, _min_items, _max_items, _first_at, _d_extreme_array,
-     _d_extreme_built, _any_items, _all_items)
+mark(_sort_order_items, _sorted_items, _sum_built, _d_sum_built, _min_items, _max_items,
+     _first_at, _d_extreme_array, _d_extreme_built, _any_items, _all_items)
 
 
 def _items_of(t: Type, elems: tuple = (FLOAT64, INT64)) -> bool:

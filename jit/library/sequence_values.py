@@ -26,11 +26,10 @@ import builtins
 
 from llvmlite import ir as L
 
-from jit.codegen.arrays import (ZERO, allocate_words, count_loop, element_pointer,
-                                itemsize, load_element, shape, sub_array)
+from jit.codegen.arrays import element_pointer, itemsize, load_element, shape, sub_array
 from jit.codegen.function import I64, lltype
+from jit.library.built_lists import new_built_list
 from jit.library.registry import REGISTRY
-from jit.runtime.host_calls import slot_count
 from jit.library.slicing import SliceT
 from jit.typing.infer import Context, LiteralT
 from jit.types import (FLOAT64, INT64, ArrayT, BuiltListT, DictT, ListT, RecordT, TupleT,
@@ -100,39 +99,19 @@ def _t_list(ctx: Context, s, ts: list) -> Type:
 
 def _cg_rows(fc, arr, t: ArrayT, row: Type) -> L.Value:
     """`list(a)`: a new built list of a[0], a[1], ... (numbers, or views of the rows)."""
-    b = fc.b
-    n = shape(fc, arr, 0)
-    et = lltype(row)
-    data = allocate_words(fc, b.mul(b.select(b.icmp_signed(">", n, ZERO), n, L.Constant(I64, 1)),
-                                    L.Constant(I64, 8 * slot_count(row))))
-
-    def store(k):
+    def entry(k):
         if isinstance(row, ArrayT):
-            v = sub_array(fc, arr, element_pointer(fc, arr, [k], True), 1, t.ndim)
-        else:
-            v = load_element(fc, element_pointer(fc, arr, [k], True, itemsize(t.dtype)), t.dtype)
-        b.store(v, b.gep(data, [k], source_etype=et))
-    count_loop(fc, n, store)
-    out = L.Constant(lltype(BuiltListT(row)), L.Undefined)
-    for k, v in enumerate((data, n, n)):
-        out = b.insert_value(out, v, k)
-    return out
+            return sub_array(fc, arr, element_pointer(fc, arr, [k], True), 1, t.ndim)
+        return load_element(fc, element_pointer(fc, arr, [k], True, itemsize(t.dtype)), t.dtype)
+    return new_built_list(fc, shape(fc, arr, 0), row, entry)
 
 
 def _cg_copy(fc, acc, t: BuiltListT) -> L.Value:
     """`list(xs)` of a built list: a new built list of its entries."""
-    b = fc.b
-    n = b.extract_value(acc, 1)
     et = lltype(t.elem)
-    data = allocate_words(fc, b.mul(b.select(b.icmp_signed(">", n, ZERO), n, L.Constant(I64, 1)),
-                                    L.Constant(I64, 8 * slot_count(t.elem))))
-    old = b.extract_value(acc, 0)
-    count_loop(fc, n, lambda k: b.store(b.load(b.gep(old, [k], source_etype=et), typ=et),
-                                        b.gep(data, [k], source_etype=et)))
-    out = L.Constant(lltype(t), L.Undefined)
-    for k, v in enumerate((data, n, n)):
-        out = b.insert_value(out, v, k)
-    return out
+    old = fc.b.extract_value(acc, 0)
+    return new_built_list(fc, fc.b.extract_value(acc, 1), t.elem, lambda k: fc.b.load(
+        fc.b.gep(old, [k], source_etype=et), typ=et))
 
 
 def _cg_list(fc, s, ts):

@@ -26,8 +26,10 @@ Keyword arguments are passed to f and held constant, as `gradient` does; `backen
 no effect (it is f's when f takes a keyword of that name: `adjoint.options`).  Refused, saying why: a function that writes into its array arguments,
 `*args`/`**kwargs` callees, a non-scalar result, and argument kinds other than numbers,
 arrays and tuples, lists and dicts of them.  Differentiating a function that calls
-`gradient` (reverse over reverse) runs in the interpreter (`adjoint.nested`);
-`pullback`, `jacobian` and `hessian` inside compiled code are refused.
+`gradient` compiles by its Hessian-vector rule (`jit.pullback.jcalls`).  `pullback`
+whose `back` is only called becomes nested gradients (`adjoint.passes.nested_pullback`;
+here `_t_pullback` for a function value); another `pullback`, and `jacobian`, are
+refused inside compiled code.
 
 `argument_cotangents(f, *args)` is the same code without step 4's conversion: the
 cotangents as reverse mode carries them (an object's as the tuple of its entries').
@@ -43,6 +45,7 @@ import numpy as np
 
 from llvmlite import ir as L
 
+from lowering.guards import on_invalidate
 from ssair.ir import IR
 from adjoint.nested_hv import captured_values
 from adjoint.options import accepts_keyword
@@ -470,13 +473,24 @@ def typed_ir(ir: IR, values: tuple) -> IR:
     """`ir` as the JIT types it for these argument values, its statements rewritten by
     their types (`_t_pullback`): what a top-level pullback differentiates (the
     runner's `typed_ir`, `jit.pullback.backend`).  `ir` itself when its typing fails
-    (the compiled forward then reports why)."""
+    (the compiled forward then reports why).  Kept per IR and argument types: a
+    refusal is not typed again at every call."""
     from jit.typing.infer import ENGINE
     from jit.types import typeof
+    argtypes = tuple(typeof(v) for v in values)
+    hit = _TYPED.get((id(ir), argtypes))
+    if hit is not None and hit[0] is ir:
+        return hit[1]
     try:
-        return ENGINE.infer(ir, tuple(typeof(v) for v in values)).unrolled or ir
+        out = ENGINE.infer(ir, argtypes).unrolled or ir
     except Exception:       # noqa: BLE001  (the forward's typing reports what fails)
-        return ir
+        out = ir
+    _TYPED[(id(ir), argtypes)] = (ir, out)
+    return out
+
+
+_TYPED: dict = {}     # (id(ir), argument types) -> (ir, what typed_ir gives for them)
+on_invalidate(_TYPED.clear)      # (a global was rebound: everything is lowered again)
 
 
 def _refused(name: str):
