@@ -251,6 +251,9 @@ class Rule:
     # the callee may return its operands or views of them (a user's function with a
     # rule): its result shares their memory (adjoint.passes.aliases)
     keeps_operands: bool = False
+    # keyword operands that never carry a cotangent (sorted's key=: the order it gives
+    # is piecewise constant), even when they hold a differentiable value
+    nondiff_keywords: frozenset = frozenset()
 
     @property
     def differentiable(self) -> bool:
@@ -434,16 +437,18 @@ def structural(op: str, needs: Optional[Callable] = None) -> Rule:
     return _store(op, Rule(op, emit=op, needs=needs))
 
 
-def pullback_rule(key: Any, uses_result: bool = False, needs: Optional[Callable] = None):
+def pullback_rule(key: Any, uses_result: bool = False, needs: Optional[Callable] = None,
+                  nondiff_keywords: tuple = ()):
     """Decorator form of `defpullback` for rule modules: `@pullback_rule(math.sin)`.
     The decorated name is bound to the `Pullback` object (so the adjoint IR prints
-    and parses it as `@module.name`)."""
+    and parses it as `@module.name`). `nondiff_keywords` names the keyword operands
+    that carry no cotangent (`Rule.nondiff_keywords`)."""
     def deco(fn: Callable) -> Pullback:
         pb = Pullback(fn, uses_result)
         keys = key if isinstance(key, (list, tuple)) else (key,)
         pb.of = callee_name(keys[0])
         for k in keys:
-            defpullback(k, pb, uses_result, needs)
+            defpullback(k, pb, uses_result, needs).nondiff_keywords = frozenset(nondiff_keywords)
         return pb
     return deco
 

@@ -309,21 +309,24 @@ def d_sum(dy, xs, start=0):
     return tuple(unbcast(dy, x) for x in xs), unbcast(dy, start)
 
 
-def sort_order(xs, reverse=False) -> list:
-    """The positions of xs in the order `sorted(xs)` puts them (CPython's stable sort);
-    positions carry no derivative (`nondiff`), so nested modes differentiate
-    `d_sorted` without looking into this sort's key."""
-    return sorted(range(len(xs)), key=xs.__getitem__, reverse=reverse)
+def sort_order(xs, reverse=False, key=None) -> list:
+    """The positions of xs in the order `sorted(xs, key=key, reverse=reverse)` puts
+    them (CPython's stable sort: sorting the positions by the same keys gives the same
+    permutation); positions carry no derivative (`nondiff`), so nested modes
+    differentiate `d_sorted` without looking into this sort's key."""
+    if key is None:
+        return sorted(range(len(xs)), key=xs.__getitem__, reverse=reverse)
+    keys = [key(x) for x in xs]
+    return sorted(range(len(xs)), key=keys.__getitem__, reverse=reverse)
 
 
-@pullback_rule(builtins.sorted)
+@pullback_rule(builtins.sorted, nondiff_keywords=("key",))
 def d_sorted(dy, xs, key=None, reverse=False):
     """`sorted(xs)` is a permutation of xs: an entry's cotangent is the cotangent of
     the place it went to (the permutation is found by sorting the positions by the
-    same comparisons, so ties go where CPython's stable sort puts them)."""
-    if key is not None:
-        raise TypeError("adjoint: sorted() with key= is not differentiable")
-    order = sort_order(xs, reverse)
+    same comparisons, so ties go where CPython's stable sort puts them). The order
+    `key` gives is piecewise constant, so no cotangent reaches it."""
+    order = sort_order(xs, reverse) if key is None else sort_order(xs, reverse, key)
     if isinstance(xs, np.ndarray):
         g = np.zeros(len(xs))
         for k, i in enumerate(order):

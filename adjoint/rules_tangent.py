@@ -641,10 +641,10 @@ def j_loop_items(v, t):
 
 @_helper
 def j_sorted(xs, t, key=None, reverse=False):
-    """The tangent of `sorted(xs)`: t's entries in the order xs's went (a list)."""
-    if key is not None:
-        raise TypeError("adjoint: sorted() with key= is not differentiable")
-    return [t[i] for i in sort_order(xs, reverse)]
+    """The tangent of `sorted(xs)`: t's entries in the order xs's went (a list; the
+    order `key` gives is piecewise constant, so it has no tangent)."""
+    order = sort_order(xs, reverse) if key is None else sort_order(xs, reverse, key)
+    return [t[i] for i in order]
 
 
 def _matrix_jvp(helper, data=1):

@@ -255,3 +255,75 @@ def test_slices_of_a_list_of_arrays_differentiate():
     np.testing.assert_allclose(got, want, rtol=1e-12)
     np.testing.assert_allclose(got, central_differences(lambda v: _last_rows(v, 2), w), rtol=1e-6)
     np.testing.assert_allclose(got, 2 * (9 + 16) * w + w[::-1] + w[::-1], rtol=1e-12)
+
+
+# -- sorted(xs, key=..., reverse=...) and range(n) as a value ------------------------------
+def _argsort_by_magnitude(x):
+    order = sorted(range(len(x)), key=lambda i: abs(x[i]), reverse=True)
+    return sum(x[i] * (k + 1) for k, i in enumerate(order))
+
+
+def _values_by_key(x):
+    ys = sorted([x[0], x[1] * 2.0, x[2] ** 2], key=lambda v: -v)
+    return ys[0] * 3.0 + ys[1] * 2.0 + ys[2]
+
+
+def _pairs_by_first(x):
+    pairs = sorted([(x[0], 1.0), (x[1], 2.0), (x[2], 3.0)], key=lambda p: p[0])
+    return pairs[0][0] * pairs[0][1] + pairs[2][0] * pairs[2][1]
+
+
+def _reversed_values(x):
+    ys = sorted(x, reverse=True)
+    return ys[0] - ys[-1] * 2.0
+
+
+@pytest.mark.parametrize("f,closed", [
+    # x = [0.3, -1.2, 0.9]: |x| puts 1, 2, 0 first; the key's order has no derivative
+    (_argsort_by_magnitude, [3.0, 1.0, 2.0]),
+    # values 0.3, -2.4, 0.81 by -v: 0.81 (x2**2), 0.3, -2.4
+    (_values_by_key, [2.0, 2.0, 3 * 2 * 0.9]),
+    (_pairs_by_first, [0.0, 2.0, 3.0]),
+    (_reversed_values, [0.0, -2.0, 1.0]),
+])
+def test_sorted_with_key_or_reverse_compiles_and_differentiates(f, closed):
+    x = np.array([0.3, -1.2, 0.9])
+    with no_fallback():
+        assert jit(f)(x) == f(x)
+        got = gradient(f, x, backend="llvm")[0]
+        tangent = jvp(f, (x,), (np.array([1.0, 10.0, 100.0]),))
+    np.testing.assert_allclose(got, closed, rtol=1e-12)
+    np.testing.assert_allclose(gradient(f, x, backend="interp")[0], closed, rtol=1e-12)
+    np.testing.assert_allclose(got, central_differences(f, x), rtol=1e-6, atol=1e-9)
+    assert tangent[1] == pytest.approx(np.dot(closed, [1.0, 10.0, 100.0]), rel=1e-12)
+
+
+def test_sorted_with_key_keeps_cpythons_stable_order_of_ties():
+    def f(x):
+        order = sorted(range(len(x)), key=lambda i: round(x[i]))
+        return x[order[0]] * 1.0 + x[order[1]] * 10.0 + x[order[2]] * 100.0
+    x = np.array([1.2, 0.9, 1.1])          # all keys 1: the order stays 0, 1, 2
+    with no_fallback():
+        assert jit(f)(x) == f(x)
+        got = gradient(f, x, backend="llvm")[0]
+    np.testing.assert_allclose(got, [1.0, 10.0, 100.0])
+
+
+@pytest.mark.parametrize("bounds", [(5,), (2, 9), (9, 2, -2), (3, 3), (-4, 11, 4), (7, -7, -3),
+                                    (0, 1, 100), (1, 5, -1)])
+def test_range_with_run_time_bounds_is_a_value(bounds):
+    def f(*b):
+        r = range(*b)
+        s = 0
+        for v in r:
+            s = s * 3 + v
+        return s, len(r), sorted(r, reverse=True)[0] if len(r) else -1
+    with no_fallback():
+        assert jit(f)(*bounds) == f(*bounds)
+
+
+def test_range_step_zero_raises_cpythons_error():
+    def f(a, b, c):
+        return len(range(a, b, c))
+    with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero"):
+        jit(f)(1, 5, 0)

@@ -175,7 +175,7 @@ def _varied_step(d, varied: set, containers: set, new: set, mutated: set) -> Non
         new.add(d.var)      # tape values of a transformed IR (nested AD)
         return
     ops = _vars(d.operands())
-    if not any(v in varied for v in ops):
+    if not any(v in varied for v in _carrying(d, ops)):
         return
     if isinstance(d, Phi):
         new.add(d.var)
@@ -188,6 +188,18 @@ def _varied_step(d, varied: set, containers: set, new: set, mutated: set) -> Non
         new.add(d.var)
     if is_user_call(d):
         mutated |= {v for v in ops if v in containers}
+
+
+def _carrying(d, ops: list) -> list:
+    """The operands of `d` through which variation can reach its result: all but the
+    keyword operands its rule says carry none (`Rule.nondiff_keywords`)."""
+    if isinstance(d, Phi) or d.op != "call" or not d.kwargs or not isinstance(d.args[0], Const):
+        return ops
+    r = lookup_callee(d.args[0].value)
+    if r is None or not r.nondiff_keywords:
+        return ops
+    return _vars(list(d.args[1:]) + [v for k, v in d.kwargs.items()
+                                     if k not in r.nondiff_keywords])
 
 
 def _is_var_in(a, s: set) -> bool:

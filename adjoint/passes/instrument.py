@@ -278,7 +278,7 @@ def _rule_record(ir, bid, s, rule, args, kwargs, mutated, recs, act) -> list:
     """Record the operands the pullback reads (`Rule.alphas`; keyword operands are
     always read) and the result when it `uses_result`."""
     for k, v in kwargs.items():
-        if isinstance(v, Var) and act.is_active(v):
+        if isinstance(v, Var) and act.is_active(v) and k not in rule.nondiff_keywords:
             raise TypeError(f"adjoint: the derivative of {rule.pullback.of} gives no gradient "
                             f"for the keyword argument {k}=, which holds a differentiable "
                             f"value{where(ir, s.line)}; pass it positionally")

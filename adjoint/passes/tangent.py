@@ -481,10 +481,23 @@ def _where(em: Emitter, s: Stmt) -> str:
     return f"in {name} at {em.out.file}:{s.line or em.out.firstline}"
 
 
-def _escapes(v: Var, defs: dict, uses: dict) -> bool:
-    """Is closure `v` used other than as the callee of a call (or a phi's operand)?"""
+def _escapes(v: Var, defs: dict, uses: dict, lookup_callee: Optional[Callable] = None) -> bool:
+    """Is closure `v` used other than as the callee of a call (or a phi's operand),
+    or as a keyword operand that carries no derivative (`Rule.nondiff_keywords`:
+    sorted's key=, which then gets the primal closure)?"""
     return any(not (getattr(u, "op", None) == "call" and u.args[0] == v and v not in u.args[1:]
-                    and v not in u.kwargs.values()) for u in uses.get(v, ()))
+                    and v not in u.kwargs.values()) and not _nondiff_keyword(u, v, lookup_callee)
+               for u in uses.get(v, ()))
+
+
+def _nondiff_keyword(u, v: Var, lookup_callee: Optional[Callable]) -> bool:
+    """Is `v` only a keyword operand without a derivative of library call `u`?"""
+    if lookup_callee is None or getattr(u, "op", None) != "call" \
+            or not isinstance(u.args[0], Const) or v in u.args[1:]:
+        return False
+    rule = lookup_callee(u.args[0].value)
+    return rule is not None and all(k in rule.nondiff_keywords
+                                    for k, a in u.kwargs.items() if a == v)
 
 
 def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: Callable,
@@ -508,7 +521,7 @@ def _emit(em: Emitter, s: Stmt, ts: list, tan: dict, defs: dict, lookup_callee: 
         return em.op("dict", *[t if t is not None else (em.zero(a) if k % 2 else a)
                                for k, (a, t) in enumerate(zip(s.args, ts))])
     if s.op == "make_closure":      # called where it is made: see _user_call
-        if _escapes(s.var, defs, ir_uses):
+        if _escapes(s.var, defs, ir_uses, lookup_callee):
             raise TypeError(f"jvp: a function that reads differentiated values from its "
                             f"enclosing function is passed on or stored ({_where(em, s)}); "
                             "forward mode follows such a closure only where it is called "

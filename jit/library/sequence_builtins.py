@@ -17,7 +17,8 @@ CPython's bit for bit:
     CPython's ValueError; their derivative sends dy to that entry;
   * `any` / `all` test each entry's truth in order and stop at the first that
     decides;
-  * `sorted` of float64 entries places each by counting (the order CPython's stable
+  * `sorted` of float64 or int64 entries (by a `key=` giving numbers, `reverse=`)
+    places each by counting (the order CPython's stable
     sort gives; a NaN, which CPython orders by the comparisons
     its merge happens to make, deoptimises the call), differentiated by
     `adjoint.rules_math.d_sorted` and `adjoint.rules_tangent.j_sorted`, whose
@@ -36,7 +37,8 @@ from jit.library import math_builtins  # noqa: F401  (declares min and max)
 from jit.library.builtin_sum import deopt_if_empty
 from jit.library.python_impls import impl_call, mark
 from jit.library.registry import REGISTRY, called
-from jit.types import BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT,
+                       Type, TypingError)
 from jit.typing.infer import Context, LiteralT
 from jit.typing.spread import RewriteStatement
 from ssair.ir import Const, Stmt
@@ -174,12 +176,14 @@ def deopt_if_nan(x: float) -> None:
 
 
 def _t_deopt_if_nan(ctx: Context, s, ts: list) -> Type:
-    if len(ts) != 1 or ts[0] != FLOAT64:
+    if len(ts) != 1 or ts[0] not in (FLOAT64, INT64, BOOL):
         ctx.fail(f"bad operand {ts} of a runtime check")
     return NONE
 
 
 def _cg_deopt_if_nan(fc, s, ts):
+    if ts[0] != FLOAT64:                 # an int is never a NaN
+        return L.Constant(L.IntType(8), 0)
     x = fc.get(s.args[1], FLOAT64)
     fc.deopt_if(fc.b.fcmp_unordered("uno", x, x), "sorted() of a sequence holding a NaN",
                 ValueError)
@@ -219,6 +223,30 @@ def _sorted_items(xs):
     return out
 
 
+def _key_order(xs, reverse, key):
+    """`sort_order(xs, reverse, key)`: the positions in the order of the entries' keys."""
+    keys = []
+    for i in range(len(xs)):
+        keys.append(key(xs[i]))
+    return _sort_order_items(keys, reverse)
+
+
+def _sorted_keyed(xs, key, reverse):
+    """`sorted(xs, key=key, reverse=reverse)`."""
+    out = []
+    for i in _key_order(xs, reverse, key):
+        out.append(xs[i])
+    return out
+
+
+def _sorted_reversed(xs, reverse):
+    """`sorted(xs, reverse=reverse)`."""
+    out = []
+    for i in _sort_order_items(xs, reverse):
+        out.append(xs[i])
+    return out
+
+
 def _any_items(xs):
     for i in range(len(xs)):
         if xs[i]:
@@ -233,7 +261,7 @@ def _all_items(xs):
     return True
 
 
-mark(_sort_order_items, _sorted_items, _sum_built, _d_sum_built, _min_items, _max_items,
+mark(_sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built, _d_sum_built, _min_items, _max_items,
      _first_at, _d_extreme_array, _d_extreme_built, _any_items, _all_items)
 
 
@@ -280,11 +308,54 @@ def is_float_items(ctx: Context, s, ts: list) -> bool:
         and all(e == FLOAT64 for e in t.elems)
 
 
+def is_number_items(ctx: Context, s, ts: list) -> bool:
+    """Pattern: one 1-D array, built list or tuple of float64 entries or of int64 ones."""
+    if len(ts) != 1 or s.kwargs:
+        return False
+    t = ts[0]
+    if isinstance(t, TupleT) and not isinstance(t, BuiltListT):
+        return len(set(t.elems)) == 1 and t.elems[0] in (FLOAT64, INT64)
+    return is_float_items(ctx, s, ts) or _items_of(t, (INT64,))
+
+
 def is_float_order(ctx: Context, s, ts: list) -> bool:
     """Pattern: `sort_order(xs)` or `sort_order(xs, reverse)` of float64 entries."""
     return 1 <= len(ts) <= 2 and not s.kwargs and is_float_items(ctx, s, ts[:1]) \
         and all(t in (BOOL, INT64) or isinstance(t, LiteralT) and type(t.value) in (bool, int)
                 for t in ts[1:])
+
+
+def is_keyed_items(ctx: Context, s, ts: list) -> bool:
+    """Pattern: `sorted(xs, key=..., reverse=...)` (one keyword at least) of a 1-D
+    array, a built list or a tuple of entries of one type."""
+    if len(ts) != 1 or not s.kwargs or not set(s.kwargs) <= {"key", "reverse"}:
+        return False
+    t = ts[0]
+    if isinstance(t, ArrayT):
+        return t.ndim == 1
+    return isinstance(t, BuiltListT) or isinstance(t, TupleT) and len(set(t.elems)) <= 1
+
+
+def _t_sorted_keywords(ctx: Context, s, ts: list) -> Type:
+    kw = dict(s.kwargs)
+    key, reverse = kw.get("key", Const(None)), kw.get("reverse", Const(False))
+    keyless = isinstance(key, Const) and key.value is None
+    if keyless and not is_number_items(ctx, Stmt(s.var, "call", s.args), ts):
+        ctx.fail(f"sorted of ({ts[0]}) is not compiled (of float64 or int64 entries, or "
+                 "with a key that gives numbers, is)")
+    try:
+        if keyless:
+            return impl_call(ctx, s, _sorted_reversed, [s.args[1], reverse])
+        return impl_call(ctx, s, _sorted_keyed, [s.args[1], key, reverse])
+    except TypingError as e:
+        ctx.fail(f"sorted() with key= is compiled where the key gives a number for each "
+                 f"entry of the {ts[0]} ({e})")
+
+
+def is_keyed_order(ctx: Context, s, ts: list) -> bool:
+    """Pattern: `sort_order(xs, reverse, key)` (`d_sorted` with a key)."""
+    return len(ts) == 3 and not s.kwargs and is_keyed_items(
+        ctx, Stmt(s.var, "call", s.args[:2], {"key": s.args[3]}), ts[:1])
 
 
 def _calling(impl):
@@ -347,10 +418,14 @@ def _declare() -> None:
                                   pick_d_extreme_items)
     REGISTRY.declare(deopt_if_nan, family="runtime checks", pattern="float",
                      types=_t_deopt_if_nan, lower=_cg_deopt_if_nan, gpu={"cuda": "inline"})
-    REGISTRY.declare(builtins.sorted, family=FAMILY, pattern="one float64 1-D array, list or "
-                     "tuple", matches=is_float_items, types=_calling(_sorted_items))
+    REGISTRY.declare(builtins.sorted, family=FAMILY, pattern="one 1-D array, list or tuple of "
+                     "float64 or int64", matches=is_number_items, types=_calling(_sorted_items))
+    REGISTRY.add(REGISTRY.get(builtins.sorted), "key= (giving numbers) or reverse=, over a 1-D "
+                 "array, a list or a tuple of one entry type", is_keyed_items, _t_sorted_keywords)
     REGISTRY.declare(M.sort_order, family=FAMILY, pattern="a float64 1-D array, list or tuple, "
                      "and reverse", matches=is_float_order, types=_calling(_sort_order_items))
+    REGISTRY.add(REGISTRY.get(M.sort_order), "entries of one type, reverse and a key", is_keyed_order,
+                 _calling(_key_order))
     for f, impl in ((builtins.any, _any_items), (builtins.all, _all_items)):
         REGISTRY.declare(f, family=FAMILY, pattern="one 1-D array, list or tuple",
                          matches=is_truth_items, types=_calling(impl), numpy_too=True)

@@ -14,7 +14,8 @@ so `list(x)` of one is known entry by entry at compile time:
     int64 array, views of the rows for more dimensions; `list(xs)` of a built list, a
     new one of the same entries.
 
-`range(...)` itself is a value only with such bounds (a constant of no native data);
+`range(...)` itself is a value: with such bounds a constant of no native data, with
+int bounds known only at run time a built list of its ints (`sorted(range(n), key=...)`);
 `for i in range(n)` is a loop and needs none of this.  Anything else (a list built by
 appending, a generator) is refused with a TypingError naming it.  The derivative of
 `list(t)` is `adjoint.rules_math.d_tuple`, plain Python the JIT compiles (for an array:
@@ -32,7 +33,7 @@ from jit.library.built_lists import new_built_list
 from jit.library.registry import REGISTRY
 from jit.library.slicing import SliceT
 from jit.typing.infer import Context, LiteralT
-from jit.types import (FLOAT64, INT64, ArrayT, BuiltListT, DictT, ListT, RecordT, TupleT,
+from jit.types import (BOOL, FLOAT64, INT64, ArrayT, BuiltListT, DictT, ListT, RecordT, TupleT,
                        Type)
 
 FAMILY = "shape and slicing"
@@ -45,18 +46,45 @@ def _static_int(ctx: Context, operand) -> object:
 
 
 def _t_range(ctx: Context, s, ts: list) -> Type:
-    """`range(...)` with bounds known at compile time: a constant of no native data."""
+    """`range(...)` with bounds known at compile time: a constant of no native data;
+    with int bounds known at run time: a built list of its ints (`_cg_range`)."""
+    if s.kwargs or not 1 <= len(ts) <= 3:
+        ctx.fail(f"range() of {len(ts)} arguments is not compiled")
     bounds = [_static_int(ctx, a) for a in s.args[1:]]
-    if s.kwargs or not 1 <= len(bounds) <= 3 or None in bounds:
-        ctx.fail("range() as a value is compiled only with int bounds known at compile "
-                 "time (constants or len() of a tuple); loop over it with `for` instead")
-    if len(bounds) == 3 and bounds[2] == 0:
-        ctx.fail("range() arg 3 must not be zero")
-    return LiteralT(range(*bounds))
+    if None not in bounds:
+        if len(bounds) == 3 and bounds[2] == 0:
+            ctx.fail("range() arg 3 must not be zero")
+        return LiteralT(range(*bounds))
+    if not all(t in (INT64, BOOL) or isinstance(t, LiteralT) and type(t.value) in (int, bool)
+               for t in ts):
+        ctx.fail(f"range() of {', '.join(map(str, ts))} is not compiled (of ints is)")
+    return BuiltListT(INT64)
 
 
-def _cg_constant(fc, s, ts):
-    return L.Constant(lltype(s.type), None)
+def _cg_range(fc, s, ts):
+    """A range as a value: its constant, or a new built list of its ints (at most
+    2**26 of them; a longer one deoptimises, as CPython's range is lazy)."""
+    if isinstance(s.type, LiteralT):
+        return L.Constant(lltype(s.type), None)
+    b = fc.b
+    vals = [fc.get(a, INT64) for a in s.args[1:]]
+    start, stop, step = ([L.Constant(I64, 0)] + vals + [L.Constant(I64, 1)])[:3] \
+        if len(vals) == 1 else (vals + [L.Constant(I64, 1)])[:3]
+    zero, one = L.Constant(I64, 0), L.Constant(I64, 1)
+    fc.raise_if(b.icmp_signed("==", step, zero), ValueError, "range() arg 3 must not be zero")
+    big = L.Constant(I64, 1 << 61)        # |start|, |stop| below it: no overflow below
+    for v in (start, stop):
+        fc.deopt_if(b.icmp_unsigned(">", b.add(v, big), b.add(big, big)),
+                    "range() with a bound past 2**61 as a value", OverflowError)
+    up = b.icmp_signed(">", step, zero)
+    span = b.select(up, b.sub(stop, start), b.sub(start, stop))
+    stride = b.select(up, step, b.neg(step))     # step = -2**63 : any span < stride
+    stride = b.select(b.icmp_signed("<", stride, zero), L.Constant(I64, (1 << 63) - 1), stride)
+    n = b.select(b.icmp_signed(">", span, zero),
+                 b.add(b.sdiv(b.sub(span, one), stride), one), zero)
+    fc.deopt_if(b.icmp_signed(">", n, L.Constant(I64, 1 << 26)),
+                "range() of more than 2**26 ints as a value", MemoryError)
+    return new_built_list(fc, n, INT64, lambda k: b.add(start, b.mul(k, step)))
 
 
 def _entries(t: Type) -> tuple:
@@ -135,8 +163,8 @@ def _cg_list(fc, s, ts):
     return out
 
 
-REGISTRY.declare(builtins.range, family=FAMILY, pattern="int bounds known at compile time",
-                 types=_t_range, lower=_cg_constant)
+REGISTRY.declare(builtins.range, family=FAMILY, pattern="int bounds (known at compile time: a "
+                 "constant; at run time: a built list of ints)", types=_t_range, lower=_cg_range)
 REGISTRY.declare(builtins.list, family=FAMILY,
                  pattern="a tuple, list, built list, array, dict (its keys) or constant range",
                  types=_t_list,
