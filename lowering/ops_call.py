@@ -384,7 +384,7 @@ def set_attribute(lw, fb: FuncBuild, flag: int, value) -> None:
     elif flag == 1:
         set_defaults(lw, fb, value)
     elif flag == 2:
-        lw.refuse("keyword-only defaults of a nested function")
+        set_kwdefaults(lw, fb, value)
     elif flag != 4:
         lw.refuse(f"function attribute {flag}")
 
@@ -395,6 +395,16 @@ def _elements(lw, value) -> list:
     if isinstance(value, Const) and isinstance(value.value, tuple):
         return [Const(x) for x in value.value]
     lw.refuse("closure of unexpected shape")
+
+
+def set_kwdefaults(lw, fb: FuncBuild, value) -> None:
+    """Keyword-only defaults (`def scale(v, *, k=2.0)`): constants become part of the
+    function, as positional ones do; one computed at run time is refused."""
+    entries = value.entries if isinstance(value, LazyDict) and value.var is None else None
+    if entries is None or not all(isinstance(k, Const) and isinstance(v, Const)
+                                  for k, v in entries):
+        lw.refuse("keyword-only defaults computed at run time in a nested function")
+    fb.kwdefaults = {k.value: v.value for k, v in entries}
 
 
 def set_defaults(lw, fb: FuncBuild, value) -> None:

@@ -261,6 +261,34 @@ def test_keyword_only_defaults_are_their_own():
         assert gradient(keyword_only_scale, 1.0, scale=3.0, backend=backend) == (3.0,)
 
 
+def nested_keyword_only_defaults(x):
+    def scale(v, *, k=2.0, label="s"):
+        return v * k if label == "s" else v
+    return scale(x) + scale(x, k=3.0) + scale(x, label="t")
+
+
+def nested_default_computed_at_run_time(x):
+    c = x * 2.0
+
+    def scale(v, *, k=c):
+        return v * k
+    return scale(x)
+
+
+def test_keyword_only_defaults_of_a_nested_function():
+    check_lowering(nested_keyword_only_defaults, (1.5,))
+    check_gradient(nested_keyword_only_defaults, 1.5)
+    assert gradient(nested_keyword_only_defaults, 1.5, backend="interp") == (6.0,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert jit_decorated(nested_keyword_only_defaults)(1.5) == 9.0
+        assert gradient(nested_keyword_only_defaults, 1.5, backend="llvm") == (6.0,)
+    from lowering import UnsupportedError
+    with pytest.raises(UnsupportedError, match="keyword-only defaults computed at run time.*"
+                       "nested_default_computed_at_run_time.*test_calling_forms.py:"):
+        gradient(nested_default_computed_at_run_time, 1.5)
+
+
 # -- zip(*t): the loop over the rows of several sequences --------------------------------
 
 def mixture_parts(p):
