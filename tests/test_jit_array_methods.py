@@ -329,6 +329,17 @@ def test_fsum_ints_and_tuples():
     check_grad(fsum3, 1.0, 2.0, 3.5)
 
 
+def fsum_of_built_list(xs, w):
+    terms = [w * x for x in xs]
+    return math.fsum(terms) + math.fsum([k for k in range(len(xs))])
+
+
+@pytest.mark.parametrize("xs", [[1e-16, 1.0, 1e16], [0.1] * 10, [], [1.0, 1e100, 1.0, -1e100]])
+def test_fsum_of_a_built_list(xs):
+    check_same(fsum_of_built_list, np.array(xs, dtype=float), 0.5)
+    check_grad(fsum_of_built_list, np.array(xs, dtype=float) + 0.25, 0.5)
+
+
 # -- slices --------------------------------------------------------------------------------------
 def slices(a):
     return a[1:], a[:-1] * 2.0, a[::2], a[1:4:2], a[::-1], a[-2:], a[10:], a[3:1], a[4:0:-2]

@@ -5,8 +5,8 @@
     integers: an int64 array (numpy's ZeroDivisionError for a zero step); float
     arguments stay refused;
   * `np.float64(x)` of a number (and `np.float64()`): a float64;
-  * `math.fsum(xs)` of a 1-D float64/int64 array or a tuple of numbers: CPython's
-    own algorithm (Shewchuk's partials, then the half-even correction across
+  * `math.fsum(xs)` of a 1-D float64/int64 array, a built list or a tuple of
+    numbers: CPython's own algorithm (Shewchuk's partials, then the half-even correction across
     partials, from Modules/mathmodule.c), so the result is CPython's bit for bit,
     with its OverflowError and ValueError; and its pullback (`d_fsum`);
   * `np.argmin(a)` / `np.argmax(a)` (and the methods) of float64 arrays: the first
@@ -29,7 +29,7 @@ from jit.library.python_impls import mark
 from jit.library.numpy_calls import add_host, dtype_arg, dtype_of, reduction
 from jit.library.registry import REGISTRY, called
 from jit.typing.infer import Context
-from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, TupleT, Type,
+from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type,
                        is_int_like, is_numeric)
 
 # (message, exception) of the runtime checks below: each raises when its operand is true.
@@ -231,7 +231,23 @@ def _d_fsum1(dy, xs):
     return (_full1(xs, dy),)
 
 
-mark(_arange_fill, _arange1, _arange2, _arange3, _fsum_add, _fsum_round, _fsum1, _d_fsum1)
+def _fsum_list(xs):
+    """`math.fsum` of a built list of numbers (`math.fsum([w * x for ...])`)."""
+    a = np.empty(len(xs))
+    for k in range(len(xs)):
+        a[k] = xs[k]
+    return _fsum1(a)
+
+
+def _d_fsum_list(dy, xs):
+    out = []
+    for k in range(len(xs)):
+        out.append(dy)
+    return (out,)
+
+
+mark(_arange_fill, _arange1, _arange2, _arange3, _fsum_add, _fsum_round, _fsum1, _d_fsum1,
+     _fsum_list, _d_fsum_list)
 
 
 # -- typing and registration ---------------------------------------------------------------------
@@ -269,14 +285,17 @@ def _cg_number_type(kind: Type):
 def _fsum_items(t: Type) -> bool:
     if isinstance(t, ArrayT):
         return t.ndim == 1
+    if isinstance(t, BuiltListT):
+        return t.elem in (FLOAT64, INT64, BOOL)
     return isinstance(t, TupleT) and all(is_numeric(e) for e in t.elems)
 
 
 def _t_fsum(ctx: Context, s, ts: list) -> Type:
     if s.kwargs or len(ts) != 1 or not _fsum_items(ts[0]):
-        ctx.fail(f"math.fsum of {', '.join(map(str, ts))} is not compiled (a 1-D array "
-                 "or a tuple of numbers)")
-    impl = _fsum1 if isinstance(ts[0], ArrayT) else _per_length(len(ts[0].elems), "f")
+        ctx.fail(f"math.fsum of {', '.join(map(str, ts))} is not compiled (a 1-D array, "
+                 "a list or a tuple of numbers)")
+    impl = _fsum1 if isinstance(ts[0], ArrayT) else _fsum_list \
+        if isinstance(ts[0], BuiltListT) else _per_length(len(ts[0].elems), "f")
     return impl_call(ctx, s, impl, [s.args[1]])
 
 
@@ -298,6 +317,8 @@ def _pick_d_fsum(argtypes):
     xs = argtypes[1]
     if isinstance(xs, ArrayT) and xs.ndim == 1:
         return _d_fsum1
+    if isinstance(xs, BuiltListT) and xs.elem == FLOAT64 and argtypes[0] == FLOAT64:
+        return _d_fsum_list
     if isinstance(xs, TupleT) and _fsum_items(xs):
         return _per_length(len(xs.elems), "d")
     return None
@@ -392,14 +413,14 @@ def _declare() -> None:
     for f, kind in ((np.float32, FLOAT32), (np.int32, INT32)):
         REGISTRY.declare(f, family=BUILDERS, pattern="number or nothing",
                          types=_t_number_type(kind), lower=_cg_number_type(kind))
-    REGISTRY.declare(math.fsum, family="reductions", pattern="1-D array or tuple of numbers",
+    REGISTRY.declare(math.fsum, family="reductions", pattern="1-D array, list or tuple of numbers",
                      types=_t_fsum, lower=_cg_user)
     for f, which in ((np.argmin, "min"), (np.argmax, "max")):
         REGISTRY.declare(f, family="reductions", pattern="float64 array, 1-D or 2-D",
                          matches=_whole_array, methods=(f"{f.__name__}(axis=None)",),
                          types=array_rule(_pick_arg(which), f"np.{f.__name__}"))
         add_host(f, "a, axis=None, out=None, *, keepdims=False", reduction(INT64))
-    REGISTRY.declare_pullback(M.d_fsum, "1-D array or tuple of numbers", _pick_d_fsum)
+    REGISTRY.declare_pullback(M.d_fsum, "1-D array, list or tuple of numbers", _pick_d_fsum)
 
 
 _declare()
