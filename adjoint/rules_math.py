@@ -391,6 +391,26 @@ def d_getattr(dy, x, name):
     return attr_cotangent(x, name, dy), None
 
 
+@pullback_rule(math.prod)
+def d_prod(dy, xs, start=1):
+    """`math.prod(xs, start=s)` is `s * x0 * x1 * ...` in that order: each factor's
+    cotangent is dy times the product of the others (products of the factors before
+    and after it, so that a zero factor needs no division)."""
+    vals = [start] + list(xs)
+    n = len(vals)
+    after = [1] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        after[k] = vals[k] * after[k + 1]
+    before, g = 1, []
+    for k in range(n):
+        g.append(unbcast(dy * before * after[k + 1], vals[k]))
+        before = before * vals[k]
+    gx = g[1:]
+    if isinstance(xs, np.ndarray):
+        gx = np.array(gx, dtype=float).reshape(xs.shape)
+    return (tuple(gx) if not isinstance(xs, (list, np.ndarray)) else gx), g[0]
+
+
 @pullback_rule(math.fsum)
 def d_fsum(dy, xs):
     if isinstance(xs, np.ndarray):

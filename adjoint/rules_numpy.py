@@ -363,7 +363,7 @@ def d_scatter_added(dy, a, indices, values):
 
 nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
         np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
-        np.round, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite,
+        np.round, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite, np.isinf,
         np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal, np.any, np.all,
         np.triu_indices, np.tril_indices, np.triu_indices_from, np.tril_indices_from)
 

@@ -656,6 +656,23 @@ def _matrix_jvp(helper, data=1):
 
 
 @_helper
+def j_prod(xs, t, start=1):
+    """The tangent of `math.prod(xs, start=s)` (s held constant): each entry's tangent
+    times the product of the others."""
+    vals = list(xs)
+    total = 0.0 * start
+    for k in range(len(vals)):
+        if t[k] is None:
+            continue
+        term = t[k] * start
+        for j in range(len(vals)):
+            if j != k:
+                term = term * vals[j]
+        total = total + term
+    return total
+
+
+@_helper
 def j_polyval(p, x, tp, tx):
     """d polyval(p, x) = polyval(dp, x) + dx * polyval(p', x), p' the coefficients of
     the derivative (each tangent a zero where it has none)."""
@@ -665,6 +682,8 @@ def j_polyval(p, x, tp, tx):
 
 _set([builtins.sorted], lambda em, s, ts: None if ts[0] is None else em.op(
     "call", j_sorted, em.operands(s)[0], ts[0], **s.kwargs))
+_set([math.prod], lambda em, s, ts: None if ts[0] is None else em.op(
+    "call", j_prod, em.operands(s)[0], ts[0], **s.kwargs))
 _set([np.polyval], lambda em, s, ts: em.op(
     "call", j_polyval, *em.operands(s)[:2],
     *[t if t is not None else em.zero(a) for t, a in zip(ts[:2], em.operands(s)[:2])]))

@@ -6,6 +6,7 @@ arrays (np.absolute), slices of a list built at run time (`sorted(v)[1:-1]`), an
 
 Every "compiled" claim runs with warnings turned into errors, so a fallback to the
 interpreter (a JitFallbackWarning) fails the test."""
+import math
 import warnings
 from contextlib import contextmanager
 
@@ -327,3 +328,67 @@ def test_range_step_zero_raises_cpythons_error():
         return len(range(a, b, c))
     with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero"):
         jit(f)(1, 5, 0)
+
+
+# -- math.prod; np.isnan, np.isinf, np.isfinite ------------------------------------------
+def _prod_display(x):
+    return math.prod([x, 2.0, x, x + 1.0])          # 2 x^3 + 2 x^2
+
+
+def _prod_built(x):
+    return math.prod([x * i for i in range(1, 4)])  # 6 x^3
+
+
+def _prod_start(x):
+    return math.prod((x, x), start=2.0) + math.prod(()) + math.prod((3, 4))
+
+
+@pytest.mark.parametrize("f,closed", [(_prod_display, lambda x: 6 * x * x + 4 * x),
+                                      (_prod_built, lambda x: 18 * x * x),
+                                      (_prod_start, lambda x: 4 * x)])
+@pytest.mark.parametrize("x", [1.5, 0.0, -0.75])
+def test_math_prod_compiles_and_differentiates(f, closed, x):
+    with no_fallback():
+        assert jit(f)(x) == f(x)
+        got = gradient(f, x, backend="llvm")[0]
+        tangent = jvp(f, (x,), (1.0,))[1]
+    assert got == pytest.approx(closed(x), rel=1e-12, abs=1e-12)
+    assert gradient(f, x, backend="interp")[0] == pytest.approx(closed(x), rel=1e-12, abs=1e-12)
+    assert tangent == pytest.approx(closed(x), rel=1e-12, abs=1e-12)
+
+
+def test_math_prod_of_an_array_and_of_a_shape():
+    def f(a):
+        return math.prod(a) * math.prod(a.shape)
+    a = np.array([1.5, -2.0, 0.5])
+    (g,) = gradient(f, a, backend="interp")
+    np.testing.assert_allclose(g, 3 * np.array([-1.0, 0.75, -3.0]), rtol=1e-12)
+    np.testing.assert_allclose(g, central_differences(f, a), rtol=1e-6)
+
+
+def _guarded(w):
+    if np.any(np.isnan(w)) or not np.all(np.isfinite(w)):
+        return 0.0
+    return np.sum(w ** 3) + np.sum(np.isinf(w))
+
+
+@pytest.mark.parametrize("a", [np.array([1.0, np.inf, -np.inf, np.nan, -0.0]),
+                               np.array([[1.0, np.nan], [np.inf, 2.0]], dtype=F32),
+                               np.array([3, -4]), 2.5, float("nan"), float("-inf"), 7])
+def test_isnan_isinf_isfinite_compile(a):
+    def classes(x):
+        return np.isnan(x), np.isinf(x), np.isfinite(x)
+    with no_fallback():
+        got = jit(classes)(a)
+    for g, w in zip(got, classes(a)):
+        assert np.array_equal(g, w)
+        assert np.asarray(g).dtype == bool
+
+
+@pytest.mark.parametrize("w", [np.array([0.5, -1.0, 2.0]), np.array([0.5, np.nan, 2.0]),
+                               np.array([np.inf, 1.0, 2.0])])
+def test_a_loss_guarded_by_isnan_compiles(w):
+    with no_fallback():
+        got = gradient(_guarded, w, backend="llvm")[0]
+    want = gradient(_guarded, w, backend="interp")[0]
+    np.testing.assert_array_equal(got, want)

@@ -97,6 +97,7 @@ SPECS = {
     "math.copysign": Spec(math.copysign, SPOS, SPOS),
     "math.fmod": Spec(math.fmod, S(2.1, 2.9), S(0.6, 0.9)),
     "math.fsum": Spec(lambda a, b: math.fsum([a, b, a * b]), SUNIT, SUNIT),
+    "math.prod": Spec(lambda a, b: math.prod([a, b, a * b, 2.0]), SUNIT, SUNIT, order=2),
     "builtins.abs": _u(abs, SPOS), "builtins.pow": Spec(pow, SPOS, SUNIT, order=2),
     "builtins.float": _u(float, SUNIT, order=1),
     "builtins.max": Spec(lambda a, b: max(a, 2 * b), SUNIT, SPOS),

@@ -27,6 +27,7 @@ CPython's bit for bit:
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 from llvmlite import ir as L
@@ -70,6 +71,30 @@ def t_sum_fixed(ctx: Context, s, ts: list) -> Type:
     raise RewriteStatement("a call of sum", s.var, _sum_additions(n))
 
 
+def t_prod_fixed(ctx: Context, s, ts: list) -> Type:
+    """Ask for `math.prod(t[, start=s])` to be rewritten as its products, then retyped."""
+    if len(s.args) > 2 or set(dict(s.kwargs)) - {"start"}:
+        ctx.fail("math.prod() takes a sequence and a start value")
+    raise RewriteStatement("a call of math.prod", s.var, _prod_products(len(ts[0].elems)))
+
+
+def _prod_products(n: int):
+    """`math.prod(t, start=s)`: `((s * t[0]) * t[1]) * ...`, CPython's order."""
+    def build(ir, s) -> list:
+        total = dict(s.kwargs).get("start", Const(1))
+        made = []
+        for j in range(n):
+            item = Stmt(ir.new_var(), "getitem", [s.args[1], Const(j)], {}, s.line)
+            product = Stmt(ir.new_var(), "mul", [total, item.var], {}, s.line)
+            made += [item, product]
+            total = product.var
+        if not made:
+            return [Stmt(s.var, "copy", [total], {}, s.line, s.name)]
+        made[-1] = Stmt(s.var, "mul", made[-1].args, {}, s.line, s.name)
+        return made
+    return build
+
+
 def _sum_additions(n: int):
     def build(ir, s) -> list:
         if n == 0:
@@ -105,6 +130,31 @@ def _sum_built(xs):
     for i in range(1, n):
         total = total + xs[i]
     return total
+
+
+def _prod_built(xs):
+    """`math.prod(xs)` of a built list of numbers (an empty one, the int 1, deoptimises)."""
+    n = len(xs)
+    deopt_if_empty(n)
+    total = 1 * xs[0]
+    for i in range(1, n):
+        total = total * xs[i]
+    return total
+
+
+def _d_prod_built(dy, xs):
+    """adjoint.rules_math.d_prod of a built list of float64: dy times the product of
+    the entries before each one and of those after it."""
+    n = len(xs)
+    tail = [1.0]                  # tail[j]: the product of the last j entries
+    for k in range(n - 1, -1, -1):
+        tail.append(tail[n - 1 - k] * xs[k])
+    out = []
+    before = 1.0
+    for k in range(n):
+        out.append(dy * before * tail[n - 1 - k])
+        before = before * xs[k]
+    return out, dy * tail[n]
 
 
 def _d_sum_built(dy, xs):
@@ -261,7 +311,8 @@ def _all_items(xs):
     return True
 
 
-mark(_sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built, _d_sum_built, _min_items, _max_items,
+mark(_sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built,
+     _prod_built, _d_prod_built, _d_sum_built, _min_items, _max_items,
      _first_at, _d_extreme_array, _d_extreme_built, _any_items, _all_items)
 
 
@@ -382,6 +433,14 @@ def pick_d_sum_built(argtypes: list):
     return None
 
 
+def pick_d_prod_built(argtypes: list):
+    """d_prod of a built list of float64 (dy a float, no start): `_d_prod_built`."""
+    if len(argtypes) == 2 and argtypes[0] == FLOAT64 and isinstance(argtypes[1], BuiltListT) \
+            and argtypes[1].elem == FLOAT64:
+        return _d_prod_built
+    return None
+
+
 def _float_array(t) -> bool:
     return isinstance(t, ArrayT) and t.dtype == FLOAT64
 
@@ -411,6 +470,11 @@ def _declare() -> None:
     REGISTRY.add(total, "a built list of float arrays", is_array_list, _calling(_sum_built))
     REGISTRY.declare_pullback(M.d_sum, "a built list of float64 or of float64 arrays",
                               pick_d_sum_built)
+    REGISTRY.declare(math.prod, family=FAMILY, pattern="a tuple or list of known length (its "
+                     "products)", matches=is_fixed_sequence, types=t_prod_fixed)
+    REGISTRY.add(REGISTRY.get(math.prod), "a built list of numbers", is_number_list,
+                 _calling(_prod_built))
+    REGISTRY.declare_pullback(M.d_prod, "a built list of float64", pick_d_prod_built)
     for f, pb in ((builtins.min, M.d_min), (builtins.max, M.d_max)):
         REGISTRY.add(REGISTRY.get(f), "one 1-D array or built list of numbers", is_items,
                      _t_extreme)         # (declared by jit.library.math_builtins)

@@ -19,7 +19,10 @@ from jit.library import platforms
 from jit.library.numpy_calls import UFUNC1, UFUNC2, add_host, elementwise
 from jit.library.registry import REGISTRY, called
 from jit.runtime import native as runtime
-from jit.types import FLOAT32, FLOAT64, INT32, INT64, Type, is_int_like, promote, wide
+from jit.types import (FLOAT32, FLOAT64, INT32, INT64, ArrayT, Type, is_int_like, is_numeric,
+                       promote, wide)
+from jit.typing.spread import RewriteStatement
+from ssair.ir import Const, Stmt
 
 NUMPY_UNARY = ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "fabs", "floor",
@@ -129,6 +132,37 @@ for _f, _c in _NP_BINARY.items():
                      lower=_cg_np_binary, gpu={"cuda": platforms.cuda(_c)},
                      matches=no_array)
     add_host(_f, UFUNC2, elementwise(None, "x1", "x2"))
+
+
+# -- np.isnan / np.isinf / np.isfinite: comparisons (x != x; x * 0.0 is 0.0 when finite) ----
+def _class_tests(f):
+    """The statements of `f(x)`: `x != x` is a NaN, `x * 0.0 == 0.0` a finite number and
+    `(x * 0.0 != 0.0) == (x == x)` an infinity, for numbers and arrays alike."""
+    def build(ir, s) -> list:
+        x, line = s.args[1], s.line
+        if f is np.isnan:
+            return [Stmt(s.var, "ne", [x, x], {}, line, s.name)]
+        zero = Stmt(ir.new_var(), "mul", [x, Const(0.0)], {}, line)
+        if f is np.isfinite:
+            return [zero, Stmt(s.var, "eq", [zero.var, Const(0.0)], {}, line, s.name)]
+        odd = Stmt(ir.new_var(), "ne", [zero.var, Const(0.0)], {}, line)
+        real = Stmt(ir.new_var(), "eq", [x, x], {}, line)
+        return [zero, odd, real, Stmt(s.var, "eq", [odd.var, real.var], {}, line, s.name)]
+    return build
+
+
+def _t_class_test(ctx, s, ts) -> Type:
+    f = called(ctx.typing, s)
+    if s.kwargs or len(ts) != 1 or not (is_numeric(ts[0]) or isinstance(ts[0], ArrayT)
+                                        and ts[0].dtype in (FLOAT64, FLOAT32, INT64, INT32)):
+        ctx.fail(f"np.{f.__name__} of {', '.join(map(str, ts))} is not compiled (one number "
+                 "or numeric array)")
+    raise RewriteStatement(f"a call of np.{f.__name__}", s.var, _class_tests(f))
+
+
+for _f in (np.isnan, np.isinf, np.isfinite):
+    REGISTRY.declare(_f, family=UFUNCS, pattern="number or numeric array (comparisons)",
+                     types=_t_class_test, gpu={"cuda": "inline"})
 
 
 # -- arithmetic called by name: np.add(x, y) is x + y, with numpy's float division ---------
