@@ -49,3 +49,44 @@ def test_another_string_compiles_anew():
         == [2.0, 3.0, 2.0]
     f = jit.jit(scaled)
     assert [f(1.0, m) for m in ("double", "triple", "double")] == [2.0, 3.0, 2.0]
+
+
+def checked_reduce(w, mode="sum"):
+    if mode not in ("sum", "mean"):
+        raise ValueError(f"unknown mode {mode!r:>8}; n={len(w):03d} ({mode})")
+    return np.sum(w ** 2) if mode == "sum" else np.mean(w ** 2)
+
+
+def label_in(x):
+    kind = "pos" if x > 0 else "neg"
+    r = 0.0
+    if kind in ("neg", "zero"):
+        r += 1.0
+    if kind not in ("pos",):
+        r += 10.0
+    return r * x
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_a_str_in_a_tuple_and_an_fstring_of_it_compile(mode):
+    w = np.array([0.5, -1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        if mode == "max":
+            with pytest.raises(ValueError) as raised:
+                checked_reduce(w, mode)
+            with pytest.raises(ValueError) as compiled:
+                jit.jit(checked_reduce)(w, mode)
+            assert str(compiled.value) == str(raised.value)
+            return
+        assert jit.jit(checked_reduce)(w, mode) == checked_reduce(w, mode)
+        g = gradient(checked_reduce, w, mode, backend="llvm")[0]
+    np.testing.assert_allclose(g, 2 * w / (1 if mode == "sum" else 3), rtol=1e-12)
+
+
+@pytest.mark.parametrize("x", [1.5, -2.0])
+def test_a_label_in_a_tuple_of_labels(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", JitFallbackWarning)
+        assert jit.jit(label_in)(x) == label_in(x)
+        assert gradient(label_in, x, backend="llvm") == gradient(label_in, x, backend="interp")

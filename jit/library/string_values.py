@@ -9,13 +9,16 @@ when compiling; other string operations are refused with TypingError.
 """
 from __future__ import annotations
 
+import string
+
 from llvmlite import ir as L
 
 from jit.codegen.function import lltype
 from jit.library.registry import REGISTRY, Impl
 from jit.runtime.host_calls import passable
 from jit.typing.infer import UNTYPED_CALLS, Context, LiteralT, string_like
-from jit.types import BOOL, INT64, FormattedT, FunctionT, StrT
+from jit.types import (BOOL, INT64, BuiltListT, DictT, FormattedT, FunctionT, RecordT, StrT,
+                       TupleT)
 from lowering.runtime import formatted
 
 
@@ -48,6 +51,30 @@ def _cg_compare(fc, s, ts):
     return fc.b.icmp_signed("==" if s.op == "eq" else "!=", a, b)
 
 
+def _in_strings(ctx, s, ts) -> bool:
+    """Pattern: a str in a tuple of strs (`mode not in ("sum", "mean")`)."""
+    return string_like(ts[0]) and isinstance(ts[1], TupleT) and not isinstance(
+        ts[1], (BuiltListT, DictT, RecordT)) and all(string_like(e) for e in ts[1].elems)
+
+
+def _t_in(ctx: Context, s, ts):
+    return BOOL
+
+
+def _cg_in(fc, s, ts):
+    x = _as_id(fc, s.args[0], ts[0])
+    tup = None
+    found = L.Constant(L.IntType(1), 0)
+    for i, e in enumerate(ts[1].elems):
+        if isinstance(e, StrT):
+            tup = fc.get(s.args[1]) if tup is None else tup
+            word = fc.b.extract_value(tup, i)
+        else:
+            word = fc.mg.string_word(e.value)
+        found = fc.b.or_(found, fc.b.icmp_signed("==", x, word))
+    return found if s.op == "in" else fc.b.not_(found)
+
+
 def _t_truth(ctx: Context, s, ts):
     return BOOL
 
@@ -59,23 +86,57 @@ def _cg_truth(fc, s, ts):
 
 for _op in ("eq", "ne"):
     REGISTRY.overload(_op, "str", _has_str, _t_compare, _cg_compare, family="strings")
+for _op in ("in", "notin"):
+    REGISTRY.overload(_op, "str in a tuple of strs", _in_strings, _t_in, _cg_in,
+                      family="strings")
 for _op in ("truth", "not"):
     REGISTRY.overload(_op, "str", _is_str, _t_truth, _cg_truth, family="strings")
 
 
 def _t_formatted(ctx: Context, s, ts):
     """`formatted(template, *values)`: the values are kept, formatted by Python where
-    the string is printed or logged (see FormattedT)."""
-    template = ctx.const(s.args[1])
+    the string is printed or logged (see FormattedT); a constant value (a str option
+    the function was specialised on) is formatted into the template now."""
+    template = _fold_constants(ctx, ctx.const(s.args[1]), ts[1:])
     for t in ts[1:]:
-        if isinstance(t, LiteralT) or not passable(t):
+        if not isinstance(t, LiteralT) and not passable(t):
             ctx.fail(f"a {t} inside an f-string is not compiled")
-    return FormattedT(tuple(ts[1:]), template)
+    return FormattedT(tuple(t for t in ts[1:] if not isinstance(t, LiteralT)), template)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _fold_constants(ctx: Context, template: str, ts: list) -> str:
+    """`template` (`lowering.ops_format`'s: fields `{}`, `{!r}`, `{:>10}`, `{!r:{}}`)
+    with the fields of constant values (`LiteralT`) formatted in."""
+    if not any(isinstance(t, LiteralT) for t in ts):
+        return template
+    out, k = [], 0
+    for text, field, spec, conv in string.Formatter().parse(template):
+        out.append(_escaped(text))
+        if field is None:
+            continue
+        t, k = ts[k], k + 1
+        if "{" in (spec or ""):          # a spec computed at run time: its own value
+            if isinstance(t, LiteralT) or isinstance(ts[k], LiteralT):
+                ctx.fail("an f-string field of a constant with a computed format spec is "
+                         "not compiled")
+            out.append("{" + (f"!{conv}" if conv else "") + ":{}}")
+            k += 1
+        elif isinstance(t, LiteralT):
+            v = {"r": repr, "s": str, "a": ascii}.get(conv, lambda x: x)(t.value)
+            out.append(_escaped(format(v, spec or "")))
+        else:
+            out.append("{" + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}")
+    return "".join(out)
 
 
 def _cg_formatted(fc, s, ts):
     out = L.Constant(lltype(s.type), L.Undefined)
-    for i, a in enumerate(s.args[2:]):
+    kept = [a for a, t in zip(s.args[2:], ts[1:]) if not isinstance(t, LiteralT)]
+    for i, a in enumerate(kept):
         out = fc.b.insert_value(out, fc.get(a, s.type.elems[i]), i)
     return out
 
