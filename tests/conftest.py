@@ -59,13 +59,17 @@ def verify_after_each_pass(monkeypatch):
     yield
 
 
-# The files whose subject the Python version does not change: derivative rules and
-# numpy entries called on small programs, the disk cache, checkpointing and batching
-# schedules, fused and vectorised loops, dtypes, the CLI, the benchmarks' smoke runs,
-# CUDA text, the IR's own passes, parser and properties.  `.ci/run` runs them on
+# The files whose subject the Python version does not change.  `.ci/run` runs them on
 # Python 3.11 only: with `ZYGOPY_TESTS=version-dependent` in the environment they are
-# deselected, and the lowering, corpus, Python-forms, objects, closures, indexing and
-# program tests (what reads bytecode, which each version writes differently) run.
+# deselected, and what reads bytecode, which each version writes differently, runs:
+# lowering, the corpora (lowered, interpreted, compiled and differentiated), Python's
+# forms (calls, closures, cells, classes, exceptions, strings, globals, comprehensions,
+# list building, indexing), programs as written, and the in-project fuzzer.  Left to
+# 3.11: derivative rules and numpy entries called on small programs; forward mode and
+# nested differentiation (transforms of the IR that lowering has already made); the
+# compiled numpy kernels, containers and library calls; the disk cache, checkpointing
+# and batching schedules; fused and vectorised loops; dtypes; the CLI, the benchmarks'
+# smoke runs and CUDA text; the IR's own passes, parser and properties.
 ONE_VERSION = frozenset("""
 test_rule_table test_disk_cache test_checkpoint test_bench_smoke test_regressions_numpy_rules
 test_numpy_entries test_rules_linalg test_rules_shapes test_rules_ufuncs test_convolve_rules
@@ -76,21 +80,45 @@ test_library_option_compare test_regressions_checkpoint test_regressions_checkpo
 test_rounding_compiled test_array_sums test_builtin_sum_arrays test_host_calls test_jit_fastcall
 test_jit_fastpath test_autograd_shapes_compiled test_reshape_views_compiled test_jit_array_methods
 test_passes_random test_property test_parser test_pass_order test_nested_pullback
+test_forward_mode test_forward_mode_objects test_regressions_forward_mode
+test_nested_compiled test_nested_forward_reverse test_adjoint_nested test_jit_nested_gradient
+test_nested_captured_compiled test_user_programs_transforms test_value_and_grad test_transforms
+test_jit_numpy_programs test_jit_grad test_index_gradients test_jit_containers_and_ranks
+test_jit_library_calls test_builtins_over_arrays test_regressions_array_scalars
+test_fallback_per_call_site test_jit test_hidden_writes test_regressions_container_writes
+test_regressions_api_checks test_custom_derivatives test_regressions_object_gradients
+test_regressions_inplace test_regressions_property_gradients test_regressions_none_cotangents
+test_adjoint_recompute test_shards
 """.split())
 
 
-def pytest_collection_modifyitems(config, items):
-    if os.environ.get("ZYGOPY_TESTS") != "version-dependent":
-        return
-    here = os.path.dirname(__file__)
-    missing = sorted(n for n in ONE_VERSION if not os.path.exists(os.path.join(here, n + ".py")))
-    if missing:
-        raise pytest.UsageError(f"conftest.ONE_VERSION names no test file: {missing}")
-    keep, drop = [], []
-    for item in items:
-        name = os.path.splitext(os.path.basename(str(getattr(item, "path", None)
-                                                      or item.fspath)))[0]
-        (drop if name in ONE_VERSION else keep).append(item)
+def _file_of(item) -> str:
+    return os.path.splitext(os.path.basename(str(getattr(item, "path", None)
+                                                 or item.fspath)))[0]
+
+
+def _deselect(config, items, keep) -> None:
+    drop = [item for item in items if not keep(item)]
     if drop:
         config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+        items[:] = [item for item in items if keep(item)]
+
+
+def pytest_collection_modifyitems(config, items):
+    """`ZYGOPY_TESTS=version-dependent`: deselect the files of `ONE_VERSION`.
+    `ZYGOPY_SHARD=k/n`: keep the files of shard k of n (`tests/shards.py`)."""
+    if os.environ.get("ZYGOPY_TESTS") == "version-dependent":
+        here = os.path.dirname(__file__)
+        missing = sorted(n for n in ONE_VERSION if not os.path.exists(os.path.join(here, n + ".py")))
+        if missing:
+            raise pytest.UsageError(f"conftest.ONE_VERSION names no test file: {missing}")
+        _deselect(config, items, lambda item: _file_of(item) not in ONE_VERSION)
+    shard = os.environ.get("ZYGOPY_SHARD")
+    if shard:
+        import shards
+        try:
+            k, n = shards.parse_shard(shard)
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
+        where = shards.assign({_file_of(item) for item in items}, n, shards.file_times())
+        _deselect(config, items, lambda item: where[_file_of(item)] == k - 1)
