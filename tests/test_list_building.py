@@ -241,3 +241,19 @@ def test_forward_mode_of_sorted_is_compiled_and_follows_the_stable_order(xs):
                 (xs,), (t,), backend="interp")
     order = sorted(range(len(xs)), key=xs.__getitem__, reverse=True)
     assert dy == pytest.approx(3.0 * t[order[0]] + t[order[1]], rel=1e-14)
+
+
+def sum_if_any(x, n):
+    acc = [x * i for i in range(n)]
+    if not acc:
+        return x
+    return sum(acc) if acc else 0.0
+
+
+@pytest.mark.parametrize("n", [4, 0])
+def test_the_truth_of_a_built_list_is_its_length(n):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jit.JitFallbackWarning)
+        assert jit.jit(sum_if_any)(1.5, n) == sum_if_any(1.5, n)
+        got = gradient(sum_if_any, 1.5, n, backend="llvm")[0]
+    assert got == gradient(sum_if_any, 1.5, n, backend="interp")[0] == (6.0 if n else 1.0)

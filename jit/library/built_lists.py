@@ -310,8 +310,25 @@ def displays_as_appends(ir) -> None:
         b.stmts = out
 
 
+def _is_built(ctx: Context, s, ts: list) -> bool:
+    return isinstance(ts[0], BuiltListT)
+
+
+def _t_truth(ctx: Context, s, ts: list) -> Type:
+    return BOOL
+
+
+def _cg_truth(fc: FunctionGen, s, ts) -> L.Value:
+    """`if xs:` / `not xs` of a built list: whether it has an entry."""
+    n = fc.b.extract_value(fc.get(s.args[0]), 1)
+    return fc.b.icmp_signed("!=" if s.op == "truth" else "==", n, ZERO)
+
+
 def _declare() -> None:
     IR_REWRITES.append(displays_as_appends)
+    for op in ("truth", "not"):
+        REGISTRY.overload(op, "a built list (its length)", _is_built, _t_truth, _cg_truth,
+                          family=FAMILY, numpy_too=True)
     o = REGISTRY.overload
     o("list_append", "[] or a built list, a number, array or tuple", _is_append, _t_append,
       _cg_append, family=FAMILY, numpy_too=True)
