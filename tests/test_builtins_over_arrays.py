@@ -392,3 +392,18 @@ def test_a_loss_guarded_by_isnan_compiles(w):
         got = gradient(_guarded, w, backend="llvm")[0]
     want = gradient(_guarded, w, backend="interp")[0]
     np.testing.assert_array_equal(got, want)
+
+
+def test_sorted_by_a_tuple_key_is_refused_in_the_users_terms():
+    from jit.types import TypingError
+
+    def f(x):
+        ps = sorted([(x[0], 1.0), (x[1], 0.0)], key=lambda p: (p[1], p[0]))
+        return ps[0][0]
+    with pytest.raises(TypingError) as e:
+        jit(f)(np.array([1.0, 2.0]))
+    assert "key gives a number" in str(e.value) and "test_builtins_over_arrays.py" in str(e.value)
+    assert "_sorted_keyed" not in str(e.value) and "sequence_builtins" not in str(e.value)
+    from jit import JitFallbackWarning
+    with pytest.warns(JitFallbackWarning, match="key gives a number"):
+        assert gradient(f, np.array([1.0, 2.0]))[0].tolist() == [0.0, 1.0]   # (interpreted)

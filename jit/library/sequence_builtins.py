@@ -398,9 +398,9 @@ def _t_sorted_keywords(ctx: Context, s, ts: list) -> Type:
         if keyless:
             return impl_call(ctx, s, _sorted_reversed, [s.args[1], reverse])
         return impl_call(ctx, s, _sorted_keyed, [s.args[1], key, reverse])
-    except TypingError as e:
+    except TypingError:      # (its detail would name the helper, not the user's code)
         ctx.fail(f"sorted() with key= is compiled where the key gives a number for each "
-                 f"entry of the {ts[0]} ({e})")
+                 f"entry of the {ts[0]}")
 
 
 def is_keyed_order(ctx: Context, s, ts: list) -> bool:
