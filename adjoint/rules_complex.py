@@ -34,7 +34,7 @@ values flow through a derivative of a derivative.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 

@@ -86,7 +86,6 @@ def refuse_in_forward(name: str):
 
 
 def _fill_rewrites() -> None:
-    from ..forward import hessian
     from ..forward import hessian, hvp, jacfwd, jvp
     _REWRITES.update({id(jvp): (jvp, {"backend"}, _jvp_call),
                       id(hvp): (hvp, {"backend"}, _hvp_call),
@@ -96,7 +95,6 @@ def _fill_rewrites() -> None:
 
 def _jvp_call(ir: IR, s: Stmt, defs: dict) -> Optional[list]:
     """`jvp(F, (xs...), (ts...))` -> `tf(captured..., xs..., ts without None...)`."""
-    from ..forward import tangent_function
     if len(s.args) != 4:
         return None
     xs, ts = _elements(s.args[2], defs), _elements(s.args[3], defs)
