@@ -443,7 +443,13 @@ def _method_mean(dy, a, axis=None, keepdims=False):
 
 
 def _method_astype(dy, a, dtype, *rest, **kw):
-    return (dy if np.dtype(dtype).kind in "fc" else None), None
+    """`a.astype(dtype)`: dy, back in a's float dtype (a float64 array cast to float32
+    gets a float64 cotangent); none through an integer or boolean dtype."""
+    if np.dtype(dtype).kind not in "fc" or dy is None:
+        return None, None
+    if getattr(getattr(a, "dtype", None), "kind", "") != "f":
+        return dy, None
+    return np.asarray(dy).astype(a.dtype, copy=False), None
 
 
 defmethod(np.ndarray, "max", _method_max, uses_result=True)

@@ -81,7 +81,7 @@ def _unravel(dy, a, order="C"):
     return _like(np.reshape(dy, shape), a)
 
 
-@pullback_rule(np.ravel)
+@pullback_rule((np.ravel, np.ndarray.flatten))     # (a.flatten() is a copy: the same values)
 def d_np_ravel(dy, a, order="C"):
     return _unravel(dy, a, order), None
 

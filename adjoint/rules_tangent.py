@@ -764,7 +764,7 @@ multilinear(_named(np, "multiply matmul dot inner outer kron cross tensordot con
                        "correlate"))
 multilinear([np.einsum], data=tuple(range(1, 33)))   # after the subscripts
 linear([np.full, np.full_like], data=(1,))
-linear([tuple, list, np.float32, np.gradient])
+linear([tuple, list, np.float32, np.gradient, np.ndarray.flatten])
 linear([scatter_added], data=(0, 2))     # (np.add.at, made explicit: the indices fixed)
 linear([np.add, np.subtract], data=(0, 1))
 linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel transpose

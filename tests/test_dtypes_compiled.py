@@ -274,3 +274,22 @@ def test_complex_gradient_is_autograds(name):
             warnings.simplefilter("ignore")
             mine = complex(gradient(fn, z)[0])
         assert abs(mine - complex(autograd.grad(agfn)(z))) < 1e-9
+
+
+def _cast_down(w):
+    return np.sum(w.astype(np.float32) ** 2)
+
+
+def _cast_up(w):
+    return np.sum(w.astype(np.float64) ** 2) + np.sum(w.astype(int) * w)
+
+
+def test_a_cast_gives_the_gradient_in_the_arguments_dtype():
+    w = np.arange(6.0).reshape(2, 3) / 4
+    (g,) = gradient(_cast_down, w, backend="interp")
+    assert g.dtype == np.float64
+    np.testing.assert_allclose(g, 2 * w, rtol=1e-6)
+    w32 = (w + 0.5).astype(np.float32)
+    (g32,) = gradient(_cast_up, w32, backend="interp")
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, 2 * w32 + np.floor(w32), rtol=1e-6)

@@ -550,3 +550,26 @@ def test_sums_start_from_zero_and_empty_means_are_nan():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert math.isnan(np.mean(np.zeros(0))) and math.isnan(mean(np.zeros(0)))
         assert math.isnan(mean(np.zeros((0, 2))))
+
+
+# -- a.flatten() (a copy) and np.argsort (numpy's own order) ------------------------------------
+def flatten_is_a_copy(a):
+    v = a.flatten()
+    v[0] = 100.0
+    return np.sum(v * np.arange(v.shape[0])) + a.T.flatten()[1], a.flatten(), a[0].flatten()
+
+
+def argsorts(a):
+    return a.argsort(axis=0), np.argsort(a, axis=None), np.argsort(a[0], kind="stable")
+
+
+def picks_by_argsort(a):
+    return np.sum(a[np.argsort(a[:, 0])][0] * np.array([1.0, 2.0, 3.0]))
+
+
+def test_flatten_and_argsort_compile():
+    a = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -0.75], [0.5, 1.5, 0.0]])
+    check_same(flatten_is_a_copy, a)
+    check_same(argsorts, a)
+    check_grad(lambda m: np.sum(m.flatten() * np.arange(9.0)) + np.sum(m[1].flatten() ** 2), a)
+    check_grad(picks_by_argsort, a)

@@ -192,6 +192,7 @@ SPECS = {
     # -- numpy: shapes -------------------------------------------------------------------
     "numpy.reshape": Spec(lambda m: np.reshape(m, (9,)) * np.arange(9.0), M33),
     "numpy.ravel": Spec(lambda m: np.ravel(m) * np.arange(9.0), M33),
+    "numpy.ndarray.flatten": Spec(lambda m: m.T.flatten() * np.arange(9.0), M33),
     "numpy.transpose": Spec(lambda m: np.transpose(m) * np.arange(9.0).reshape(3, 3), M33),
     "numpy.swapaxes": Spec(lambda m: np.swapaxes(m, 0, 1)[0], M33),
     "numpy.moveaxis": Spec(lambda m: np.moveaxis(m, 0, 1)[0], M33),
@@ -309,7 +310,8 @@ def _rule_names() -> set:
     for key, rule in list(CALL_RULES.items()) + list(_BY_ID.items()):
         if not rule.varied or (rule.pullback is None and rule.emit is None):
             continue
-        module = getattr(key, "__module__", None) or type(key).__name__
+        module = getattr(key, "__module__", None) or getattr(   # (an ndarray method)
+            getattr(key, "__objclass__", None), "__module__", None) or type(key).__name__
         name = f"{module}.{getattr(key, '__qualname__', getattr(key, '__name__', key))}"
         if module.partition(".")[0] in LIBRARIES or name in EXEMPT:
             out.add(name)

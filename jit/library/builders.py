@@ -26,7 +26,8 @@ from jit.codegen.function import FunctionGen, const_value
 from jit.library.elementwise import _full1, array_rule, impl_call, is_float_array
 from jit.library.python_impls import has_array
 from jit.library.python_impls import mark
-from jit.library.numpy_calls import add_host, dtype_arg, dtype_of, reduction
+from jit.library.numpy_calls import (Args, add_host, array_of, declare, dtype_arg, dtype_of,
+                                     reduction)
 from jit.library.registry import REGISTRY, called
 from jit.typing.infer import Context
 from jit.types import (BOOL, FLOAT32, FLOAT64, INT32, INT64, NONE, ArrayT, BuiltListT, TupleT, Type,
@@ -420,7 +421,15 @@ def _declare() -> None:
                          matches=_whole_array, methods=(f"{f.__name__}(axis=None)",),
                          types=array_rule(_pick_arg(which), f"np.{f.__name__}"))
         add_host(f, "a, axis=None, out=None, *, keepdims=False", reduction(INT64))
+    declare(np.argsort, "a, axis=-1, kind=None, order=None, *, stable=None", _argsorted,
+            "selection", methods=("argsort(axis=-1, kind=None, order=None, *, stable=None)",))
     REGISTRY.declare_pullback(M.d_fsum, "1-D array, list or tuple of numbers", _pick_d_fsum)
+
+
+def _argsorted(a: Args) -> Type:
+    """np.argsort: int64 positions, 1-D when axis is None, else the operand's rank
+    (numpy's own sort, through the host: its order of ties is numpy's)."""
+    return array_of(INT64, 1 if a.const("axis") is None else a.array("a").ndim)
 
 
 _declare()

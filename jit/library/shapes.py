@@ -119,6 +119,15 @@ def _ravel2(a):
     return _reshape2_1(a, -1)
 
 
+def _flatten1(a):
+    """`a.flatten()`: a copy, never a view."""
+    return _copy1(a)
+
+
+def _flatten2(a):
+    return _copy1(_reshape2_1(a, -1))
+
+
 def _d_reshape_1_1(dy, x, shape):
     """d_np_reshape: the cotangent reshaped back to x's shape (dy's rank, x's rank)."""
     return _reshape1_1(dy, x.shape[0])
@@ -146,7 +155,7 @@ def _d_ravel2(dy, x):
 
 mark(_contiguous1, _contiguous2, _resolve, _reshape1_2, _reshape2_2, _line_length, _reshape2_1,
      _reshape1_1, _ravel1, _ravel2, _d_reshape_1_1, _d_reshape_2_1, _d_reshape_1_2,
-     _d_reshape_2_2, _d_ravel1, _d_ravel2)
+     _d_reshape_2_2, _d_ravel1, _d_ravel2, _flatten1, _flatten2)
 _D_RESHAPE = {(1, 1): _d_reshape_1_1, (2, 1): _d_reshape_2_1, (1, 2): _d_reshape_1_2,
               (2, 2): _d_reshape_2_2}
 
@@ -218,6 +227,13 @@ def _t_ravel(ctx: Context, s, ts: list) -> Type:
     if len(ts) != 1 or s.kwargs or not is_float_array(ts[0]):
         ctx.fail(f"np.ravel of {', '.join(map(str, ts))} is not compiled")
     return impl_call(ctx, s, _ravel1 if ts[0].ndim == 1 else _ravel2, [s.args[1]])
+
+
+def _t_flatten(ctx: Context, s, ts: list) -> Type:
+    if len(ts) != 1 or s.kwargs or not is_float_array(ts[0]) or ts[0].ndim > 2:
+        ctx.fail(f"a.flatten() of {', '.join(map(str, ts))} is not compiled (of a float64 "
+                 "array of one or two dimensions is)")
+    return impl_call(ctx, s, _flatten1 if ts[0].ndim == 1 else _flatten2, [s.args[1]])
 
 
 def _pick_d_reshape(argtypes):
@@ -300,6 +316,8 @@ def _declare() -> None:
     REGISTRY.declare(np.ravel, family=FAMILY, pattern="float64 array",
                      matches=lambda ctx, s, ts: bool(ts) and isinstance(ts[0], ArrayT),
                      methods=("ravel",), types=_t_ravel)
+    REGISTRY.declare(np.ndarray.flatten, family=FAMILY, pattern="float64 array, 1-D or 2-D",
+                     methods=("flatten",), types=_t_flatten, name="ndarray.flatten")
     add_host(np.reshape, "a, shape, m=None", reshaped, via=reshape)
     REGISTRY.add(REGISTRY.get(np.roll), "float64 1-D array, int shift", _is_roll1, _t_roll1)
     REGISTRY.declare_pullback(S.d_np_roll, "float64 1-D array, int shift", _pick_d_roll)
