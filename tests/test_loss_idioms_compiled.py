@@ -345,21 +345,37 @@ def over_itertools(w):
     return total
 
 
+def over_more_itertools(w):
+    total = 0.0
+    for p in itertools.permutations((0, 1, 2), 2):
+        total += w[p[0]] * w[p[1]] * 0.5
+    for i, j in itertools.product((0, 2), repeat=2):
+        total += w[i] - w[j] * 0.25
+    for a, b in itertools.combinations_with_replacement((0.5, 1.5), 2):
+        total += a * b * w[1]
+    return total
+
+
 W3 = np.array([0.3, -0.2, 0.5])
 COMPILED_NOW = [dataclass_by_keywords, dataclass_default_left_out, shape_checked,
-                mapped_and_filtered]
+                mapped_and_filtered, over_itertools, over_more_itertools]
 
 
-@pytest.mark.parametrize("f", COMPILED_NOW + [over_itertools],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", COMPILED_NOW, ids=lambda f: f.__name__)
 def test_first_hour_idioms_are_right(f):
     g = gradient(f, W3, backend="interp")[0]
     np.testing.assert_allclose(g, central(f, W3), rtol=1e-6, atol=1e-9)
-    if f in COMPILED_NOW:
-        assert jit.jit(f)(W3) == pytest.approx(f(W3), rel=1e-14)   # (np.tanh: 1 ulp)
-        np.testing.assert_allclose(compiled(gradient, f, W3, backend="llvm")[0], g, rtol=1e-12)
-    else:       # (itertools in compiled code: the default backend runs the interpreter)
-        np.testing.assert_allclose(gradient(f, W3)[0], g, rtol=1e-12)
+    assert jit.jit(f)(W3) == pytest.approx(f(W3), rel=1e-14)   # (np.tanh: 1 ulp)
+    np.testing.assert_allclose(compiled(gradient, f, W3, backend="llvm")[0], g, rtol=1e-12)
+
+
+def test_itertools_over_bounds_known_only_at_run_time_is_refused_by_name():
+    from jit.types import TypingError
+
+    def pairs(w, n):
+        return sum(w[a] * w[b] for a, b in itertools.combinations(range(n), 2))
+    with pytest.raises(TypingError, match="itertools.combinations is compiled over ranges"):
+        jit.jit(pairs)(W3, 3)
 
 
 def test_a_failed_shape_check_raises_assertion_error_compiled():

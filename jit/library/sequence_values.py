@@ -14,6 +14,10 @@ so `list(x)` of one is known entry by entry at compile time:
     int64 array, views of the rows for more dimensions; `list(xs)` of a built list, a
     new one of the same entries.
 
+`itertools.product`, `combinations`, `permutations` and `combinations_with_replacement` of
+ranges and tuples of numbers known at compile time are the tuple of their items, built as
+a constant, which a `for` loop reads by position.
+
 `range(...)` itself is a value: with such bounds a constant of no native data, with
 int bounds known only at run time a built list of its ints (`sorted(range(n), key=...)`);
 `for i in range(n)` is a loop and needs none of this.  Anything else (a list built by
@@ -24,6 +28,7 @@ the cotangents of its entries stacked).
 from __future__ import annotations
 
 import builtins
+import itertools
 
 from llvmlite import ir as L
 
@@ -32,9 +37,9 @@ from jit.codegen.function import I64, lltype
 from jit.library.built_lists import new_built_list
 from jit.library.registry import REGISTRY
 from jit.library.slicing import SliceT
+from jit.types import BOOL, FLOAT64, INT64, ArrayT, BuiltListT, DictT, ListT, RecordT, TupleT, Type
 from jit.typing.infer import Context, LiteralT
-from jit.types import (BOOL, FLOAT64, INT64, ArrayT, BuiltListT, DictT, ListT, RecordT, TupleT,
-                       Type)
+from ssair.ir import Const
 
 FAMILY = "shape and slicing"
 
@@ -85,6 +90,49 @@ def _cg_range(fc, s, ts):
     fc.deopt_if(b.icmp_signed(">", n, L.Constant(I64, 1 << 26)),
                 "range() of more than 2**26 ints as a value", MemoryError)
     return new_built_list(fc, n, INT64, lambda k: b.add(start, b.mul(k, step)))
+
+
+def _combinatoric_items(s, ts: list, number_of) -> tuple:
+    """The items of `itertools.product(...)`, `combinations(xs, r)`, ... when its
+    sequences (ranges, tuples) and numbers are known at compile time (`number_of(a)`:
+    an operand's int value known then, or None), else None."""
+    f = s.args[0].value
+    seqs = [tuple(t.value) if isinstance(t, LiteralT) and isinstance(t.value, (range, tuple))
+            else tuple(a.value) if isinstance(a, Const) and isinstance(a.value, (range, tuple))
+            else None for a, t in zip(s.args[1:], ts)]
+    if f is itertools.product:
+        args, kw = seqs, {k: number_of(v) for k, v in s.kwargs.items()}
+        if not args or set(kw) - {"repeat"}:
+            return None
+    else:
+        args, kw = [seqs[0] if seqs else None, *[number_of(a) for a in s.args[2:]]], {}
+        if s.kwargs or len(args) > 2:
+            return None
+    if None in args or None in kw.values():
+        return None
+    return tuple(f(*args, **kw))
+
+
+def _t_combinatoric(ctx: Context, s, ts: list) -> Type:
+    """`itertools.product(...)`, `combinations(xs, r)`, `permutations(xs[, r])` and
+    `combinations_with_replacement` of ranges and tuples of numbers known at compile
+    time: the tuple of their items, built as a constant (`_cg_items`)."""
+    name = s.args[0].value.__name__
+    items = _combinatoric_items(s, ts, lambda a: _static_int(ctx, a))
+    if items is None or not all(type(x) in (int, float) for item in items for x in item):
+        ctx.fail(f"itertools.{name} is compiled over ranges and tuples of numbers known at "
+                 "compile time")
+    if len(items) > 4096:
+        ctx.fail(f"itertools.{name} of more than 4096 items is not compiled")
+    return TupleT(tuple(TupleT(tuple(INT64 if type(x) is int else FLOAT64 for x in item))
+                        for item in items))
+
+
+def _cg_items(fc, s, ts):
+    items = _combinatoric_items(s, ts, lambda a: fc.typing.static.get(a, getattr(a, "value",
+                                                                                 None)))
+    return L.Constant(lltype(s.type), [L.Constant(lltype(t), list(item))
+                                       for t, item in zip(s.type.elems, items)])
 
 
 def _entries(t: Type) -> tuple:
@@ -163,6 +211,10 @@ def _cg_list(fc, s, ts):
     return out
 
 
+REGISTRY.declare(itertools.product, itertools.combinations, itertools.permutations,
+                 itertools.combinations_with_replacement, family=FAMILY,
+                 pattern="ranges and tuples of numbers known at compile time (a constant)",
+                 types=_t_combinatoric, lower=_cg_items)
 REGISTRY.declare(builtins.range, family=FAMILY, pattern="int bounds (known at compile time: a "
                  "constant; at run time: a built list of ints)", types=_t_range, lower=_cg_range)
 REGISTRY.declare(builtins.list, family=FAMILY,
