@@ -270,8 +270,10 @@ def d_check_bound(dy, value, name):
 
 def _extreme_pullback(pick):
     def pb(dy, y, *xs, **kw):
-        if kw:
-            raise TypeError("adjoint: min/max with keyword arguments are not differentiable")
+        # the result is an entry: dy goes to the first entry equal to it, which is the
+        # one a `key=` picks too (the order a key gives has no derivative)
+        if set(kw) - {"key"}:
+            raise TypeError("adjoint: min/max with default= is not differentiable")
         if len(xs) == 1:
             seq = xs[0]
             k = _first_index(seq, y)
@@ -298,8 +300,10 @@ def _one_hot(a, k, dy):
     return g
 
 
-d_min = pullback_rule(builtins.min, uses_result=True)(_extreme_pullback("min"))
-d_max = pullback_rule(builtins.max, uses_result=True)(_extreme_pullback("max"))
+d_min = pullback_rule(builtins.min, uses_result=True,
+                      nondiff_keywords=("key",))(_extreme_pullback("min"))
+d_max = pullback_rule(builtins.max, uses_result=True,
+                      nondiff_keywords=("key",))(_extreme_pullback("max"))
 
 
 @pullback_rule(builtins.sum)

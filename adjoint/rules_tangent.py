@@ -352,6 +352,11 @@ def scalar_result(keys, data_only=True) -> None:
     """Functions whose result is a number when called on their data alone (`np.max(x)`,
     `max(a, b)`): J is one row, `pullback(1.0)`, so J t = sum_i <pullback(1)[i], t_i>
     (exact).  With other operands (an axis), the rows fallback."""
+    _set(keys, _one_row(data_only))
+
+
+def _one_row(data_only: bool):
+    """`scalar_result`'s jvp."""
     def jvp(em, s, ts):
         rule = em.rule_of(s)
         pb = rule.pullback
@@ -367,7 +372,7 @@ def scalar_result(keys, data_only=True) -> None:
             term = em.op("call", j_inner, em.op("dget", g, i), t)
             total = term if total is None else em.op("add", total, term)
         return em.op("call", float, total)
-    _set(keys, jvp)
+    return jvp
 
 
 def rows(em, s, ts):
@@ -803,7 +808,32 @@ _set([np.squeeze], lambda em, s, ts: None if ts[0] is None else em.op(
     "call", j_squeeze, s.var, ts[0], *em.operands(s)[1:], **s.kwargs))
 _set([np.std], _reduction_jvp(j_std))
 scalar_result([np.prod, np.linalg.norm])
-scalar_result([builtins.max, builtins.min], data_only=False)
+
+
+@_helper
+def j_keyed_extreme(y, xs, t):
+    """The tangent of `max(xs, key=k)` / `min(xs, key=k)`: the tangent of the entry it
+    returned (the first equal to the result; the order a key gives has no tangent)."""
+    for i in range(len(xs)):
+        if xs[i] == y:
+            return t[i]
+    return t[0]
+
+
+def _keyed_extreme_jvp(by_entries):
+    """min/max: with `key=` alone, the entry's tangent (`j_keyed_extreme`); else as
+    `scalar_result` makes it (`by_entries`)."""
+    def jvp(em, s, ts):
+        args = em.operands(s)
+        if set(s.kwargs) != {"key"} or len(args) != 1:
+            return by_entries(em, s, ts)
+        if ts[0] is None:
+            return None
+        return em.op("call", j_keyed_extreme, s.var, args[0], ts[0])
+    return jvp
+
+
+_set([builtins.max, builtins.min], _keyed_extreme_jvp(_one_row(data_only=False)))
 nondiff("zero_tangent")
 HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value, call_method=j_call_method,
                zero=TangentHelper(zero_tangent))

@@ -407,3 +407,36 @@ def test_sorted_by_a_tuple_key_is_refused_in_the_users_terms():
     from jit import JitFallbackWarning
     with pytest.warns(JitFallbackWarning, match="key gives a number"):
         assert gradient(f, np.array([1.0, 2.0]))[0].tolist() == [0.0, 1.0]   # (interpreted)
+
+
+# -- min / max with key= ---------------------------------------------------------------
+def _best_by_key(x):
+    best = max([x[0], x[1] * 2.0, x[2] - 1.0, 5.0], key=lambda v: abs(v) if v < 4 else 0.0)
+    worst = min(range(3), key=lambda i: x[i])           # an argmin: no derivative itself
+    first = sorted(range(3), key=lambda i: -x[i])[0]
+    return best * 3.0 + x[worst] + x[first] * 10.0 + max(x, key=lambda v: -v) * 0.5
+
+
+@pytest.mark.parametrize("x,closed", [
+    (np.array([0.3, -1.2, 0.9]), [0.0, 6.0 + 1.0 + 0.5, 10.0]),
+    (np.array([2.5, 0.1, -3.0]), [10.0, 0.0, 3.0 + 1.0 + 0.5]),
+])
+def test_min_and_max_with_a_key_compile_and_differentiate(x, closed):
+    with no_fallback():
+        assert jit(_best_by_key)(x) == _best_by_key(x)
+        got = gradient(_best_by_key, x, backend="llvm")[0]
+        tangent = jvp(_best_by_key, (x,), (np.array([1.0, 10.0, 100.0]),))[1]
+    np.testing.assert_allclose(got, closed, rtol=1e-12)
+    np.testing.assert_allclose(gradient(_best_by_key, x, backend="interp")[0], closed, rtol=1e-12)
+    np.testing.assert_allclose(got, central_differences(_best_by_key, x), rtol=1e-6, atol=1e-9)
+    assert tangent == pytest.approx(np.dot(closed, [1.0, 10.0, 100.0]), rel=1e-12)
+
+
+def test_max_of_an_empty_list_with_a_key_raises_cpythons_error():
+    def f(x, n):
+        return max([x * i for i in range(n)], key=lambda v: -v)
+    with pytest.raises(ValueError) as want:
+        f(1.0, 0)
+    with pytest.raises(ValueError) as got:
+        jit(f)(1.0, 0)
+    assert str(got.value).startswith(str(want.value))

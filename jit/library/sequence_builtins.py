@@ -198,6 +198,32 @@ def _max_items(xs):
     return best
 
 
+def _min_keyed(xs, key):
+    """`min(xs, key=key)`: the first entry whose key is least."""
+    n = len(xs)
+    if n == 0:
+        raise ValueError(MIN_EMPTY)
+    best, best_key = xs[0], key(xs[0])
+    for i in range(1, n):
+        k = key(xs[i])
+        if k < best_key:
+            best, best_key = xs[i], k
+    return best
+
+
+def _max_keyed(xs, key):
+    """`max(xs, key=key)`: the first entry whose key is greatest."""
+    n = len(xs)
+    if n == 0:
+        raise ValueError(MAX_EMPTY)
+    best, best_key = xs[0], key(xs[0])
+    for i in range(1, n):
+        k = key(xs[i])
+        if k > best_key:
+            best, best_key = xs[i], k
+    return best
+
+
 def _first_at(xs, y):
     """The index of the first entry equal to y (the one min/max returned)."""
     for i in range(len(xs)):
@@ -311,7 +337,7 @@ def _all_items(xs):
     return True
 
 
-mark(_sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built,
+mark(_min_keyed, _max_keyed, _sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built,
      _prod_built, _d_prod_built, _d_sum_built, _min_items, _max_items,
      _first_at, _d_extreme_array, _d_extreme_built, _any_items, _all_items)
 
@@ -378,16 +404,30 @@ def is_float_order(ctx: Context, s, ts: list) -> bool:
 
 def is_keyed_items(ctx: Context, s, ts: list) -> bool:
     """Pattern: `sorted(xs, key=..., reverse=...)` (one keyword at least) of a 1-D
-    array, a built list or a tuple of entries of one type."""
+    array, a built list, a tuple of entries of one type or a constant range."""
     if len(ts) != 1 or not s.kwargs or not set(s.kwargs) <= {"key", "reverse"}:
         return False
     t = ts[0]
+    if isinstance(t, LiteralT):
+        return type(t.value) is range
     if isinstance(t, ArrayT):
         return t.ndim == 1
     return isinstance(t, BuiltListT) or isinstance(t, TupleT) and len(set(t.elems)) <= 1
 
 
+def _listed_range(ctx: Context, s, ts: list) -> None:
+    """A constant range as the sequence of a keyed call: ask for `list(r)` (a tuple of
+    its ints) in its place."""
+    if isinstance(ts[0], LiteralT):
+        def build(ir, st) -> list:
+            listed = Stmt(ir.new_var(), "call", [Const(builtins.list), st.args[1]], {}, st.line)
+            return [listed, Stmt(st.var, "call", [st.args[0], listed.var, *st.args[2:]],
+                                 dict(st.kwargs), st.line, st.name)]
+        raise RewriteStatement("a keyed call over a range", s.var, build)
+
+
 def _t_sorted_keywords(ctx: Context, s, ts: list) -> Type:
+    _listed_range(ctx, s, ts)
     kw = dict(s.kwargs)
     key, reverse = kw.get("key", Const(None)), kw.get("reverse", Const(False))
     keyless = isinstance(key, Const) and key.value is None
@@ -418,6 +458,22 @@ def _calling(impl):
 def _t_extreme(ctx: Context, s, ts: list) -> Type:
     impl = _min_items if called(ctx.typing, s) is builtins.min else _max_items
     return impl_call(ctx, s, impl, list(s.args[1:]))
+
+
+def is_keyed_extreme(ctx: Context, s, ts: list) -> bool:
+    """Pattern: `min(xs, key=...)` / `max(xs, key=...)` of a 1-D array, a built list or a
+    tuple of entries of one type."""
+    return set(s.kwargs) == {"key"} and is_keyed_items(ctx, s, ts)
+
+
+def _t_extreme_keyed(ctx: Context, s, ts: list) -> Type:
+    _listed_range(ctx, s, ts)
+    impl = _min_keyed if called(ctx.typing, s) is builtins.min else _max_keyed
+    try:
+        return impl_call(ctx, s, impl, [s.args[1], s.kwargs["key"]])
+    except TypingError:      # (its detail would name the helper, not the user's code)
+        ctx.fail(f"{impl.__name__[1:4]}() with key= is compiled where the key gives a number "
+                 f"for each entry of the {ts[0]}")
 
 
 def pick_d_sum_built(argtypes: list):
@@ -478,6 +534,8 @@ def _declare() -> None:
     for f, pb in ((builtins.min, M.d_min), (builtins.max, M.d_max)):
         REGISTRY.add(REGISTRY.get(f), "one 1-D array or built list of numbers", is_items,
                      _t_extreme)         # (declared by jit.library.math_builtins)
+        REGISTRY.add(REGISTRY.get(f), "key= (giving numbers), over a 1-D array, a list or a "
+                     "tuple of one entry type", is_keyed_extreme, _t_extreme_keyed)
         REGISTRY.declare_pullback(pb, "one float 1-D array or built list of float64",
                                   pick_d_extreme_items)
     REGISTRY.declare(deopt_if_nan, family="runtime checks", pattern="float",
