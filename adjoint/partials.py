@@ -1,4 +1,5 @@
-"""`functools.partial(g, *bound, **named)` of a plain user function as the closure it
+"""`functools.partial(g, *bound, **named)` of a plain user function (or of a library
+function with a derivative rule: `partial(np.sum, axis=0)`) as the closure it
 stands for: `lambda *rest: g(*bound, *rest, **named)`, a template function whose
 captured values are the bound arguments and keyword values.  The JIT types a partial
 passed in as that closure (`jit.types.typeof`), and a partial made in differentiated or compiled code becomes
@@ -9,8 +10,11 @@ captured value does.
 from __future__ import annotations
 
 import functools
+import inspect
 import types as pytypes
 from typing import Any
+
+import numpy as np
 
 from lowering.api import template_of
 from ssair import IR, Const, Stmt
@@ -33,7 +37,7 @@ def partial_template(p: functools.partial) -> Any:
     it, and so the code compiled for it; otherwise None.  A call that passes a bound
     keyword again (CPython overrides it) does not bind to the template: refused."""
     g, n, names = p.func, len(p.args), tuple(p.keywords)
-    if type(g) is not pytypes.FunctionType or not 0 < n + len(names) <= _MAX_BOUND:
+    if not 0 < n + len(names) <= _MAX_BOUND:
         return None
     try:
         key = (g, n, names)
@@ -41,8 +45,49 @@ def partial_template(p: functools.partial) -> Any:
     except TypeError:
         return None
     if hit is False:
-        hit = _PARTIALS[key] = _new_partial_template(g, n, names)
+        make = _new_partial_template if type(g) is pytypes.FunctionType \
+            and lookup_callee(g) is None else _new_library_template
+        hit = _PARTIALS[key] = make(g, n, names)
     return hit
+
+
+def _new_library_template(g: Any, n: int, names: tuple) -> Any:
+    """`functools.partial(np.sum, axis=0)` and the like: for a library callable with a
+    derivative rule, the closure `lambda a: g(*bound, a, **named)` taking the
+    parameters that follow the bound ones and have no default (a ufunc's inputs), so
+    that the call stays one of `g`, whose rule differentiates it.  None where the
+    signature is not known."""
+    if lookup_callee(g) is None or not getattr(g, "__name__", "").isidentifier():
+        return None
+    if isinstance(g, np.ufunc):
+        params = [f"x{k}" for k in range(1, g.nin + 1)][n:]
+    else:
+        try:
+            sig = list(inspect.signature(g).parameters.values())
+        except (TypeError, ValueError):
+            return None
+        if len(sig) < n or any(q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
+                               for q in sig[:n]):
+            return None
+        params = []
+        for q in sig[n:]:
+            if q.kind not in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD) \
+                    or q.default is not q.empty or q.name in names:
+                break
+            params.append(q.name)
+    if any(q.startswith("_zy_") for q in params):
+        return None
+    bound = [f"_zy_b{k:02d}" for k in range(n + len(names))]
+    passed = bound[:n] + params + [f"{q}={b}" for q, b in zip(names, bound[n:])]
+    src = (f"def _zy_outer({', '.join(bound)}):\n"
+           f"    def {g.__name__}({', '.join(params)}):\n"
+           f"        return _zy_callee({', '.join(passed)})\n"
+           f"    return {g.__name__}\n")
+    scope = {"_zy_callee": g, "__name__": __name__}
+    exec(compile(src, f"<functools.partial of {g.__name__}>", "exec"), scope)
+    inner = scope["_zy_outer"](*bound)
+    inner.__qualname__ = f"functools.partial({getattr(g, '__qualname__', g.__name__)})"
+    return template_of(inner)
 
 
 def partial_captures(p: functools.partial) -> tuple:

@@ -249,6 +249,28 @@ def test_a_local_partial_runs_in_the_interpreter_with_a_clear_refusal():
     assert check_llvm(uses_a_local_partial, 1.5, 2.0).startswith("refused: ")
 
 
+def partials_of_numpy(w):
+    colsum = functools.partial(np.sum, axis=0)
+    shift = functools.partial(np.add, 1.0)
+    dot_x = functools.partial(np.matmul, W0[:2, :3])
+    return np.sum(colsum(W0[:, :3] * w) ** 2) + np.sum(shift(w) ** 2) + np.sum(np.tanh(dot_x(w)))
+
+
+def test_a_partial_of_a_numpy_function_made_in_the_loss_compiles():
+    w = np.array([0.5, -1.0, 2.0])
+    check_lowering(partials_of_numpy, (w,))
+    check_gradient(partials_of_numpy, w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert jit_decorated(partials_of_numpy)(w) == partials_of_numpy(w)
+        got = gradient(partials_of_numpy, w, backend="llvm")[0]
+    np.testing.assert_allclose(got, gradient(partials_of_numpy, w, backend="interp")[0],
+                               rtol=1e-12)
+    from adjoint import jvp
+    assert jvp(partials_of_numpy, (w,), (np.ones(3),))[1] == pytest.approx(np.sum(got),
+                                                                           rel=1e-12)
+
+
 def keyword_only_scale(x, b=0.0, *, scale=2.0):
     return (x + b) * scale
 

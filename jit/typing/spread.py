@@ -109,7 +109,8 @@ def _partial(ts: list, names: tuple) -> Callable:
         if callable(g) else None
     if template is None:
         raise TypingError("functools.partial is compiled for a plain Python function "
-                          "(no closure, no *args or **kwargs)")
+                          "(no closure, no *args or **kwargs) and for a library function "
+                          "with a derivative rule whose signature Python knows")
 
     def build(ir: IR, s: Stmt) -> list:
         return [Stmt(s.var, "make_closure", [Const(template)] + list(s.args[2:])
