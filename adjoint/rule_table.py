@@ -148,8 +148,8 @@ def _is_complex(v: Any) -> bool:
 
 def _is_narrow_float(v: Any) -> bool:
     """A float array or numpy float scalar of less than double precision."""
-    dt = getattr(v, "dtype", None)
-    return dt is not None and dt.kind == "f" and dt.itemsize < 8
+    dt = getattr(v, "dtype", None)      # (a numpy type itself, `np.float32`, has none)
+    return isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize < 8
 
 
 def in_dtype_of(g: Any, x: Any) -> Any:

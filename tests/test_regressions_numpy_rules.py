@@ -256,3 +256,19 @@ def test_polyval_in_forward_mode(backend):
     want = (polyval_of_grid(c + h * tc, x + h * tx) - polyval_of_grid(c - h * tc, x - h * tx)) \
         / (2 * h)
     assert np.isclose(t, want, rtol=1e-6)
+
+
+def _through_a_dtype_operand(x):
+    return np.sum(np.asarray(x * 2.0, np.float64) ** 2) + np.sum(np.array(x, np.float32) * x)
+
+
+@pytest.mark.parametrize("backend", ["interp", "auto"])
+def test_a_numpy_type_as_an_operand_of_a_rule(backend):
+    """`np.asarray(x, np.float64)`: the dtype is an operand of the rule, and a numpy type
+    (whose `dtype` attribute is a descriptor) is not a narrow float: it crashed with an
+    AttributeError."""
+    x = np.array([0.5, -1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (g,) = gradient(_through_a_dtype_operand, x, backend=backend)
+    np.testing.assert_allclose(g, 8 * x + 2 * x, rtol=1e-6)
