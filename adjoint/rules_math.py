@@ -342,9 +342,22 @@ def d_sorted(dy, xs, key=None, reverse=False):
     return (tuple(g) if isinstance(xs, tuple) else g,)
 
 
+@pullback_rule(builtins.enumerate)
+def d_enumerate(dy, xs, start=0):
+    """`enumerate(xs)` used as a value (`list(enumerate(xs))`, passed on): its items are
+    pairs (i, x); each pair's second cotangent is its entry's (the counts have none)."""
+    if dy is None:
+        return None, None
+    gs = [None if d is None else d[1] for d in dy]
+    if isinstance(xs, np.ndarray):
+        zero = np.zeros(xs.shape[1:])
+        return np.array([zero if g is None else g for g in gs], dtype=float), None
+    return (tuple(gs) if isinstance(xs, tuple) else gs), None
+
+
 nondiff(sort_order, math.floor, math.ceil, math.trunc, builtins.round, builtins.int, builtins.len,
         builtins.range, builtins.bool, builtins.isinstance, builtins.print, builtins.str,
-        builtins.type, builtins.repr, builtins.hash, builtins.id, builtins.enumerate,
+        builtins.type, builtins.repr, builtins.hash, builtins.id,
         math.isnan, math.isinf, math.isfinite, math.factorial, math.comb, math.gcd,
         operator.index, read_entry, read_global, write_global,   # (globals: constants of derivatives)
         check_star_length, check_super)

@@ -362,10 +362,41 @@ def d_scatter_added(dy, a, indices, values):
 
 
 nondiff(np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
-        np.arange, np.linspace, np.shape, np.size, np.ndim, np.floor, np.ceil,
+        np.shape, np.size, np.ndim, np.floor, np.ceil,
         np.round, np.argmax, np.argmin, np.argsort, np.isnan, np.isfinite, np.isinf,
         np.eye, np.identity, np.trunc, np.rint, np.less, np.greater, np.equal, np.any, np.all,
         np.triu_indices, np.tril_indices, np.triu_indices_from, np.tril_indices_from)
+
+
+@pullback_rule(np.linspace)
+def d_np_linspace(dy, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """`np.linspace(start, stop, num)` is `start * (1 - t) + stop * t`, t = i / (num - 1)
+    (i / num without the endpoint), along axis 0: each end gets dy weighted by its
+    share.  An integer dtype has no derivative."""
+    if retstep or axis != 0:
+        raise TypeError("adjoint: the derivative of np.linspace supports retstep=False and "
+                        "axis=0 only")
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        return None, None
+    dy = np.asarray(dy, dtype=float)
+    n = int(num)
+    div = n - 1 if endpoint else n
+    t = (np.arange(n) / div if div > 0 else np.zeros(n)).reshape((n,) + (1,) * (dy.ndim - 1))
+    return unbcast(np.sum(dy * (1.0 - t), axis=0), start), unbcast(np.sum(dy * t, axis=0), stop)
+
+
+@pullback_rule(np.arange)
+def d_np_arange(dy, *bounds, **kw):
+    """`np.arange(start, stop, step)` is `start + i * step` (its length is piecewise
+    constant in the bounds): start gets the sum of dy, step the sum of i * dy; a lone
+    stop and the stop get none."""
+    if len(bounds) < 2:
+        return (None,)
+    dy = np.asarray(dy, dtype=float)
+    out = [unbcast(np.sum(dy), bounds[0]), None]
+    if len(bounds) > 2:
+        out.append(unbcast(np.sum(dy * np.arange(dy.shape[0])), bounds[2]))
+    return tuple(out)
 
 
 def _extreme(dy, y, x, axis=None, keepdims=False):

@@ -661,6 +661,12 @@ def _matrix_jvp(helper, data=1):
 
 
 @_helper
+def j_enumerate(xs, t, start=0):
+    """The tangent of `enumerate(xs)` as a value: pairs (0, t_i) (a count has none)."""
+    return zip([0] * len(t), t)
+
+
+@_helper
 def j_prod(xs, t, start=1):
     """The tangent of `math.prod(xs, start=s)` (s held constant): each entry's tangent
     times the product of the others."""
@@ -687,6 +693,8 @@ def j_polyval(p, x, tp, tx):
 
 _set([builtins.sorted], lambda em, s, ts: None if ts[0] is None else em.op(
     "call", j_sorted, em.operands(s)[0], ts[0], **s.kwargs))
+_set([builtins.enumerate], lambda em, s, ts: None if ts[0] is None else em.op(
+    "call", j_enumerate, em.operands(s)[0], ts[0], **s.kwargs))
 _set([math.prod], lambda em, s, ts: None if ts[0] is None else em.op(
     "call", j_prod, em.operands(s)[0], ts[0], **s.kwargs))
 _set([np.polyval], lambda em, s, ts: em.op(
@@ -770,6 +778,7 @@ multilinear(_named(np, "multiply matmul dot inner outer kron cross tensordot con
 multilinear([np.einsum], data=tuple(range(1, 33)))   # after the subscripts
 linear([np.full, np.full_like], data=(1,))
 linear([tuple, list, np.float32, np.gradient, np.ndarray.flatten])
+linear([np.linspace], data=(0, 1))       # start * (1 - t) + stop * t: jointly linear
 linear([scatter_added], data=(0, 2))     # (np.add.at, made explicit: the indices fixed)
 linear([np.add, np.subtract], data=(0, 1))
 linear(_named(np, """negative conjugate real sum mean cumsum diff reshape ravel transpose

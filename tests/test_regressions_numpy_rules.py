@@ -272,3 +272,47 @@ def test_a_numpy_type_as_an_operand_of_a_rule(backend):
         warnings.simplefilter("ignore")
         (g,) = gradient(_through_a_dtype_operand, x, backend=backend)
     np.testing.assert_allclose(g, 8 * x + 2 * x, rtol=1e-6)
+
+
+def _padded_by_edge(x):
+    return np.sum(np.pad(x, 1, mode="edge") ** 2)
+
+
+@pytest.mark.parametrize("backend", ["interp", "auto", "llvm"])
+def test_a_rule_refusing_an_option_raises_its_type_error_in_every_backend(backend):
+    """np.pad's derivative supports mode='constant' only: the compiled paths raised an
+    AttributeError (the fast path read the type of a forward pass that only raises)
+    and then an OverflowError (the adjoint's rerun-only site)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TypeError, match="np.pad supports mode='constant' only|"
+                                            "compiled adjoint of _padded_by_edge"):
+            gradient(_padded_by_edge, np.ones(3), backend=backend)
+
+
+# np.linspace / np.arange with a differentiated bound, and enumerate(...) as a value, were
+# marked non-differentiable: their gradients came back zero, silently.
+SILENT_ZEROS = {
+    "linspace_stop": (lambda x: np.sum(np.linspace(0.0, x, 5) ** 2), lambda x: 2 * x * 1.875),
+    "linspace_no_endpoint": (lambda x: np.sum(np.linspace(x, 3.0, 4, endpoint=False) ** 2),
+                             None),
+    "arange_start_step": (lambda x: np.sum(np.arange(x, x + 3.0, 0.5) ** 2), None),
+    "list_of_enumerate": (lambda x: sum(i * v for i, v in list(enumerate([x, x * x, 2.0]))),
+                          lambda x: 2 * x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SILENT_ZEROS))
+@pytest.mark.parametrize("backend", ["interp", "auto"])
+def test_linspace_arange_and_enumerate_values_differentiate(name, backend):
+    from adjoint import jvp
+    f, closed = SILENT_ZEROS[name]
+    x, h = 0.7, 1e-6
+    fd = (f(x + h) - f(x - h)) / (2 * h)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (g,) = gradient(f, x, backend=backend)
+        t = jvp(f, (x,), (1.0,))[1]
+    assert g == pytest.approx(fd, rel=1e-6) and t == pytest.approx(fd, rel=1e-6)
+    if closed is not None:
+        assert g == pytest.approx(closed(x), rel=1e-12)

@@ -104,6 +104,7 @@ SPECS = {
     "builtins.min": Spec(lambda a, b: min(a, 2 * b), SUNIT, SPOS),
     "builtins.sum": Spec(lambda x: sum(x), UNIT),
     "builtins.sorted": Spec(lambda x: sorted(x)[0] + 2 * sorted(x)[2], UNIT),
+    "builtins.enumerate": Spec(lambda x: sum(v * (i + 1.0) for i, v in list(enumerate(x))), UNIT),
     "builtins.list": Spec(lambda x: list(x)[1] * 3.0, UNIT),
     "builtins.tuple": Spec(lambda x: tuple(x)[2] * 3.0, UNIT),
     # -- numpy: elementwise ----------------------------------------------------------
@@ -191,6 +192,8 @@ SPECS = {
         np.linalg.cholesky(m, upper=True) if NUMPY_2 else 0.0), SPD),
     # -- numpy: shapes -------------------------------------------------------------------
     "numpy.reshape": Spec(lambda m: np.reshape(m, (9,)) * np.arange(9.0), M33),
+    "numpy.linspace": Spec(lambda a, b: np.linspace(a, b, 5) ** 2, SUNIT, SUNIT, order=2),
+    "numpy.arange": Spec(lambda a, b: np.arange(a, a + 2.0, b) ** 2, SUNIT, S(0.6, 0.65)),
     "numpy.ravel": Spec(lambda m: np.ravel(m) * np.arange(9.0), M33),
     "numpy.ndarray.flatten": Spec(lambda m: m.T.flatten() * np.arange(9.0), M33),
     "numpy.transpose": Spec(lambda m: np.transpose(m) * np.arange(9.0).reshape(3, 3), M33),
@@ -294,7 +297,7 @@ EXEMPT = {
 
 # Calls the JIT refuses (a TypingError naming the construct); the default backend
 # runs them in the interpreter.
-NOT_COMPILED: set = set()
+NOT_COMPILED: set = {"builtins.enumerate"}     # (as a value: `list(enumerate(x))`)
 # Calls forward mode refuses (it says so).
 NO_FORWARD: set = set()
 

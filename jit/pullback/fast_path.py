@@ -35,7 +35,7 @@ from jit.runtime import native as runtime
 from jit.runtime.native import BLOCK_SLOT, NativeDeopt, adjoint_failed
 from jit.pullback.backend import BACKEND
 from jit.runtime.pullback_builtins import DEOPT
-from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT,
+from jit.types import (BOOL, FLOAT64, INT64, INT64_MAX, INT64_MIN, NONE, ArrayT, TupleT,
                        TypingError)
 
 _SCALAR = {float: FLOAT64, int: INT64, bool: BOOL}
@@ -117,6 +117,8 @@ def _build(f: Any, args: tuple) -> Any:
         return False
     if code.host_pullbacks:    # its tape holds pullbacks the general path's env owns
         return False
+    if not isinstance(code.typing.ret, TupleT) or not isinstance(adj.typing.ret, TupleT):
+        return False     # (a pass that only raises: the general path reports it)
     if code.typing.ret.elems[0] not in _LIKE:    # (None: back(dy) takes only dy None)
         return False
     gtypes = adj.typing.ret.elems

@@ -696,6 +696,10 @@ def adjoint_failed() -> None:
     """The error path of a compiled adjoint: raise its error."""
     if ERRINFO[0] == ERROR:
         raise current_error()
-    site = current_site()
+    site = current_site()      # (a DEOPT: the adjoint cannot be rerun)
+    if isinstance(site.exc, type) and issubclass(site.exc, Exception) \
+            and not issubclass(site.exc, OverflowError):    # (a message Python would format)
+        raise site.exc(f"{site.template} in the compiled adjoint of {site.func} at "
+                       f"{site.file}:{site.line} (backend='interp' gives the message)")
     raise OverflowError(f"{site.template} in the compiled adjoint of {site.func} at "
                         f"{site.file}:{site.line}")
