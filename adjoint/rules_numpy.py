@@ -27,6 +27,12 @@ def d_np_negative(dy, x):
     return -dy
 
 
+@pullback_rule(np.reciprocal, uses_result=True)
+def d_np_reciprocal(dy, y, x):
+    """d(1/x) = -dx / x**2 = -y**2 dx."""
+    return -dy * y * y
+
+
 # -- binary elementwise -----------------------------------------------------------------
 @pullback_rule(np.add)
 def d_np_add(dy, x, y):
@@ -49,7 +55,7 @@ def d_np_divide(dy, x, y):
     return unbcast(gx, x), unbcast(np.divide(-gx * x, y), y)
 
 
-@pullback_rule(np.power)
+@pullback_rule((np.power, np.float_power))
 def d_np_power(dy, x, y):
     return _d_pow_array(dy, x, y)
 

@@ -810,7 +810,8 @@ elementwise(_named(math, """sin cos tan asin acos atan sinh cosh tanh asinh acos
     copysign fmod pow""") + [builtins.abs, builtins.pow]
             + _named(np, """sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh
     arctanh exp expm1 exp2 log log1p log2 log10 sqrt cbrt square fabs abs arctan2 hypot
-    maximum minimum fmax fmin power divide fmod remainder logaddexp logaddexp2 clip"""))
+    maximum minimum fmax fmin power float_power reciprocal divide fmod remainder logaddexp
+    logaddexp2 clip"""))
 _set(_named(np, "max min amax amin"), _reduction_jvp(j_extreme))
 _set([np.var], _reduction_jvp(j_var))
 _set([np.squeeze], lambda em, s, ts: None if ts[0] is None else em.op(

@@ -194,6 +194,8 @@ SPECS = {
     "numpy.reshape": Spec(lambda m: np.reshape(m, (9,)) * np.arange(9.0), M33),
     "numpy.linspace": Spec(lambda a, b: np.linspace(a, b, 5) ** 2, SUNIT, SUNIT, order=2),
     "numpy.arange": Spec(lambda a, b: np.arange(a, a + 2.0, b) ** 2, SUNIT, S(0.6, 0.65)),
+    "numpy.reciprocal": _u(np.reciprocal, POS),
+    "numpy.float_power": Spec(lambda a, b: np.float_power(a, b), POS, UNIT, order=2),
     "numpy.ravel": Spec(lambda m: np.ravel(m) * np.arange(9.0), M33),
     "numpy.ndarray.flatten": Spec(lambda m: m.T.flatten() * np.arange(9.0), M33),
     "numpy.transpose": Spec(lambda m: np.transpose(m) * np.arange(9.0).reshape(3, 3), M33),

@@ -16,7 +16,7 @@ from jit.library.elementwise_nd import NDIM
 from jit.library.math_builtins import _scalar_args, float_args, libm
 from jit.library.python_impls import MARK, has_array, impl_call, mark, no_array
 from jit.library import platforms
-from jit.library.numpy_calls import UFUNC1, UFUNC2, add_host, elementwise
+from jit.library.numpy_calls import UFUNC1, UFUNC2, add_host, declare, elementwise
 from jit.library.registry import REGISTRY, called
 from jit.runtime import native as runtime
 from jit.types import (FLOAT32, FLOAT64, INT32, INT64, ArrayT, Type, is_int_like, is_numeric,
@@ -160,6 +160,8 @@ def _t_class_test(ctx, s, ts) -> Type:
     raise RewriteStatement(f"a call of np.{f.__name__}", s.var, _class_tests(f))
 
 
+declare(np.reciprocal, UFUNC1, elementwise(None, "x"), UFUNCS)
+declare(np.float_power, UFUNC2, elementwise(FLOAT64, "x1", "x2"), UFUNCS)
 for _f in (np.isnan, np.isinf, np.isfinite):
     REGISTRY.declare(_f, family=UFUNCS, pattern="number or numeric array (comparisons)",
                      types=_t_class_test, gpu={"cuda": "inline"})
