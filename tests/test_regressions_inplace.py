@@ -207,3 +207,43 @@ def test_augmented_slice_write_inside_a_with_block():
     # sum = 2 x^2 + 6 x + 3
     assert np.isclose(gradient(slice_product_under_errstate, 0.7, backend="interp")[0],
                       4 * 0.7 + 6, rtol=1e-12)
+
+
+# -- shared fuzzer seed 995003985365 (fuzz_zygopy.py): a helper that updates a float
+# argument in place (`p0 += ...`), reached through a recursive helper, called with a value
+# the loop rebinds from a tuple unpack: refused as "writes into ... a view of another
+# array" by backend="llvm" (a number has no memory to write into; interp was right)
+import math  # noqa: E402
+
+
+def _bumped(p0, p1):
+    p0 += math.tanh(p1)
+    return p0 ** 2
+
+
+def _nested(x, m):
+    if m <= 0:
+        return math.tanh(x) * _bumped(x, x)
+    return math.sin(_nested(_nested(x, m - 1), m - 1)) + x
+
+
+def _halves(p0):
+    return p0 * 0.5, p0 - 1.0
+
+
+def _rebound_in_a_loop(x, y):
+    v0 = y
+    for i0 in range(1, 3):
+        if x + v0 < 10.0 * i0:
+            v0 = _bumped(v0 + x, _nested(x, 2))
+        x, v0 = _halves(-v0 * 0.81)
+    return x + v0
+
+
+def test_a_float_updated_in_place_by_a_nested_helper_is_not_a_view_write():
+    got = gradient(_rebound_in_a_loop, 0.3, 0.2, backend="llvm")
+    want = gradient(_rebound_in_a_loop, 0.3, 0.2, backend="interp")
+    assert got == pytest.approx(want, rel=1e-12)
+    h = 1e-6
+    fd = (_rebound_in_a_loop(0.3 + h, 0.2) - _rebound_in_a_loop(0.3 - h, 0.2)) / (2 * h)
+    assert got[0] == pytest.approx(fd, rel=1e-6)

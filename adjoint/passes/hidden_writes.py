@@ -127,8 +127,8 @@ def refuse_hidden_writes(callee: Any, jf: Any, views: list, numbers: list,
                 f"may read afterwards{where}; reverse mode cannot follow such a write "
                 "into a caller's value: return the new value instead, or write into "
                 "the array by its own name")
-    for k, line in jf.param_writes:
-        if k < len(views) and views[k] and jf.active_args[k]:
+    for k, line in jf.param_writes:      # (a number's in-place operator rebinds it)
+        if k < len(views) and views[k] and jf.active_args[k] and not numbers[k]:
             raise TypeError(
                 f"adjoint: {label} writes into its argument {names[k]!r}, which is "
                 f"passed a view of another array here (made by indexing, a slice, .T "
