@@ -38,7 +38,7 @@ from .options import transform_of
 from .pytrees import copy_record, is_namedtuple
 from .structure import conform, has_complex, has_objects, user_tangent
 from .transform import VERIFY, cells, is_differentiable, lower_function
-from . import rules_tangent  # (fills the rule table's jvp entries)
+from . import rules_tangent, sequence_tangents  # noqa: F401  (fill the rule table's jvp entries)
 from .transforms import Transformed, positional_params
 
 # backend name -> runner(ir, args) -> result, or None where it does not compile ir

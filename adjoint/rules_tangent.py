@@ -36,7 +36,6 @@ from .passes.tangent import HELPERS, zero_tangent
 from .pytrees import computed_attribute_error, is_namedtuple, is_record, record_fields
 from .rule_table import OP_RULES, TangentHelper, lookup_callee, nondiff
 from .rules_linalg import eigen_gaps
-from .rules_math import sort_order
 from .rules_numpy import scatter_added
 from . import rules as _all_rules  # noqa: F401  (the table is filled before this adds to it)
 
@@ -644,43 +643,12 @@ def j_loop_items(v, t):
     return loop_items(t)
 
 
-@_helper
-def j_sorted(xs, t, key=None, reverse=False):
-    """The tangent of `sorted(xs)`: t's entries in the order xs's went (a list; the
-    order `key` gives is piecewise constant, so it has no tangent)."""
-    order = sort_order(xs, reverse) if key is None else sort_order(xs, reverse, key)
-    return [t[i] for i in order]
-
-
 def _matrix_jvp(helper, data=1):
     """A jvp `helper(y, *operands, *their tangents)` of a function of `data` operands."""
     def jvp(em, s, ts):
         args = em.operands(s)[:data]
         return em.op("call", helper, s.var, *args, *[em.or_none(t) for t in ts[:data]])
     return jvp
-
-
-@_helper
-def j_enumerate(xs, t, start=0):
-    """The tangent of `enumerate(xs)` as a value: pairs (0, t_i) (a count has none)."""
-    return zip([0] * len(t), t)
-
-
-@_helper
-def j_prod(xs, t, start=1):
-    """The tangent of `math.prod(xs, start=s)` (s held constant): each entry's tangent
-    times the product of the others."""
-    vals = list(xs)
-    total = 0.0 * start
-    for k in range(len(vals)):
-        if t[k] is None:
-            continue
-        term = t[k] * start
-        for j in range(len(vals)):
-            if j != k:
-                term = term * vals[j]
-        total = total + term
-    return total
 
 
 @_helper
@@ -691,12 +659,6 @@ def j_polyval(p, x, tp, tx):
     return np.polyval(tp, x) + tx * np.polyval(p[:n - 1] * np.arange(n - 1, 0, -1), x)
 
 
-_set([builtins.sorted], lambda em, s, ts: None if ts[0] is None else em.op(
-    "call", j_sorted, em.operands(s)[0], ts[0], **s.kwargs))
-_set([builtins.enumerate], lambda em, s, ts: None if ts[0] is None else em.op(
-    "call", j_enumerate, em.operands(s)[0], ts[0], **s.kwargs))
-_set([math.prod], lambda em, s, ts: None if ts[0] is None else em.op(
-    "call", j_prod, em.operands(s)[0], ts[0], **s.kwargs))
 _set([np.polyval], lambda em, s, ts: em.op(
     "call", j_polyval, *em.operands(s)[:2],
     *[t if t is not None else em.zero(a) for t, a in zip(ts[:2], em.operands(s)[:2])]))
@@ -818,32 +780,6 @@ _set([np.squeeze], lambda em, s, ts: None if ts[0] is None else em.op(
     "call", j_squeeze, s.var, ts[0], *em.operands(s)[1:], **s.kwargs))
 _set([np.std], _reduction_jvp(j_std))
 scalar_result([np.prod, np.linalg.norm])
-
-
-@_helper
-def j_keyed_extreme(y, xs, t):
-    """The tangent of `max(xs, key=k)` / `min(xs, key=k)`: the tangent of the entry it
-    returned (the first equal to the result; the order a key gives has no tangent)."""
-    for i in range(len(xs)):
-        if xs[i] == y:
-            return t[i]
-    return t[0]
-
-
-def _keyed_extreme_jvp(by_entries):
-    """min/max: with `key=` alone, the entry's tangent (`j_keyed_extreme`); else as
-    `scalar_result` makes it (`by_entries`)."""
-    def jvp(em, s, ts):
-        args = em.operands(s)
-        if set(s.kwargs) != {"key"} or len(args) != 1:
-            return by_entries(em, s, ts)
-        if ts[0] is None:
-            return None
-        return em.op("call", j_keyed_extreme, s.var, args[0], ts[0])
-    return jvp
-
-
-_set([builtins.max, builtins.min], _keyed_extreme_jvp(_one_row(data_only=False)))
 nondiff("zero_tangent")
 HELPERS.update(rows=rows, astype=j_astype, call_value=j_call_value, call_method=j_call_method,
                zero=TangentHelper(zero_tangent))

@@ -198,28 +198,18 @@ def _max_items(xs):
     return best
 
 
-def _min_keyed(xs, key):
-    """`min(xs, key=key)`: the first entry whose key is least."""
+def _keyed_extreme(xs, key, least):
+    """`min(xs, key=key)` (`least`) / `max(xs, key=key)`: the first entry whose key is
+    least / greatest."""
     n = len(xs)
     if n == 0:
-        raise ValueError(MIN_EMPTY)
-    best, best_key = xs[0], key(xs[0])
-    for i in range(1, n):
-        k = key(xs[i])
-        if k < best_key:
-            best, best_key = xs[i], k
-    return best
-
-
-def _max_keyed(xs, key):
-    """`max(xs, key=key)`: the first entry whose key is greatest."""
-    n = len(xs)
-    if n == 0:
+        if least:
+            raise ValueError(MIN_EMPTY)
         raise ValueError(MAX_EMPTY)
     best, best_key = xs[0], key(xs[0])
     for i in range(1, n):
         k = key(xs[i])
-        if k > best_key:
+        if (k < best_key) if least else (k > best_key):
             best, best_key = xs[i], k
     return best
 
@@ -337,7 +327,7 @@ def _all_items(xs):
     return True
 
 
-mark(_min_keyed, _max_keyed, _sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built,
+mark(_keyed_extreme, _sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built,
      _prod_built, _d_prod_built, _d_sum_built, _min_items, _max_items,
      _first_at, _d_extreme_array, _d_extreme_built, _any_items, _all_items)
 
@@ -468,12 +458,12 @@ def is_keyed_extreme(ctx: Context, s, ts: list) -> bool:
 
 def _t_extreme_keyed(ctx: Context, s, ts: list) -> Type:
     _listed_range(ctx, s, ts)
-    impl = _min_keyed if called(ctx.typing, s) is builtins.min else _max_keyed
+    least = called(ctx.typing, s) is builtins.min
     try:
-        return impl_call(ctx, s, impl, [s.args[1], s.kwargs["key"]])
+        return impl_call(ctx, s, _keyed_extreme, [s.args[1], s.kwargs["key"], Const(least)])
     except TypingError:      # (its detail would name the helper, not the user's code)
-        ctx.fail(f"{impl.__name__[1:4]}() with key= is compiled where the key gives a number "
-                 f"for each entry of the {ts[0]}")
+        ctx.fail(f"{'min' if least else 'max'}() with key= is compiled where the key gives a "
+                 f"number for each entry of the {ts[0]}")
 
 
 def pick_d_sum_built(argtypes: list):
