@@ -281,10 +281,10 @@ def _sort_order_items(xs, reverse=False):
     return out
 
 
-def _sorted_items(xs):
-    """`sorted(xs)`: the entries in the order `_sort_order_items` finds."""
+def _sorted_items(xs, reverse):
+    """`sorted(xs, reverse=reverse)`: the entries in the order `_sort_order_items` finds."""
     out = []
-    for i in _sort_order_items(xs):
+    for i in _sort_order_items(xs, reverse):
         out.append(xs[i])
     return out
 
@@ -305,14 +305,6 @@ def _sorted_keyed(xs, key, reverse):
     return out
 
 
-def _sorted_reversed(xs, reverse):
-    """`sorted(xs, reverse=reverse)`."""
-    out = []
-    for i in _sort_order_items(xs, reverse):
-        out.append(xs[i])
-    return out
-
-
 def _any_items(xs):
     for i in range(len(xs)):
         if xs[i]:
@@ -327,7 +319,8 @@ def _all_items(xs):
     return True
 
 
-mark(_keyed_extreme, _sort_order_items, _sorted_items, _key_order, _sorted_keyed, _sorted_reversed, _sum_built,
+mark(_keyed_extreme, _sort_order_items, _sorted_items, _key_order, _sorted_keyed,
+     _sum_built,
      _prod_built, _d_prod_built, _d_sum_built, _min_items, _max_items,
      _first_at, _d_extreme_array, _d_extreme_built, _any_items, _all_items)
 
@@ -426,11 +419,15 @@ def _t_sorted_keywords(ctx: Context, s, ts: list) -> Type:
                  "with a key that gives numbers, is)")
     try:
         if keyless:
-            return impl_call(ctx, s, _sorted_reversed, [s.args[1], reverse])
+            return impl_call(ctx, s, _sorted_items, [s.args[1], reverse])
         return impl_call(ctx, s, _sorted_keyed, [s.args[1], key, reverse])
     except TypingError:      # (its detail would name the helper, not the user's code)
         ctx.fail(f"sorted() with key= is compiled where the key gives a number for each "
                  f"entry of the {ts[0]}")
+
+
+def _t_sorted_plain(ctx: Context, s, ts: list) -> Type:
+    return impl_call(ctx, s, _sorted_items, [s.args[1], Const(False)])
 
 
 def is_keyed_order(ctx: Context, s, ts: list) -> bool:
@@ -531,13 +528,13 @@ def _declare() -> None:
     REGISTRY.declare(deopt_if_nan, family="runtime checks", pattern="float",
                      types=_t_deopt_if_nan, lower=_cg_deopt_if_nan, gpu={"cuda": "inline"})
     REGISTRY.declare(builtins.sorted, family=FAMILY, pattern="one 1-D array, list or tuple of "
-                     "float64 or int64", matches=is_number_items, types=_calling(_sorted_items))
+                     "float64 or int64", matches=is_number_items, types=_t_sorted_plain)
     REGISTRY.add(REGISTRY.get(builtins.sorted), "key= (giving numbers) or reverse=, over a 1-D "
                  "array, a list or a tuple of one entry type", is_keyed_items, _t_sorted_keywords)
     REGISTRY.declare(M.sort_order, family=FAMILY, pattern="a float64 1-D array, list or tuple, "
                      "and reverse", matches=is_float_order, types=_calling(_sort_order_items))
-    REGISTRY.add(REGISTRY.get(M.sort_order), "entries of one type, reverse and a key", is_keyed_order,
-                 _calling(_key_order))
+    REGISTRY.add(REGISTRY.get(M.sort_order), "entries of one type, reverse and a key",
+                 is_keyed_order, _calling(_key_order))
     for f, impl in ((builtins.any, _any_items), (builtins.all, _all_items)):
         REGISTRY.declare(f, family=FAMILY, pattern="one 1-D array, list or tuple",
                          matches=is_truth_items, types=_calling(impl), numpy_too=True)

@@ -73,9 +73,11 @@ def _cg_range(fc, s, ts):
         return L.Constant(lltype(s.type), None)
     b = fc.b
     vals = [fc.get(a, INT64) for a in s.args[1:]]
-    start, stop, step = ([L.Constant(I64, 0)] + vals + [L.Constant(I64, 1)])[:3] \
-        if len(vals) == 1 else (vals + [L.Constant(I64, 1)])[:3]
     zero, one = L.Constant(I64, 0), L.Constant(I64, 1)
+    if len(vals) == 1:
+        start, stop, step = zero, vals[0], one
+    else:
+        start, stop, step = vals[0], vals[1], vals[2] if len(vals) == 3 else one
     fc.raise_if(b.icmp_signed("==", step, zero), ValueError, "range() arg 3 must not be zero")
     big = L.Constant(I64, 1 << 61)        # |start|, |stop| below it: no overflow below
     for v in (start, stop):
